@@ -1,0 +1,7 @@
+"""``python -m surveyalign`` runs the command line."""
+
+import sys
+
+from surveyalign.cli import main
+
+sys.exit(main())

@@ -1,0 +1,60 @@
+"""The ``surveyalign`` command line: one subcommand group per sub-package.
+
+Each sub-package exposes ``register(subparsers)`` in its ``cli`` module; heavy imports (torch, trl,
+datasets) happen inside the command handlers so ``surveyalign --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from surveyalign import __version__
+
+#: Sub-packages whose ``cli.register`` adds subcommands, in help order.
+_COMMAND_MODULES = (
+    "surveyalign.demo",
+    "surveyalign.data.cli",
+    "surveyalign.evaluation.cli",
+    "surveyalign.scoring.cli",
+    "surveyalign.backends.cli",
+    "surveyalign.training.cli",
+    "surveyalign.knowledge.cli",
+    "surveyalign.inference.cli",
+    "surveyalign.autoraters.cli",
+    "surveyalign.prism.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="surveyalign",
+        description="Train and evaluate LLM judges of survey papers against human reviewers (SurveyReview).",
+    )
+    parser.add_argument("--version", action="version", version=f"surveyalign {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``surveyalign`` console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        result = handler(args)
+    except KeyboardInterrupt:
+        print("interrupted; completed work is saved and a re-run resumes it", file=sys.stderr)
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

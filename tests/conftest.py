@@ -1,0 +1,38 @@
+"""Shared fixtures: offline environment, the tiny Qwen3 model, paths to shipped resources."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_REAL = REPO_ROOT.parent / "shared" / "real"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root (where configs/, recipes/ and metrics/ live)."""
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny random Qwen3 model + locally trained tokenizer, built once per test session."""
+    from surveyalign.models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen3"))
+
+
+@pytest.fixture(scope="session")
+def shared_real() -> Path:
+    """../shared/real (real third-party inputs); tests using it skip when it is absent."""
+    if not SHARED_REAL.is_dir():
+        pytest.skip("../shared/real is not present")
+    return SHARED_REAL
