@@ -1,0 +1,71 @@
+"""Every command shown in README.md exists: `--help` exits 0 for each, and `make` targets are defined."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _readme_commands() -> list[str]:
+    """Shell lines inside ```bash / ```sh / ```console blocks of README.md (prompt '$ ' stripped)."""
+    text = (REPO / "README.md").read_text()
+    lines: list[str] = []
+    for block in re.findall(r"```(?:bash|sh|console|shell)\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            line = line.strip()
+            if line.startswith("$ "):
+                line = line[2:]
+            if line and not line.startswith("#"):
+                lines.append(line.split(" #")[0].strip())
+    return lines
+
+
+COMMANDS = _readme_commands()
+
+
+def _help_argv(cmd: str) -> list[str] | None:
+    """The argv that checks ``cmd`` exists, or None for lines that are not our commands."""
+    argv = shlex.split(cmd)
+    while argv and "=" in argv[0] and not argv[0].startswith("-"):  # VAR=value prefixes
+        argv = argv[1:]
+    if not argv:
+        return None
+    head = argv[0]
+    if head == "surveyalign":
+        words = [a for a in argv[1:] if not a.startswith("-")]
+        sub = []
+        for w in words:  # subcommand words come first, before any option or positional path
+            if "/" in w or "." in w or w[:1].isupper():
+                break
+            sub.append(w)
+        return [str(BIN / "surveyalign"), *sub, "--help"]
+    if head == "accelerate" and len(argv) > 1 and argv[1] == "launch":
+        script = next(a for a in argv[2:] if a.endswith(".py"))
+        return [sys.executable, str(REPO / script), "--help"]
+    if head == "python" and len(argv) > 1 and argv[1].endswith(".py"):
+        return [sys.executable, str(REPO / argv[1]), "--help"]
+    if head == "make":
+        return ["make", "-n", *argv[1:2]]
+    return None
+
+
+def test_readme_has_the_two_commands():
+    assert "make demo" in COMMANDS
+    assert "make test" in COMMANDS
+
+
+@pytest.mark.parametrize("cmd", [c for c in COMMANDS if _help_argv(c)])
+def test_readme_command_exists(cmd):
+    argv = _help_argv(cmd)
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{cmd!r} -> {argv}: exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    if argv[-1] == "--help":
+        assert "usage" in proc.stdout.lower()
