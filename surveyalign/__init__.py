@@ -1,7 +1,8 @@
 """surveyalign: train and evaluate LLM judges of survey papers against human reviewers.
 
-See README.md for the map of sub-packages (data, prompts, backends, evaluation, scoring,
-training, knowledge, inference, autoraters, prism).
+Sub-packages: ``data`` (SurveyReview builder), ``prompts`` (protocol and parser), ``backends`` (API,
+transformers, vLLM judges and the OpenAI-compatible server), ``evaluation`` (resumable harness), ``scoring``
+(MSE/MAE, RQS, HAS and baselines), ``training`` (SFT/DPO recipes support), ``models`` (tiny test model).
 """
 
 __version__ = "0.1.0"

@@ -20,10 +20,6 @@ _COMMAND_MODULES = (
     "surveyalign.scoring.cli",
     "surveyalign.backends.cli",
     "surveyalign.training.cli",
-    "surveyalign.knowledge.cli",
-    "surveyalign.inference.cli",
-    "surveyalign.autoraters.cli",
-    "surveyalign.prism.cli",
 )
 
 

@@ -1,1 +1,0 @@
-"""surveyalign.autoraters"""

@@ -1,9 +1,0 @@
-"""`surveyalign` subcommands owned by `surveyalign.prism` (none yet)."""
-
-from __future__ import annotations
-
-import argparse
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this sub-package's subcommands to the top-level parser."""
