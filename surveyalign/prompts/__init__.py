@@ -1,1 +1,42 @@
-"""surveyalign.prompts"""
+"""Judge prompt protocol of SurveyReview App. C: templates, SFT examples and the answer parser.
+
+Public surface::
+
+    from surveyalign.prompts import (
+        build_judge_prompt, format_target, build_sft_example, parse_judgement, render_chat,
+        Judgement, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
+    )
+
+Training (SFT/DPO data) and evaluation both build prompts with :func:`build_judge_prompt`, so the two can
+never drift apart; :func:`parse_judgement` is the only reader of judge answers.
+"""
+
+from surveyalign.prompts.builder import (
+    JudgePrompt,
+    build_judge_prompt,
+    build_sft_example,
+    format_target,
+    render_chat,
+    validate_score,
+)
+from surveyalign.prompts.parser import Judgement, parse_judgement
+from surveyalign.prompts.protocols import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
+from surveyalign.prompts.templates import RUBRICS, TEMPLATE_VERSION, DimensionRubric
+
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "PROTOCOLS",
+    "RUBRICS",
+    "TEMPLATE_VERSION",
+    "DimensionRubric",
+    "JudgePrompt",
+    "Judgement",
+    "Protocol",
+    "build_judge_prompt",
+    "build_sft_example",
+    "format_target",
+    "get_protocol",
+    "parse_judgement",
+    "render_chat",
+    "validate_score",
+]

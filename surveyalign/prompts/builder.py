@@ -1,0 +1,285 @@
+"""The single builder of judge prompts, SFT targets and SFT examples (SurveyReview App. C).
+
+Zero-shot judging, fine-tuned judging, SFT data and DPO data all call :func:`build_judge_prompt`, so the
+prompt a model is trained on is, byte for byte, the prompt it is evaluated with.
+
+Template order (App. C): reviewer role for the dimension; knowledge-augmentation description (only with
+knowledge); the dimension's definition; its criteria for -2/-1/+1/+2; output requirements; answer format
+of the protocol; a separator; the knowledge-augmentation content (only with knowledge); the survey text;
+a closing separator. The prompt is one user message (no system prompt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from surveyalign.constants import VALID_SCORES, normalise_dimension
+from surveyalign.prompts import templates as T
+from surveyalign.prompts.protocols import DEFAULT_PROTOCOL, Protocol, get_protocol
+
+__all__ = [
+    "JudgePrompt",
+    "build_judge_prompt",
+    "format_target",
+    "build_sft_example",
+    "render_chat",
+    "validate_score",
+]
+
+_KNOWLEDGE_SLOT = "\x00knowledge\x00"
+_TITLE_SLOT = "\x00title\x00"
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """A rendered judge prompt for one unit (SurveyReview App. C).
+
+    Attributes:
+        dimension: canonical dimension name.
+        protocol: protocol name ("v1.0" or "v1.1").
+        instruction: everything that precedes the survey text: role, KA description, definition,
+            criteria, requirements, answer format, separator, KA content, title line, survey heading.
+        input: the survey text, unchanged.
+        suffix: what follows the survey text (a newline and the closing separator).
+        has_knowledge: whether a knowledge-augmentation block is included.
+        hash: sha256 hex digest (64 chars) of the template skeleton for this dimension, protocol, KA flag
+            and title flag; independent of the survey text, KA content and title, so an evaluation cache
+            can key on it and a change in any template string invalidates it.
+    """
+
+    dimension: str
+    protocol: str
+    instruction: str
+    input: str
+    suffix: str
+    has_knowledge: bool
+    hash: str
+
+    @property
+    def content(self) -> str:
+        """The full user message: ``instruction + input + suffix``."""
+        return self.instruction + self.input + self.suffix
+
+    def messages(self) -> list[dict[str, str]]:
+        """The prompt as a chat: ``[{"role": "user", "content": self.content}]`` (no system message)."""
+        return [{"role": "user", "content": self.content}]
+
+
+def _render_parts(rubric: T.DimensionRubric, protocol: Protocol, knowledge: str | None, title: str | None) -> tuple[str, str]:
+    """Return ``(instruction, suffix)`` for one rubric/protocol; the survey goes between them."""
+    label = rubric.label
+    head: list[str] = [T.ROLE.format(label=label)]
+    if knowledge is not None:
+        head.append(rubric.ka_description.format(label=label))
+    head.append(T.DEFINITION_HEADING.format(label=label) + "\n" + rubric.definition)
+    criteria = "\n".join(
+        f"{score:+d} ({T.SCORE_LABELS[score]}): {rubric.criteria[score]}" for score in VALID_SCORES
+    )
+    head.append(T.CRITERIA_HEADING.format(label=label) + "\n" + criteria)
+    head.append(T.REQUIREMENTS)
+    head.append(T.FORMAT_HEADING + "\n" + protocol.format_text)
+
+    body: list[str] = [T.SEPARATOR]
+    if knowledge is not None:
+        body.append(rubric.ka_heading + "\n" + knowledge.strip() + "\n")
+    survey_head = T.SURVEY_HEADING
+    if title is not None:
+        survey_head += "\n" + T.TITLE_LINE.format(title=title.strip())
+    body.append(survey_head + "\n\n")
+    instruction = "\n\n".join(head) + "\n\n" + "\n".join(body)
+    return instruction, "\n" + T.SEPARATOR
+
+
+def _prompt_hash(rubric: T.DimensionRubric, protocol: Protocol, has_knowledge: bool, has_title: bool) -> str:
+    instruction, suffix = _render_parts(
+        rubric, protocol, _KNOWLEDGE_SLOT if has_knowledge else None, _TITLE_SLOT if has_title else None
+    )
+    payload = {
+        "template_version": T.TEMPLATE_VERSION,
+        "dimension": rubric.name,
+        "protocol": protocol.name,
+        "knowledge": has_knowledge,
+        "title": has_title,
+        "skeleton": instruction + "\x00survey\x00" + suffix,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=True).encode("utf-8")).hexdigest()
+
+
+def _clean_optional(value: str | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string or None, got {type(value).__name__}")
+    return value if value.strip() else None
+
+
+def build_judge_prompt(
+    dimension: str,
+    text: str,
+    *,
+    protocol: str | Protocol = DEFAULT_PROTOCOL,
+    knowledge: str | None = None,
+    title: str | None = None,
+) -> JudgePrompt:
+    """Build the judge prompt of one unit (SurveyReview App. C; KA placement from App. F / §5.2).
+
+    Args:
+        dimension: one of readability, structure, comprehensiveness, criticalness (any case).
+        text: the survey text (markdown), placed verbatim after the survey heading.
+        protocol: protocol name ("v1.0" = ``Reason$$$X$$$``, "v1.1" = tags) or a :class:`Protocol`.
+        knowledge: knowledge-augmentation content (Comp-KA or Crit-KA text). ``None`` or a blank string
+            means no KA: neither the KA description nor the KA block appears.
+        title: the survey's title, shown above the text when given (blank means none).
+
+    Returns:
+        A :class:`JudgePrompt`; ``.messages()`` is the single user message to send.
+
+    Raises:
+        ValueError: unknown dimension or protocol (the message names the bad value), or a non-string text.
+    """
+    dim = normalise_dimension(dimension)
+    proto = get_protocol(protocol)
+    if not isinstance(text, str):
+        raise ValueError(f"survey text must be a string, got {type(text).__name__}")
+    knowledge = _clean_optional(knowledge, "knowledge")
+    title = _clean_optional(title, "title")
+    rubric = T.RUBRICS[dim]
+    instruction, suffix = _render_parts(rubric, proto, knowledge, title)
+    return JudgePrompt(
+        dimension=dim,
+        protocol=proto.name,
+        instruction=instruction,
+        input=text,
+        suffix=suffix,
+        has_knowledge=knowledge is not None,
+        hash=_prompt_hash(rubric, proto, knowledge is not None, title is not None),
+    )
+
+
+def validate_score(score: Any) -> int:
+    """Return ``score`` as an int in {-2, -1, 1, 2}.
+
+    Accepts ints, numpy integers and integral floats such as ``-1.0`` (the official release stores
+    floats); bools are refused.
+
+    Raises:
+        ValueError: for anything else, naming the bad value.
+    """
+    if isinstance(score, bool) or not isinstance(score, numbers.Real):
+        raise ValueError(f"score must be one of {VALID_SCORES}, got {score!r}")
+    as_int = int(score) if float(score).is_integer() else None
+    if as_int not in VALID_SCORES:
+        raise ValueError(f"score must be one of {VALID_SCORES}, got {score!r}")
+    return as_int
+
+
+def _join_rationale(rationale: str | Sequence[str]) -> str:
+    if isinstance(rationale, str):
+        return rationale.strip()
+    if not isinstance(rationale, Sequence):
+        raise ValueError(f"rationale must be a string or a list of strings, got {type(rationale).__name__}")
+    parts = []
+    for i, snippet in enumerate(rationale):
+        if not isinstance(snippet, str):
+            raise ValueError(f"rationale snippet {i} must be a string, got {type(snippet).__name__}")
+        if snippet.strip():
+            parts.append(snippet.strip())
+    return " ".join(parts)
+
+
+def format_target(rationale: str | Sequence[str], score: int, protocol: str | Protocol = DEFAULT_PROTOCOL) -> str:
+    """Write a rationale and score in the protocol's answer format (SurveyReview App. C, SFT output).
+
+    Args:
+        rationale: one string, or a list of rationale snippets (joined with single spaces after
+            stripping; blank snippets add nothing).
+        score: one of -2, -1, 1, 2 (see :func:`validate_score`).
+        protocol: "v1.0" -> ``{rationale}$$${score}$$$``; "v1.1" -> ``<reason>{rationale}</reason>
+            <score>{score}</score>``. Scores are written without a plus sign.
+
+    Returns:
+        The target string; ``parse_judgement(format_target(r, s, p), p)`` gives back ``s`` and ``r``.
+
+    Raises:
+        ValueError: bad score (named), unknown protocol (named), or a v1.1 rationale containing a
+            ``<reason>``/``</reason>``/``<score>`` tag, which would make the target ambiguous.
+    """
+    proto = get_protocol(protocol)
+    value = validate_score(score)
+    text = _join_rationale(rationale)
+    if proto.reason_span is not None:
+        lowered = text.lower()
+        for tag in ("<reason>", "</reason>", "<score>", "</score>"):
+            if tag in lowered:
+                raise ValueError(f"rationale contains the protocol tag {tag!r}; cannot format it under {proto.name}")
+    return proto.render_target(text, value)
+
+
+def build_sft_example(
+    dimension: str,
+    text: str,
+    rationales: str | Sequence[str],
+    score: int,
+    *,
+    protocol: str | Protocol = DEFAULT_PROTOCOL,
+    knowledge: str | None = None,
+    title: str | None = None,
+) -> dict[str, list[dict[str, str]]]:
+    """One SFT example in TRL's conversational prompt-completion format (SurveyReview §5.1, App. C).
+
+    The prompt is exactly ``build_judge_prompt(dimension, text, protocol=..., knowledge=...,
+    title=...).messages()``: instruction = everything but the survey, input = the survey; the
+    completion is the human rationale(s) plus the score marker (:func:`format_target`).
+
+    Returns:
+        ``{"prompt": [{"role": "user", "content": ...}], "completion": [{"role": "assistant",
+        "content": target}]}``.
+
+    Raises:
+        ValueError: as :func:`build_judge_prompt` and :func:`format_target`.
+    """
+    prompt = build_judge_prompt(dimension, text, protocol=protocol, knowledge=knowledge, title=title)
+    target = format_target(rationales, score, protocol)
+    return {"prompt": prompt.messages(), "completion": [{"role": "assistant", "content": target}]}
+
+
+def render_chat(
+    tokenizer: Any,
+    messages: list[dict[str, str]],
+    *,
+    enable_thinking: bool,
+    add_generation_prompt: bool = True,
+) -> str:
+    """Render chat messages to the model's prompt string with the thinking switch explicit.
+
+    Training, local inference and the local server all call this, so a prompt is rendered the same way
+    everywhere. For Qwen3-style templates ``enable_thinking=False`` adds an empty think block after the
+    generation prompt.
+
+    Args:
+        tokenizer: a transformers tokenizer (or processor) with a chat template.
+        messages: list of ``{"role", "content"}`` dicts, e.g. ``JudgePrompt.messages()``.
+        enable_thinking: passed to the chat template; required so no caller relies on a default.
+        add_generation_prompt: append the assistant header (True for inference, False when the last
+            message is the assistant answer).
+
+    Returns:
+        The rendered text (not tokenized).
+
+    Raises:
+        ValueError: if the tokenizer has no chat template (raised by transformers).
+    """
+    rendered = tokenizer.apply_chat_template(
+        messages,
+        tokenize=False,
+        add_generation_prompt=add_generation_prompt,
+        enable_thinking=bool(enable_thinking),
+    )
+    if not isinstance(rendered, str):  # pragma: no cover - defensive against API changes
+        raise TypeError(f"apply_chat_template returned {type(rendered).__name__}, expected str")
+    return rendered

@@ -1,0 +1,173 @@
+"""The one parser of judge answers (SurveyReview App. C output format; SPEC.md §2).
+
+Rules:
+
+* Reasoning is ignored: closed ``<think>...</think>`` blocks are removed; text before a lone ``</think>``
+  (the opening tag was in the prompt) is reasoning too. An unclosed ``<think>`` means the answer was cut
+  off while thinking: no score.
+* Only the LAST well-formed score marker of the visible text counts (``$$$X$$$`` for v1.0,
+  ``<score>X</score>`` for v1.1, either for "auto"). X may carry a sign, spaces, a ``.0`` decimal part
+  and markdown emphasis (``+1``, ``1``, `` -2 ``, ``1.0``, ``**-1**``).
+* The value must be exactly one of -2, -1, 1, 2. 0, -0, 3, 2.5 give no score; so does a missing
+  marker or one cut off at the end of the text. Nothing is clamped, rounded or defaulted.
+* Every failure returns ``score=None`` with a human-readable ``error``; the parser never raises on
+  model output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from surveyalign.constants import VALID_SCORES
+from surveyalign.prompts.protocols import PROTOCOLS, Protocol, get_protocol
+
+__all__ = ["Judgement", "parse_judgement"]
+
+_CLOSED_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<think>", re.IGNORECASE)
+_CLOSE_THINK = re.compile(r"</think>", re.IGNORECASE)
+_REASON_OPEN = re.compile(r"<reason>", re.IGNORECASE)
+_REASON_CLOSE = re.compile(r"</reason>", re.IGNORECASE)
+_REASON_TAG = re.compile(r"</?reason>", re.IGNORECASE)
+
+# Cosmetics around a rationale: a leading "Reason:"/"Rationale:" label, a trailing "Score:" label,
+# markdown emphasis and code-fence lines that belonged to the marker rather than to the rationale.
+_LEAD_LABEL = re.compile(r"^(?:[*_#]+\s*)?(?:reason|rationale)\s*[:\uff1a]\s*(?:[*_]+\s*)?", re.IGNORECASE)
+_TRAIL_LABEL = re.compile(
+    r"(?:[*_]+\s*)?(?:final\s+)?(?:score|rating)\s*[:\uff1a=]?\s*(?:[*_]+)?\s*$", re.IGNORECASE
+)
+_LEAD_FENCE = re.compile(r"^```[^\n]*\n")
+_TRAIL_FENCE = re.compile(r"\n?```[^\n]*$")
+_TRAIL_EMPHASIS = re.compile(r"[*_]+\s*$")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A parsed judge answer (SurveyReview App. C).
+
+    Attributes:
+        score: one of -2, -1, 1, 2, or None when no valid score could be read.
+        rationale: the judge's rationale, stripped (v1.0: the visible text before the last marker;
+            v1.1: the text inside the reason tags). On failure, the visible text (reasoning removed) so
+            it can be inspected; "" when nothing is visible.
+        error: None when ``score`` is set; otherwise why not (missing, cut off, invalid value, ...).
+    """
+
+    score: int | None
+    rationale: str
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when a valid score was read."""
+        return self.score is not None
+
+
+def _strip_reasoning(text: str) -> tuple[str, str | None]:
+    """Return ``(visible_text, error)``; error is set when a think block was left open."""
+    visible = _CLOSED_THINK.sub("", text)
+    if _OPEN_THINK.search(visible):
+        return "", "unclosed <think> block: the output was cut off while reasoning"
+    closes = list(_CLOSE_THINK.finditer(visible))
+    if closes:
+        visible = visible[closes[-1].end() :]
+    return visible, None
+
+
+def _score_value(token: str) -> tuple[int | None, str | None]:
+    """Turn a marker token such as '+1', '1.0' or '-2' into a valid score, or explain why not."""
+    normalised = token.replace("\u2212", "-")
+    try:
+        value = Decimal(normalised)
+    except InvalidOperation:  # pragma: no cover - the marker pattern only admits numbers
+        return None, f"score {token!r} is not a number"
+    if value != value.to_integral_value():
+        return None, f"score {token!r} is not an integer; expected one of -2, -1, 1, 2"
+    as_int = int(value)
+    if as_int not in VALID_SCORES:
+        return None, f"score {token!r} is outside {{-2, -1, 1, 2}}"
+    return as_int, None
+
+
+def _clean_rationale(text: str) -> str:
+    out = text.strip()
+    for _ in range(3):  # labels, fences and emphasis can nest ("```\n**Score:** ")
+        before = out
+        out = _TRAIL_FENCE.sub("", out).strip()
+        out = _TRAIL_LABEL.sub("", out).strip()
+        out = _TRAIL_EMPHASIS.sub("", out).strip()
+        if out.endswith("`") and out.count("`") % 2 == 1:
+            out = out[:-1].strip()
+        out = _LEAD_FENCE.sub("", out).strip()
+        out = _LEAD_LABEL.sub("", out).strip()
+        if out == before:
+            break
+    return out
+
+
+def _rationale_for(protocol: Protocol, visible: str, start: int) -> str:
+    before = visible[:start]
+    if protocol.reason_span is not None:
+        spans = list(protocol.reason_span.finditer(before))
+        if spans:
+            return _clean_rationale(spans[-1].group("reason"))
+        return _clean_rationale(_REASON_TAG.sub("", before))
+    return _clean_rationale(before)
+
+
+def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
+    """Read the score and rationale out of one judge answer (SurveyReview App. C; SPEC.md §2).
+
+    Args:
+        text: the raw generated text (may contain ``<think>`` blocks, markdown, code fences).
+        protocol: "v1.0" (``Reason$$$X$$$``), "v1.1" (``<reason>...</reason> <score>X</score>``) or
+            "auto" (whichever well-formed marker comes last).
+
+    Returns:
+        :class:`Judgement`; ``score`` in {-2, -1, 1, 2} or None with ``error`` set. Never raises for
+        any model output.
+
+    Raises:
+        ValueError: only for an unknown ``protocol`` name (named in the message).
+    """
+    if protocol == "auto":
+        protocols = tuple(PROTOCOLS.values())
+    else:
+        protocols = (get_protocol(protocol),)
+    names = "/".join(p.name for p in protocols)
+    if text is None or not str(text).strip():
+        return Judgement(None, "", "empty output")
+    visible, error = _strip_reasoning(str(text))
+    if error is not None:
+        return Judgement(None, "", error)
+    shown = visible.strip()
+    if not shown:
+        return Judgement(None, "", "no answer after the reasoning block")
+
+    best: tuple[Protocol, re.Match[str]] | None = None
+    for proto in protocols:
+        matches = list(proto.marker.finditer(visible))
+        if matches and (best is None or matches[-1].start() > best[1].start()):
+            best = (proto, matches[-1])
+
+    tail_from = best[1].end() if best is not None else 0
+    tail = visible[tail_from:]
+    for proto in protocols:
+        if proto.cut_tail.search(tail):
+            return Judgement(None, _clean_rationale(shown), f"score marker cut off at the end of the output ({proto.name})")
+    if best is None:
+        for proto in protocols:
+            if proto.reason_span is not None:
+                opens = list(_REASON_OPEN.finditer(visible))
+                if opens and not _REASON_CLOSE.search(visible, opens[-1].end()):
+                    return Judgement(None, _clean_rationale(shown), "unclosed <reason> tag and no score: the output was cut off")
+        return Judgement(None, _clean_rationale(shown), f"no score marker found ({names})")
+
+    proto, match = best
+    rationale = _rationale_for(proto, visible, match.start())
+    score, error = _score_value(match.group("num"))
+    if error is not None:
+        return Judgement(None, rationale, error)
+    return Judgement(score, rationale, None)

@@ -1,0 +1,97 @@
+"""Named output protocols of the judge: how the answer is asked for, written and recognised.
+
+``v1.0`` is the format printed in SurveyReview App. C (``Reason$$$X$$$``); ``v1.1`` is the tagged format of
+the authors' later data release (``<reason>...</reason> <score>X</score>``). A protocol bundles the
+"Answer format" paragraph of the prompt, the target template used for SFT examples and the patterns
+:func:`surveyalign.prompts.parse_judgement` uses to find a score marker, so the three cannot disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["Protocol", "PROTOCOLS", "DEFAULT_PROTOCOL", "get_protocol"]
+
+# A score token inside a marker: optional sign (ASCII or U+2212 minus), digits, optional decimals,
+# optionally wrapped in markdown emphasis or inline-code characters ("**-1**", "`2`").
+_NUM = r"[*_`]*\s*(?P<num>[+\-\u2212]?\d+(?:\.\d+)?)\s*[*_`]*"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One output protocol (SurveyReview App. C; v1.1 from the authors' later release).
+
+    Attributes:
+        name: protocol version, "v1.0" or "v1.1".
+        format_text: the "Answer format" paragraph shown to the judge (no heading).
+        target_template: ``str.format`` template with ``{rationale}`` and ``{score}`` for targets.
+        marker: compiled pattern of one well-formed score marker; group ``num`` holds the score token.
+        cut_tail: compiled pattern that matches when the text ends inside an unfinished marker.
+        reason_span: compiled pattern whose group ``reason`` is an explicit rationale span, or None.
+    """
+
+    name: str
+    format_text: str
+    target_template: str
+    marker: re.Pattern[str]
+    cut_tail: re.Pattern[str]
+    reason_span: re.Pattern[str] | None = None
+
+    def render_target(self, rationale: str, score: int) -> str:
+        """Write ``rationale`` and an already validated ``score`` in this protocol's answer format."""
+        return self.target_template.format(rationale=rationale, score=score)
+
+
+_V10 = Protocol(
+    name="v1.0",
+    format_text=(
+        "Write your rationale first, then close the answer with the score wrapped in triple dollar "
+        "signs, and add nothing after it:\n"
+        "Reason$$$X$$$\n"
+        "Here X stands for -2, -1, 1 or 2 (so an answer ends like ...$$$-1$$$)."
+    ),
+    target_template="{rationale}$$${score}$$$",
+    marker=re.compile(r"\$\$\$\s*" + _NUM + r"\s*\$\$\$"),
+    cut_tail=re.compile(r"\$\$\$\s*[*_`]*\s*(?:[+\-\u2212]?\d*(?:\.\d*)?)?\s*[*_`]*\s*\$?\$?\s*$"),
+)
+
+_V11 = Protocol(
+    name="v1.1",
+    format_text=(
+        "Put your rationale between reason tags and the score between score tags, in this order, and "
+        "add nothing after them:\n"
+        "<reason>Reason</reason> <score>X</score>\n"
+        "Here X stands for -2, -1, 1 or 2."
+    ),
+    target_template="<reason>{rationale}</reason> <score>{score}</score>",
+    marker=re.compile(r"<score>\s*" + _NUM + r"\s*</score>", re.IGNORECASE),
+    cut_tail=re.compile(
+        r"(?:<score>\s*[*_`]*\s*(?:[+\-\u2212]?\d*(?:\.\d*)?)?\s*[*_`]*\s*(?:<(?:/(?:s(?:c(?:o(?:r(?:e)?)?)?)?)?)?)?"
+        r"|<(?:s(?:c(?:o(?:r(?:e)?)?)?)?)?)\s*$",
+        re.IGNORECASE,
+    ),
+    reason_span=re.compile(r"<reason>(?P<reason>.*?)</reason>", re.IGNORECASE | re.DOTALL),
+)
+
+#: Protocol versions by name. "v1.0" is the paper's default.
+PROTOCOLS: Mapping[str, Protocol] = MappingProxyType({p.name: p for p in (_V10, _V11)})
+
+#: Protocol used when none is named (the format printed in SurveyReview App. C).
+DEFAULT_PROTOCOL = "v1.0"
+
+
+def get_protocol(name: str | Protocol) -> Protocol:
+    """Return the :class:`Protocol` called ``name`` (a Protocol passes through unchanged).
+
+    Raises:
+        ValueError: if ``name`` is not a key of :data:`PROTOCOLS`.
+    """
+    if isinstance(name, Protocol):
+        return name
+    try:
+        return PROTOCOLS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown protocol {name!r}; expected one of {', '.join(PROTOCOLS)}") from None
