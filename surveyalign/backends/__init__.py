@@ -1,1 +1,67 @@
-"""surveyalign.backends"""
+"""Judge backends behind one small interface (contract 3): API, local transformers, vLLM, baselines.
+
+``load_backend(kind, **options)`` builds one; every backend answers
+``generate(prompts, settings, n) -> list[list[Generation]]``. Heavy libraries (torch, transformers, vllm)
+are imported only when a backend that needs them is built.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages
+
+#: Backend kinds and the ``module:Class`` implementing each (imported lazily).
+BACKENDS: dict[str, str] = {
+    "openai": "surveyalign.backends.openai_api:OpenAIBackend",
+    "transformers": "surveyalign.backends.hf:TransformersBackend",
+    "vllm": "surveyalign.backends.vllm_backend:VLLMBackend",
+    "constant": "surveyalign.backends.simple:ConstantBackend",
+    "scripted": "surveyalign.backends.simple:ScriptedBackend",
+}
+
+
+def backend_class(kind: str) -> type[Backend]:
+    """Return the class implementing backend ``kind`` (see :data:`BACKENDS`).
+
+    Raises:
+        ValueError: unknown kind (the message lists the known ones).
+    """
+    if kind not in BACKENDS:
+        raise ValueError(f"unknown backend kind {kind!r}; choose one of {sorted(BACKENDS)}")
+    module_name, class_name = BACKENDS[kind].split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def load_backend(kind: str, **options: Any) -> Backend:
+    """Build a backend of ``kind`` with ``options`` (contract 3).
+
+    Kinds and their main options: ``"openai"`` (model, base_url, api_key_env="OPENAI_API_KEY", concurrency,
+    timeout, max_retries), ``"transformers"`` (model, adapter=None, device="auto", dtype="auto", batch_size),
+    ``"vllm"`` (model, adapter=None, ...), ``"constant"`` (score, rationale, protocol), ``"scripted"``
+    (replies). See each class for the full list.
+
+    Raises:
+        ValueError: unknown kind, or an option the backend does not take (the message lists valid ones).
+        ImportError: the backend's optional dependency is missing (e.g. vllm).
+    """
+    cls = backend_class(kind)
+    parameters = inspect.signature(cls.__init__).parameters
+    valid = [name for name in parameters if name != "self"]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(f"backend {kind!r} does not take option(s) {unknown}; valid options: {valid}")
+    return cls(**options)
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "Generation",
+    "GenerationSettings",
+    "Messages",
+    "backend_class",
+    "load_backend",
+]

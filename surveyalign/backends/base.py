@@ -1,0 +1,193 @@
+"""The one small interface every judge backend implements, and the shared value types.
+
+A judge backend turns chat prompts into sampled answers. The evaluation harness (SurveyReview §6,
+App. E test-time scaling) asks for ``n`` samples per prompt and needs, for each sample, the text, why the
+generation stopped and the mean token log-probability (the tie-break of the majority vote, SPEC §5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from abc import ABC
+from collections.abc import Coroutine, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Messages = list[dict[str, Any]]
+"""One chat prompt: a list of ``{"role": ..., "content": ...}`` messages."""
+
+_T = TypeVar("_T")
+_RUNNER_LOCK = threading.Lock()
+
+
+class GenerationSettings(BaseModel):
+    """Sampling settings shared by every backend (contract 3).
+
+    Attributes:
+        temperature: softmax temperature, >= 0; 0 means greedy decoding (and ``n`` identical samples).
+        top_p: nucleus sampling mass in (0, 1]; ignored when ``temperature == 0``.
+        max_new_tokens: cap on generated tokens per sample, >= 1 (``max_tokens`` in the OpenAI API).
+        seed: base seed; sample ``i`` of every prompt uses ``seed + i`` so the ``n`` samples differ and a
+            re-run reproduces them where the backend honours seeds.
+        enable_thinking: passed to the chat template (Qwen3-style ``enable_thinking``); off by default.
+        want_logprobs: ask API backends for token log-probabilities (local backends always compute them);
+            off by default because some hosted models reject the ``logprobs`` parameter.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = Field(0.0, ge=0.0, description="Sampling temperature; 0 = greedy.")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(512, ge=1, description="Maximum generated tokens per sample.")
+    seed: int = Field(0, ge=0, description="Base seed; sample i uses seed + i.")
+    enable_thinking: bool = Field(False, description="Chat-template enable_thinking flag.")
+    want_logprobs: bool = Field(False, description="Request token log-probs from API backends.")
+
+    @property
+    def greedy(self) -> bool:
+        """True when decoding is deterministic (temperature 0)."""
+        return self.temperature == 0.0
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One sampled answer.
+
+    Attributes:
+        text: the generated text (``""`` when the request failed).
+        finish_reason: ``"stop"`` (end of turn), ``"length"`` (hit ``max_new_tokens``), another
+            server-reported reason, or ``None`` when unknown / failed.
+        mean_logprob: mean natural-log probability of the generated tokens (<= 0), ``None`` when unavailable.
+        error: ``None`` on success; otherwise a one-line description (the harness records ``api_error``).
+    """
+
+    text: str
+    finish_reason: str | None
+    mean_logprob: float | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the generation succeeded."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict with the four fields."""
+        return asdict(self)
+
+    @classmethod
+    def failed(cls, error: str) -> Generation:
+        """Return a failed generation carrying ``error``."""
+        return cls(text="", finish_reason=None, mean_logprob=None, error=error)
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """Mean of finite ``values``; ``None`` for an empty sequence."""
+    if not values:
+        return None
+    total = math.fsum(values)
+    return total / len(values)
+
+
+class _LoopThread:
+    """A private event loop running in a daemon thread, so sync callers can drive async backends.
+
+    Keeping one loop alive across calls lets async backends keep their connection pool between
+    ``generate`` calls instead of rebuilding it each time.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="surveyalign-backend-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+class Backend(ABC):
+    """A judge backend: ``n`` sampled answers per chat prompt (contract 3; style: prometheus-eval).
+
+    Subclasses implement at least one of :meth:`generate` (sync) or :meth:`agenerate` (async); the base class
+    derives the other. Per-request failures come back as :class:`Generation` with ``error`` set and are
+    never raised; invalid arguments (bad settings, ``n < 1``) raise ``ValueError``.
+
+    Attributes:
+        name: short backend kind, e.g. ``"openai"``.
+    """
+
+    name: str = "backend"
+
+    def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
+                 ) -> list[list[Generation]]:
+        """Generate ``n`` samples for each prompt.
+
+        Args:
+            prompts: P chat prompts, each a list of message dicts.
+            settings: sampling settings; defaults to ``GenerationSettings()`` (greedy).
+            n: samples per prompt, >= 1; sample ``i`` uses seed ``settings.seed + i``.
+
+        Returns:
+            A list of P lists, each of ``n`` :class:`Generation` objects, in prompt order.
+        """
+        if type(self).agenerate is Backend.agenerate:
+            raise NotImplementedError(f"{type(self).__name__} implements neither generate nor agenerate")
+        # Always drive the coroutine on a private loop thread: works inside a running loop (notebooks) too,
+        # and keeps per-loop clients alive between calls.
+        with _RUNNER_LOCK:
+            runner = self.__dict__.get("_loop_thread")
+            if runner is None:
+                runner = _LoopThread()
+                self.__dict__["_loop_thread"] = runner
+        return runner.run(self.agenerate(prompts, settings, n))
+
+    async def agenerate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
+                        ) -> list[list[Generation]]:
+        """Async :meth:`generate`; the default runs the sync version in a worker thread."""
+        if type(self).generate is Backend.generate:
+            raise NotImplementedError(f"{type(self).__name__} implements neither generate nor agenerate")
+        return await asyncio.to_thread(self.generate, prompts, settings, n)
+
+    def describe(self) -> dict[str, Any]:
+        """Return a JSON-serialisable description for ``run_config.json`` (never keys or headers)."""
+        return {"backend": self.name}
+
+    def close(self) -> None:
+        """Release clients, threads and models held by the backend (idempotent)."""
+        runner = self.__dict__.pop("_loop_thread", None)
+        if runner is not None:
+            runner.stop()
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_request(prompts: Sequence[Messages], settings: GenerationSettings | None, n: int) -> GenerationSettings:
+    """Validate the arguments of :meth:`Backend.generate` and return the effective settings.
+
+    Raises:
+        ValueError: ``n < 1`` or a prompt that is not a non-empty list of role/content dicts.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    for index, messages in enumerate(prompts):
+        if not isinstance(messages, (list, tuple)) or not messages:
+            raise ValueError(f"prompt {index}: expected a non-empty list of messages, got {type(messages).__name__}")
+        for j, message in enumerate(messages):
+            if not isinstance(message, dict) or "role" not in message or "content" not in message:
+                raise ValueError(f"prompt {index}, message {j}: expected a dict with 'role' and 'content'")
+    return settings if settings is not None else GenerationSettings()

@@ -1,0 +1,318 @@
+"""Judge backend for any OpenAI-compatible ``/v1/chat/completions`` server (OpenAI, vLLM, ``surveyalign serve``).
+
+Async ``httpx`` client shared per event loop, bounded concurrency, retries with exponential backoff and jitter
+(``tenacity``) on 429, 408, 5xx, timeouts and connection errors, ``Retry-After`` honoured, one request per
+sample with seed ``settings.seed + i`` (many servers ignore ``n``). The API key is read from an environment
+variable whose *name* is configured; the key itself is never written anywhere or returned by ``describe()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages, check_request, mean_or_none
+
+#: HTTP status codes worth retrying: rate limit, request timeout, conflicts/locks and server errors.
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
+
+
+class _RetryableError(Exception):
+    """A transient failure; ``retry_after`` (seconds) is set when the server asked for a delay."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _FatalError(Exception):
+    """A failure that retrying cannot fix (4xx other than the retryable ones, malformed reply)."""
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Parse an HTTP ``Retry-After`` header (RFC 9110 §10.2.3).
+
+    Args:
+        value: the header value: delay seconds (``"3"``, ``"0.5"``) or an HTTP date; ``None`` when absent.
+        now: current Unix time for the date form (defaults to ``time.time()``).
+
+    Returns:
+        The delay in seconds (>= 0), or ``None`` when absent or unparseable.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+@dataclass
+class _LoopState:
+    client: httpx.AsyncClient
+    semaphore: asyncio.Semaphore
+
+
+class OpenAIBackend(Backend):
+    """Chat-completions client for OpenAI-compatible servers (contract 3, kind ``"openai"``).
+
+    Args:
+        model: model name sent in every request (e.g. ``"gpt-4o"``, or a ``surveyalign serve`` model name).
+        base_url: API root including the version prefix, e.g. ``"https://api.openai.com/v1"`` or
+            ``"http://127.0.0.1:8000/v1"``; requests go to ``{base_url}/chat/completions``.
+        api_key_env: name of the environment variable holding the key; when unset or empty no
+            ``Authorization`` header is sent (local servers).
+        concurrency: maximum requests in flight per event loop, >= 1.
+        timeout: seconds per HTTP attempt (connect + read), > 0.
+        max_retries: retries after the first attempt for transient failures, >= 0.
+        backoff_initial: first backoff delay in seconds; attempt k waits about ``backoff_initial * 2**(k-1)``
+            (half fixed, half random jitter), capped at ``backoff_max``.
+        backoff_max: cap of the exponential backoff in seconds.
+        max_retry_after: cap (seconds) on a server's ``Retry-After`` request.
+        max_tokens_field: body field for the token cap (``"max_tokens"`` or ``"max_completion_tokens"``).
+        send_chat_template_kwargs: send ``chat_template_kwargs={"enable_thinking": ...}`` (vLLM and
+            ``surveyalign serve`` understand it; the OpenAI API rejects it).
+        extra_body: extra JSON fields merged into every request body.
+
+    Raises:
+        ValueError: invalid option values.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str = "https://api.openai.com/v1",
+        api_key_env: str | None = "OPENAI_API_KEY",
+        concurrency: int = 16,
+        timeout: float = 120.0,
+        max_retries: int = 6,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 60.0,
+        max_retry_after: float = 300.0,
+        max_tokens_field: str = "max_tokens",
+        send_chat_template_kwargs: bool = False,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("openai backend: 'model' is required")
+        if concurrency < 1:
+            raise ValueError(f"openai backend: concurrency must be >= 1, got {concurrency}")
+        if timeout <= 0:
+            raise ValueError(f"openai backend: timeout must be > 0 seconds, got {timeout}")
+        if max_retries < 0:
+            raise ValueError(f"openai backend: max_retries must be >= 0, got {max_retries}")
+        if max_tokens_field not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError(f"openai backend: max_tokens_field must be max_tokens or max_completion_tokens, "
+                             f"got {max_tokens_field!r}")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_initial = float(backoff_initial)
+        self.backoff_max = float(backoff_max)
+        self.max_retry_after = float(max_retry_after)
+        self.max_tokens_field = max_tokens_field
+        self.send_chat_template_kwargs = bool(send_chat_template_kwargs)
+        self.extra_body = dict(extra_body or {})
+        self._url = f"{self.base_url}/chat/completions"
+        self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        #: Counters since construction: HTTP attempts, retries, failed generations.
+        self.stats = {"attempts": 0, "retries": 0, "failed": 0}
+
+    # ------------------------------------------------------------------ public API
+    def describe(self) -> dict[str, Any]:
+        """Return the client settings for ``run_config.json``: no key, no headers (only the variable's name)."""
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "api_key_present": bool(self.api_key_env and os.environ.get(self.api_key_env)),
+            "concurrency": self.concurrency,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "backoff_initial": self.backoff_initial,
+            "backoff_max": self.backoff_max,
+            "max_tokens_field": self.max_tokens_field,
+            "send_chat_template_kwargs": self.send_chat_template_kwargs,
+            "extra_body": self.extra_body,
+        }
+
+    async def agenerate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
+                        ) -> list[list[Generation]]:
+        """Send ``len(prompts) * n`` requests concurrently (at most ``concurrency`` in flight).
+
+        Args:
+            prompts: P chat prompts.
+            settings: sampling settings; sample ``i`` is sent with ``seed = settings.seed + i`` and ``n = 1``.
+            n: samples per prompt, >= 1.
+
+        Returns:
+            P lists of ``n`` generations; a request that still fails after ``max_retries`` retries (or fails
+            permanently, e.g. HTTP 400) yields ``Generation.failed(<reason>)``.
+        """
+        settings = check_request(prompts, settings, n)
+        state = self._state()
+        tasks = [
+            [asyncio.ensure_future(self._one(state, messages, settings, i)) for i in range(n)]
+            for messages in prompts
+        ]
+        flat = [task for row in tasks for task in row]
+        if flat:
+            await asyncio.gather(*flat)
+        return [[task.result() for task in row] for row in tasks]
+
+    async def agenerate_one(self, messages: Messages, settings: GenerationSettings | None = None,
+                            sample_index: int = 0) -> Generation:
+        """Generate the single sample ``sample_index`` (seed ``settings.seed + sample_index``) for one prompt.
+
+        The harness can schedule calls one by one with this (e.g. to skip cached samples).
+        """
+        settings = check_request([messages], settings, 1)
+        return await self._one(self._state(), messages, settings, sample_index)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client bound to the running event loop."""
+        state = self._states.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.client.aclose()
+
+    def close(self) -> None:
+        """Close the client of the private loop used by :meth:`generate` and stop that loop."""
+        runner = self.__dict__.get("_loop_thread")
+        if runner is not None and runner.loop.is_running():
+            state = self._states.get(runner.loop)
+            if state is not None:
+                runner.run(self._aclose_state(runner.loop))
+        super().close()
+
+    # ------------------------------------------------------------------ internals
+    async def _aclose_state(self, loop: asyncio.AbstractEventLoop) -> None:
+        state = self._states.pop(loop, None)
+        if state is not None:
+            await state.client.aclose()
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            headers = {"Content-Type": "application/json"}
+            key = os.environ.get(self.api_key_env) if self.api_key_env else None
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout),
+                limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+                headers=headers,
+            )
+            state = _LoopState(client=client, semaphore=asyncio.Semaphore(self.concurrency))
+            self._states[loop] = state
+        return state
+
+    def _body(self, messages: Messages, settings: GenerationSettings, sample_index: int) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+            self.max_tokens_field: settings.max_new_tokens,
+            "seed": settings.seed + sample_index,
+            "n": 1,
+        }
+        if settings.want_logprobs:
+            body["logprobs"] = True
+        if self.send_chat_template_kwargs:
+            body["chat_template_kwargs"] = {"enable_thinking": settings.enable_thinking}
+        body.update(self.extra_body)
+        return body
+
+    def _wait(self, retry_state: RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(exc, _RetryableError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.max_retry_after)
+        delay = min(self.backoff_max, self.backoff_initial * 2 ** (retry_state.attempt_number - 1))
+        return delay / 2 + random.uniform(0.0, delay / 2)
+
+    async def _one(self, state: _LoopState, messages: Messages, settings: GenerationSettings,
+                   sample_index: int) -> Generation:
+        body = self._body(messages, settings, sample_index)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(_RetryableError),
+            before_sleep=self._count_retry,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._post(state, body)
+        except _RetryableError as exc:
+            self.stats["failed"] += 1
+            return Generation.failed(f"gave up after {self.max_retries + 1} attempts: {exc}")
+        except _FatalError as exc:
+            self.stats["failed"] += 1
+            return Generation.failed(str(exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _count_retry(self, retry_state: RetryCallState) -> None:
+        self.stats["retries"] += 1
+
+    async def _post(self, state: _LoopState, body: dict[str, Any]) -> Generation:
+        async with state.semaphore:
+            self.stats["attempts"] += 1
+            try:
+                response = await state.client.post(self._url, json=body)
+            except httpx.TimeoutException as exc:
+                raise _RetryableError(f"timeout after {self.timeout:g} s ({type(exc).__name__})") from exc
+            except httpx.TransportError as exc:
+                raise _RetryableError(f"connection error: {type(exc).__name__}: {exc}") from exc
+        status = response.status_code
+        if status != 200:
+            detail = f"HTTP {status} from {self._url}: {response.text[:300]}"
+            if status in RETRY_STATUS:
+                raise _RetryableError(detail, parse_retry_after(response.headers.get("retry-after")))
+            raise _FatalError(detail)
+        try:
+            payload = response.json()
+            choice = payload["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise _FatalError(f"malformed reply from {self._url}: {type(exc).__name__}: {response.text[:300]}")
+        return Generation(text=text, finish_reason=choice.get("finish_reason"), mean_logprob=_mean_logprob(choice))
+
+
+def _mean_logprob(choice: dict[str, Any]) -> float | None:
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        return None
+    content = logprobs.get("content")
+    if not isinstance(content, list):
+        return None
+    values = [float(item["logprob"]) for item in content if isinstance(item, dict) and item.get("logprob") is not None]
+    return mean_or_none(values)

@@ -1,0 +1,209 @@
+"""A scriptable OpenAI-compatible chat server on 127.0.0.1, for tests and throughput benchmarks.
+
+``FakeChatServer`` answers ``POST /v1/chat/completions`` after a fixed delay with canned replies, and can be
+told to fail: the first N requests with 429 (and a ``Retry-After`` header), every request with 500, and so
+on. It logs every request body and tracks the peak number of requests in flight, so tests can check
+retries and concurrency bounds against a real HTTP server instead of mocks.
+
+Example::
+
+    from surveyalign.backends.testing import FakeChatServer
+    with FakeChatServer(delay=0.2) as server:
+        backend = load_backend("openai", base_url=server.base_url, model="fake", concurrency=32)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from surveyalign.backends._http import _UvicornThread
+
+__all__ = ["FakeChatServer"]
+
+
+class FakeChatServer:
+    """A fake OpenAI-compatible server running in a background thread.
+
+    Args:
+        delay: seconds to wait before answering each request (``asyncio.sleep``; many requests overlap).
+        replies: canned reply texts, used in turn (cycled); or a callable ``body -> str``.
+        fail_first: number of initial requests answered with ``fail_status`` before normal replies.
+        fail_status: HTTP status for those failures (default 429).
+        retry_after: ``Retry-After`` header value sent with failures (``None``: no header).
+        always_status: when set, every request is answered with this status (e.g. 500).
+        finish_reason: ``finish_reason`` of successful replies.
+        logprob: when not ``None`` and the request asks for logprobs, each reply word gets this log-prob.
+        model: model id listed by ``GET /v1/models``.
+        port: port to bind on 127.0.0.1; 0 picks a free one.
+
+    Attributes:
+        requests: JSON bodies of every ``/v1/chat/completions`` request, in arrival order.
+        max_in_flight: the largest number of requests being handled at the same time.
+        base_url: ``http://127.0.0.1:<port>/v1`` once started.
+    """
+
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        replies: list[str] | Callable[[dict[str, Any]], str] | None = None,
+        fail_first: int = 0,
+        fail_status: int = 429,
+        retry_after: str | None = "0",
+        always_status: int | None = None,
+        finish_reason: str = "stop",
+        logprob: float | None = -0.5,
+        model: str = "fake-judge",
+        port: int = 0,
+    ) -> None:
+        self.delay = float(delay)
+        self._replies = replies if replies is not None else ["The survey is fine.$$$-1$$$"]
+        self._cycle = itertools.cycle(self._replies) if isinstance(self._replies, list) else None
+        self.fail_first = int(fail_first)
+        self.fail_status = int(fail_status)
+        self.retry_after = retry_after
+        self.always_status = always_status
+        self.finish_reason = finish_reason
+        self.logprob = logprob
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._runner = _UvicornThread(self._build_app(), host="127.0.0.1", port=port)
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def port(self) -> int:
+        """The bound port (valid after :meth:`start`)."""
+        return self._runner.port
+
+    @property
+    def base_url(self) -> str:
+        """API root for clients, ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeChatServer:
+        """Start serving; returns ``self``."""
+        self._runner.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and join the thread."""
+        self._runner.stop()
+
+    def __enter__(self) -> FakeChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        """Forget logged requests and the in-flight peak."""
+        with self._lock:
+            self.requests.clear()
+            self.request_times.clear()
+            self.max_in_flight = 0
+
+    # ------------------------------------------------------------------ app
+    def _next_reply(self, body: dict[str, Any]) -> str:
+        if self._cycle is not None:
+            with self._lock:
+                return next(self._cycle)
+        return self._replies(body)  # type: ignore[operator]
+
+    def _build_app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def chat(request: Request) -> JSONResponse:
+            try:
+                body = json.loads(await request.body())
+            except ValueError:
+                return JSONResponse({"error": {"message": "body is not JSON", "type": "invalid_request_error"}},
+                                    status_code=400)
+            with self._lock:
+                index = len(self.requests)
+                self.requests.append(body)
+                self.request_times.append(time.monotonic())
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                if self.delay > 0:
+                    await asyncio.sleep(self.delay)
+                status = self.always_status or (self.fail_status if index < self.fail_first else 200)
+                if status != 200:
+                    headers = {"Retry-After": self.retry_after} if self.retry_after is not None else None
+                    return JSONResponse({"error": {"message": f"scripted failure {status}", "type": "fake"}},
+                                        status_code=status, headers=headers)
+                text = self._next_reply(body)
+                choice: dict[str, Any] = {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": self.finish_reason,
+                }
+                if body.get("logprobs") and self.logprob is not None:
+                    choice["logprobs"] = {"content": [{"token": word, "logprob": self.logprob}
+                                                      for word in text.split()]}
+                return JSONResponse({
+                    "id": f"chatcmpl-fake-{index}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", self.model),
+                    "choices": [choice],
+                    "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split()),
+                              "total_tokens": len(text.split())},
+                })
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+
+        async def models(request: Request) -> JSONResponse:
+            return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+        return Starlette(routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+        ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a :class:`FakeChatServer` in the foreground: ``python -m surveyalign.backends.testing --delay 0.2``.
+
+    Prints ``base_url=http://127.0.0.1:<port>/v1`` on one line once it listens (for benchmark scripts that
+    want the server in a separate process, off the client's GIL), then serves until interrupted.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m surveyalign.backends.testing",
+                                     description="Fake OpenAI-compatible chat server on 127.0.0.1.")
+    parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer (default 0.2)")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks a free one")
+    parser.add_argument("--fail-first", type=int, default=0, help="answer the first N requests with --fail-status")
+    parser.add_argument("--fail-status", type=int, default=429, help="status of scripted failures (default 429)")
+    parser.add_argument("--reply", action="append", help="canned reply text (repeatable; cycled)")
+    args = parser.parse_args(argv)
+    server = FakeChatServer(delay=args.delay, port=args.port, fail_first=args.fail_first,
+                            fail_status=args.fail_status, replies=args.reply).start()
+    print(f"base_url={server.base_url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
