@@ -34,9 +34,13 @@ _REASON_TAG = re.compile(r"</?reason>", re.IGNORECASE)
 
 # Cosmetics around a rationale: a leading "Reason:"/"Rationale:" label, a trailing "Score:" label,
 # markdown emphasis and code-fence lines that belonged to the marker rather than to the rationale.
-_LEAD_LABEL = re.compile(r"^(?:[*_#]+\s*)?(?:reason|rationale)\s*[:\uff1a]\s*(?:[*_]+\s*)?", re.IGNORECASE)
+_LEAD_LABEL = re.compile(
+    r"^(?:[*_#]+\s*)?(?:reason|rationale)\s*(?:[:\uff1a]\s*(?:[*_]+)?|(?:[*_]+)?\s*\n)\s*", re.IGNORECASE
+)
 _TRAIL_LABEL = re.compile(
-    r"(?:[*_]+\s*)?(?:final\s+)?(?:score|rating)\s*[:\uff1a=]?\s*(?:[*_]+)?\s*$", re.IGNORECASE
+    r"(?:^|(?<=\s))(?:(?:[*_#]+\s*)?(?:final\s+)?(?:score|rating)\s*[:\uff1a=]\s*(?:[*_]+)?"
+    r"|[*_#]+\s*(?:final\s+)?(?:score|rating)\s*(?:[*_]+)?)\s*$",
+    re.IGNORECASE,
 )
 _LEAD_FENCE = re.compile(r"^```[^\n]*\n")
 _TRAIL_FENCE = re.compile(r"\n?```[^\n]*$")
@@ -76,6 +80,16 @@ def _strip_reasoning(text: str) -> tuple[str, str | None]:
     return visible, None
 
 
+def _ends_cut_off(protocol: Protocol, tail: str) -> bool:
+    """True when ``tail`` (the text after the last well-formed marker) ends inside a started marker."""
+    if protocol.paired_delimiter is None:
+        return protocol.cut_tail.search(tail) is not None
+    delims = [m.start() for m in re.finditer(re.escape(protocol.paired_delimiter), tail)]
+    if len(delims) % 2 == 0:
+        return False
+    return protocol.cut_tail.match(tail, delims[-1]) is not None
+
+
 def _score_value(token: str) -> tuple[int | None, str | None]:
     """Turn a marker token such as '+1', '1.0' or '-2' into a valid score, or explain why not."""
     normalised = token.replace("\u2212", "-")
@@ -97,7 +111,9 @@ def _clean_rationale(text: str) -> str:
         before = out
         out = _TRAIL_FENCE.sub("", out).strip()
         out = _TRAIL_LABEL.sub("", out).strip()
-        out = _TRAIL_EMPHASIS.sub("", out).strip()
+        emphasis = _TRAIL_EMPHASIS.search(out)
+        if emphasis is not None and out.count(emphasis.group().strip()) % 2 == 1:  # unbalanced only
+            out = out[: emphasis.start()].strip()
         if out.endswith("`") and out.count("`") % 2 == 1:
             out = out[:-1].strip()
         out = _LEAD_FENCE.sub("", out).strip()
@@ -155,7 +171,7 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
     tail_from = best[1].end() if best is not None else 0
     tail = visible[tail_from:]
     for proto in protocols:
-        if proto.cut_tail.search(tail):
+        if _ends_cut_off(proto, tail):
             return Judgement(None, _clean_rationale(shown), f"score marker cut off at the end of the output ({proto.name})")
     if best is None:
         for proto in protocols:

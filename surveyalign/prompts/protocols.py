@@ -29,7 +29,10 @@ class Protocol:
         format_text: the "Answer format" paragraph shown to the judge (no heading).
         target_template: ``str.format`` template with ``{rationale}`` and ``{score}`` for targets.
         marker: compiled pattern of one well-formed score marker; group ``num`` holds the score token.
-        cut_tail: compiled pattern that matches when the text ends inside an unfinished marker.
+        cut_tail: compiled pattern that matches when the text ends inside an unfinished marker. With
+            ``paired_delimiter`` set it is matched from the last unpaired delimiter onwards.
+        paired_delimiter: a symmetric delimiter ("$$$" for v1.0). Occurrences pair up left to right, so
+            only an odd one out can open a cut-off marker (a closed "$$$high$$$" is not cut off).
         reason_span: compiled pattern whose group ``reason`` is an explicit rationale span, or None.
     """
 
@@ -39,6 +42,7 @@ class Protocol:
     marker: re.Pattern[str]
     cut_tail: re.Pattern[str]
     reason_span: re.Pattern[str] | None = None
+    paired_delimiter: str | None = None
 
     def render_target(self, rationale: str, score: int) -> str:
         """Write ``rationale`` and an already validated ``score`` in this protocol's answer format."""
@@ -56,6 +60,7 @@ _V10 = Protocol(
     target_template="{rationale}$$${score}$$$",
     marker=re.compile(r"\$\$\$\s*" + _NUM + r"\s*\$\$\$"),
     cut_tail=re.compile(r"\$\$\$\s*[*_`]*\s*(?:[+\-\u2212]?\d*(?:\.\d*)?)?\s*[*_`]*\s*\$?\$?\s*$"),
+    paired_delimiter="$$$",
 )
 
 _V11 = Protocol(
