@@ -1,9 +1,116 @@
-"""`surveyalign` subcommands owned by `surveyalign.evaluation` (none yet)."""
+"""``surveyalign evaluate``: run a judge over a SurveyReview split from a YAML config (contract 4)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
+
+_EPILOG = """\
+examples:
+  surveyalign evaluate --config configs/eval/gpt-5.2.yaml --dataset data/surveyreview
+  surveyalign evaluate --config configs/eval/qwen3-32b-api.yaml --base-url http://127.0.0.1:8000/v1 --limit 5
+  surveyalign evaluate --config configs/eval/gpt-5.2.yaml --set generation.temperature=0.7 \\
+      --set samples_per_unit=5 --run-name gpt-5.2-k5
+
+The run folder (OUTPUT_DIR/RUN_NAME) holds calls.jsonl (append-only cache: re-running the same command
+after a crash or kill makes only the missing calls), predictions.jsonl (one line per unit, with its status:
+scored / parse_failed / api_error / missing_text), metrics.json and run_config.json.
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this sub-package's subcommands to the top-level parser."""
+    """Add ``surveyalign evaluate`` to the top-level parser."""
+    p = subparsers.add_parser(
+        "evaluate",
+        help="run a judge over a SurveyReview split (resumable; writes predictions, metrics, run_config)",
+        description="Run a judge (API model, local model, adapter, constant baseline) over a SurveyReview "
+        "split through the shared prompt protocol; every call is cached so an interrupted run resumes.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", required=True, metavar="YAML", help="evaluation config (configs/eval/NAME.yaml)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key with a dotted path, value read as YAML "
+        "(e.g. generation.temperature=0.7, dimensions=[readability], backend.options.concurrency=64); repeatable",
+    )
+    p.add_argument("--dataset", help="dataset folder (overrides `dataset`)")
+    p.add_argument("--split", choices=("train", "validation", "test"), help="split (overrides `split`)")
+    p.add_argument("--dimensions", help="comma-separated dimensions (overrides `dimensions`)")
+    p.add_argument("--output-dir", help="parent folder of the run folder (overrides `output_dir`)")
+    p.add_argument("--run-name", help="run folder name (overrides `run_name`; default: the config's name)")
+    p.add_argument("--name", help="judge name shown in the leaderboard (overrides `name`)")
+    p.add_argument("--limit", type=int, help="at most this many units per dimension (smoke runs)")
+    p.add_argument("--samples", type=int, help="K samples per unit (overrides `samples_per_unit`)")
+    p.add_argument("--model", help="model name or folder (overrides `backend.options.model`)")
+    p.add_argument("--adapter", help="PEFT adapter folder (overrides `backend.options.adapter`)")
+    p.add_argument("--base-url", help="OpenAI-compatible API root (overrides `backend.options.base_url`)")
+    p.add_argument("--concurrency", type=int, help="calls in flight for async backends (overrides `concurrency`)")
+    p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_evaluate)
+
+
+def _parse_set(items: list[str]) -> dict[str, Any]:
+    """``["a.b=1", "c=[x, y]"]`` -> ``{"a.b": 1, "c": ["x", "y"]}`` (values parsed as YAML scalars/lists)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The config overrides given on the command line, as dotted keys (direct flags win over ``--set``).
+
+    Raises:
+        ValueError: for a malformed ``--set`` item.
+    """
+    over = _parse_set(args.overrides)
+    direct = {
+        "dataset": args.dataset,
+        "split": args.split,
+        "dimensions": [d.strip() for d in args.dimensions.split(",") if d.strip()] if args.dimensions else None,
+        "output_dir": args.output_dir,
+        "run_name": args.run_name,
+        "name": args.name,
+        "limit": args.limit,
+        "samples_per_unit": args.samples,
+        "backend.options.model": args.model,
+        "backend.options.adapter": args.adapter,
+        "backend.options.base_url": args.base_url,
+        "concurrency": args.concurrency,
+        "resume": False if args.no_resume else None,
+        "progress": False if args.no_progress else None,
+    }
+    over.update({k: v for k, v in direct.items() if v is not None})
+    return over
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from surveyalign.evaluation import EvalConfig, EvalConfigError, run_evaluation
+
+    try:
+        config = EvalConfig.from_yaml(args.config, overrides_from_args(args))
+    except (FileNotFoundError, EvalConfigError, ValueError) as err:
+        print(f"surveyalign evaluate: {err}", file=sys.stderr)
+        return 2
+    try:
+        result = run_evaluation(config)
+    except (FileNotFoundError, ValueError, RuntimeError) as err:
+        print(f"surveyalign evaluate: {err}", file=sys.stderr)
+        return 1
+    return 0 if result.counts.get("total", 0) else 1

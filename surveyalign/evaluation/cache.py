@@ -1,0 +1,165 @@
+"""Append-only JSONL cache of judge calls (``RUN_DIR/calls.jsonl``): what makes a run resumable.
+
+Every completed call is one JSON line, written and flushed as soon as the call returns, so a ``kill -9``
+loses at most the calls in flight. On start the harness reads the file, keeps the last record per key, and
+runs only the calls whose key is absent. A torn last line (the process died mid-write) is counted and
+skipped; the next append starts on a fresh line so it never glues onto the torn one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CallCache", "call_key", "stable_hash"]
+
+
+def stable_hash(obj: Any) -> str:
+    """sha256 hex digest of ``obj`` serialised as canonical JSON (sorted keys, no spaces).
+
+    Args:
+        obj: any JSON-serialisable value (dicts, lists, strings, numbers, None).
+
+    Returns:
+        64 hex characters; equal inputs (up to dict key order) give equal digests.
+    """
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def call_key(
+    *,
+    stage: str,
+    unit_id: str,
+    dimension: str,
+    sample: int,
+    prompt_hash: str,
+    backend: dict[str, Any],
+    settings: dict[str, Any],
+) -> str:
+    """Cache key of one call: a hash of everything that determines its answer.
+
+    Args:
+        stage: ``"judge"`` (the scoring call) or ``"rqs"`` (the consistency call).
+        unit_id: ``f"{review_id}::{dimension}"`` from the dataset.
+        dimension: lower-case dimension name.
+        sample: sample index k in [0, K).
+        prompt_hash: hash of the full chat messages sent (template, protocol, survey text, knowledge).
+        backend: the backend's ``describe()`` (model, adapter, kind; never credentials).
+        settings: the generation settings (temperature, top_p, max_new_tokens, seed, enable_thinking).
+
+    Returns:
+        A 64-character hex key. Changing any input (a new model, another temperature, an edited template)
+        gives a new key, so a stale cached answer is never reused.
+    """
+    return stable_hash(
+        {
+            "stage": stage,
+            "unit_id": unit_id,
+            "dimension": dimension,
+            "sample": sample,
+            "prompt": prompt_hash,
+            "backend": backend,
+            "settings": settings,
+        }
+    )
+
+
+@dataclass
+class CallCache:
+    """The ``calls.jsonl`` of one run folder.
+
+    Attributes:
+        path: the JSONL file (created on the first append).
+        fsync: also ``os.fsync`` after each record (survives power loss, slower).
+        records: key -> the last record read or written for that key.
+        n_lines: well-formed records read at load time.
+        n_torn: lines that did not parse as a JSON object at load time (skipped, counted).
+    """
+
+    path: Path
+    fsync: bool = False
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    n_lines: int = 0
+    n_torn: int = 0
+    _fh: Any = field(default=None, repr=False)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, fsync: bool = False) -> "CallCache":
+        """Read ``path`` if it exists (tolerating torn lines) and return the cache.
+
+        Raises:
+            OSError: if the file exists but cannot be read.
+        """
+        cache = cls(Path(path), fsync=fsync)
+        if cache.path.exists():
+            with cache.path.open("rb") as fh:
+                for raw in fh:
+                    if not raw.strip():
+                        continue
+                    try:
+                        rec = json.loads(raw)
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        cache.n_torn += 1
+                        continue
+                    if not isinstance(rec, dict) or "key" not in rec:
+                        cache.n_torn += 1
+                        continue
+                    cache.records[rec["key"]] = rec
+                    cache.n_lines += 1
+        return cache
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.records
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The last record stored under ``key``, or ``None``."""
+        return self.records.get(key)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.records.values())
+
+    def _open(self):
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            needs_newline = False
+            if self.path.exists() and self.path.stat().st_size > 0:
+                with self.path.open("rb") as fh:
+                    fh.seek(-1, os.SEEK_END)
+                    needs_newline = fh.read(1) != b"\n"
+            self._fh = self.path.open("a", encoding="utf-8")
+            if needs_newline:  # a torn last line: start the next record on a line of its own
+                self._fh.write("\n")
+                self._fh.flush()
+        return self._fh
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record (must hold ``"key"``) as a JSON line, flush it, and remember it.
+
+        Raises:
+            KeyError: if ``record`` has no ``"key"``.
+        """
+        key = record["key"]
+        fh = self._open()
+        fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        fh.flush()
+        if self.fsync:
+            os.fsync(fh.fileno())
+        self.records[key] = record
+
+    def close(self) -> None:
+        """Close the file handle (appending again reopens it)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> "CallCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,269 @@
+"""Typed configuration of an evaluation run (``surveyalign evaluate --config configs/eval/NAME.yaml``).
+
+One YAML per judge; every key is validated (unknown keys are rejected with the file and the key named).
+Command-line overrides use dotted keys (``--set generation.temperature=0.7``) and are applied to the YAML
+mapping before validation, so they are checked the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from surveyalign.constants import DIMENSIONS, normalise_dimension
+
+__all__ = [
+    "BackendConfig",
+    "EvalConfig",
+    "EvalConfigError",
+    "GenerationConfig",
+    "RQSConfig",
+    "apply_overrides",
+]
+
+#: Option names whose values are never written to run_config.json (credentials in any form).
+_SECRET_OPTION = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.I)
+
+
+class EvalConfigError(ValueError):
+    """An evaluation config that does not validate; the message names the file, the key and the problem."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GenerationConfig(_Strict):
+    """Decoding settings of every judge call (mirrors ``surveyalign.backends.GenerationSettings``)."""
+
+    temperature: float = Field(0.0, ge=0.0, description="sampling temperature; 0 = greedy")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
+    max_new_tokens: int = Field(512, ge=1, description="generation budget per call (tokens)")
+    seed: int = Field(0, description="base seed; sample k of a unit uses seed + k")
+    enable_thinking: bool = Field(False, description="Qwen3 chat-template thinking switch")
+
+
+class BackendConfig(_Strict):
+    """Which judge answers: ``load_backend(kind, **options)`` (see ``surveyalign.backends``).
+
+    ``per_dimension`` merges extra options for one dimension over ``options`` (e.g. one LoRA adapter per
+    dimension, SurveyReview §5: ``per_dimension: {criticalness: {adapter: runs/crit-dpo}}``).
+    """
+
+    kind: str = Field(..., description="openai | transformers | vllm | constant | scripted")
+    options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of load_backend")
+    per_dimension: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="dimension -> options merged over `options` for that dimension"
+    )
+
+    @field_validator("per_dimension")
+    @classmethod
+    def _dims(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {normalise_dimension(k): v for k, v in value.items()}
+
+    def options_for(self, dimension: str | None) -> dict[str, Any]:
+        """The options for ``dimension`` (``None`` = the shared options), per-dimension ones merged in."""
+        merged = dict(self.options)
+        if dimension is not None:
+            merged.update(self.per_dimension.get(dimension, {}))
+        return merged
+
+    def redacted(self) -> dict[str, Any]:
+        """This config as a dict with every credential-like option value replaced by ``"<redacted>"``.
+
+        ``api_key_env`` (the *name* of an environment variable) is kept.
+        """
+
+        def clean(opts: dict[str, Any]) -> dict[str, Any]:
+            return {
+                k: ("<redacted>" if _SECRET_OPTION.search(k) and k != "api_key_env" else v) for k, v in opts.items()
+            }
+
+        return {
+            "kind": self.kind,
+            "options": clean(self.options),
+            "per_dimension": {d: clean(o) for d, o in self.per_dimension.items()},
+        }
+
+
+class RQSConfig(_Strict):
+    """Optional reason-quality stage (SurveyReview §3, App. G): a judge rates each predicted rationale
+    against the reference rationale with a score in {0.0, 0.2, ..., 1.0}."""
+
+    enabled: bool = Field(True, description="run the RQS stage after the judge stage")
+    backend: BackendConfig = Field(..., description="the consistency judge (paper: GPT-5.2)")
+    generation: GenerationConfig = Field(
+        default_factory=lambda: GenerationConfig(max_new_tokens=256),
+        description="decoding settings of the consistency judge",
+    )
+
+
+class EvalConfig(_Strict):
+    """Everything one evaluation run needs (SurveyReview §3, §5.3, §6.1; contract 4 of the project brief).
+
+    Load with :meth:`from_yaml` (file + overrides) or ``EvalConfig.model_validate(dict)``.
+    """
+
+    name: str = Field(..., min_length=1, description="judge name shown in the leaderboard")
+    dataset: str = Field(..., description="dataset folder built by `surveyalign data build`")
+    split: str = Field("test", description="split to evaluate: train | validation | test")
+    dimensions: list[str] = Field(default_factory=lambda: list(DIMENSIONS), description="dimensions to judge")
+    protocol: Literal["v1.0", "v1.1"] = Field("v1.0", description="prompt/answer protocol version")
+    backend: BackendConfig
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    samples_per_unit: int = Field(1, ge=1, description="K judgements per unit (paper App. E: K=5 at T=0.7)")
+    aggregation: Literal["majority"] = Field(
+        "majority", description="K>1: majority vote, tie -> highest mean log-probability (App. E)"
+    )
+    knowledge_dimensions: list[str] = Field(
+        default_factory=lambda: ["comprehensiveness", "criticalness"],
+        description="dimensions whose prompt includes the dataset's `knowledge` column when non-empty (§5.2)",
+    )
+    limit: int | None = Field(None, ge=1, description="at most this many units per dimension (smoke runs)")
+    output_dir: str = Field("runs/eval", description="parent folder of the run folder")
+    run_name: str | None = Field(None, description="run folder name under output_dir (default: name)")
+    resume: bool = Field(True, description="reuse calls.jsonl of an earlier run in the same folder")
+    retry_errors: bool = Field(True, description="on resume, call again where the cached answer was an API error")
+    concurrency: int | None = Field(
+        None, ge=1, description="calls in flight (async backends); default: backend option `concurrency` or 32"
+    )
+    batch_size: int | None = Field(
+        None, ge=1, description="prompts per generate() call (sync backends); default: option `batch_size` or 8"
+    )
+    fsync: bool = Field(False, description="os.fsync calls.jsonl after every call (survives power loss)")
+    progress: bool = Field(True, description="show a progress bar with rate and ETA")
+    bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for confidence intervals in metrics")
+    rqs: RQSConfig | None = Field(None, description="optional reason-quality (consistency) stage")
+
+    @field_validator("dimensions", "knowledge_dimensions")
+    @classmethod
+    def _norm_dims(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for name in value:
+            dim = normalise_dimension(name)
+            if dim not in out:
+                out.append(dim)
+        return out
+
+    @field_validator("dimensions")
+    @classmethod
+    def _non_empty(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one dimension is needed")
+        return value
+
+    @field_validator("split")
+    @classmethod
+    def _split(cls, value: str) -> str:
+        if value not in ("train", "validation", "test"):
+            raise ValueError(f"unknown split {value!r}; expected train, validation or test")
+        return value
+
+    @property
+    def run_dir(self) -> Path:
+        """``output_dir / (run_name or name)``."""
+        return Path(self.output_dir) / (self.run_name or _slug(self.name))
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> "EvalConfig":
+        """Read a YAML file, apply ``overrides``, validate.
+
+        Args:
+            path: YAML file whose top level is a mapping of the fields of this class.
+            overrides: ``{"generation.temperature": 0.7, "dataset": "data/x"}``: dotted keys (or nested
+                dicts) replacing values of the YAML before validation. ``None`` values are ignored.
+
+        Returns:
+            The validated :class:`EvalConfig`.
+
+        Raises:
+            FileNotFoundError: if ``path`` does not exist.
+            EvalConfigError: (a ``ValueError``) naming the file and each offending key, e.g.
+                ``configs/eval/x.yaml: generation.temprature: Extra inputs are not permitted``.
+        """
+        import yaml
+
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"evaluation config not found: {p}")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise EvalConfigError(f"{p}: not valid YAML: {err}") from None
+        if not isinstance(data, dict):
+            raise EvalConfigError(f"{p}: the top level must be a mapping, got {type(data).__name__}")
+        return cls.from_dict(data, overrides, source=str(p))
+
+    @classmethod
+    def from_dict(
+        cls, data: dict[str, Any], overrides: dict[str, Any] | None = None, *, source: str = "<dict>"
+    ) -> "EvalConfig":
+        """Validate a mapping (after applying dotted ``overrides``); errors name ``source`` and the keys.
+
+        Raises:
+            EvalConfigError: when a key is unknown or a value is invalid.
+        """
+        merged = apply_overrides(data, overrides or {})
+        try:
+            return cls.model_validate(merged)
+        except ValidationError as err:
+            lines = []
+            for e in err.errors():
+                loc = ".".join(str(x) for x in e["loc"]) or "<top level>"
+                lines.append(f"{source}: {loc}: {e['msg']}")
+            raise EvalConfigError("invalid evaluation config:\n  " + "\n  ".join(lines)) from None
+
+    def describe(self) -> dict[str, Any]:
+        """This config as a JSON-ready dict with credential-like backend options redacted."""
+        data = self.model_dump(mode="json")
+        data["backend"] = self.backend.redacted()
+        if self.rqs is not None:
+            data["rqs"]["backend"] = self.rqs.backend.redacted()
+        return data
+
+
+def _slug(name: str) -> str:
+    """A file-system friendly version of a judge name ("GPT-5.2 (zero-shot)" -> "GPT-5.2-zero-shot")."""
+    slug = re.sub(r"[^A-Za-z0-9._+-]+", "-", name).strip("-.")
+    return slug or "run"
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``data`` with dotted-key ``overrides`` set (``{"a.b": 1}`` sets ``data["a"]["b"]``).
+
+    Nested dict values of ``overrides`` are applied key by key; ``None`` values are skipped (so unset
+    command-line flags change nothing). Intermediate mappings are created when missing.
+
+    Raises:
+        EvalConfigError: when a dotted key walks into a value that is not a mapping.
+    """
+    import copy
+
+    out = copy.deepcopy(data)
+
+    def flatten(prefix: str, value: Any):
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                yield from flatten(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            yield prefix, value
+
+    for key, value in overrides.items():
+        for dotted, leaf in flatten(key, value):
+            if leaf is None:
+                continue
+            parts = dotted.split(".")
+            node = out
+            for i, part in enumerate(parts[:-1]):
+                nxt = node.get(part)
+                if nxt is None:
+                    nxt = node[part] = {}
+                if not isinstance(nxt, dict):
+                    raise EvalConfigError(f"override {dotted}: {'.'.join(parts[: i + 1])} is not a mapping")
+                node = nxt
+            node[parts[-1]] = leaf
+    return out

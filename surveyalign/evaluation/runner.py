@@ -1,0 +1,900 @@
+"""The evaluation harness: a judge over a split, cached call by call, resumable (SurveyReview §3, §6.1, App. E, G).
+
+``run_evaluation(config)`` does, in order:
+
+1. read the dataset split (contract 1) and build one judge prompt per unit with the shared prompt builder
+   (contract 2); a unit with an empty survey text gets status ``missing_text`` and no call;
+2. for every unit and sample k < K, look the call up in ``RUN_DIR/calls.jsonl`` by its key (unit, dimension,
+   k, prompt hash, backend identity, generation settings) and run only the missing calls, concurrently for
+   async backends (the API client keeps ``concurrency`` requests in flight) and in batches for local ones,
+   appending each answer to the cache as soon as it returns;
+3. optionally (``rqs``) ask a consistency judge to rate every scored unit's rationale against the reference
+   rationale (App. G), cached the same way;
+4. parse every answer, vote over the K samples (App. E), write ``predictions.jsonl`` (one line per unit,
+   whatever its status), ``metrics.json`` (``surveyalign.scoring.summarize_predictions``) and
+   ``run_config.json`` (provenance), and print the summary table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from surveyalign import __version__
+from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
+from surveyalign.evaluation.config import BackendConfig, EvalConfig, GenerationConfig
+from surveyalign.evaluation.consistency import (
+    build_consistency_messages,
+    consistency_prompt_hash,
+    parse_consistency,
+)
+from surveyalign.evaluation.voting import majority_vote
+
+__all__ = ["STATUSES", "RunResult", "run_evaluation"]
+
+#: Unit statuses, in report order (contract 4).
+STATUSES: tuple[str, ...] = ("scored", "parse_failed", "api_error", "missing_text")
+
+#: ``describe()`` entries that change how calls are made, not what they answer: left out of cache keys so a
+#: resumed run with another concurrency, timeout or device still reuses its cached answers.
+_OPERATIONAL_KEYS = frozenset(
+    {
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "backoff_initial",
+        "backoff_max",
+        "max_retry_after",
+        "api_key_env",
+        "api_key_present",
+        "batch_size",
+        "device",
+    }
+)
+_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.I)
+
+
+@dataclass
+class RunResult:
+    """What :func:`run_evaluation` returns.
+
+    Attributes:
+        run_dir: the run folder (``calls.jsonl``, ``predictions.jsonl``, ``metrics.json``, ``run_config.json``).
+        metrics: the content of ``metrics.json``.
+        counts: unit statuses (``scored``, ``parse_failed``, ``api_error``, ``missing_text``, ``total``).
+        calls: call bookkeeping: ``made`` (this invocation), ``cached`` (reused), ``torn_lines`` (skipped
+            cache lines), ``errors`` (calls of this invocation that came back with an error), and the same
+            for the RQS stage under ``rqs_*``.
+        predictions: the records written to ``predictions.jsonl``.
+    """
+
+    run_dir: Path
+    metrics: dict[str, Any]
+    counts: dict[str, int]
+    calls: dict[str, int] = field(default_factory=dict)
+    predictions: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+
+@dataclass
+class _Unit:
+    """One (review, dimension) item of the split and its judge prompt."""
+
+    row: dict[str, Any]
+    dimension: str
+    messages: list[dict[str, str]] | None  # None = missing text, no call
+    prompt_hash: str | None
+
+
+@dataclass
+class _Job:
+    """One call to make: ``messages`` with ``settings`` through the backend of group ``group``."""
+
+    key: str
+    stage: str
+    unit_id: str
+    dimension: str
+    sample: int
+    messages: list[dict[str, str]]
+    prompt_hash: str
+    settings: Any
+    group: str
+
+
+# ---------------------------------------------------------------------------------------------- public API
+
+
+def run_evaluation(
+    config: EvalConfig,
+    *,
+    backend: Any | None = None,
+    rqs_backend: Any | None = None,
+    console: Any | None = None,
+    argv: Sequence[str] | None = None,
+) -> RunResult:
+    """Evaluate one judge on one split and write the run folder (contract 4).
+
+    Args:
+        config: the validated run configuration.
+        backend: an already built judge backend to use instead of ``load_backend(config.backend...)``
+            (same object for every dimension). Its ``describe()`` goes into the cache keys as usual.
+        rqs_backend: likewise for the consistency judge of the RQS stage.
+        console: a ``rich.console.Console`` for the summary (default: a new one on stdout).
+        argv: the command line to record in ``run_config.json`` (default ``sys.argv``); values of
+            credential-like ``key=value`` arguments are redacted.
+
+    Returns:
+        :class:`RunResult` with the run folder, the metrics dict and the status counts.
+
+    Raises:
+        FileNotFoundError: the dataset folder does not exist.
+        ValueError: the split or a dimension is absent from the dataset, or a backend option is invalid.
+        RuntimeError: another process holds the run folder's lock.
+    """
+    from rich.console import Console
+
+    console = console or Console()
+    run_dir = config.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with _RunLock(run_dir / ".lock"):
+        return _run_locked(config, run_dir, backend, rqs_backend, console, argv)
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+
+def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> RunResult:
+    started = _now()
+    calls_path = run_dir / "calls.jsonl"
+    if not config.resume and calls_path.exists() and calls_path.stat().st_size > 0:
+        aside = run_dir / f"calls.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}.jsonl"
+        calls_path.rename(aside)
+        console.print(f"resume=false: moved the earlier cache aside to {aside.name}")
+
+    units, train_scores, data_info = _load_units(config)
+    template_hashes = _template_hashes(config)
+
+    # backends: one instance per distinct option set (per-dimension adapters)
+    judges, judge_of_dim = _build_backends(config.backend, config.dimensions, backend, config.protocol)
+    rqs_cfg = config.rqs if (config.rqs is not None and config.rqs.enabled) else None
+    rqs_judges: dict[str, Any] = {}
+    if rqs_cfg is not None:
+        rqs_judges, _ = _build_backends(rqs_cfg.backend, [None], rqs_backend)
+    try:
+        run_config = _run_config(config, run_dir, data_info, template_hashes, judges, judge_of_dim, rqs_judges,
+                                 argv, started)
+        _write_json(run_dir / "run_config.json", run_config)
+
+        cache = CallCache.load(calls_path, fsync=config.fsync)
+        if cache.n_torn:
+            console.print(f"[yellow]calls.jsonl: skipped {cache.n_torn} torn/unreadable line(s); "
+                          "those calls are made again[/]")
+        calls: dict[str, int] = {"torn_lines": cache.n_torn}
+        try:
+            # stage 1: the judge
+            identities = {g: _identity(b) for g, b in judges.items()}
+            jobs, cached = _judge_jobs(config, units, judge_of_dim, identities, cache)
+            calls.update(cached=cached, made=len(jobs))
+            calls["errors"] = _execute(jobs, judges, config, cache, "judge", config.progress)
+
+            # stage 2: RQS (consistency of scored rationales with the reference)
+            predictions = _assemble(config, units, cache, judge_of_dim, identities)
+            if rqs_cfg is not None:
+                rqs_identity = _identity(rqs_judges["shared"])
+                rjobs, rcached = _rqs_jobs(rqs_cfg.generation, units, predictions, rqs_identity, cache)
+                calls.update(rqs_cached=rcached, rqs_made=len(rjobs))
+                calls["rqs_errors"] = _execute(rjobs, rqs_judges, config, cache, "rqs", config.progress)
+                _attach_consistency(rqs_cfg.generation, units, predictions, rqs_identity, cache)
+        finally:
+            cache.close()
+    finally:
+        for b in list(judges.values()) + list(rqs_judges.values()):
+            if backend is None or b is not backend:
+                if rqs_backend is None or b is not rqs_backend:
+                    _close(b)
+
+    _write_jsonl(run_dir / "predictions.jsonl", predictions)
+    counts = _status_counts(predictions)
+    rqs_counts = _rqs_counts(predictions) if rqs_cfg is not None else {}
+    metrics = _metrics(config, predictions, train_scores, rqs_cfg is not None)
+    metrics.setdefault("harness", {"status_counts": counts, "calls": calls, "rqs_counts": rqs_counts})
+    _write_json(run_dir / "metrics.json", metrics)
+
+    run_config["finished"] = _now()
+    run_config["counts"] = counts
+    run_config["calls"] = calls
+    if rqs_counts:
+        run_config["rqs_counts"] = rqs_counts
+    _write_json(run_dir / "run_config.json", _scrub(run_config))
+
+    _print_summary(console, config, metrics, predictions, counts, calls, rqs_counts, run_dir)
+    return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
+
+
+# ---------------------------------------------------------------------------------------------- data
+
+
+def _load_split(path: str, split: str):
+    """The split as a ``datasets.Dataset`` of every dimension (contract 1)."""
+    try:
+        from surveyalign.data import load_surveyreview
+    except ImportError:  # the data package has not landed: read the folder with datasets directly
+        load_surveyreview = None
+    if load_surveyreview is not None:
+        return load_surveyreview(path, dimension="all", split=split)
+    from datasets import load_dataset
+
+    return load_dataset(path, "all", split=split)
+
+
+def _load_units(config: EvalConfig) -> tuple[list[_Unit], dict[str, list[int]], dict[str, Any]]:
+    """Units of the configured split and dimensions (first ``limit`` per dimension), train scores, data info."""
+    from surveyalign.prompts import build_judge_prompt
+
+    root = Path(config.dataset)
+    if not root.exists():
+        raise FileNotFoundError(f"dataset folder not found: {root} (build one with `surveyalign data build`)")
+    ds = _load_split(str(root), config.split)
+    present = set(ds.unique("dimension")) if len(ds) else set()
+    missing_dims = [d for d in config.dimensions if d not in present]
+    if missing_dims and len(ds):
+        raise ValueError(f"{root} ({config.split}): no units for dimension(s) {', '.join(missing_dims)}")
+    has_knowledge = "knowledge" in ds.column_names
+
+    by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
+    for row in ds:
+        dim = row["dimension"]
+        if dim in by_dim and (config.limit is None or len(by_dim[dim]) < config.limit):
+            by_dim[dim].append(row)
+
+    units: list[_Unit] = []
+    seen: set[str] = set()
+    for dim in config.dimensions:
+        for row in by_dim[dim]:
+            if row["unit_id"] in seen:
+                raise ValueError(f"{root} ({config.split}): unit_id {row['unit_id']!r} occurs twice")
+            seen.add(row["unit_id"])
+            text = row.get("text") or ""
+            if not text.strip():
+                units.append(_Unit(row=row, dimension=dim, messages=None, prompt_hash=None))
+                continue
+            knowledge = row.get("knowledge") if has_knowledge and dim in config.knowledge_dimensions else None
+            prompt = build_judge_prompt(
+                dim, text, protocol=config.protocol, knowledge=knowledge or None, title=row.get("title") or None
+            )
+            messages = prompt.messages()
+            units.append(_Unit(row=row, dimension=dim, messages=messages, prompt_hash=stable_hash(messages)))
+
+    train_scores: dict[str, list[int]] = {}
+    try:
+        train = _load_split(str(root), "train")
+        for dim, score in zip(train["dimension"], train["score"]):
+            train_scores.setdefault(dim, []).append(int(score))
+    except (ValueError, KeyError, FileNotFoundError):
+        train_scores = {}
+
+    data_info = {
+        "path": str(root.resolve()),
+        "split": config.split,
+        "units": len(units),
+        "units_per_dimension": {d: len(v) for d, v in by_dim.items()},
+        "knowledge_column": has_knowledge,
+        **_folder_fingerprint(root),
+    }
+    return units, train_scores, data_info
+
+
+def _folder_fingerprint(root: Path) -> dict[str, Any]:
+    """sha256 over the relative paths and bytes of every file under ``root`` (hidden ones skipped), plus the
+    ``version`` of a top-level build manifest when the data builder wrote one."""
+    digest = hashlib.sha256()
+    n = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        digest.update(rel.encode() + b"\0")
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        digest.update(b"\0")
+        n += 1
+    info: dict[str, Any] = {"sha256": digest.hexdigest(), "files": n}
+    for name in ("build_info.json", "manifest.json", "build_report.json", "dataset_info.json"):
+        p = root / name
+        if p.is_file() and p.stat().st_size < 1_000_000:
+            try:
+                meta = json.loads(p.read_text())
+            except (ValueError, OSError):
+                continue
+            if isinstance(meta, dict):
+                info["manifest"] = name
+                for key in ("version", "dataset_version", "release", "seed", "source_sha256", "official_sha256"):
+                    if key in meta:
+                        info[key] = meta[key]
+            break
+    return info
+
+
+def _template_hashes(config: EvalConfig) -> dict[str, dict[str, str]]:
+    """Template hashes (``JudgePrompt.hash``) per dimension, without and with knowledge augmentation."""
+    from surveyalign.prompts import build_judge_prompt
+
+    out: dict[str, dict[str, str]] = {}
+    for dim in config.dimensions:
+        entry = {"plain": build_judge_prompt(dim, "x", protocol=config.protocol).hash}
+        if dim in config.knowledge_dimensions:
+            entry["knowledge"] = build_judge_prompt(dim, "x", protocol=config.protocol, knowledge="k").hash
+        out[dim] = entry
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- backends
+
+
+def _build_backends(
+    cfg: BackendConfig, dimensions: Sequence[str | None], given: Any | None, protocol: str | None = None
+) -> tuple[dict[str, Any], dict[str | None, str]]:
+    """One backend per distinct option set; returns (group -> backend, dimension -> group).
+
+    The constant baseline answers in the run's protocol unless its options name one.
+    """
+    if given is not None:
+        return {"shared": given}, {d: "shared" for d in dimensions}
+    from surveyalign.backends import load_backend
+
+    groups: dict[str, Any] = {}
+    of_dim: dict[str | None, str] = {}
+    by_options: dict[str, str] = {}
+    for dim in dimensions:
+        options = cfg.options_for(dim)
+        if cfg.kind == "constant" and protocol is not None:
+            options.setdefault("protocol", protocol)
+        h = stable_hash(options)
+        if h not in by_options:
+            group = "shared" if not by_options else f"g{len(by_options)}"
+            by_options[h] = group
+            try:
+                groups[group] = load_backend(cfg.kind, **options)
+            except TypeError as err:
+                raise ValueError(f"backend {cfg.kind!r}: invalid options {sorted(options)}: {err}") from None
+            except ValueError as err:
+                where = f" (dimension {dim})" if dim is not None and dim in cfg.per_dimension else ""
+                raise ValueError(f"backend{where}: {err}") from None
+        of_dim[dim] = by_options[h]
+    return groups, of_dim
+
+
+def _identity(backend: Any) -> dict[str, Any]:
+    """The part of ``backend.describe()`` that determines answers (see :data:`_OPERATIONAL_KEYS`)."""
+    desc = backend.describe() if hasattr(backend, "describe") else {"backend": type(backend).__name__}
+    return {k: v for k, v in desc.items() if k not in _OPERATIONAL_KEYS}
+
+
+def _close(backend: Any) -> None:
+    close = getattr(backend, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
+            pass
+
+
+def _settings(gen: GenerationConfig, sample: int) -> Any:
+    """``GenerationSettings`` for sample ``sample`` (seed = base seed + sample), fields the backend knows."""
+    from surveyalign.backends import GenerationSettings
+
+    values = gen.model_dump()
+    values["seed"] = gen.seed + sample
+    known = getattr(GenerationSettings, "model_fields", None)
+    if known is None:  # a dataclass
+        import dataclasses
+
+        known = {f.name for f in dataclasses.fields(GenerationSettings)}
+    return GenerationSettings(**{k: v for k, v in values.items() if k in known})
+
+
+def _native_async(backend: Any) -> bool:
+    """True when the backend implements ``agenerate`` itself (rather than wrapping ``generate`` in a thread)."""
+    try:
+        from surveyalign.backends import Backend
+    except ImportError:  # pragma: no cover
+        return hasattr(backend, "agenerate")
+    own = getattr(type(backend), "agenerate", None)
+    return own is not None and own is not getattr(Backend, "agenerate", None)
+
+
+# ---------------------------------------------------------------------------------------------- jobs
+
+
+def _judge_jobs(config, units, judge_of_dim, identities, cache) -> tuple[list[_Job], int]:
+    """The judge calls not yet in the cache (or cached with an error when ``retry_errors``), and how many are."""
+    gen = config.generation.model_dump()
+    jobs: list[_Job] = []
+    cached = 0
+    for unit in units:
+        if unit.messages is None:
+            continue
+        group = judge_of_dim[unit.dimension]
+        for k in range(config.samples_per_unit):
+            key = call_key(stage="judge", unit_id=unit.row["unit_id"], dimension=unit.dimension, sample=k,
+                           prompt_hash=unit.prompt_hash, backend=identities[group], settings=gen)
+            rec = cache.get(key)
+            if rec is not None and not (config.retry_errors and rec.get("error")):
+                cached += 1
+                continue
+            jobs.append(_Job(key, "judge", unit.row["unit_id"], unit.dimension, k, unit.messages,
+                             unit.prompt_hash, _settings(config.generation, k), group))
+    return jobs, cached
+
+
+def _rqs_key(gen: GenerationConfig, unit: _Unit, messages, identity) -> str:
+    return call_key(stage="rqs", unit_id=unit.row["unit_id"], dimension=unit.dimension, sample=0,
+                    prompt_hash=stable_hash(messages), backend=identity, settings=gen.model_dump())
+
+
+def _rqs_messages(unit: _Unit, prediction: dict[str, Any]):
+    return build_consistency_messages(unit.dimension, title=unit.row.get("title") or "",
+                                      reference=list(unit.row.get("rationales") or []),
+                                      prediction=prediction["rationale"])
+
+
+def _rqs_jobs(gen, units, predictions, identity, cache) -> tuple[list[_Job], int]:
+    """Consistency calls for every scored unit not yet in the cache."""
+    jobs: list[_Job] = []
+    cached = 0
+    for unit, pred in zip(units, predictions):
+        if pred["status"] != "scored":
+            continue
+        messages = _rqs_messages(unit, pred)
+        key = _rqs_key(gen, unit, messages, identity)
+        rec = cache.get(key)
+        if rec is not None and not rec.get("error"):
+            cached += 1
+            continue
+        jobs.append(_Job(key, "rqs", unit.row["unit_id"], unit.dimension, 0, messages, stable_hash(messages),
+                         _settings(gen, 0), "shared"))
+    return jobs, cached
+
+
+# ---------------------------------------------------------------------------------------------- execution
+
+
+def _execute(jobs: list[_Job], backends: dict[str, Any], config: EvalConfig, cache: CallCache, stage: str,
+             progress: bool) -> int:
+    """Run ``jobs`` through their backends, appending every answer to ``cache`` as it arrives.
+
+    Returns:
+        The number of calls that came back with an error.
+    """
+    if not jobs:
+        return 0
+    from tqdm.auto import tqdm
+
+    errors = 0
+    lock = threading.Lock()
+    bar = tqdm(total=len(jobs), desc=f"{config.name} [{stage}]", unit="call", disable=not progress,
+               dynamic_ncols=True, file=sys.stderr, smoothing=0.1)
+
+    def record(job: _Job, generation: Any, seconds: float) -> None:
+        nonlocal errors
+        rec = {
+            "key": job.key,
+            "stage": job.stage,
+            "unit_id": job.unit_id,
+            "dimension": job.dimension,
+            "sample": job.sample,
+            "prompt_hash": job.prompt_hash,
+            "text": getattr(generation, "text", "") or "",
+            "finish_reason": getattr(generation, "finish_reason", None),
+            "mean_logprob": getattr(generation, "mean_logprob", None),
+            "error": getattr(generation, "error", None),
+            "seconds": round(seconds, 4),
+            "time": _now(),
+        }
+        with lock:
+            cache.append(rec)
+            if rec["error"]:
+                errors += 1
+                bar.set_postfix(errors=errors, refresh=False)
+            bar.update(1)
+
+    try:
+        by_group: dict[str, list[_Job]] = {}
+        for job in jobs:
+            by_group.setdefault(job.group, []).append(job)
+        for group, group_jobs in by_group.items():
+            backend = backends[group]
+            if _native_async(backend):
+                limit = config.concurrency or _option(backend, "concurrency") or 32
+                _run_coroutine(_run_async(backend, group_jobs, int(limit), record))
+            else:
+                size = config.batch_size or _option(backend, "batch_size") or 8
+                _run_sync(backend, group_jobs, int(size), record)
+    finally:
+        bar.close()
+    return errors
+
+
+def _option(backend: Any, name: str) -> Any:
+    value = getattr(backend, name, None)
+    if value is None and hasattr(backend, "describe"):
+        value = backend.describe().get(name)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _failed(err: BaseException) -> Any:
+    from surveyalign.backends import Generation
+
+    return Generation(text="", finish_reason=None, mean_logprob=None, error=f"{type(err).__name__}: {err}")
+
+
+async def _run_async(backend: Any, jobs: list[_Job], concurrency: int,
+                     record: Callable[[_Job, Any, float], None]) -> None:
+    """``concurrency`` workers pull jobs and await one call each; every answer is recorded on arrival."""
+    pending = list(reversed(jobs))
+
+    async def worker() -> None:
+        while pending:
+            job = pending.pop()
+            t0 = time.perf_counter()
+            try:
+                out = await backend.agenerate([job.messages], job.settings, n=1)
+                generation = out[0][0]
+            except Exception as err:  # noqa: BLE001 - a backend bug becomes this call's recorded error
+                generation = _failed(err)
+            record(job, generation, time.perf_counter() - t0)
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)))))
+    finally:
+        aclose = getattr(backend, "aclose", None)
+        if callable(aclose):
+            try:
+                await aclose()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _run_coroutine(coro) -> None:
+    """Run ``coro`` to completion, in a helper thread when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coro)
+        return
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            asyncio.run(coro)
+        except BaseException as err:  # noqa: BLE001
+            box["err"] = err
+
+    t = threading.Thread(target=target, name="surveyalign-eval")
+    t.start()
+    t.join()
+    if "err" in box:
+        raise box["err"]
+
+
+def _run_sync(backend: Any, jobs: list[_Job], batch_size: int, record: Callable[[_Job, Any, float], None]) -> None:
+    """Batches of ``batch_size`` prompts sharing settings through ``backend.generate``; recorded per batch."""
+    by_sample: dict[int, list[_Job]] = {}
+    for job in jobs:
+        by_sample.setdefault(job.sample, []).append(job)
+    for sample_jobs in by_sample.values():
+        for start in range(0, len(sample_jobs), batch_size):
+            batch = sample_jobs[start:start + batch_size]
+            t0 = time.perf_counter()
+            try:
+                out = backend.generate([j.messages for j in batch], batch[0].settings, n=1)
+                generations = [row[0] for row in out]
+                if len(generations) != len(batch):
+                    raise RuntimeError(f"backend returned {len(generations)} answers for {len(batch)} prompts")
+            except Exception as err:  # noqa: BLE001 - recorded per call, retried on resume
+                generations = [_failed(err)] * len(batch)
+            per_call = (time.perf_counter() - t0) / len(batch)
+            for job, generation in zip(batch, generations):
+                record(job, generation, per_call)
+
+
+# ---------------------------------------------------------------------------------------------- assembly
+
+
+def _sample_view(rec: dict[str, Any] | None, protocol: str) -> dict[str, Any]:
+    """One sample of a unit: parsed score, rationale and the raw answer (contract 4 ``samples`` entry + extras)."""
+    from surveyalign.prompts import parse_judgement
+
+    if rec is None:  # cannot happen after a completed stage; kept explicit rather than dropped
+        return {"score": None, "text": "", "finish_reason": None, "mean_logprob": None,
+                "error": "no answer recorded", "_rationale": "", "_parse_error": None}
+    if rec.get("error"):
+        return {"score": None, "text": rec.get("text") or "", "finish_reason": rec.get("finish_reason"),
+                "mean_logprob": rec.get("mean_logprob"), "error": rec["error"], "_rationale": "",
+                "_parse_error": None}
+    parsed = parse_judgement(rec.get("text") or "", protocol=protocol)
+    return {"score": parsed.score, "text": rec.get("text") or "", "finish_reason": rec.get("finish_reason"),
+            "mean_logprob": rec.get("mean_logprob"), "error": None, "_rationale": parsed.rationale or "",
+            "_parse_error": None if parsed.score is not None else (parsed.error or "no score")}
+
+
+def _assemble(config, units, cache, judge_of_dim, identities) -> list[dict[str, Any]]:
+    """One prediction record per unit (contract 4), from the cached judge answers."""
+    gen = config.generation.model_dump()
+    out: list[dict[str, Any]] = []
+    for unit in units:
+        row = unit.row
+        base = {
+            "unit_id": row["unit_id"],
+            "paper_id": row.get("paper_id"),
+            "review_id": row.get("review_id"),
+            "source": row.get("source"),
+            "dimension": unit.dimension,
+            "reference": int(row["score"]),
+            "reference_rationales": list(row.get("rationales") or []),
+        }
+        if unit.messages is None:
+            out.append({**base, "prediction": None, "status": "missing_text", "rationale": "",
+                        "error": "empty survey text: no call made", "samples": [], "consistency": None})
+            continue
+        identity = identities[judge_of_dim[unit.dimension]]
+        views = []
+        for k in range(config.samples_per_unit):
+            key = call_key(stage="judge", unit_id=row["unit_id"], dimension=unit.dimension, sample=k,
+                           prompt_hash=unit.prompt_hash, backend=identity, settings=gen)
+            views.append(_sample_view(cache.get(key), config.protocol))
+        vote = majority_vote([v["score"] for v in views], [v["mean_logprob"] for v in views])
+        if vote.score is not None:
+            status, rationale, error = "scored", views[vote.best_index]["_rationale"], None
+        elif all(v["error"] for v in views):
+            status, rationale = "api_error", ""
+            error = "; ".join(dict.fromkeys(v["error"] for v in views))
+        else:
+            status = "parse_failed"
+            rationale = next((v["_rationale"] for v in views if v["_rationale"]), "")
+            error = "; ".join(dict.fromkeys(v["_parse_error"] or v["error"] for v in views))
+        samples = [{k: v[k] for k in ("score", "text", "finish_reason", "mean_logprob", "error")} for v in views]
+        record = {**base, "prediction": vote.score, "status": status, "rationale": rationale, "error": error,
+                  "samples": samples, "consistency": None}
+        if config.samples_per_unit > 1:
+            record["vote"] = {"counts": {str(s): c for s, c in vote.counts.items()}, "tie_break": vote.tie_break,
+                              "chosen_sample": vote.best_index}
+        out.append(record)
+    return out
+
+
+def _attach_consistency(gen, units, predictions, identity, cache) -> None:
+    """Fill ``consistency`` (and ``consistency_error``) of scored predictions from the cached RQS answers."""
+    for unit, pred in zip(units, predictions):
+        if pred["status"] != "scored":
+            continue
+        messages = _rqs_messages(unit, pred)
+        rec = cache.get(_rqs_key(gen, unit, messages, identity))
+        if rec is None:
+            pred["consistency_error"] = "no RQS answer recorded"
+        elif rec.get("error"):
+            pred["consistency_error"] = f"api_error: {rec['error']}"
+        else:
+            parsed = parse_consistency(rec.get("text"))
+            pred["consistency"] = parsed.score
+            pred["consistency_error"] = None if parsed.score is not None else f"parse_failed: {parsed.error}"
+
+
+def _status_counts(predictions: list[dict[str, Any]]) -> dict[str, int]:
+    c = Counter(p["status"] for p in predictions)
+    counts = {s: c.get(s, 0) for s in STATUSES}
+    counts["total"] = len(predictions)
+    return counts
+
+
+def _rqs_counts(predictions: list[dict[str, Any]]) -> dict[str, int]:
+    scored = [p for p in predictions if p["status"] == "scored"]
+    return {
+        "eligible": len(scored),
+        "scored": sum(p["consistency"] is not None for p in scored),
+        "parse_failed": sum(str(p.get("consistency_error") or "").startswith("parse_failed") for p in scored),
+        "api_error": sum(str(p.get("consistency_error") or "").startswith("api_error") for p in scored),
+    }
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+
+def _metrics(config, predictions, train_scores, consistency_available: bool) -> dict[str, Any]:
+    """``surveyalign.scoring.summarize_predictions`` over the records (contract 5)."""
+    try:
+        from surveyalign.scoring import summarize_predictions
+    except ImportError as err:  # the scoring package has not landed yet
+        return {"error": f"surveyalign.scoring.summarize_predictions unavailable: {err}",
+                "status_counts": _status_counts(predictions)}
+    return summarize_predictions(predictions, train_scores=train_scores or None,
+                                 consistency_available=consistency_available, bootstrap=config.bootstrap,
+                                 seed=config.generation.seed)
+
+
+def _print_summary(console, config, metrics, predictions, counts, calls, rqs_counts, run_dir) -> None:
+    from rich.table import Table
+
+    try:
+        from surveyalign.scoring import render_leaderboard
+
+        console.print(render_leaderboard({config.name: metrics}))
+    except Exception as err:  # noqa: BLE001 - the status table below is still printed
+        console.print(f"[yellow]leaderboard unavailable: {err}[/]")
+
+    table = Table(title=f"{config.name}: unit status ({config.split})")
+    table.add_column("dimension")
+    for s in STATUSES:
+        table.add_column(s, justify="right")
+    table.add_column("total", justify="right")
+    for dim in config.dimensions:
+        c = Counter(p["status"] for p in predictions if p["dimension"] == dim)
+        table.add_row(dim, *(str(c.get(s, 0)) for s in STATUSES), str(sum(c.values())))
+    table.add_row("all", *(str(counts[s]) for s in STATUSES), str(counts["total"]), style="bold")
+    console.print(table)
+    line = (f"calls: {calls.get('made', 0)} made ({calls.get('errors', 0)} with errors), "
+            f"{calls.get('cached', 0)} reused from calls.jsonl")
+    if calls.get("torn_lines"):
+        line += f", {calls['torn_lines']} torn line(s) skipped"
+    if rqs_counts:
+        line += (f"; RQS: {rqs_counts['scored']}/{rqs_counts['eligible']} rated, "
+                 f"{rqs_counts['parse_failed']} parse_failed, {rqs_counts['api_error']} api_error")
+    console.print(line)
+    console.print(f"run folder: {run_dir}")
+
+
+# ---------------------------------------------------------------------------------------------- provenance
+
+
+def _run_config(config, run_dir, data_info, template_hashes, judges, judge_of_dim, rqs_judges, argv,
+                started) -> dict[str, Any]:
+    """Provenance of the run (``run_config.json``); never credentials."""
+    describe = {g: (b.describe() if hasattr(b, "describe") else {"backend": type(b).__name__})
+                for g, b in judges.items()}
+    out: dict[str, Any] = {
+        "name": config.name,
+        "run_dir": str(run_dir.resolve()),
+        "started": started,
+        "command": _redact_argv(list(sys.argv if argv is None else argv)),
+        "config": config.describe(),
+        "data": data_info,
+        "prompts": {
+            "protocol": config.protocol,
+            "template_hashes": template_hashes,
+            "knowledge_dimensions": config.knowledge_dimensions,
+        },
+        "backend": {"kind": config.backend.kind,
+                    "per_dimension": {d: describe[g] for d, g in judge_of_dim.items()}},
+        "generation": config.generation.model_dump(),
+        "samples_per_unit": config.samples_per_unit,
+        "aggregation": config.aggregation,
+        "seeds": {"generation_base": config.generation.seed, "sample_k": "base + k",
+                  "bootstrap": config.generation.seed},
+        "surveyalign_version": __version__,
+        "git": _git_info(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
+    if rqs_judges:
+        out["rqs"] = {"backend": rqs_judges["shared"].describe() if hasattr(rqs_judges["shared"], "describe")
+                      else {}, "prompt_hash": consistency_prompt_hash(),
+                      "generation": config.rqs.generation.model_dump()}
+    return _scrub(out)
+
+
+def _git_info() -> dict[str, Any] | None:
+    """Commit and dirty flag of the checkout holding this package (``None`` outside git)."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10)
+        return {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _redact_argv(argv: list[str]) -> list[str]:
+    """Replace the value of credential-like ``name=value`` arguments (and of ``--api-key VALUE``)."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append("<redacted>")
+            hide_next = False
+            continue
+        name, eq, _ = arg.partition("=")
+        if _SECRET_NAME.search(name) and "api_key_env" not in name:
+            if eq:
+                out.append(f"{name}=<redacted>")
+                continue
+            if arg.startswith("--"):
+                hide_next = True
+        out.append(arg)
+    return out
+
+
+def _scrub(obj: dict[str, Any]) -> dict[str, Any]:
+    """Belt and braces: remove the value of every credential-like environment variable from ``obj``."""
+    blob = json.dumps(obj, default=str)
+    secrets = [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and v and len(v) >= 8]
+    if not any(s in blob for s in secrets):
+        return obj
+    for s in secrets:
+        blob = blob.replace(json.dumps(s)[1:-1], "<redacted>")
+    return json.loads(blob)
+
+
+# ---------------------------------------------------------------------------------------------- files
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class _RunLock:
+    """An exclusive ``flock`` on ``RUN_DIR/.lock`` so two processes never append to one cache at once.
+
+    The kernel drops the lock when the holder dies (even by ``kill -9``), so a crash never leaves it stale.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = None
+
+    def __enter__(self) -> "_RunLock":
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return self
+        self._fh = self.path.open("a+")
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._fh.close()
+            self._fh = None
+            raise RuntimeError(f"{self.path.parent} is in use by another evaluation process") from None
+        self._fh.seek(0)
+        self._fh.truncate()
+        self._fh.write(str(os.getpid()))
+        self._fh.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            import fcntl
+
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None

@@ -1,0 +1,248 @@
+"""Pure parts of the evaluation harness: K-sample vote (App. E), call cache, config, consistency parser (App. G)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from surveyalign.evaluation import (
+    CallCache,
+    EvalConfig,
+    EvalConfigError,
+    build_consistency_messages,
+    call_key,
+    majority_vote,
+    parse_consistency,
+)
+from surveyalign.evaluation.cli import overrides_from_args
+
+REPO = Path(__file__).resolve().parents[1]
+EVAL_YAMLS = sorted((REPO / "configs" / "eval").glob("*.yaml"))
+
+
+# ------------------------------------------------------------------------------------------------- voting
+
+
+def test_vote_clear_majority_picks_most_likely_winner_sample():
+    vote = majority_vote([-1, 1, -1, None, -1], [-0.5, -0.1, -0.2, None, -0.9])
+    assert vote.score == -1
+    assert vote.counts == {-1: 3, 1: 1}
+    assert vote.winners == (0, 2, 4)
+    assert vote.best_index == 2  # -0.2 is the highest log-prob among the -1 samples
+    assert vote.tie_break is None
+    assert vote.n_voted == 4
+
+
+def test_vote_tie_goes_to_higher_mean_logprob():
+    # -1 samples average (-0.9 + -0.5)/2 = -0.7; +2 samples average (-0.4 + -0.8)/2 = -0.6 -> +2 wins
+    vote = majority_vote([-1, 2, -1, 2], [-0.9, -0.4, -0.5, -0.8])
+    assert vote.score == 2
+    assert vote.tie_break == "logprob"
+    assert vote.best_index == 1
+    # flip one log-prob: -1 now averages -0.45 > -0.6
+    assert majority_vote([-1, 2, -1, 2], [-0.4, -0.4, -0.5, -0.8]).score == -1
+
+
+def test_vote_tie_without_logprobs_is_first_seen_and_deterministic():
+    vote = majority_vote([1, -2, -2, 1])
+    assert vote.score == 1
+    assert vote.tie_break == "first_seen"
+    assert vote.best_index == 0
+    # a score with log-probs beats a tied score without any
+    assert majority_vote([1, -2], [None, -3.0]).score == -2
+
+
+def test_vote_nothing_parsed():
+    vote = majority_vote([None, None], [None, -0.1])
+    assert vote.score is None and vote.counts == {} and vote.best_index is None and vote.n_voted == 0
+
+
+def test_vote_nan_logprob_ignored_and_length_checked():
+    vote = majority_vote([1, -1], [math.nan, -2.0])
+    assert vote.score == -1 and vote.tie_break == "logprob"
+    with pytest.raises(ValueError, match="2 scores but 1"):
+        majority_vote([1, -1], [0.0])
+
+
+# ------------------------------------------------------------------------------------------------- cache
+
+
+def _key(unit="r1::readability", sample=0, temp=0.0):
+    return call_key(stage="judge", unit_id=unit, dimension="readability", sample=sample, prompt_hash="p",
+                    backend={"backend": "constant"}, settings={"temperature": temp})
+
+
+def test_call_key_changes_with_every_component():
+    base = _key()
+    assert base == _key()
+    assert len({base, _key(unit="r2::readability"), _key(sample=1), _key(temp=0.7)}) == 4
+
+
+def test_cache_roundtrip_tolerates_torn_last_line(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    with CallCache.load(path) as cache:
+        cache.append({"key": "a", "text": "one"})
+        cache.append({"key": "b", "text": "two"})
+        cache.append({"key": "a", "text": "one again"})  # the last record of a key wins
+    with path.open("a") as fh:
+        fh.write('{"key": "c", "text": "tor')  # killed mid-write: no closing brace, no newline
+    cache = CallCache.load(path)
+    assert cache.n_lines == 3 and cache.n_torn == 1
+    assert cache.get("a")["text"] == "one again" and "c" not in cache
+    cache.append({"key": "c", "text": "three"})  # must start on a fresh line
+    cache.close()
+    lines = path.read_text().splitlines()
+    assert lines[-1] == '{"key": "c", "text": "three"}'
+    reread = CallCache.load(path)
+    assert reread.n_torn == 1 and reread.get("c")["text"] == "three" and len(reread.records) == 3
+
+
+# ------------------------------------------------------------------------------------------------- config
+
+
+def _write(tmp_path, text: str) -> Path:
+    p = tmp_path / "eval.yaml"
+    p.write_text(text)
+    return p
+
+
+MINIMAL = "name: t\ndataset: d\nbackend:\n  kind: constant\n  options: {score: -1}\n"
+
+
+def test_config_defaults_and_overrides(tmp_path):
+    cfg = EvalConfig.from_yaml(_write(tmp_path, MINIMAL), {"generation.temperature": 0.7, "limit": 3,
+                                                           "backend.options.model": "m"})
+    assert cfg.split == "test" and cfg.protocol == "v1.0" and cfg.samples_per_unit == 1 and cfg.resume
+    assert cfg.dimensions == ["readability", "structure", "comprehensiveness", "criticalness"]
+    assert cfg.generation.temperature == 0.7 and cfg.generation.max_new_tokens == 512
+    assert cfg.limit == 3 and cfg.backend.options == {"score": -1, "model": "m"}
+    assert cfg.run_dir == Path("runs/eval/t")
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        ("not_a_key: 1\n", "not_a_key"),
+        ("generation:\n  temprature: 0.5\n", "generation.temprature"),
+        ("protocol: v2\n", "protocol"),
+        ("dimensions: [novelty]\n", "novelty"),
+        ("samples_per_unit: 0\n", "samples_per_unit"),
+        ("rqs:\n  backend: {kind: constant}\n  judge_prompt: x\n", "rqs.judge_prompt"),
+    ],
+)
+def test_config_errors_name_file_and_key(tmp_path, extra, needle):
+    path = _write(tmp_path, MINIMAL + extra)
+    with pytest.raises(EvalConfigError) as info:
+        EvalConfig.from_yaml(path)
+    assert str(path) in str(info.value) and needle in str(info.value)
+
+
+def test_config_unknown_override_key_rejected(tmp_path):
+    with pytest.raises(EvalConfigError, match="generation.temp"):
+        EvalConfig.from_yaml(_write(tmp_path, MINIMAL), {"generation.temp": 0.3})
+
+
+def test_cli_flags_become_overrides(tmp_path):
+    from surveyalign.cli import build_parser
+
+    args = build_parser().parse_args([
+        "evaluate", "--config", "x.yaml", "--set", "generation.temperature=0.7", "--set", "dimensions=[structure]",
+        "--limit", "4", "--model", "qwen", "--base-url", "http://127.0.0.1:9/v1", "--no-resume",
+    ])
+    over = overrides_from_args(args)
+    assert over == {"generation.temperature": 0.7, "dimensions": ["structure"], "limit": 4,
+                    "backend.options.model": "qwen", "backend.options.base_url": "http://127.0.0.1:9/v1",
+                    "resume": False}
+    cfg = EvalConfig.from_yaml(_write(tmp_path, MINIMAL), over)
+    assert cfg.dimensions == ["structure"] and cfg.resume is False
+
+
+def test_secret_options_are_redacted():
+    cfg = EvalConfig.from_dict(json.loads(json.dumps({
+        "name": "t", "dataset": "d",
+        "backend": {"kind": "openai", "options": {"model": "m", "api_key": "sk-abc", "api_key_env": "MY_KEY",
+                                                  "extra_headers": {"Authorization": "Bearer z"}}},
+    })))
+    desc = json.dumps(cfg.describe())
+    assert "sk-abc" not in desc and "Bearer z" not in desc and "MY_KEY" in desc
+
+
+@pytest.mark.parametrize("path", EVAL_YAMLS, ids=lambda p: p.name)
+def test_every_shipped_eval_yaml_parses(path):
+    cfg = EvalConfig.from_yaml(path)
+    assert cfg.backend.kind in {"openai", "transformers", "vllm", "constant", "scripted"}
+
+
+def test_baseline_configs_present():
+    names = {p.name for p in EVAL_YAMLS}
+    assert {"gpt-5.2.yaml", "claude-opus-4.5.yaml", "qwen3-32b-vllm.yaml", "qwen3-32b-api.yaml",
+            "surveyalign-adapter.yaml", "constant-minus1.yaml", "tiny-smoke.yaml"} <= names
+
+
+# ------------------------------------------------------------------------------------------------- consistency
+
+
+@pytest.mark.parametrize(
+    "text, score",
+    [
+        ("Both criticise the missing 2023 works. <consistency>0.8</consistency>", 0.8),
+        ("Unrelated points. <consistency>0.0</consistency>", 0.0),  # 0.0 is a score, not a failure
+        ("<consistency> 0 </consistency>", 0.0),
+        ("<consistency>1</consistency>", 1.0),
+        ("<consistency>.4</consistency>", 0.4),
+        ("<think>maybe <consistency>1.0</consistency></think>Final: <consistency>0.2</consistency>", 0.2),
+        ("first <consistency>0.4</consistency> then <consistency>0.6</consistency>", 0.6),
+        ("<CONSISTENCY>0.60</CONSISTENCY>", 0.6),
+    ],
+)
+def test_parse_consistency_valid(text, score):
+    parsed = parse_consistency(text)
+    assert parsed.score == score and parsed.error is None
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("", "empty"),
+        ("I would say 0.6", "no <consistency>"),
+        ("<consistency>0.5</consistency>", "not one of"),
+        ("<consistency>high</consistency>", "not a number"),
+        ("<consistency>1.2</consistency>", "not one of"),
+        ("<think><consistency>0.6</consistency></think>", "no <consistency>"),
+        ("<think>still thinking <consistency>0.6</consistency>", "no <consistency>"),  # cut-off think block
+    ],
+)
+def test_parse_consistency_invalid(text, reason):
+    parsed = parse_consistency(text)
+    assert parsed.score is None and reason in parsed.error
+
+
+def test_consistency_prompt_carries_all_inputs():
+    (msg,) = build_consistency_messages("criticalness", title="A Survey of X",
+                                        reference=["Lacks synthesis.", "Only summarises."],
+                                        prediction="Mostly descriptive.")
+    content = msg["content"]
+    assert msg["role"] == "user"
+    for piece in ("Criticalness", "A Survey of X", "- Lacks synthesis.\n- Only summarises.", "Mostly descriptive.",
+                  "0.0", "0.2", "0.4", "0.6", "0.8", "1.0", "<consistency>"):
+        assert piece in content
+
+
+@pytest.mark.parametrize("path", EVAL_YAMLS, ids=lambda p: p.name)
+def test_shipped_eval_yaml_backend_options_are_accepted(path):
+    import inspect
+
+    from surveyalign.backends import backend_class
+
+    cfg = EvalConfig.from_yaml(path)
+    for cfg_backend in [cfg.backend] + ([cfg.rqs.backend] if cfg.rqs else []):
+        try:
+            cls = backend_class(cfg_backend.kind)
+        except ImportError:
+            pytest.skip(f"{cfg_backend.kind} backend module not importable here")
+        valid = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        for dim in [None, *cfg_backend.per_dimension]:
+            assert set(cfg_backend.options_for(dim)) <= valid, (path.name, dim)
