@@ -12,6 +12,7 @@ import inspect
 from typing import Any
 
 from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages
+from surveyalign.backends.server import ServerHandle, serve_in_thread
 
 #: Backend kinds and the ``module:Class`` implementing each (imported lazily).
 BACKENDS: dict[str, str] = {
@@ -62,6 +63,8 @@ __all__ = [
     "Generation",
     "GenerationSettings",
     "Messages",
+    "ServerHandle",
     "backend_class",
     "load_backend",
+    "serve_in_thread",
 ]

@@ -1,4 +1,4 @@
-"""`surveyalign` subcommands owned by `surveyalign.backends` (none yet)."""
+"""`surveyalign` subcommands owned by `surveyalign.backends`: ``serve``."""
 
 from __future__ import annotations
 
@@ -6,4 +6,37 @@ import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this sub-package's subcommands to the top-level parser."""
+    """Add this sub-package's subcommands (``serve``) to the top-level parser."""
+    p = subparsers.add_parser(
+        "serve",
+        help="serve a local model (+ PEFT adapter) over an OpenAI-compatible API",
+        description=(
+            "Serve a local causal LM, optionally with a PEFT adapter (e.g. a trained SurveyAlign judge), over "
+            "an OpenAI-compatible HTTP API: POST /v1/chat/completions (messages, temperature, top_p, "
+            "max_tokens, n, seed, logprobs, chat_template_kwargs.enable_thinking) and GET /v1/models. "
+            "Point the evaluation harness at it with the 'openai' backend and base_url http://HOST:PORT/v1."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--model", required=True, help="folder of the base model and tokenizer (or a cached hub id)")
+    p.add_argument("--adapter", default=None, help="folder of a PEFT adapter to apply to the model")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (use 0.0.0.0 to expose it)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port")
+    p.add_argument("--served-model-name", default=None,
+                   help="model id clients send; default: the adapter folder's name, else the model folder's")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
+    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    p.add_argument("--batch-size", type=int, default=8, help="rows per generate call (concurrent requests batch)")
+    p.add_argument("--default-max-tokens", type=int, default=1024,
+                   help="token cap when a request sets no max_tokens")
+    p.add_argument("--log-level", default="info", help="uvicorn log level")
+    p.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from surveyalign.backends.server import serve
+
+    serve(args.model, args.adapter, host=args.host, port=args.port, served_model_name=args.served_model_name,
+          log_level=args.log_level, default_max_tokens=args.default_max_tokens, device=args.device,
+          dtype=args.dtype, batch_size=args.batch_size)
+    return 0

@@ -1,0 +1,312 @@
+"""``surveyalign serve``: an OpenAI-compatible HTTP server over a local model (+ optional PEFT adapter).
+
+Endpoints: ``POST /v1/chat/completions`` (messages, temperature, top_p, max_tokens / max_completion_tokens, n,
+seed, logprobs, chat_template_kwargs.enable_thinking), ``GET /v1/models``, ``GET /health``. Concurrent
+requests with the same sampling settings are grouped into one batched ``generate`` call (micro-batching),
+and sampling is seeded per row, so a request's answer does not depend on what it was batched with.
+Bad requests get HTTP 400 with an OpenAI-style ``{"error": {...}}`` body; an unknown model name gets 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from surveyalign.backends._http import _UvicornThread
+from surveyalign.backends.base import GenerationSettings
+
+#: Largest ``n`` one request may ask for.
+MAX_N = 64
+
+
+class _ContentPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["text"]
+    text: str
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["system", "user", "assistant"]
+    content: str | list[_ContentPart]
+
+    def as_dict(self) -> dict[str, str]:
+        text = self.content if isinstance(self.content, str) else "".join(part.text for part in self.content)
+        return {"role": self.role, "content": text}
+
+
+class _TemplateKwargs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enable_thinking: bool = False
+
+
+class ChatRequest(BaseModel):
+    """The subset of the OpenAI chat-completions request that ``surveyalign serve`` implements.
+
+    Unknown fields are ignored (clients send ``user``, ``metadata``...); fields whose non-default values we
+    cannot honour (``stream``, ``stop``, tools, penalties, ``top_logprobs`` > 0) are rejected.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = None
+    messages: list[_Message] = Field(min_length=1)
+    temperature: float = Field(1.0, ge=0.0, le=2.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    n: int = Field(1, ge=1, le=MAX_N)
+    seed: int | None = Field(None, ge=0)
+    logprobs: bool = False
+    top_logprobs: int | None = Field(None, ge=0, le=0)
+    chat_template_kwargs: _TemplateKwargs = Field(default_factory=_TemplateKwargs)
+    stream: Literal[False] = False
+    stop: None = None
+    tools: None = None
+    frequency_penalty: float = Field(0.0, ge=0.0, le=0.0)
+    presence_penalty: float = Field(0.0, ge=0.0, le=0.0)
+
+    @field_validator("messages")
+    @classmethod
+    def _last_not_assistant(cls, messages: list[_Message]) -> list[_Message]:
+        if messages[-1].role == "assistant":
+            raise ValueError("the last message must not be an assistant turn (no prefill support)")
+        return messages
+
+
+@dataclass
+class _Pending:
+    messages: list[dict[str, str]]
+    settings: GenerationSettings
+    n: int
+    future: asyncio.Future
+
+
+class _MicroBatcher:
+    """Groups concurrent requests with equal settings into one ``generate_detailed`` call."""
+
+    def __init__(self, backend: Any, max_requests: int, wait_s: float) -> None:
+        self.backend = backend
+        self.max_requests = max(1, max_requests)
+        self.wait_s = wait_s
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._task: asyncio.Task | None = None
+
+    async def submit(self, messages: list[dict[str, str]], settings: GenerationSettings, n: int) -> list[Any]:
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        future = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Pending(messages, settings, n, future))
+        return await future
+
+    async def _run(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            deadline = time.monotonic() + self.wait_s
+            while len(batch) < self.max_requests:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), remaining))
+                except TimeoutError:
+                    break
+            groups: dict[tuple[GenerationSettings, int], list[_Pending]] = {}
+            for item in batch:
+                groups.setdefault((item.settings, item.n), []).append(item)
+            for (settings, n), items in groups.items():
+                try:
+                    rows = await asyncio.to_thread(self.backend.generate_detailed, [i.messages for i in items],
+                                                   settings, n)
+                except Exception as exc:  # reported to each waiting request as HTTP 500
+                    for item in items:
+                        if not item.future.done():
+                            item.future.set_exception(exc)
+                    continue
+                for item, row in zip(items, rows):
+                    if not item.future.done():
+                        item.future.set_result(row)
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None) -> Any:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": None}},
+                        status_code=status)
+
+
+def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.005,
+              default_max_tokens: int = 1024) -> Any:
+    """Build the Starlette app serving ``backend`` under the name ``served_model_name``.
+
+    Args:
+        backend: a :class:`~surveyalign.backends.hf.TransformersBackend` (anything with
+            ``generate_detailed(prompts, settings, n)`` and a ``tokenizer``).
+        served_model_name: the model id clients must send (or omit) and ``/v1/models`` lists.
+        batch_wait_s: how long the first queued request waits for others to batch with, in seconds.
+        default_max_tokens: token cap when a request sets neither ``max_tokens`` nor ``max_completion_tokens``.
+
+    Returns:
+        A Starlette ASGI application.
+    """
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    batcher = _MicroBatcher(backend, max_requests=getattr(backend, "batch_size", 8), wait_s=batch_wait_s)
+    created = int(time.time())
+    token_text: dict[int, str] = {}
+
+    def piece(token_id: int) -> str:
+        if token_id not in token_text:
+            token_text[token_id] = backend.tokenizer.decode([token_id], skip_special_tokens=False)
+        return token_text[token_id]
+
+    async def chat(request: Request) -> JSONResponse:
+        try:
+            payload = await request.json()
+        except ValueError:
+            return _error(400, "request body is not valid JSON")
+        if not isinstance(payload, dict):
+            return _error(400, "request body must be a JSON object")
+        try:
+            req = ChatRequest.model_validate(payload)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            param = ".".join(str(p) for p in first.get("loc", ()))
+            return _error(400, f"invalid request: {param}: {first.get('msg')}", param=param or None)
+        if req.model is not None and req.model != served_model_name:
+            return _error(404, f"model {req.model!r} is not served here; available: {served_model_name!r}",
+                          kind="not_found_error", param="model")
+        settings = GenerationSettings(
+            temperature=req.temperature,
+            top_p=req.top_p,
+            max_new_tokens=req.max_completion_tokens or req.max_tokens or default_max_tokens,
+            seed=req.seed if req.seed is not None else secrets.randbelow(2**31),
+            enable_thinking=req.chat_template_kwargs.enable_thinking,
+        )
+        messages = [m.as_dict() for m in req.messages]
+        try:
+            details = await batcher.submit(messages, settings, req.n)
+        except Exception as exc:
+            return _error(500, f"generation failed: {type(exc).__name__}: {exc}", kind="server_error")
+        failed = [d.generation.error for d in details if d.generation.error]
+        if failed:
+            return _error(400, failed[0], param="messages")
+        choices = []
+        for index, detail in enumerate(details):
+            choice: dict[str, Any] = {
+                "index": index,
+                "message": {"role": "assistant", "content": detail.generation.text},
+                "finish_reason": detail.generation.finish_reason,
+                "logprobs": None,
+            }
+            if req.logprobs:
+                choice["logprobs"] = {"content": [
+                    {"token": piece(t), "logprob": lp, "bytes": list(piece(t).encode("utf-8")), "top_logprobs": []}
+                    for t, lp in zip(detail.token_ids, detail.token_logprobs)
+                ]}
+            choices.append(choice)
+        prompt_tokens = details[0].prompt_tokens if details else 0
+        completion_tokens = sum(len(d.token_ids) for d in details)
+        return JSONResponse({
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": served_model_name,
+            "system_fingerprint": f"seed-{settings.seed}",
+            "choices": choices,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        })
+
+    async def models(request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [
+            {"id": served_model_name, "object": "model", "created": created, "owned_by": "surveyalign"}]})
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(routes=[
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+    ])
+
+
+def default_served_name(model: str, adapter: str | None = None) -> str:
+    """Default model id: the adapter folder's name when an adapter is served, else the model folder's name."""
+    return Path(adapter or model).resolve().name or str(model)
+
+
+@dataclass
+class ServerHandle:
+    """A running server: ``base_url`` (``http://host:port/v1``), the served model id and the backend."""
+
+    base_url: str
+    model: str
+    backend: Any
+    port: int
+
+
+@contextlib.contextmanager
+def serve_in_thread(model: str | None = None, adapter: str | None = None, *, backend: Any = None,
+                    served_model_name: str | None = None, host: str = "127.0.0.1", port: int = 0,
+                    **backend_options: Any) -> Iterator[ServerHandle]:
+    """Serve a local model over the OpenAI API in a background thread (for tests and notebooks).
+
+    Args:
+        model: model folder (ignored when ``backend`` is given).
+        adapter: optional PEFT adapter folder.
+        backend: an already built ``TransformersBackend`` to serve instead of loading one.
+        served_model_name: model id; defaults to :func:`default_served_name`.
+        host: interface to bind; 127.0.0.1 by default.
+        port: port; 0 picks a free one.
+        **backend_options: extra ``TransformersBackend`` options (device, dtype, batch_size...).
+
+    Yields:
+        A :class:`ServerHandle`; the server stops when the block exits.
+    """
+    owned = backend is None
+    if backend is None:
+        if model is None:
+            raise ValueError("serve_in_thread needs model= or backend=")
+        from surveyalign.backends.hf import TransformersBackend
+
+        backend = TransformersBackend(model=str(model), adapter=str(adapter) if adapter else None, **backend_options)
+    name = served_model_name or default_served_name(backend.model_path, backend.adapter_path)
+    runner = _UvicornThread(build_app(backend, name), host=host, port=port)
+    runner.start()
+    try:
+        yield ServerHandle(base_url=f"http://{host}:{runner.port}/v1", model=name, backend=backend, port=runner.port)
+    finally:
+        runner.stop()
+        if owned:
+            backend.close()
+
+
+def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", port: int = 8000,
+          served_model_name: str | None = None, log_level: str = "info", batch_wait_s: float = 0.005,
+          default_max_tokens: int = 1024, **backend_options: Any) -> None:
+    """Load the model and serve it in the foreground until interrupted (``surveyalign serve``)."""
+    import uvicorn
+
+    from surveyalign.backends.hf import TransformersBackend
+
+    backend = TransformersBackend(model=model, adapter=adapter, **backend_options)
+    name = served_model_name or default_served_name(model, adapter)
+    app = build_app(backend, name, batch_wait_s=batch_wait_s, default_max_tokens=default_max_tokens)
+    print(f"serving {name!r} ({backend.describe()['device']}) at http://{host}:{port}/v1", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)

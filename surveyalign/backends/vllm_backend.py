@@ -1,0 +1,148 @@
+"""Local vLLM judge (optional extra ``surveyalign[gpu]``; ``vllm`` is imported only when this backend is built).
+
+Prompts are rendered with the same :func:`surveyalign.prompts.render_chat` as the transformers backend and
+training, then sent to ``LLM.generate`` with one ``SamplingParams`` per request. By default sample ``i`` of
+a prompt is its own request with ``seed = settings.seed + i`` (like every other backend, so any subset of
+samples can be regenerated alone; vLLM's prefix cache shares the prompt's KV cache between them); with
+``n_per_request=True`` one request asks ``SamplingParams(n=n, seed=settings.seed)`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages, check_request, mean_or_none
+
+_INSTALL_HINT = "the 'vllm' backend needs vLLM: pip install surveyalign[gpu]  (or: pip install vllm)"
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as exc:
+        raise ImportError(f"{_INSTALL_HINT} ({exc})") from exc
+    return vllm
+
+
+class VLLMBackend(Backend):
+    """A local model served in-process by vLLM (contract 3, kind ``"vllm"``).
+
+    Args:
+        model: model folder or hub id.
+        adapter: optional LoRA adapter folder (applied with ``vllm.lora.request.LoRARequest``).
+        dtype: vLLM dtype (``"auto"``, ``"bfloat16"``...).
+        tensor_parallel_size: GPUs per model.
+        gpu_memory_utilization: fraction of GPU memory vLLM may take, in (0, 1].
+        max_model_len: context length cap (``None``: the model's).
+        max_lora_rank: largest LoRA rank to support when ``adapter`` is set.
+        n_per_request: ask for the ``n`` samples in one request (``SamplingParams(n=n, seed=seed)``)
+            instead of one request per sample with seed ``seed + i``.
+        enforce_eager: disable CUDA graphs (faster start, slower decode).
+        llm_kwargs: further keyword arguments for ``vllm.LLM``.
+
+    Raises:
+        ImportError: vLLM is not installed (the message says ``pip install surveyalign[gpu]``).
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str,
+        adapter: str | None = None,
+        dtype: str = "auto",
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.9,
+        max_model_len: int | None = None,
+        max_lora_rank: int = 64,
+        n_per_request: bool = False,
+        enforce_eager: bool = False,
+        llm_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        vllm = _import_vllm()
+        self.model_path = str(model)
+        self.adapter_path = str(adapter) if adapter else None
+        self.dtype = dtype
+        self.tensor_parallel_size = int(tensor_parallel_size)
+        self.gpu_memory_utilization = float(gpu_memory_utilization)
+        self.max_model_len = max_model_len
+        self.n_per_request = bool(n_per_request)
+        self.llm_kwargs = dict(llm_kwargs or {})
+        kwargs: dict[str, Any] = dict(model=self.model_path, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
+                                      gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager)
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        if self.adapter_path:
+            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank)
+        kwargs.update(self.llm_kwargs)
+        self._vllm = vllm
+        self.llm = vllm.LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self._lora = None
+        if self.adapter_path:
+            from vllm.lora.request import LoRARequest
+
+            self._lora = LoRARequest("surveyalign-adapter", 1, self.adapter_path)
+
+    def describe(self) -> dict[str, Any]:
+        """Return model/adapter paths and engine settings for ``run_config.json``."""
+        return {
+            "backend": self.name,
+            "model": self.model_path,
+            "adapter": self.adapter_path,
+            "dtype": self.dtype,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "max_model_len": self.max_model_len,
+            "n_per_request": self.n_per_request,
+            "vllm_version": getattr(self._vllm, "__version__", None),
+        }
+
+    def _params(self, settings: GenerationSettings, n: int, seed: int) -> Any:
+        return self._vllm.SamplingParams(
+            n=n,
+            seed=seed,
+            temperature=settings.temperature,
+            top_p=settings.top_p if not settings.greedy else 1.0,
+            max_tokens=settings.max_new_tokens,
+            logprobs=0,  # the sampled token's log-prob only
+        )
+
+    def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
+                 ) -> list[list[Generation]]:
+        """Generate ``n`` samples per prompt with vLLM (greedy: one request, copied ``n`` times).
+
+        Returns:
+            P lists of ``n`` generations; finish_reason is vLLM's ("stop", "length", "abort").
+        """
+        from surveyalign.prompts import render_chat
+
+        settings = check_request(prompts, settings, n)
+        texts = [render_chat(self.tokenizer, list(m), enable_thinking=settings.enable_thinking) for m in prompts]
+        distinct = 1 if settings.greedy else n
+        requests: list[tuple[int, str, Any]] = []
+        for p, text in enumerate(texts):
+            if self.n_per_request or distinct == 1:
+                requests.append((p, text, self._params(settings, distinct, settings.seed)))
+            else:
+                requests.extend((p, text, self._params(settings, 1, settings.seed + i)) for i in range(distinct))
+        outputs = self.llm.generate([r[1] for r in requests], [r[2] for r in requests], lora_request=self._lora,
+                                    use_tqdm=False)
+        rows: list[list[Generation]] = [[] for _ in prompts]
+        for (p, _, _), output in zip(requests, outputs):
+            rows[p].extend(_to_generation(completion) for completion in output.outputs)
+        return [row * n if len(row) == 1 and n > 1 else row for row in rows]
+
+
+def _to_generation(completion: Any) -> Generation:
+    values: list[float] = []
+    if completion.logprobs:
+        for token_id, step in zip(completion.token_ids, completion.logprobs):
+            entry = step.get(token_id) if isinstance(step, dict) else None
+            if entry is not None:
+                values.append(float(entry.logprob))
+    mean = mean_or_none(values)
+    if mean is None and getattr(completion, "cumulative_logprob", None) is not None and completion.token_ids:
+        mean = float(completion.cumulative_logprob) / len(completion.token_ids)
+    return Generation(text=completion.text, finish_reason=completion.finish_reason, mean_logprob=mean)
