@@ -44,6 +44,8 @@ class FakeChatServer:
 
     Attributes:
         requests: JSON bodies of every ``/v1/chat/completions`` request, in arrival order.
+        request_headers: the matching request headers (lower-case names), e.g. to check ``authorization``.
+        request_times: ``time.monotonic()`` of each request's arrival.
         max_in_flight: the largest number of requests being handled at the same time.
         base_url: ``http://127.0.0.1:<port>/v1`` once started.
     """
@@ -73,6 +75,7 @@ class FakeChatServer:
         self.logprob = logprob
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
         self.request_times: list[float] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -109,6 +112,7 @@ class FakeChatServer:
         """Forget logged requests and the in-flight peak."""
         with self._lock:
             self.requests.clear()
+            self.request_headers.clear()
             self.request_times.clear()
             self.max_in_flight = 0
 
@@ -134,6 +138,7 @@ class FakeChatServer:
             with self._lock:
                 index = len(self.requests)
                 self.requests.append(body)
+                self.request_headers.append(dict(request.headers))
                 self.request_times.append(time.monotonic())
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
