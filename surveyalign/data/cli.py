@@ -1,9 +1,137 @@
-"""`surveyalign` subcommands owned by `surveyalign.data` (none yet)."""
+"""`surveyalign data build|stats|push`: build, inspect and publish the SurveyReview dataset folder."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this sub-package's subcommands to the top-level parser."""
+    """Add ``surveyalign data`` and its subcommands to the top-level parser."""
+    data = subparsers.add_parser(
+        "data",
+        help="build, inspect and publish the SurveyReview dataset",
+        description="Build the script-free SurveyReview dataset folder from release files, print its "
+        "statistics, or push it to the Hugging Face Hub.",
+    )
+    sub = data.add_subparsers(dest="data_command", metavar="ACTION")
+    data.set_defaults(handler=lambda args: (data.print_help(), 2)[1])
+
+    build = sub.add_parser(
+        "build",
+        help="build the dataset folder from release files",
+        description="Read a SurveyReview release (per-dimension testset/<dimension>.json + articles JSON, "
+        "and/or raw sample files with 'result' lists), drop score 0/-3 units (counted), split papers 75/25 "
+        "by source (validation = 10%% of train papers), strip published peer-review records from the texts, "
+        "and write OUT/README.md (configs per dimension + 'all'), OUT/data/<dimension>/<split>.parquet and "
+        "OUT/build_report.json. Load with datasets.load_dataset(OUT, 'readability'); name the folder "
+        "'surveyreview' and load_dataset('surveyreview', 'readability') works from its parent folder.",
+    )
+    build.add_argument("--official", required=True, metavar="DIR", help="release folder (or one raw JSON file)")
+    build.add_argument("--out", required=True, metavar="DIR", help="output dataset folder (replaced if present)")
+    build.add_argument("--sources", metavar="FILE", help="JSON {uid or paper key: source} mapping "
+                       "(default: sources.json in the release folder, if any)")
+    build.add_argument("--seed", type=int, default=42, help="split seed (default 42)")
+    build.add_argument("--no-leakage-guard", action="store_true",
+                       help="keep peer-review status lines and referee reports in the texts (recorded in the "
+                       "report and the card)")
+    build.add_argument("--drop-missing-text", action="store_true",
+                       help="leave units whose survey text is missing out of the data files (still reported); "
+                       "default keeps them with text ''")
+    build.add_argument("--test-fraction", type=float, default=0.25, help="share of papers in test (default 0.25)")
+    build.add_argument("--validation-fraction", type=float, default=0.10,
+                       help="share of training papers in validation (default 0.10)")
+    build.set_defaults(handler=_build)
+
+    stats = sub.add_parser(
+        "stats",
+        help="per-dimension statistics of a built folder (Table 6 shape)",
+        description="Print, per dimension, the unit count, score distribution, mean, std (population) and "
+        "average number of rationale snippets, the counts per split and per source.",
+    )
+    stats.add_argument("dir", metavar="DIR", help="dataset folder written by `surveyalign data build`")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    stats.set_defaults(handler=_stats)
+
+    push = sub.add_parser(
+        "push",
+        help="upload a built folder to the Hugging Face Hub",
+        description="Create the dataset repo (if needed) and upload the folder with huggingface_hub.",
+    )
+    push.add_argument("dir", metavar="DIR", help="dataset folder written by `surveyalign data build`")
+    push.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="dataset repo, e.g. ORG/surveyreview")
+    push.add_argument("--private", action="store_true", help="create the repo as private")
+    push.add_argument("--token-env", default="HF_TOKEN", metavar="VAR",
+                      help="environment variable holding the token (default HF_TOKEN)")
+    push.add_argument("--dry-run", action="store_true", help="validate and list the files; upload nothing")
+    push.set_defaults(handler=_push)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .build import build_dataset
+    from .schema import ReleaseFormatError
+
+    try:
+        result = build_dataset(
+            args.official,
+            args.out,
+            sources=args.sources,
+            seed=args.seed,
+            leakage_guard=not args.no_leakage_guard,
+            drop_missing_text=args.drop_missing_text,
+            test_fraction=args.test_fraction,
+            validation_fraction=args.validation_fraction,
+        )
+    except (ReleaseFormatError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    rep = result.report
+    units = rep["units"]
+    leak = rep["leakage_guard"]
+    sizes = ", ".join(f"{name} {c['units']}" for name, c in rep["counts"].items())
+    print(f"wrote {result.path}: {rep['papers']} papers, {rep['reviews']} reviews, {units['kept']} units ({sizes})")
+    print(f"excluded: score 0 {sum(units['excluded_score_0'].values())}, "
+          f"score -3 {sum(units['excluded_score_minus3'].values())}; missing texts: "
+          f"{rep['missing_text']['articles']} ({rep['missing_text']['units']} units)")
+    print(f"leakage guard {'on' if leak['enabled'] else 'OFF'}: {leak['texts_cleaned']} texts cleaned; "
+          f"{leak['snippets_verbatim_in_inputs']} gold snippets still verbatim in the inputs "
+          f"(before guard: {leak['snippets_verbatim_before_guard']})")
+    print(f"build took {rep['build_seconds']:.2f} s; report: {result.path / 'build_report.json'}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from .stats import dataset_stats, render_stats
+
+    try:
+        stats = dataset_stats(args.dir)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        from rich.console import Console
+
+        Console().print(render_stats(stats))
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from .hub import push_dataset
+
+    try:
+        result = push_dataset(
+            args.dir, args.repo_id, private=args.private, token_env=args.token_env, dry_run=args.dry_run
+        )
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(f"dry run: would upload {len(result['files'])} files to datasets/{args.repo_id}:")
+        for f in result["files"]:
+            print(f"  {f}")
+    else:
+        print(f"uploaded {len(result['files'])} files to datasets/{args.repo_id}: {result['commit_url']}")
+    return 0

@@ -1,0 +1,406 @@
+"""Build the script-free SurveyReview dataset folder from a release (contract 1; SurveyReview §4, App. A-B).
+
+Output layout::
+
+    OUT/README.md                     card + YAML front matter (configs per dimension and "all", features)
+    OUT/build_report.json             counts, exclusions, missing texts, leakage guard, split sizes, input hash
+    OUT/data/<dimension>/<split>.parquet
+
+The "all" config lists the four dimension files of each split, so every row is stored once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from surveyalign import __version__
+from surveyalign.constants import DIMENSIONS
+
+from .leakage import find_verbatim, strip_review_record
+from .readers import EXCLUDED_SCORES, RawUnit, read_release, source_from_text, source_from_uid
+from .schema import ALL_CONFIG, COLUMNS, SPLITS, ReleaseFormatError, surveyreview_features
+from .split import split_papers
+from .text import extract_abstract, extract_references, extract_title, fingerprint
+
+#: Examples of ids listed in build_report.json before the list is cut.
+_MAX_LISTED = 200
+
+
+@dataclass
+class BuildResult:
+    """Result of :func:`build_dataset`; usable wherever a path is (``os.fspath(result)`` is the folder).
+
+    Attributes:
+        path: the dataset folder.
+        report: the content of ``build_report.json``.
+    """
+
+    path: Path
+    report: dict[str, Any]
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _hash_inputs(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in sorted(set(files), key=lambda p: p.name + str(p)):
+        digest.update(file.name.encode())
+        with file.open("rb") as fh:
+            digest.update(hashlib.sha256(fh.read()).digest())
+    return digest.hexdigest()
+
+
+def build_dataset(
+    official: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    sources: str | os.PathLike | None = None,
+    seed: int = 42,
+    leakage_guard: bool = True,
+    drop_missing_text: bool = False,
+    test_fraction: float = 0.25,
+    validation_fraction: float = 0.10,
+    overwrite: bool = True,
+) -> BuildResult:
+    """Build the SurveyReview dataset folder from release files (SurveyReview §4, App. A-B).
+
+    Steps: read both release layouts; drop score 0 (not mentioned) and -3 (unjudgeable) units, counting them
+    per dimension; resolve each unit's source (record field, uid prefix, mapping file, F1000Research DOI in
+    the text, else "unknown"); group reviews into papers (paper key encoded by the uid, merged with papers
+    sharing a normalised title, or text when the title is unknown); split papers 75/25 per source, then 90/10
+    train/validation; strip the published review record from the texts (leakage guard); write parquet files,
+    the card and ``build_report.json``.
+
+    Missing texts: a unit whose survey text is not in the release keeps its row with ``text == ""`` (the
+    evaluation harness marks it ``missing_text``; training recipes skip it) and is listed in the report under
+    ``missing_text``; with ``drop_missing_text=True`` such rows are left out but still listed.
+
+    Args:
+        official: release folder (or one raw-layout JSON file).
+        out: output folder; replaced when it exists and ``overwrite`` is True.
+        sources: optional ``{uid or paper key: source}`` JSON mapping.
+        seed: split seed (deterministic).
+        leakage_guard: strip status lines and review-record sections from texts (recorded in the report).
+        drop_missing_text: leave units without text out of the data files (still reported).
+        test_fraction: share of papers per source in test.
+        validation_fraction: share of training papers per source in validation.
+        overwrite: allow replacing an existing output folder.
+
+    Returns:
+        :class:`BuildResult` with the folder and the report dict.
+
+    Raises:
+        ReleaseFormatError: malformed release records (naming file, record and field) or duplicate units.
+        FileExistsError: ``out`` exists and ``overwrite`` is False.
+    """
+    started = time.perf_counter()
+    out = Path(out)
+    release = read_release(official, sources=sources)
+
+    # 1. exclusions (0 = not mentioned, -3 = unjudgeable)
+    excluded = {str(s): Counter() for s in EXCLUDED_SCORES}
+    kept: list[RawUnit] = []
+    for unit in release.units:
+        if unit.score in EXCLUDED_SCORES:
+            excluded[str(unit.score)][unit.dimension] += 1
+        else:
+            kept.append(unit)
+
+    # 2. texts, cleaned once per article key
+    def raw_text(unit: RawUnit) -> tuple[str | None, str]:
+        if unit.text is not None:
+            return unit.text, f"record:{unit.review_id}"
+        for key in (unit.article_key, unit.paper_key):
+            if key is not None and key in release.articles:
+                return release.articles[key], key
+        return None, ""
+
+    cleaned: dict[str, str] = {}
+    leak_counts = Counter()
+    cleaned_ids: list[str] = []
+    for unit in kept:
+        text, key = raw_text(unit)
+        if text is None or key in cleaned:
+            continue
+        if leakage_guard:
+            new, edit = strip_review_record(text)
+            if edit.changed:
+                cleaned_ids.append(key)
+                leak_counts["status_lines_removed"] += edit.status_lines
+                leak_counts["record_sections_removed"] += edit.record_sections
+                leak_counts["chars_removed"] += edit.chars_removed
+            cleaned[key] = new
+        else:
+            cleaned[key] = text
+
+    # 3. sources
+    source_how = Counter()
+    unit_source: list[str] = []
+    unit_key: list[str] = []
+    for unit in kept:
+        text, key = raw_text(unit)
+        unit_key.append(key)
+        mapped = next(
+            (release.source_map[k] for k in (unit.uid, unit.review_id, unit.paper_key, unit.article_key)
+             if k and k in release.source_map),
+            None,
+        )
+        for how, value in (
+            ("record", unit.source),
+            ("uid_prefix", source_from_uid(unit.uid)),
+            ("mapping", mapped),
+            ("f1000_doi", source_from_text(text or "")),
+            ("unknown", "unknown"),
+        ):
+            if value:
+                unit_source.append(value)
+                source_how[how] += 1
+                break
+
+    # 4. paper identity
+    uf = _UnionFind()
+    unit_node: list[str] = []
+    unit_title: list[str] = []
+    for i, unit in enumerate(kept):
+        text = cleaned.get(unit_key[i], "") if unit_key[i] else ""
+        title = unit.title or (extract_title(text) if text else "")
+        unit_title.append(title)
+        node = f"k:{unit.paper_key}" if unit.paper_key else f"r:{unit.review_id}"
+        uf.find(node)
+        fp = fingerprint(title) if len(title.split()) >= 3 else ""
+        if not fp and text:
+            fp = fingerprint(text)
+        if fp:
+            uf.union(node, f"f:{fp}")
+        unit_node.append(node)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for node in set(uf.parent):
+        groups[uf.find(node)].append(node)
+    paper_of_root: dict[str, str] = {}
+    for root, nodes in groups.items():
+        keys = sorted(n[2:] for n in nodes if n.startswith("k:"))
+        if keys:
+            paper_of_root[root] = keys[0]
+        else:
+            paper_of_root[root] = "paper-" + hashlib.sha256(min(nodes).encode()).hexdigest()[:12]
+    unit_paper = [paper_of_root[uf.find(n)] for n in unit_node]
+
+    paper_source_votes: dict[str, Counter] = defaultdict(Counter)
+    for paper, source in zip(unit_paper, unit_source):
+        paper_source_votes[paper][source] += 1
+    paper_sources = {p: sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for p, v in paper_source_votes.items()}
+    source_conflicts = sorted(p for p, v in paper_source_votes.items() if len(set(v) - {"unknown"}) > 1)
+
+    # 5. split
+    assignment = split_papers(
+        paper_sources, seed=seed, test_fraction=test_fraction, validation_fraction=validation_fraction
+    )
+
+    # 6. rows
+    missing_units: list[str] = []
+    missing_articles: set[str] = set()
+    rows: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    seen_units: dict[str, str] = {}
+    derived: dict[str, tuple[str, list[str]]] = {}
+    for i, unit in enumerate(kept):
+        unit_id = f"{unit.review_id}::{unit.dimension}"
+        if unit_id in seen_units:
+            raise ReleaseFormatError(
+                unit.origin.split("#")[0],
+                f"unit {unit_id} appears twice (also at {seen_units[unit_id]})",
+                record=unit.origin.split("#")[-1],
+                field="uid",
+            )
+        seen_units[unit_id] = unit.origin
+        key = unit_key[i]
+        text = cleaned.get(key, "") if key else ""
+        if not key:
+            missing_units.append(unit_id)
+            missing_articles.add(unit.article_key)
+            if drop_missing_text:
+                continue
+        if key and key not in derived:
+            derived[key] = (extract_abstract(text), extract_references(text))
+        abstract, references = derived.get(key, ("", []))
+        rows[(unit.dimension, assignment[unit_paper[i]])].append(
+            {
+                "unit_id": unit_id,
+                "paper_id": unit_paper[i],
+                "review_id": unit.review_id,
+                "source": unit_source[i],
+                "dimension": unit.dimension,
+                "score": unit.score,
+                "rationales": list(unit.rationales),
+                "title": unit_title[i],
+                "text": text,
+                "abstract": unit.abstract or abstract,
+                "references": references,
+            }
+        )
+
+    # 7. invariant: no paper crosses splits
+    paper_splits: dict[str, set[str]] = defaultdict(set)
+    for (dim, split), items in rows.items():
+        for row in items:
+            paper_splits[row["paper_id"]].add(split)
+    crossing = sorted(p for p, s in paper_splits.items() if len(s) > 1)
+    assert not crossing, f"papers in more than one split: {crossing[:10]}"
+
+    # 8. leakage check: gold snippets still verbatim in any input text
+    snippets = sorted({r for items in rows.values() for row in items for r in row["rationales"]})
+    inputs_before = list(release.articles.values()) + [u.text for u in kept if u.text is not None]
+    inputs_after = list(cleaned.values())
+    before = find_verbatim(snippets, inputs_before)
+    after = find_verbatim(snippets, inputs_after) if leakage_guard else before
+    leaked_after = [s for s, hit in zip(snippets, after) if hit is not None and hit >= 0]
+    leaked_units = sorted(
+        row["unit_id"] for items in rows.values() for row in items if set(row["rationales"]) & set(leaked_after)
+    )
+
+    # 9. write
+    if out.exists():
+        if not overwrite:
+            raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
+        shutil.rmtree(out)
+    (out / "data").mkdir(parents=True)
+    features = surveyreview_features()
+    _write_files(out, rows, features)
+
+    counts: dict[str, Any] = {}
+    for split in SPLITS:
+        split_rows = [row for dim in DIMENSIONS for row in rows.get((dim, split), [])]
+        per_source: dict[str, dict[str, int]] = {}
+        for source in sorted({r["source"] for r in split_rows} | {paper_sources[p] for p, s in assignment.items()
+                                                                   if s == split}):
+            src_rows = [r for r in split_rows if r["source"] == source]
+            per_source[source] = {
+                "papers": sum(1 for p, s in assignment.items() if s == split and paper_sources[p] == source),
+                "reviews": len({r["review_id"] for r in src_rows}),
+                "units": len(src_rows),
+            }
+        counts[split] = {
+            "papers": sum(1 for s in assignment.values() if s == split),
+            "reviews": len({r["review_id"] for r in split_rows}),
+            "units": len(split_rows),
+            "units_per_dimension": {dim: len(rows.get((dim, split), [])) for dim in DIMENSIONS},
+            "per_source": per_source,
+        }
+
+    report: dict[str, Any] = {
+        "surveyalign_version": __version__,
+        "input": {
+            "path": str(Path(official)),
+            "layouts": release.layouts,
+            "files": [str(f) for f in release.files],
+            "records_read": release.records_read,
+            "records_read_total": sum(release.records_read.values()),
+            "articles": len(release.articles),
+            "sources_file": str(sources) if sources else None,
+            "sha256": _hash_inputs(release.files),
+        },
+        "seed": seed,
+        "split": {
+            "method": "paper-level, stratified by source; test = round-half-up(test_fraction x papers) per source; "
+                      "validation = round-half-up(validation_fraction x training papers) per source",
+            "test_fraction": test_fraction,
+            "validation_fraction": validation_fraction,
+            "papers_crossing_splits": len(crossing),
+        },
+        "units": {
+            "read": len(release.units),
+            "kept": sum(len(v) for v in rows.values()),
+            "excluded_score_0": {d: excluded["0"][d] for d in DIMENSIONS},
+            "excluded_score_minus3": {d: excluded["-3"][d] for d in DIMENSIONS},
+            "without_rationale": sum(1 for items in rows.values() for r in items if not r["rationales"]),
+        },
+        "papers": len(paper_sources),
+        "reviews": len({u.review_id for u in kept}),
+        "source_resolution": dict(source_how),
+        "source_conflicts": source_conflicts,
+        "missing_text": {
+            "policy": "dropped from data files" if drop_missing_text else "kept with text == ''",
+            "units": len(missing_units),
+            "articles": len(missing_articles),
+            "article_ids": sorted(missing_articles)[:_MAX_LISTED],
+            "unit_ids": missing_units[:_MAX_LISTED],
+        },
+        "leakage_guard": {
+            "enabled": leakage_guard,
+            "texts_cleaned": len(cleaned_ids),
+            "cleaned_ids": sorted(cleaned_ids)[:_MAX_LISTED],
+            "status_lines_removed": leak_counts["status_lines_removed"],
+            "record_sections_removed": leak_counts["record_sections_removed"],
+            "chars_removed": leak_counts["chars_removed"],
+            "snippets_checked": sum(1 for h in after if h is not None),
+            "snippets_too_short": sum(1 for h in after if h is None),
+            "snippets_verbatim_before_guard": sum(1 for h in before if h is not None and h >= 0),
+            "snippets_verbatim_in_inputs": len(leaked_after),
+            "units_with_verbatim_snippets": leaked_units[:_MAX_LISTED],
+        },
+        "counts": counts,
+        "format": "parquet",
+        "build_seconds": None,
+    }
+    from .card import render_readme
+
+    report["build_seconds"] = round(time.perf_counter() - started, 3)
+    (out / "README.md").write_text(render_readme(report, features, rows), encoding="utf-8")
+    (out / "build_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return BuildResult(path=out, report=report)
+
+
+def _write_files(out: Path, rows: dict[tuple[str, str], list[dict]], features) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = features.arrow_schema
+    for dim in DIMENSIONS:
+        (out / "data" / dim).mkdir(parents=True, exist_ok=True)
+        for split in SPLITS:
+            items = sorted(rows.get((dim, split), []), key=lambda r: (r["paper_id"], r["review_id"]))
+            path = out / "data" / dim / f"{split}.parquet"
+            if not items:  # datasets cannot load an empty split: no file, the config omits the split
+                continue
+            table = pa.Table.from_pydict({c: [r[c] for r in items] for c in COLUMNS}, schema=schema)
+            pq.write_table(table, path, compression="zstd")
+
+
+def data_files(config: str, rows: dict[tuple[str, str], list[dict]]) -> list[dict[str, Any]]:
+    """``data_files`` entries of one config for the README front matter (paths relative to the folder).
+
+    A split without rows has no file and is left out (``datasets`` cannot load an empty split);
+    :func:`surveyalign.data.load_surveyreview` adds it back as an empty split.
+    """
+    dims = DIMENSIONS if config == ALL_CONFIG else (config,)
+    entries = []
+    for split in SPLITS:
+        paths = [f"data/{d}/{split}.parquet" for d in dims if rows.get((d, split))]
+        if paths:
+            entries.append({"split": split, "path": paths if config == ALL_CONFIG else paths[0]})
+    return entries

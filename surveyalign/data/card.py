@@ -1,0 +1,168 @@
+"""Dataset card (README.md) of a built SurveyReview folder: YAML front matter + filled template.
+
+The template lives in ``hub_cards/dataset_card.md`` (``string.Template`` placeholders such as ``$n_papers``);
+a copy of its structure is built in here for installs that do not ship the repository's ``hub_cards/``.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+from typing import Any
+
+from surveyalign.constants import DIMENSIONS
+
+from .schema import ALL_CONFIG, SPLITS
+
+_TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "hub_cards" / "dataset_card.md"
+
+_FALLBACK_TEMPLATE = """# SurveyReview (built by surveyalign $version)
+
+Reviewer-aligned benchmark for judges of survey papers: $n_papers papers, $n_reviews reviews, $n_units units
+(paper x review x dimension) with a score in {-2,-1,+1,+2} and rationale snippets.
+
+## Provenance
+$provenance
+
+## Filtering
+$filtering
+
+## Splits
+$splits
+
+## Leakage guard
+$leakage
+
+## License
+The survey texts and review sentences belong to their authors and venues; follow each source's terms.
+
+## Build report
+$report_summary
+"""
+
+
+def template_text() -> str:
+    """The card template: ``hub_cards/dataset_card.md`` when present, else the built-in copy."""
+    if _TEMPLATE_PATH.is_file():
+        return _TEMPLATE_PATH.read_text(encoding="utf-8")
+    return _FALLBACK_TEMPLATE
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def front_matter(report: dict[str, Any], features, rows: dict[tuple[str, str], list[dict]]) -> str:
+    """YAML front matter: ``configs`` (data_files per split) and ``dataset_info`` (typed features, split sizes).
+
+    Args:
+        report: the build report (unused fields are ignored).
+        features: ``datasets.Features`` of a row.
+        rows: ``{(dimension, split): rows}`` as written.
+
+    Returns:
+        The YAML text (without the ``---`` fences).
+    """
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    from .build import data_files
+
+    configs = {}
+    infos = DatasetInfosDict()
+    for config in (*DIMENSIONS, ALL_CONFIG):
+        dims = DIMENSIONS if config == ALL_CONFIG else (config,)
+        configs[config] = {"data_files": data_files(config, rows)}
+        if config == ALL_CONFIG:
+            configs[config]["default"] = True
+        splits = SplitDict()
+        for split in SPLITS:
+            if not any(rows.get((d, split)) for d in dims):
+                continue
+            splits.add(SplitInfo(name=split, num_examples=sum(len(rows.get((d, split), [])) for d in dims)))
+        infos[config] = DatasetInfo(features=features, splits=splits)
+    card_data = DatasetCardData(
+        language=["en"],
+        pretty_name="SurveyReview",
+        task_categories=["text-classification", "text-generation"],
+        tags=["survey-evaluation", "llm-as-a-judge", "peer-review"],
+        size_categories=["1K<n<10K"] if report["units"]["kept"] >= 1000 else ["n<1K"],
+    )
+    MetadataConfigs(configs).to_dataset_card_data(card_data)
+    infos.to_dataset_card_data(card_data)
+    return card_data.to_yaml()
+
+
+def render_readme(report: dict[str, Any], features, rows: dict[tuple[str, str], list[dict]]) -> str:
+    """Full README.md of a dataset folder: front matter + the template filled from ``report``.
+
+    Returns:
+        Markdown text starting with ``---``.
+    """
+    inp = report["input"]
+    units = report["units"]
+    leak = report["leakage_guard"]
+    counts = report["counts"]
+    provenance = "\n".join(
+        [
+            f"- Built from `{inp['path']}` (layouts: {', '.join(inp['layouts']) or 'none'}; "
+            f"{inp['records_read_total']} records in {len(inp['files'])} files; {inp['articles']} article texts).",
+            f"- Input sha256: `{inp['sha256']}`.",
+            f"- Sources resolved by: {json.dumps(report['source_resolution'], sort_keys=True)} "
+            "(record field, uid prefix, mapping file, F1000Research DOI in the text, else unknown).",
+            f"- Missing survey texts: {report['missing_text']['units']} units / "
+            f"{report['missing_text']['articles']} articles ({report['missing_text']['policy']}).",
+        ]
+    )
+    filtering = _md_table(
+        ["dimension", "excluded score 0 (not mentioned)", "excluded score -3 (unjudgeable)"],
+        [[d, units["excluded_score_0"][d], units["excluded_score_minus3"][d]] for d in DIMENSIONS],
+    )
+    split_rows = []
+    for split in SPLITS:
+        c = counts[split]
+        per_source = ", ".join(f"{s}: {v['papers']}p/{v['reviews']}r" for s, v in c["per_source"].items())
+        split_rows.append([split, c["papers"], c["reviews"], c["units"], per_source or "-"])
+    splits = (
+        f"Paper-level split stratified by source, seed {report['seed']}: test = "
+        f"{report['split']['test_fraction']:.0%} of each source's papers, validation = "
+        f"{report['split']['validation_fraction']:.0%} of the remaining training papers. All reviews of a paper "
+        "share one split.\n\n" + _md_table(["split", "papers", "reviews", "units", "per source"], split_rows)
+    )
+    if leak["enabled"]:
+        leakage = (
+            f"On. Peer-review status lines and published review records were removed from "
+            f"{leak['texts_cleaned']} texts ({leak['status_lines_removed']} status lines, "
+            f"{leak['record_sections_removed']} record sections, {leak['chars_removed']} characters). "
+            f"Gold rationale snippets found verbatim in the input texts: {leak['snippets_verbatim_before_guard']} "
+            f"before the guard, {leak['snippets_verbatim_in_inputs']} after (of {leak['snippets_checked']} checked)."
+        )
+    else:
+        leakage = (
+            "OFF (built with --no-leakage-guard): texts may contain the venue's published referee reports. "
+            f"{leak['snippets_verbatim_in_inputs']} of {leak['snippets_checked']} gold rationale snippets occur "
+            "verbatim in the input texts."
+        )
+    summary = {k: report[k] for k in ("seed", "papers", "reviews")}
+    summary["units_kept"] = units["kept"]
+    values = {
+        "version": report["surveyalign_version"],
+        "n_papers": report["papers"],
+        "n_reviews": report["reviews"],
+        "n_units": units["kept"],
+        "seed": report["seed"],
+        "provenance": provenance,
+        "filtering": filtering,
+        "splits": splits,
+        "leakage": leakage,
+        "leakage_enabled": "on" if leak["enabled"] else "off",
+        "report_summary": "```json\n" + json.dumps(summary, indent=2) + "\n```",
+        "input_sha256": inp["sha256"],
+    }
+    body = string.Template(template_text()).safe_substitute(values)
+    return "---\n" + front_matter(report, features, rows) + "\n---\n\n" + body.lstrip()

@@ -1,0 +1,344 @@
+"""Readers for the two SurveyReview release layouts (SurveyReview §4, App. A-B; SPEC §1).
+
+* Per-dimension layout: ``<folder>/<dimension>.json`` arrays of ``{"uid", "score", "reasons"}`` (one record per
+  review; a uid may repeat) plus ``articles*.json`` objects ``{uid: markdown}``.
+* Raw/grouped layout: JSON arrays (or JSON lines) of one review per record ``{"uid", "paper_title",
+  "paper_abstract", "review_content", "source", "result": [{"dimension", "score", "reasons"}]}``.
+
+Both are read into :class:`RawUnit` objects; score 0 and -3 units are counted, not kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from surveyalign.constants import DIMENSIONS, SOURCES
+
+from .schema import ReleaseFormatError
+
+#: Raw annotation space (App. A): 0 = not mentioned, -3 = unjudgeable, both excluded.
+RAW_SCORES = (-3, -2, -1, 0, 1, 2)
+EXCLUDED_SCORES = (0, -3)
+
+_SOURCE_ALIASES = {
+    "f1000": "f1000",
+    "f1000research": "f1000",
+    "f1000 research": "f1000",
+    "moprd": "moprd",
+    "openreview": "openreview",
+    "open review": "openreview",
+    "unknown": "unknown",
+}
+_UID_SOURCE_RE = re.compile(r"^(f1000|moprd|openreview)[-_]", re.IGNORECASE)
+#: MOPRD review uids "<source>-<paper>-<version>-r<reviewer>" encode the paper.
+_UID_PAPER_RE = re.compile(r"^(?P<paper>[A-Za-z0-9]+[-_][A-Za-z0-9.]+)[-_](?:v?\d+)[-_]r\d+$")
+_F1000_DOI_RE = re.compile(r"10\.12688/f1000research\.\d+", re.IGNORECASE)
+_TEXT_FIELDS = ("paper_text", "paper_content", "paper_markdown", "text", "markdown")
+
+
+@dataclass
+class RawUnit:
+    """One annotated (review, dimension) record before paper identity and splitting.
+
+    Attributes:
+        review_id: review identifier (raw layout: the uid; per-dimension layout: ``f"{uid}-r{k}"``,
+            k = 1-based occurrence of the uid in that dimension's files).
+        article_key: key of the survey text (uid or the paper key the uid encodes).
+        paper_key: paper identifier the uid encodes, or None.
+        dimension: lower-case dimension name.
+        score: raw score in {-3,-2,-1,0,1,2}.
+        rationales: rationale snippets.
+        title: paper title from the record ("" when absent).
+        abstract: paper abstract from the record ("" when absent).
+        source: source named by the record (normalised) or None.
+        text: text carried by the record itself, or None.
+        origin: "file#index" of the record, for error messages and reports.
+    """
+
+    review_id: str
+    article_key: str
+    paper_key: str | None
+    dimension: str
+    score: int
+    rationales: list[str]
+    title: str = ""
+    abstract: str = ""
+    source: str | None = None
+    text: str | None = None
+    origin: str = ""
+    uid: str = ""
+
+
+@dataclass
+class Release:
+    """Everything read from one release folder.
+
+    Attributes:
+        units: every record with a valid score, including 0/-3 (filtered by the builder).
+        articles: ``{key: markdown}`` merged from every articles file.
+        source_map: ``{uid or paper key: source}`` from a mapping file.
+        files: input files read (sorted), for hashing and the report.
+        records_read: per input file, number of records read.
+        layouts: layouts found ("per_dimension", "raw").
+    """
+
+    units: list[RawUnit] = field(default_factory=list)
+    articles: dict[str, str] = field(default_factory=dict)
+    source_map: dict[str, str] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    records_read: dict[str, int] = field(default_factory=dict)
+    layouts: list[str] = field(default_factory=list)
+
+
+def normalise_source(value: object, *, path: Path | str, record: str | None, field_name: str) -> str:
+    """Map a source name ("F1000Research", "OpenReview", "moprd", ...) onto :data:`SOURCES`.
+
+    Raises:
+        ReleaseFormatError: for any other value.
+    """
+    key = str(value).strip().lower() if isinstance(value, str) else None
+    if key is None or key not in _SOURCE_ALIASES:
+        raise ReleaseFormatError(
+            path, f"unknown source {value!r}; expected one of {', '.join(SOURCES)}", record=record, field=field_name
+        )
+    return _SOURCE_ALIASES[key]
+
+
+def source_from_uid(uid: str) -> str | None:
+    """Source encoded as a uid prefix ("f1000-12", "moprd-9001-1-r1", "openreview-77"), else None."""
+    m = _UID_SOURCE_RE.match(uid)
+    return m.group(1).lower() if m else None
+
+
+def paper_key_from_uid(uid: str) -> str | None:
+    """Paper key encoded by a MOPRD-style review uid ("moprd-9001-1-r1" -> "moprd-9001"), else None."""
+    m = _UID_PAPER_RE.match(uid)
+    return m.group("paper") if m else None
+
+
+def source_from_text(text: str) -> str | None:
+    """"f1000" when the text carries an F1000Research DOI (10.12688/f1000research.N), else None."""
+    return "f1000" if text and _F1000_DOI_RE.search(text) else None
+
+
+def _parse_score(value: object, *, path: Path, record: str, field_name: str = "score") -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ReleaseFormatError(path, f"score must be a number, got {value!r}", record=record, field=field_name)
+    try:
+        number = float(value)
+    except ValueError:
+        raise ReleaseFormatError(path, f"score must be a number, got {value!r}", record=record, field=field_name)
+    if not math.isfinite(number) or number != int(number) or int(number) not in RAW_SCORES:
+        raise ReleaseFormatError(
+            path,
+            f"score {value!r} is outside the annotation space {{-3,-2,-1,0,1,2}}",
+            record=record,
+            field=field_name,
+        )
+    return int(number)
+
+
+def _parse_reasons(value: object, *, path: Path, record: str, field_name: str = "reasons") -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
+        raise ReleaseFormatError(path, "reasons must be a list of strings", record=record, field=field_name)
+    return [r.strip() for r in value if r.strip()]
+
+
+def _load_json(path: Path):
+    try:
+        if path.suffix == ".jsonl":
+            with path.open(encoding="utf-8") as fh:
+                return [json.loads(line) for line in fh if line.strip()]
+        with path.open(encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ReleaseFormatError(path, f"not valid JSON ({exc})") from exc
+
+
+def load_source_map(path: Path | str) -> dict[str, str]:
+    """Read a ``{uid or paper key: source}`` JSON object (e.g. ``sources.json``).
+
+    Raises:
+        ReleaseFormatError: when the file is not such an object or names an unknown source.
+    """
+    path = Path(path)
+    data = _load_json(path)
+    if not isinstance(data, dict):
+        raise ReleaseFormatError(path, "a source mapping must be a JSON object {uid: source}")
+    return {str(k): normalise_source(v, path=path, record=str(k), field_name="source") for k, v in data.items()}
+
+
+def _dimension_of(stem: str) -> str | None:
+    key = stem.strip().lower()
+    return key if key in DIMENSIONS else None
+
+
+def read_release(path: Path | str, *, sources: Path | str | None = None) -> Release:
+    """Read every release file under ``path`` (a folder, or a single raw-layout JSON file).
+
+    Files are recognised by name and content: ``<dimension>.json`` (per-dimension layout), ``sources.json``
+    (source mapping, unless ``sources`` is given), a JSON object of strings (articles), and a JSON array/JSON
+    lines whose records carry a ``result`` list (raw layout). Other JSON files are rejected with an error.
+
+    Args:
+        path: release folder or file.
+        sources: optional ``{uid: source}`` mapping file; overrides a ``sources.json`` in the folder.
+
+    Returns:
+        A :class:`Release`.
+
+    Raises:
+        FileNotFoundError: when ``path`` does not exist or holds no release file.
+        ReleaseFormatError: on any malformed record (naming file, record index/uid and field).
+    """
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"release path {root} does not exist")
+    files = [root] if root.is_file() else sorted(
+        p for p in root.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")
+    )
+    release = Release()
+    occurrences: dict[tuple[str, str], int] = defaultdict(int)
+    sources_path = Path(sources) if sources else None
+    if sources_path is not None:
+        release.source_map = load_source_map(sources_path)
+        release.files.append(sources_path)
+    for file in files:
+        if file.name in ("build_report.json",):
+            continue
+        if file.name == "sources.json":
+            if sources_path is None:
+                release.source_map = load_source_map(file)
+                release.files.append(file)
+            continue
+        data = _load_json(file)
+        dimension = _dimension_of(file.stem)
+        if dimension is not None and isinstance(data, list):
+            _read_dimension_file(file, data, dimension, release, occurrences)
+            _note_layout(release, "per_dimension")
+        elif isinstance(data, dict):
+            bad = next((k for k, v in data.items() if not isinstance(v, str)), None)
+            if bad is not None:
+                raise ReleaseFormatError(file, "an articles file maps uid -> markdown text", record=bad, field=bad)
+            for key, text in data.items():
+                if key in release.articles and release.articles[key] != text:
+                    raise ReleaseFormatError(file, "uid has a different text in another articles file", record=key)
+                release.articles[key] = text
+            release.records_read[str(file)] = len(data)
+        elif isinstance(data, list) and all(isinstance(r, dict) and "result" in r for r in data) and data:
+            _read_raw_file(file, data, release)
+            _note_layout(release, "raw")
+        elif isinstance(data, list) and not data:
+            release.records_read[str(file)] = 0
+        else:
+            raise ReleaseFormatError(
+                file,
+                "unrecognised release file: expected <dimension>.json, an articles object {uid: text}, "
+                "a raw sample array with 'result' lists, or sources.json",
+            )
+        release.files.append(file)
+    if not release.units and not release.articles:
+        raise FileNotFoundError(f"no SurveyReview release files found under {root}")
+    return release
+
+
+def _note_layout(release: Release, layout: str) -> None:
+    if layout not in release.layouts:
+        release.layouts.append(layout)
+
+
+def _read_dimension_file(
+    file: Path, data: list, dimension: str, release: Release, occurrences: dict[tuple[str, str], int]
+) -> None:
+    for index, record in enumerate(data):
+        if not isinstance(record, dict):
+            raise ReleaseFormatError(file, "each record must be a JSON object", record=str(index))
+        uid = record.get("uid")
+        if not isinstance(uid, (str, int)) or isinstance(uid, bool) or str(uid).strip() == "":
+            raise ReleaseFormatError(file, "missing or empty uid", record=str(index), field="uid")
+        uid = str(uid).strip()
+        where = f"{index} (uid {uid})"
+        score = _parse_score(record.get("score"), path=file, record=where)
+        reasons = _parse_reasons(record.get("reasons"), path=file, record=where)
+        occurrences[(dimension, uid)] += 1
+        source = record.get("source")
+        release.units.append(
+            RawUnit(
+                review_id=f"{uid}-r{occurrences[(dimension, uid)]}",
+                article_key=uid,
+                paper_key=uid,
+                dimension=dimension,
+                score=score,
+                rationales=reasons,
+                source=normalise_source(source, path=file, record=where, field_name="source") if source else None,
+                origin=f"{file.name}#{index}",
+                uid=uid,
+            )
+        )
+    release.records_read[str(file)] = len(data)
+
+
+def _read_raw_file(file: Path, data: list, release: Release) -> None:
+    seen: Counter[str] = Counter()
+    for index, record in enumerate(data):
+        uid = record.get("uid")
+        if not isinstance(uid, (str, int)) or isinstance(uid, bool) or str(uid).strip() == "":
+            raise ReleaseFormatError(file, "missing or empty uid", record=str(index), field="uid")
+        uid = str(uid).strip()
+        where = f"{index} (uid {uid})"
+        seen[uid] += 1
+        if seen[uid] > 1:
+            raise ReleaseFormatError(file, "duplicate review uid in one raw file", record=where, field="uid")
+        source = record.get("source")
+        source = normalise_source(source, path=file, record=where, field_name="source") if source else None
+        text = next((record[f] for f in _TEXT_FIELDS if isinstance(record.get(f), str) and record[f].strip()), None)
+        results = record.get("result")
+        if not isinstance(results, list):
+            raise ReleaseFormatError(file, "result must be a list", record=where, field="result")
+        dims_seen: set[str] = set()
+        for j, item in enumerate(results):
+            fld = f"result[{j}]"
+            if not isinstance(item, dict):
+                raise ReleaseFormatError(file, "each result must be an object", record=where, field=fld)
+            try:
+                dimension = _dimension_of(str(item.get("dimension", "")))
+                if dimension is None:
+                    raise ValueError
+            except ValueError:
+                raise ReleaseFormatError(
+                    file,
+                    f"unknown dimension {item.get('dimension')!r}; expected one of {', '.join(DIMENSIONS)}",
+                    record=where,
+                    field=f"{fld}.dimension",
+                )
+            if dimension in dims_seen:
+                raise ReleaseFormatError(file, f"dimension {dimension} appears twice", record=where, field=fld)
+            dims_seen.add(dimension)
+            score = _parse_score(item.get("score"), path=file, record=where, field_name=f"{fld}.score")
+            reasons = _parse_reasons(item.get("reasons"), path=file, record=where, field_name=f"{fld}.reasons")
+            release.units.append(
+                RawUnit(
+                    review_id=uid,
+                    article_key=uid,
+                    paper_key=paper_key_from_uid(uid),
+                    dimension=dimension,
+                    score=score,
+                    rationales=reasons,
+                    title=str(record.get("paper_title") or "").strip(),
+                    abstract=str(record.get("paper_abstract") or "").strip(),
+                    source=source,
+                    text=text,
+                    origin=f"{file.name}#{index}",
+                    uid=uid,
+                )
+            )
+    release.records_read[str(file)] = len(data)

@@ -1,0 +1,116 @@
+"""Dataset statistics in the shape of SurveyReview Table 6 (App. B) plus per-source counts (§4.4)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from typing import Any
+
+from surveyalign.constants import DIMENSIONS, SOURCES, VALID_SCORES
+
+from .schema import SPLITS
+
+
+def dataset_stats(path: str | os.PathLike) -> dict[str, Any]:
+    """Per-dimension statistics of a built dataset folder (all splits together and per split).
+
+    Args:
+        path: folder written by :func:`surveyalign.data.build_dataset`.
+
+    Returns:
+        ``{"dimensions": {dim: {"n", "distribution" {score: count}, "mean", "std", "avg_rationales",
+        "per_split" {split: n}}}, "overall": {...same keys...}, "per_source": {source: {"papers",
+        "reviews", "units"}}}``. ``std`` is the population standard deviation (ddof=0); means and stds are
+        None for an empty dimension.
+    """
+    from .load import load_surveyreview
+
+    dims: dict[str, Any] = {}
+    all_scores: list[int] = []
+    all_r: list[int] = []
+    per_source: dict[str, dict[str, set | int]] = {}
+    for dim in DIMENSIONS:
+        dd = load_surveyreview(path, dim)
+        scores: list[int] = []
+        n_r: list[int] = []
+        per_split = {}
+        for split in SPLITS:
+            ds = dd[split]
+            per_split[split] = len(ds)
+            cols = ds.select_columns(["score", "rationales", "source", "paper_id", "review_id"]).to_dict()
+            scores += cols["score"]
+            n_r += [len(r) for r in cols["rationales"]]
+            for src, paper, review in zip(cols["source"], cols["paper_id"], cols["review_id"]):
+                entry = per_source.setdefault(src, {"papers": set(), "reviews": set(), "units": 0})
+                entry["papers"].add(paper)
+                entry["reviews"].add(review)
+                entry["units"] += 1
+        dims[dim] = _summary(scores, n_r)
+        dims[dim]["per_split"] = per_split
+        all_scores += scores
+        all_r += n_r
+    ordered = [s for s in SOURCES if s in per_source] + sorted(set(per_source) - set(SOURCES))
+    return {
+        "dimensions": dims,
+        "overall": _summary(all_scores, all_r),
+        "per_source": {
+            s: {"papers": len(per_source[s]["papers"]), "reviews": len(per_source[s]["reviews"]),
+                "units": per_source[s]["units"]}
+            for s in ordered
+        },
+    }
+
+
+def _summary(scores: list[int], n_r: list[int]) -> dict[str, Any]:
+    n = len(scores)
+    counts = Counter(scores)
+    mean = sum(scores) / n if n else None
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n) if n else None
+    return {
+        "n": n,
+        "distribution": {str(s): counts.get(s, 0) for s in VALID_SCORES},
+        "mean": mean,
+        "std": std,
+        "avg_rationales": sum(n_r) / n if n else None,
+    }
+
+
+def render_stats(stats: dict[str, Any]):
+    """Rich tables of :func:`dataset_stats`: Table 6 shape (with the score distribution) and per-source counts.
+
+    Returns:
+        ``rich.console.Group`` of two ``rich.table.Table``.
+    """
+    from rich.console import Group
+    from rich.table import Table
+
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    table = Table(title="SurveyReview units per dimension (Table 6 shape)")
+    for col in ("dimension", "n", *(f"{int(s):+d}" for s in VALID_SCORES), "mean", "std", "avg R",
+                *SPLITS):
+        table.add_column(col, justify="left" if col == "dimension" else "right")
+    for dim, s in stats["dimensions"].items():
+        n = s["n"] or 1
+        table.add_row(
+            dim, str(s["n"]),
+            *(f"{s['distribution'][str(v)]} ({100 * s['distribution'][str(v)] / n:.0f}%)" for v in VALID_SCORES),
+            fmt(s["mean"]), fmt(s["std"]), fmt(s["avg_rationales"]), *(str(s["per_split"][x]) for x in SPLITS),
+        )
+    o = stats["overall"]
+    n = o["n"] or 1
+    table.add_row(
+        "all", str(o["n"]), *(f"{o['distribution'][str(v)]} ({100 * o['distribution'][str(v)] / n:.0f}%)"
+                               for v in VALID_SCORES),
+        fmt(o["mean"]), fmt(o["std"]), fmt(o["avg_rationales"]),
+        *(str(sum(d["per_split"][x] for d in stats["dimensions"].values())) for x in SPLITS),
+        style="bold",
+    )
+    sources = Table(title="Per source")
+    for col in ("source", "papers", "reviews", "units"):
+        sources.add_column(col, justify="left" if col == "source" else "right")
+    for src, c in stats["per_source"].items():
+        sources.add_row(src, str(c["papers"]), str(c["reviews"]), str(c["units"]))
+    return Group(table, sources)
