@@ -1,0 +1,192 @@
+"""DPO of the Criticalness judge on top of its SFT adapter (SurveyAlign §5.2.3; pairs: SPEC §4, our choice).
+
+# 1. make preference pairs from the SFT adapter (K sampled answers per training unit):
+```bash
+surveyalign train dpo-pairs --adapter runs/sft/criticalness --dataset data/surveyreview \
+    --out runs/dpo/criticalness-pairs.jsonl --k 4
+```
+# 2. train (the paper's scale; ZeRO-3):
+```bash
+accelerate launch --config_file configs/accelerate/zero3.yaml recipes/dpo.py \
+    --config configs/dpo/criticalness.yaml
+```
+# Tiny CPU run:
+```bash
+accelerate launch --num_processes 1 recipes/dpo.py --config configs/dpo/tiny-criticalness.yaml \
+    --model_name_or_path .cache/tiny-qwen3 --sft_adapter runs/tiny-sft --pairs_path pairs.jsonl \
+    --output_dir runs/tiny-dpo
+```
+
+Reference model: with `sft_adapter` the adapter is loaded trainable and TRL keeps a frozen copy of it as the
+reference (policy and reference agree at step 0); without it a fresh LoRA adapter is trained and the
+adapter-disabled base model is the reference. A `ref_model` is never passed together with a `peft_config`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections import Counter
+
+if __package__ in (None, ""):  # run as a script: make the repository importable without installing it
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(script_args, training_args, model_args) -> dict:
+    """Train, save and describe one DPO adapter; returns the training record written next to it."""
+    import json
+
+    import torch
+    import transformers
+    import trl
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import DPOTrainer, get_peft_config
+
+    from surveyalign import __version__
+    from surveyalign.training import TRAINING_RECORD, count_chat_tokens, data_hash, finalize_adapter, read_pairs
+
+    if not script_args.pairs_path:
+        raise ValueError("--pairs_path is required (a file written by `surveyalign train dpo-pairs`)")
+    set_seed(training_args.seed)
+
+    sft_record: dict = {}
+    if script_args.sft_adapter:
+        record_path = os.path.join(script_args.sft_adapter, TRAINING_RECORD)
+        if os.path.isfile(record_path):
+            with open(record_path) as handle:
+                sft_record = json.load(handle)
+    base_model = model_args.model_name_or_path or sft_record.get("base_model")
+    if not base_model:
+        raise ValueError("--model_name_or_path is required (no base model recorded with the SFT adapter)")
+
+    # Pairs (only made ones; units without a pair are counted)
+    all_records = read_pairs(script_args.pairs_path, paired_only=False)
+    pairs = [r for r in all_records if r["status"] == "paired"]
+    if script_args.max_train_samples is not None:
+        pairs = pairs[: script_args.max_train_samples]
+    if not pairs:
+        raise ValueError(f"{script_args.pairs_path}: no pair to train on ({len(all_records)} units, none paired)")
+    for number, pair in enumerate(pairs, 1):
+        if pair["dimension"] != script_args.dimension:
+            raise ValueError(f"{script_args.pairs_path}: pair {number} ({pair['unit_id']}) has dimension "
+                             f"{pair['dimension']!r}, expected {script_args.dimension!r}")
+        for key in ("protocol", "enable_thinking"):
+            value = pair["chat_template_kwargs"]["enable_thinking"] if key == "enable_thinking" else pair[key]
+            if key in sft_record and sft_record[key] != value:
+                raise ValueError(f"{script_args.pairs_path}: pair {number} has {key}={value!r} but the SFT "
+                                 f"adapter was trained with {sft_record[key]!r}")
+    origins = Counter(p["origin"] for p in pairs)
+    print(f"DPO on {len(pairs)} pairs ({dict(origins)}); {len(all_records) - len(pairs)} units of the file "
+          "have no pair or are beyond max_train_samples", flush=True)
+
+    tokenizer = AutoTokenizer.from_pretrained(base_model, trust_remote_code=training_args.trust_remote_code)
+    # TRL cuts the end of a too-long pair (the answer): refuse instead, dpo-pairs fits the survey to max_length
+    if training_args.max_length is not None:
+        for pair in pairs:
+            kwargs = pair["chat_template_kwargs"]
+            longest = max(len(count_chat_tokens(tokenizer, pair["prompt"] + pair[side], **kwargs))
+                          for side in ("chosen", "rejected"))
+            if longest > training_args.max_length:
+                raise ValueError(f"{script_args.pairs_path}: pair {pair['unit_id']} needs {longest} tokens > "
+                                 f"max_length={training_args.max_length}; re-run dpo-pairs with --max-length "
+                                 f"{training_args.max_length}")
+    columns = ("prompt", "chosen", "rejected", "chat_template_kwargs")
+    train_dataset = Dataset.from_list([{c: p[c] for c in columns} for p in pairs])
+    eval_dataset = None
+    if script_args.eval_pairs_path and training_args.eval_strategy != "no":
+        eval_pairs = read_pairs(script_args.eval_pairs_path)
+        eval_dataset = Dataset.from_list([{c: p[c] for c in columns} for p in eval_pairs])
+
+    # Policy: the SFT adapter, trainable (TRL copies it as the frozen reference), or a fresh LoRA adapter
+    model_init_kwargs = dict(revision=model_args.model_revision, attn_implementation=model_args.attn_implementation,
+                             dtype=model_args.dtype, trust_remote_code=training_args.trust_remote_code)
+    model_init_kwargs.update(training_args.model_init_kwargs or {})
+    if script_args.sft_adapter:
+        from peft import PeftModel
+
+        base = AutoModelForCausalLM.from_pretrained(base_model, **model_init_kwargs)
+        model = PeftModel.from_pretrained(base, script_args.sft_adapter, is_trainable=True)
+        peft_config = None
+    else:
+        training_args.model_init_kwargs = model_init_kwargs
+        model = base_model
+        peft_config = get_peft_config(model_args)
+    push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False  # we push the finished folder
+    trainer = DPOTrainer(
+        model=model,
+        ref_model=None,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+    if len(trainer.train_dataset) != len(train_dataset):
+        raise RuntimeError(f"TRL kept {len(trainer.train_dataset)} of {len(train_dataset)} pairs")
+
+    checkpoint = training_args.resume_from_checkpoint
+    if checkpoint is None and os.path.isdir(training_args.output_dir):
+        checkpoint = get_last_checkpoint(training_args.output_dir)
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    metrics = {f"train_{k}" if not k.startswith("train") else k: v for k, v in result.metrics.items()}
+    if eval_dataset is not None:
+        metrics.update(trainer.evaluate())
+
+    lora = sft_record.get("lora") or {"r": model_args.lora_r, "alpha": model_args.lora_alpha,
+                                      "dropout": model_args.lora_dropout,
+                                      "target_modules": list(model_args.lora_target_modules or [])}
+    first_protocol = pairs[0]["protocol"]
+    record = {
+        "stage": "dpo",
+        "dimension": script_args.dimension,
+        "protocol": first_protocol,
+        "prompt_hash": sft_record.get("prompt_hash"),
+        "enable_thinking": bool(pairs[0]["chat_template_kwargs"]["enable_thinking"]),
+        "use_knowledge": sft_record.get("use_knowledge"),
+        "base_model": base_model,
+        "sft_adapter": script_args.sft_adapter,
+        "reference": "frozen copy of the SFT adapter" if script_args.sft_adapter else "base model (adapter off)",
+        "dataset_path": script_args.pairs_path,
+        "data_version": script_args.data_version or sft_record.get("data_version"),
+        "data_hash": data_hash(pairs, columns=("unit_id", "prompt", "chosen", "rejected")),
+        "sft_data_hash": sft_record.get("data_hash"),
+        "pair_origins": dict(origins),
+        "n_train": len(train_dataset),
+        "n_eval": len(eval_dataset) if eval_dataset is not None else 0,
+        "max_length": training_args.max_length,
+        "length": {"n_shortened": sum(1 for p in pairs if p.get("survey_tokens_removed"))},
+        "lora": lora,
+        "hyperparameters": {**_hyperparameters(training_args), "beta": training_args.beta,
+                            "loss_type": training_args.loss_type},
+        "metrics": metrics,
+        "command": shlex.join(["accelerate", "launch", *sys.argv]),
+        "versions": {"surveyalign": __version__, "trl": trl.__version__, "transformers": transformers.__version__,
+                     "torch": torch.__version__},
+    }
+    finalize_adapter(trainer, training_args, record, script_args.model_card_template, push_to_hub=push_to_hub)
+    return record
+
+
+def _hyperparameters(args) -> dict:
+    keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
+            "per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "fp16", "bf16",
+            "gradient_checkpointing", "seed")
+    values = {k: getattr(args, k, None) for k in keys}
+    values["world_size"] = args.world_size
+    values["deepspeed"] = bool(args.deepspeed_plugin) or bool(args.deepspeed)
+    return values
+
+
+def make_parser():
+    """The recipe's ``TrlParser`` over (DPOScriptArguments, DPOConfig, ModelConfig)."""
+    from surveyalign.training import make_dpo_parser
+
+    return make_dpo_parser(prog="recipes/dpo.py")
+
+
+if __name__ == "__main__":
+    script_args, training_args, model_args = make_parser().parse_args_and_config()
+    main(script_args, training_args, model_args)

@@ -1,0 +1,310 @@
+"""Saved-adapter checks, the training record and the model card of an adapter folder (SurveyAlign App. D).
+
+An adapter folder written by ``recipes/sft.py`` or ``recipes/dpo.py`` holds the PEFT files
+(``adapter_config.json``, ``adapter_model.safetensors``), the tokenizer, ``README.md`` (model card rendered
+from ``hub_cards/model_card.md``) and ``surveyalign_training.json`` (the training record evaluation reads:
+dimension, protocol, ``enable_thinking``, data hash, hyper-parameters, metrics).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: File name of the training record inside an adapter folder.
+TRAINING_RECORD = "surveyalign_training.json"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CARD_TEMPLATE = _REPO_ROOT / "hub_cards" / "model_card.md"
+_LORA_KEY = re.compile(r"\.(?P<module>[A-Za-z0-9_]+)\.lora_(?P<ab>[AB])(?:\.[A-Za-z0-9_]+)?\.weight$")
+
+
+@dataclass
+class AdapterReport:
+    """What a saved LoRA adapter file holds.
+
+    Attributes:
+        path: the ``adapter_model.safetensors`` file.
+        n_bytes: file size in bytes (an empty ZeRO-3 save is about 40 bytes).
+        n_tensors: number of LoRA tensors.
+        ranks: module name -> set of LoRA ranks seen on it (rows of lora_A).
+        modules: module names (``q_proj``...) carrying LoRA tensors.
+        n_nonzero_b: how many lora_B tensors have a non-zero entry (zero right after initialisation).
+        total_abs: sum of absolute values over all LoRA tensors (0.0 for an empty adapter).
+    """
+
+    path: str
+    n_bytes: int
+    n_tensors: int
+    ranks: dict[str, set[int]] = field(default_factory=dict)
+    modules: set[str] = field(default_factory=set)
+    n_nonzero_b: int = 0
+    total_abs: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        """True when the file holds no LoRA tensor or only zero-sized ones."""
+        return self.n_tensors == 0 or self.total_abs == 0.0
+
+
+def inspect_adapter(adapter_dir: str | os.PathLike) -> AdapterReport:
+    """Read ``adapter_model.safetensors`` of an adapter folder and summarise its LoRA tensors.
+
+    Args:
+        adapter_dir: folder written by ``save_pretrained`` of a PEFT model.
+
+    Returns:
+        :class:`AdapterReport`.
+
+    Raises:
+        FileNotFoundError: when the folder has no ``adapter_model.safetensors``.
+    """
+    from safetensors.torch import load_file
+
+    path = Path(adapter_dir) / "adapter_model.safetensors"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no adapter weights")
+    tensors = load_file(str(path))
+    report = AdapterReport(path=str(path), n_bytes=path.stat().st_size, n_tensors=0)
+    for key, tensor in tensors.items():
+        match = _LORA_KEY.search(key)
+        if not match or tensor.numel() == 0:
+            continue
+        module, ab = match["module"], match["ab"]
+        report.n_tensors += 1
+        report.modules.add(module)
+        rank = tensor.shape[0] if ab == "A" else tensor.shape[1]
+        report.ranks.setdefault(module, set()).add(int(rank))
+        report.total_abs += float(tensor.float().abs().sum())
+        if ab == "B" and bool(tensor.ne(0).any()):
+            report.n_nonzero_b += 1
+    return report
+
+
+def gather_and_save_adapter(trainer, output_dir: str) -> None:
+    """Save the trainer's PEFT adapter with every ZeRO-3 shard gathered (work-around for trl issue 4416).
+
+    Under DeepSpeed ZeRO-3 without ``stage3_gather_16bit_weights_on_model_save`` the trainer's save can write
+    a 40-byte adapter file with no tensor. This gathers the trainable (LoRA) parameters on every rank and lets
+    the main process write ``adapter_model.safetensors`` from the full tensors.
+
+    Args:
+        trainer: a ``transformers.Trainer`` (SFTTrainer/DPOTrainer) holding a PEFT model.
+        output_dir: adapter folder.
+    """
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    params = [p for _, p in model.named_parameters() if p.requires_grad]
+    if getattr(trainer, "is_deepspeed_enabled", False):
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(params, modifier_rank=None):
+            if trainer.accelerator.is_main_process:
+                model.save_pretrained(output_dir, selected_adapters=["default"])
+    elif trainer.accelerator.is_main_process:
+        model.save_pretrained(output_dir, selected_adapters=["default"])
+    trainer.accelerator.wait_for_everyone()
+
+
+def write_training_record(output_dir: str | os.PathLike, record: dict[str, Any]) -> Path:
+    """Write ``surveyalign_training.json`` (sorted keys, indented) into the adapter folder; returns its path."""
+    path = Path(output_dir) / TRAINING_RECORD
+    path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def read_training_record(adapter_dir: str | os.PathLike) -> dict[str, Any]:
+    """Read the training record of an adapter folder (dimension, protocol, enable_thinking, data hash...).
+
+    Args:
+        adapter_dir: folder written by a surveyalign recipe.
+
+    Returns:
+        The record dict.
+
+    Raises:
+        FileNotFoundError: naming the folder when it has no record (not trained by a surveyalign recipe).
+    """
+    path = Path(adapter_dir) / TRAINING_RECORD
+    if not path.is_file():
+        raise FileNotFoundError(f"{adapter_dir}: no {TRAINING_RECORD} (adapter not trained by a surveyalign recipe)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+_FALLBACK_CARD = """---
+library_name: peft
+base_model: ${base_model}
+tags: [surveyalign, surveyreview, lora, ${stage}]
+---
+# ${title}
+
+LoRA adapter of ${base_model} judging the ${dimension} of survey papers (SurveyAlign, SurveyReview).
+
+${hyperparameters}
+
+${metrics}
+"""
+
+
+def _table(rows: dict[str, Any]) -> str:
+    lines = ["| setting | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rows.items()]
+    return "\n".join(lines)
+
+
+def render_model_card(record: dict[str, Any], template: str | os.PathLike | None = None) -> str:
+    """Render the model card of an adapter from its training record.
+
+    The template (default ``hub_cards/model_card.md``) uses ``${name}`` placeholders (any other ``$`` is kept
+    as is, e.g. ``Reason$$$X$$$``): ``${title}``,
+    ``${base_model}``, ``${dimension}``, ``${stage}``, ``${protocol}``, ``${enable_thinking}``,
+    ``${data_version}``, ``${data_hash}``, ``${dataset_path}``, ``${n_train}``, ``${n_eval}``,
+    ``${n_shortened}``, ``${max_length}``, ``${lora}``, ``${hyperparameters}`` (markdown table),
+    ``${metrics}`` (markdown table or a sentence saying none were computed), ``${command}``.
+
+    Args:
+        record: the training record (see ``recipes/sft.py``).
+        template: template path; when None and the repository template is missing (installed package),
+            a short built-in card is used and a warning logged.
+
+    Returns:
+        The card text (markdown with YAML front matter).
+
+    Raises:
+        FileNotFoundError: when an explicit ``template`` does not exist.
+        KeyError: when the template uses a placeholder not listed above.
+    """
+    if template is not None:
+        text = Path(template).read_text(encoding="utf-8")
+    elif DEFAULT_CARD_TEMPLATE.is_file():
+        text = DEFAULT_CARD_TEMPLATE.read_text(encoding="utf-8")
+    else:
+        logger.warning("%s not found; writing a short built-in model card", DEFAULT_CARD_TEMPLATE)
+        text = _FALLBACK_CARD
+    lora = record.get("lora", {})
+    metrics = record.get("metrics") or {}
+    length = record.get("length", {})
+    values = {
+        "title": f"SurveyAlign-{str(record.get('dimension', '?')).capitalize()} ({record.get('stage', 'sft')})",
+        "base_model": record.get("base_model", "unknown"),
+        "dimension": record.get("dimension", "unknown"),
+        "stage": record.get("stage", "sft"),
+        "protocol": record.get("protocol", "unknown"),
+        "enable_thinking": str(record.get("enable_thinking", False)).lower(),
+        "data_version": record.get("data_version") or "not given",
+        "data_hash": record.get("data_hash", "unknown"),
+        "dataset_path": record.get("dataset_path", "unknown"),
+        "n_train": record.get("n_train", "unknown"),
+        "n_eval": record.get("n_eval", 0),
+        "n_shortened": length.get("n_shortened", 0),
+        "max_length": record.get("max_length", "unknown"),
+        "lora": ", ".join(f"{k}={v}" for k, v in lora.items()) or "none",
+        "hyperparameters": _table(record.get("hyperparameters", {})),
+        "metrics": _table({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+        if metrics else "No metrics were computed for this run.",
+        "command": record.get("command", ""),
+    }
+    def fill(match: re.Match) -> str:
+        name = match[1]
+        if name not in values:
+            raise KeyError(f"model card template uses an unknown placeholder ${{{name}}}")
+        return str(values[name])
+
+    return re.sub(r"\$\{(\w+)\}", fill, text)
+
+
+def write_model_card(output_dir: str | os.PathLike, record: dict[str, Any],
+                     template: str | os.PathLike | None = None) -> Path:
+    """Render :func:`render_model_card` into ``README.md`` of the adapter folder; returns its path."""
+    path = Path(output_dir) / "README.md"
+    path.write_text(render_model_card(record, template), encoding="utf-8")
+    return path
+
+
+def push_adapter_to_hub(output_dir: str | os.PathLike, repo_id: str, *, private: bool | None = None,
+                        token: str | None = None, revision: str | None = None) -> str:
+    """Upload an adapter folder (weights, tokenizer, card, training record) to the Hugging Face Hub.
+
+    Args:
+        output_dir: the adapter folder.
+        repo_id: ``owner/name`` of the model repository (created if missing).
+        private: visibility of a newly created repository.
+        token: Hub token (None: the logged-in token / ``HF_TOKEN``).
+        revision: branch to push to.
+
+    Returns:
+        The URL of the upload commit.
+    """
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+    info = api.upload_folder(repo_id=repo_id, folder_path=str(output_dir), revision=revision,
+                             commit_message="Upload SurveyAlign adapter",
+                             ignore_patterns=["checkpoint-*", "checkpoint-*/**", "runs/**", "wandb/**"])
+    return str(getattr(info, "commit_url", info))
+
+
+def finalize_adapter(trainer, training_args, record: dict[str, Any], card_template: str | None = None,
+                     push_to_hub: bool = False) -> AdapterReport:
+    """Save the trained adapter, check it holds LoRA tensors, and write the record, the card and the Hub copy.
+
+    Steps: ``trainer.save_model`` and ``save_state`` (``trainer_state.json`` with the log history); drop the
+    frozen DPO reference copy (``ref/``) that TRL keeps next to a re-trained adapter; read the saved file back and,
+    when it is empty (ZeRO-3, trl issue 4416), save again from gathered parameters; on the main process write
+    ``surveyalign_training.json`` and ``README.md``, then upload the folder when ``push_to_hub``.
+
+    Args:
+        trainer: the SFTTrainer/DPOTrainer after ``train()``.
+        training_args: its config (``output_dir``, ``hub_model_id``, ``hub_private_repo``, ``hub_token``,
+            ``hub_revision``).
+        record: training record; an ``adapter`` entry (tensor count, modules, ranks) is added.
+        card_template: model card template (None: ``hub_cards/model_card.md``).
+        push_to_hub: upload the folder to ``hub_model_id`` (default: the output folder's name).
+
+    Returns:
+        The :class:`AdapterReport` of the saved adapter.
+
+    Raises:
+        RuntimeError: when the saved adapter is still empty after the gathered re-save.
+    """
+    import shutil
+
+    out = training_args.output_dir
+    accelerator = trainer.accelerator
+    trainer.save_model(out)
+    trainer.save_state()
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process and (Path(out) / "ref" / "adapter_config.json").exists():
+        shutil.rmtree(Path(out) / "ref")  # TRL's frozen reference copy of a re-trained adapter
+    accelerator.wait_for_everyone()
+    report = inspect_adapter(out)
+    if report.empty:
+        logger.warning("%s holds no LoRA tensor (%d bytes); saving again from gathered parameters",
+                       report.path, report.n_bytes)
+        gather_and_save_adapter(trainer, out)
+        report = inspect_adapter(out)
+        if report.empty:
+            raise RuntimeError(f"{report.path}: the saved adapter is empty ({report.n_bytes} bytes)")
+    record["adapter"] = {"n_tensors": report.n_tensors, "n_bytes": report.n_bytes,
+                         "modules": sorted(report.modules),
+                         "ranks": sorted({r for ranks in report.ranks.values() for r in ranks})}
+    if accelerator.is_main_process:
+        write_training_record(out, record)
+        write_model_card(out, record, card_template)
+        if push_to_hub:
+            repo_id = training_args.hub_model_id or Path(out).name
+            url = push_adapter_to_hub(out, repo_id, private=training_args.hub_private_repo,
+                                      token=training_args.hub_token, revision=training_args.hub_revision)
+            print(f"pushed the adapter to {url}", flush=True)
+        print(f"adapter saved to {out} ({report.n_tensors} LoRA tensors on {len(report.modules)} modules)",
+              flush=True)
+    accelerator.wait_for_everyone()
+    if hasattr(trainer, "end"):
+        trainer.end()
+    return report

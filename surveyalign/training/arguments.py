@@ -1,0 +1,178 @@
+"""Script arguments of the SurveyAlign training recipes and the parsers that read their YAML files.
+
+The recipes (``recipes/sft.py``, ``recipes/dpo.py``) parse three dataclasses with TRL's ``TrlParser``: our
+script arguments below, TRL's ``SFTConfig``/``DPOConfig`` and TRL's ``ModelConfig`` (LoRA settings live
+there: ``use_peft``, ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``lora_target_modules``). Nothing of TRL is
+re-declared here. SurveyReview App. D / SurveyAlign §5.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: App. D: LoRA goes on every attention and feed-forward projection of the decoder.
+LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: App. D: LoRA rank, scaling factor and dropout.
+LORA_RANK, LORA_ALPHA, LORA_DROPOUT = 8, 16, 0.0
+
+
+def _check_dimension(value: str) -> str:
+    from surveyalign.constants import normalise_dimension
+
+    return normalise_dimension(value)
+
+
+@dataclass
+class SFTScriptArguments:
+    """What the SFT recipe trains on: one dimension of a SurveyReview dataset folder (contract 1).
+
+    The survey body is shortened (never the completion) so that prompt + completion fit ``max_length`` of the
+    ``SFTConfig``; see :func:`surveyalign.training.prepare_sft_dataset`. SurveyAlign §5.1-§5.2, App. D.
+    """
+
+    dataset_path: str | None = field(
+        default=None,
+        metadata={"help": "SurveyReview dataset folder written by `surveyalign data build` (or a Hub id)."},
+    )
+    dimension: str = field(
+        default="readability",
+        metadata={"help": "Dimension to train: readability, structure, comprehensiveness or criticalness."},
+    )
+    protocol: str = field(
+        default="v1.0",
+        metadata={"help": "Prompt/answer protocol version (v1.0: `Reason$$$X$$$`; v1.1: <reason>/<score> tags)."},
+    )
+    enable_thinking: bool = field(
+        default=False,
+        metadata={
+            "help": "Value of the chat template's `enable_thinking` when rendering training examples; evaluation "
+            "must use the same value (it is recorded in surveyalign_training.json)."
+        },
+    )
+    use_knowledge: bool = field(
+        default=True,
+        metadata={
+            "help": "Put the row's knowledge-augmentation text (column `knowledge`) before the survey when it is "
+            "non-empty (Comp-KA / Crit-KA, SurveyAlign §5.2.3)."
+        },
+    )
+    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    dataset_eval_split: str = field(
+        default="validation",
+        metadata={"help": "Split used for evaluation loss and best-checkpoint selection (paper-level 10%)."},
+    )
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N training units (tiny runs); None keeps all."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N evaluation units; None keeps all."}
+    )
+    data_version: str | None = field(
+        default=None,
+        metadata={"help": "Free-text data version for the model card (the data hash is always recorded)."},
+    )
+    model_card_template: str | None = field(
+        default=None,
+        metadata={"help": "Model card template; defaults to hub_cards/model_card.md of this repository."},
+    )
+
+    def __post_init__(self) -> None:
+        self.dimension = _check_dimension(self.dimension)
+
+
+@dataclass
+class DPOScriptArguments:
+    """What the DPO recipe trains on: preference pairs made by ``surveyalign train dpo-pairs``.
+
+    DPO starts from the SFT adapter (``sft_adapter``), loaded as a trainable PEFT model; TRL then keeps a frozen
+    copy of it as the reference. Without ``sft_adapter`` a fresh LoRA adapter is trained on the base model and the
+    adapter-disabled base model is the reference. SurveyAlign §5.2.3 (Criticalness: SFT, then DPO).
+    """
+
+    pairs_path: str | None = field(
+        default=None, metadata={"help": "JSONL of preference pairs written by `surveyalign train dpo-pairs`."}
+    )
+    eval_pairs_path: str | None = field(
+        default=None, metadata={"help": "Optional JSONL of held-out pairs for the evaluation loss."}
+    )
+    sft_adapter: str | None = field(
+        default=None,
+        metadata={"help": "SFT adapter folder to continue from (its frozen copy is the DPO reference)."},
+    )
+    dimension: str = field(default="criticalness", metadata={"help": "Dimension of the pairs (checked)."})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N pairs (tiny runs); None keeps all."}
+    )
+    data_version: str | None = field(default=None, metadata={"help": "Free-text data version for the card."})
+    model_card_template: str | None = field(
+        default=None,
+        metadata={"help": "Model card template; defaults to hub_cards/model_card.md of this repository."},
+    )
+
+    def __post_init__(self) -> None:
+        self.dimension = _check_dimension(self.dimension)
+
+
+def make_sft_parser(prog: str | None = None):
+    """Return the ``TrlParser`` of ``recipes/sft.py`` over (SFTScriptArguments, SFTConfig, ModelConfig).
+
+    Args:
+        prog: program name shown in ``--help``.
+
+    Returns:
+        ``trl.TrlParser``; ``parse_args_and_config()`` returns the three dataclass instances in that order.
+    """
+    from trl import ModelConfig, SFTConfig, TrlParser
+
+    return TrlParser((SFTScriptArguments, SFTConfig, ModelConfig), prog=prog)
+
+
+def make_dpo_parser(prog: str | None = None):
+    """Return the ``TrlParser`` of ``recipes/dpo.py`` over (DPOScriptArguments, DPOConfig, ModelConfig).
+
+    Args:
+        prog: program name shown in ``--help``.
+
+    Returns:
+        ``trl.TrlParser``; ``parse_args_and_config()`` returns the three dataclass instances in that order.
+    """
+    from trl import DPOConfig, ModelConfig, TrlParser
+
+    return TrlParser((DPOScriptArguments, DPOConfig, ModelConfig), prog=prog)
+
+
+def recipe_kind(path: str | os.PathLike) -> str:
+    """Say which recipe a YAML belongs to: ``"dpo"`` when a folder of its path is named ``dpo``, else ``"sft"``."""
+    return "dpo" if "dpo" in Path(path).resolve().parts else "sft"
+
+
+def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None) -> tuple[Any, Any, Any]:
+    """Parse a recipe YAML through the recipe's real parser, rejecting unknown keys.
+
+    Args:
+        path: a YAML under ``configs/sft/`` or ``configs/dpo/``.
+        kind: ``"sft"`` or ``"dpo"``; inferred from the path (:func:`recipe_kind`) when None.
+
+    Returns:
+        (script_args, training_args, model_args) dataclass instances, exactly as the recipe would see them
+        without command-line overrides.
+
+    Raises:
+        ValueError: naming the file when it holds keys no dataclass knows, or is not a YAML mapping.
+    """
+    import yaml
+
+    kind = kind or recipe_kind(path)
+    parser = make_dpo_parser() if kind == "dpo" else make_sft_parser()
+    with open(path, encoding="utf-8") as handle:
+        config = yaml.safe_load(handle)
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: a recipe config must be a YAML mapping")
+    config.pop("env", None)  # TrlParser applies `env:` to os.environ; not a dataclass field
+    try:
+        return tuple(parser.parse_dict(config, allow_extra_keys=False))
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from err

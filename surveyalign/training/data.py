@@ -1,0 +1,257 @@
+"""SFT examples from a SurveyReview dataset, fitted to the training length (SurveyAlign §5.1, App. D).
+
+Examples come from :func:`surveyalign.prompts.build_sft_example` (the protocol builder shared with
+evaluation) as TRL conversational prompt-completion pairs. Each example carries
+``chat_template_kwargs = {"enable_thinking": ...}``, which TRL passes to the chat template, so the rendering is
+the one evaluation uses with the same value.
+
+Length rule: when prompt + completion render to more than ``max_length`` tokens, the survey body is cut at a
+token boundary (its end is removed) until the example fits; the instruction, the knowledge-augmentation block
+and the completion (rationale + score) are never cut. TRL then truncates nothing, which the recipe checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LengthReport:
+    """How many examples had their survey body shortened to fit ``max_length``.
+
+    Attributes:
+        max_length: the token budget of one rendered example (prompt + completion).
+        n_units: examples built.
+        n_shortened: examples whose survey text was cut.
+        removed_tokens: survey tokens removed over all examples.
+        longest: longest rendered example after fitting, in tokens (<= max_length when max_length is set).
+        shortened_unit_ids: unit ids of the shortened examples, in dataset order.
+        n_missing_text: rows left out because their survey text is empty (evaluation marks them
+            ``missing_text`` too).
+        missing_text_unit_ids: their unit ids.
+    """
+
+    max_length: int | None
+    n_units: int = 0
+    n_shortened: int = 0
+    removed_tokens: int = 0
+    longest: int = 0
+    shortened_unit_ids: list[str] = field(default_factory=list)
+    n_missing_text: int = 0
+    missing_text_unit_ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable copy."""
+        return asdict(self)
+
+
+def count_chat_tokens(tokenizer, messages: list[dict], *, enable_thinking: bool, add_generation_prompt: bool = False) -> list[int]:
+    """Token ids of ``messages`` rendered with the tokenizer's chat template, the way TRL renders them.
+
+    Args:
+        tokenizer: a ``PreTrainedTokenizerBase`` with a chat template.
+        messages: chat messages (``[{"role": ..., "content": ...}, ...]``).
+        enable_thinking: passed to the template (Qwen3's thinking switch).
+        add_generation_prompt: append the assistant header (prompt-only rendering).
+
+    Returns:
+        The list of token ids.
+    """
+    out = tokenizer.apply_chat_template(
+        messages,
+        tokenize=True,
+        return_dict=True,
+        add_generation_prompt=add_generation_prompt,
+        enable_thinking=enable_thinking,
+    )
+    ids = out["input_ids"]
+    return list(ids[0]) if ids and isinstance(ids[0], list) else list(ids)
+
+
+def fit_survey_text(
+    text: str,
+    count_tokens: Callable[[str], int],
+    max_length: int | None,
+    tokenizer,
+) -> tuple[str, int, int]:
+    """Cut the end of a survey body until the whole example renders to at most ``max_length`` tokens.
+
+    Args:
+        text: the survey body (markdown).
+        count_tokens: maps a candidate survey body to the token count of the full rendered example
+            (instruction + knowledge + survey + completion).
+        max_length: token budget; None disables fitting.
+        tokenizer: tokenizer used to cut the body at token boundaries.
+
+    Returns:
+        (fitted text, rendered token count, survey tokens removed). The text is unchanged when it fits.
+
+    Raises:
+        ValueError: when the example does not fit even with an empty survey body (the instruction,
+            knowledge block and completion alone exceed ``max_length``).
+    """
+    total = count_tokens(text)
+    if max_length is None or total <= max_length:
+        return text, total, 0
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    overhead = total - len(ids)
+    keep = max_length - overhead
+    while True:
+        if keep <= 0:
+            empty_total = count_tokens("")
+            raise ValueError(
+                f"the example needs {empty_total} tokens without any survey text, more than max_length="
+                f"{max_length}; raise max_length (the completion is never cut)"
+            )
+        candidate = tokenizer.decode(ids[:keep])
+        total = count_tokens(candidate)
+        if total <= max_length:
+            return candidate, total, len(ids) - keep
+        keep -= max(1, total - max_length)
+
+
+def _knowledge(row: dict, use_knowledge: bool) -> str | None:
+    value = row.get("knowledge") if use_knowledge else None
+    return value or None
+
+
+def prepare_sft_dataset(
+    dataset,
+    tokenizer,
+    *,
+    dimension: str,
+    protocol: str = "v1.0",
+    enable_thinking: bool = False,
+    max_length: int | None,
+    use_knowledge: bool = True,
+):
+    """Turn SurveyReview rows into TRL prompt-completion examples that fit ``max_length``.
+
+    Args:
+        dataset: a ``datasets.Dataset`` with the contract-1 columns (``unit_id``, ``dimension``, ``text``,
+            ``rationales``, ``score``; optional ``knowledge``).
+        tokenizer: the tokenizer of the model to train (its chat template renders the examples).
+        dimension: the dimension trained; rows of other dimensions raise.
+        protocol: prompt/answer protocol version (``surveyalign.prompts.PROTOCOLS``).
+        enable_thinking: chat-template thinking switch stored in every example's ``chat_template_kwargs``.
+        max_length: token budget of prompt + completion (the ``SFTConfig.max_length``); None = no fitting.
+        use_knowledge: put a non-empty ``knowledge`` value before the survey (Comp-KA / Crit-KA).
+
+    Returns:
+        (``datasets.Dataset`` with columns ``unit_id``, ``prompt``, ``completion``, ``chat_template_kwargs``,
+        :class:`LengthReport`). Rows with an empty survey text are left out and counted in the report.
+
+    Raises:
+        ValueError: naming the unit when a row has another dimension, or when an example cannot fit.
+    """
+    from datasets import Dataset
+
+    from surveyalign.prompts import build_sft_example
+
+    report = LengthReport(max_length=max_length)
+    rows: list[dict[str, Any]] = []
+    for row in dataset:
+        unit = row.get("unit_id", "?")
+        if row["dimension"] != dimension:
+            raise ValueError(f"unit {unit}: dimension {row['dimension']!r}, expected {dimension!r}")
+        if not (row.get("text") or "").strip():
+            report.n_missing_text += 1
+            report.missing_text_unit_ids.append(unit)
+            continue
+        knowledge = _knowledge(row, use_knowledge)
+
+        def build(text: str, row=row, knowledge=knowledge) -> dict:
+            return build_sft_example(dimension, text, row["rationales"], int(row["score"]), protocol=protocol,
+                                     knowledge=knowledge, title=row.get("title") or None)
+
+        def count(text: str) -> int:
+            example = build(text)
+            return len(count_chat_tokens(tokenizer, example["prompt"] + example["completion"],
+                                         enable_thinking=enable_thinking))
+
+        try:
+            text, n_tokens, removed = fit_survey_text(row["text"], count, max_length, tokenizer)
+        except ValueError as err:
+            raise ValueError(f"unit {unit}: {err}") from None
+        example = build(text)
+        report.n_units += 1
+        report.longest = max(report.longest, n_tokens)
+        if removed:
+            report.n_shortened += 1
+            report.removed_tokens += removed
+            report.shortened_unit_ids.append(unit)
+        rows.append({
+            "unit_id": unit,
+            "prompt": example["prompt"],
+            "completion": example["completion"],
+            "chat_template_kwargs": {"enable_thinking": bool(enable_thinking)},
+        })
+    if report.n_missing_text:
+        logger.warning("left out %d %s units with an empty survey text: %s", report.n_missing_text, dimension,
+                       report.missing_text_unit_ids)
+    if report.n_shortened:
+        logger.warning(
+            "shortened the survey body of %d/%d %s examples to fit max_length=%s (%d tokens removed)",
+            report.n_shortened, report.n_units, dimension, max_length, report.removed_tokens,
+        )
+    return Dataset.from_list(rows), report
+
+
+def data_hash(dataset: Iterable[dict], columns: tuple[str, ...] = ("unit_id", "score", "rationales", "text",
+                                                                   "knowledge")) -> str:
+    """sha256 hex digest of the listed columns of every row, in order (a stable training-data id).
+
+    Args:
+        dataset: rows (a ``datasets.Dataset`` or list of dicts); missing columns count as null.
+        columns: columns hashed.
+
+    Returns:
+        64-character hex digest.
+    """
+    digest = hashlib.sha256()
+    for row in dataset:
+        digest.update(json.dumps([row.get(c) for c in columns], ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def check_prepared_lengths(prepared, n_expected: int, max_length: int | None, name: str) -> None:
+    """Check TRL's tokenised dataset: nothing dropped, nothing longer than ``max_length``, labels present.
+
+    Args:
+        prepared: the dataset held by the trainer after its preprocessing (columns ``input_ids`` and
+            ``labels`` or ``completion_mask``).
+        n_expected: number of examples we handed to the trainer.
+        max_length: the configured token budget (None: no length check).
+        name: split name used in messages.
+
+    Raises:
+        RuntimeError: when TRL dropped examples, or an example is longer than ``max_length`` or has no
+            completion token to learn from.
+    """
+    if len(prepared) != n_expected:
+        raise RuntimeError(f"{name}: TRL kept {len(prepared)} of {n_expected} examples; none may be dropped")
+    for i, row in enumerate(prepared):
+        if max_length is not None and len(row["input_ids"]) > max_length:
+            raise RuntimeError(f"{name} example {i}: {len(row['input_ids'])} tokens > max_length={max_length}")
+        labels = row.get("labels")
+        if labels is not None and not any(t != -100 for t in labels):
+            raise RuntimeError(f"{name} example {i}: no completion token left in the labels")
+
+
+def prompt_hash(dimension: str, protocol: str) -> str | None:
+    """The judge-prompt hash (``JudgePrompt.hash``: template + protocol, not the survey) used for training.
+
+    Returns:
+        The sha256 hex string, or None when the prompt builder does not expose a hash.
+    """
+    from surveyalign.prompts import build_judge_prompt
+
+    return getattr(build_judge_prompt(dimension, "", protocol=protocol), "hash", None)

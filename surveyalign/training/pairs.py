@@ -1,0 +1,286 @@
+"""Preference pairs for the Criticalness DPO stage (SurveyAlign §5.2.3; pair construction is our choice, SPEC §4).
+
+For every training unit: prompt = the judge prompt of the unit (with its KA block when present), chosen = the
+human rationale with the gold score (exactly the SFT completion), rejected = one of K answers sampled from the
+SFT adapter whose parsed score differs from gold. When none of the K differs, answers of a fallback zero-shot
+judge (the base model without adapter) are tried; when none of those differs either, the unit is recorded with
+``status="no_pair"`` and the reason. Every record says how it was made (``origin``, sample index, all sampled
+scores), so the file is its own provenance.
+
+Output: one JSON line per unit, appended as units are processed (a re-run skips units already in the file).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: ``origin`` values of a made pair.
+ORIGIN_SFT = "sft_sample"
+ORIGIN_ZERO_SHOT = "zero_shot_sample"
+
+
+@dataclass
+class PairsSummary:
+    """Counts of a ``dpo-pairs`` run.
+
+    Attributes:
+        out: the JSONL file.
+        n_units: units in the split (after ``limit``).
+        n_skipped_existing: units already in the file from an earlier run (resumed).
+        n_paired: units with a pair in this run.
+        n_no_pair: units recorded without a pair in this run.
+        n_missing_text: units left out because their survey text is empty.
+        origins: origin -> number of pairs made in this run.
+    """
+
+    out: str
+    n_units: int = 0
+    n_skipped_existing: int = 0
+    n_paired: int = 0
+    n_no_pair: int = 0
+    n_missing_text: int = 0
+    origins: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable copy."""
+        return dict(self.__dict__)
+
+
+def choose_rejected(samples: Sequence[Any], gold: int, protocol: str) -> tuple[int | None, list[int | None]]:
+    """Pick the rejected answer among sampled generations: the first whose parsed score differs from gold.
+
+    Args:
+        samples: ``Generation``-like objects with ``text`` and ``error``.
+        gold: the human score in {-2, -1, 1, 2}.
+        protocol: answer protocol passed to ``parse_judgement``.
+
+    Returns:
+        (index of the chosen sample or None, parsed score of every sample - None for a failed request or an
+        answer without a valid score). Unparseable answers are never used as rejected.
+    """
+    from surveyalign.prompts import parse_judgement
+
+    scores: list[int | None] = []
+    for sample in samples:
+        scores.append(None if getattr(sample, "error", None) else parse_judgement(sample.text, protocol=protocol).score)
+    for index, score in enumerate(scores):
+        if score is not None and score != gold:
+            return index, scores
+    return None, scores
+
+
+def read_pairs(path: str | os.PathLike, *, paired_only: bool = True) -> list[dict[str, Any]]:
+    """Read a pairs JSONL file written by :func:`make_dpo_pairs`.
+
+    Args:
+        path: the JSONL file.
+        paired_only: keep only records with ``status == "paired"``.
+
+    Returns:
+        The records in file order.
+
+    Raises:
+        ValueError: naming the file and line of a malformed record.
+    """
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}, line {number}: not JSON ({err})") from None
+            if record.get("status") not in ("paired", "no_pair"):
+                raise ValueError(f"{path}, line {number}: field 'status' must be 'paired' or 'no_pair'")
+            if record["status"] == "paired":
+                for key in ("prompt", "chosen", "rejected"):
+                    if not isinstance(record.get(key), list):
+                        raise ValueError(f"{path}, line {number}: field {key!r} must be a list of messages")
+            if record["status"] == "paired" or not paired_only:
+                records.append(record)
+    return records
+
+
+def _load_sampler(model: str, adapter: str | None, batch_size: int, device: str):
+    """The contract-3 transformers backend."""
+    from surveyalign.backends import load_backend
+
+    return load_backend("transformers", model=model, adapter=adapter, device=device, batch_size=batch_size)
+
+
+def make_dpo_pairs(
+    dataset_path: str,
+    adapter: str,
+    out: str | os.PathLike,
+    *,
+    k: int = 4,
+    dimension: str | None = None,
+    split: str = "train",
+    model: str | None = None,
+    protocol: str | None = None,
+    enable_thinking: bool | None = None,
+    use_knowledge: bool = True,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_new_tokens: int = 512,
+    max_length: int | None = 16384,
+    seed: int = 0,
+    fallback_model: str | None = None,
+    fallback_k: int | None = None,
+    limit: int | None = None,
+    batch_size: int = 4,
+    device: str = "auto",
+    sampler=None,
+    fallback_sampler=None,
+) -> PairsSummary:
+    """Sample K answers per training unit from an SFT adapter and write DPO preference pairs.
+
+    Args:
+        dataset_path: SurveyReview dataset folder (contract 1).
+        adapter: the SFT adapter folder; its ``surveyalign_training.json`` supplies defaults for ``model``,
+            ``dimension``, ``protocol``, ``enable_thinking`` and ``use_knowledge`` (explicit values must agree).
+        out: JSONL file to append to (created with parents).
+        k: answers sampled per unit, >= 1.
+        dimension: dimension of the units (default: the adapter's; SurveyAlign uses criticalness).
+        split: dataset split to pair (train).
+        model: base model folder (default: the adapter's base model).
+        protocol: answer protocol; enable_thinking: chat-template switch (defaults: the adapter's).
+        use_knowledge: put the row's KA text before the survey (as in SFT).
+        temperature, top_p, max_new_tokens, seed: sampling settings (sample i uses seed + i).
+        max_length: token budget of prompt + answer; the survey body is shortened so the prompt plus
+            ``max_new_tokens`` and prompt plus chosen both fit (use the DPO ``max_length``).
+        fallback_model: zero-shot judge model (no adapter) tried when no SFT sample differs from gold; None
+            disables the fallback.
+        fallback_k: samples from the fallback judge (default ``k``).
+        limit: only the first N units of the split.
+        batch_size, device: passed to the transformers backend.
+        sampler, fallback_sampler: ready backends (``generate(prompts, settings, n)``) used instead of loading
+            the transformers backend (tests, remote servers).
+
+    Returns:
+        :class:`PairsSummary` (also written next to ``out`` as ``<out>.summary.json``).
+
+    Raises:
+        ValueError: when explicit settings disagree with the adapter's training record, or k < 1.
+    """
+    from surveyalign.backends import GenerationSettings
+    from surveyalign.data import load_surveyreview
+    from surveyalign.prompts import build_sft_example
+    from surveyalign.training.adapter import TRAINING_RECORD
+    from surveyalign.training.data import count_chat_tokens, fit_survey_text
+
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    record_path = Path(adapter) / TRAINING_RECORD
+    trained = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    for name, given in (("dimension", dimension), ("protocol", protocol), ("enable_thinking", enable_thinking)):
+        if given is not None and name in trained and trained[name] != given:
+            raise ValueError(f"{name}={given!r} differs from the adapter's training value {trained[name]!r} "
+                             f"({record_path}); pairs must use the SFT setting")
+    dimension = dimension or trained.get("dimension") or "criticalness"
+    protocol = protocol or trained.get("protocol") or "v1.0"
+    enable_thinking = bool(trained.get("enable_thinking", False) if enable_thinking is None else enable_thinking)
+    model = model or trained.get("base_model")
+    if model is None:
+        raise ValueError(f"no base model given and none recorded in {record_path}")
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    rows = load_surveyreview(dataset_path, dimension, split=split)
+    if limit is not None:
+        rows = rows.select(range(min(limit, len(rows))))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = {r.get("unit_id") for r in read_pairs(out, paired_only=False)} if out.exists() else set()
+    summary = PairsSummary(out=str(out), n_units=len(rows))
+    origins: Counter[str] = Counter()
+    settings = GenerationSettings(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                                  seed=seed, enable_thinking=enable_thinking)
+
+    todo = []
+    for row in rows:
+        if row["unit_id"] in done:
+            summary.n_skipped_existing += 1
+            continue
+        if not (row.get("text") or "").strip():
+            summary.n_missing_text += 1
+            continue
+        knowledge = (row.get("knowledge") or None) if use_knowledge else None
+
+        def build(text: str, row=row, knowledge=knowledge) -> dict:
+            return build_sft_example(dimension, text, row["rationales"], int(row["score"]), protocol=protocol,
+                                     knowledge=knowledge, title=row.get("title") or None)
+
+        def count(text: str) -> int:
+            ex = build(text)
+            with_chosen = len(count_chat_tokens(tokenizer, ex["prompt"] + ex["completion"],
+                                                enable_thinking=enable_thinking))
+            prompt_only = len(count_chat_tokens(tokenizer, ex["prompt"], enable_thinking=enable_thinking,
+                                                add_generation_prompt=True))
+            # +2: the end-of-turn tokens the template adds after a sampled answer
+            return max(with_chosen, prompt_only + max_new_tokens + 2)
+
+        try:
+            text, _, removed = fit_survey_text(row["text"], count, max_length, tokenizer)
+        except ValueError as err:
+            raise ValueError(f"unit {row['unit_id']}: {err}") from None
+        todo.append((row, build(text), removed))
+
+    if todo and sampler is None:
+        sampler = _load_sampler(model, adapter, batch_size, device)
+    fallback_settings = settings
+    with open(out, "a", encoding="utf-8") as handle:
+        for start in range(0, len(todo), max(1, batch_size)):
+            chunk = todo[start:start + max(1, batch_size)]
+            generations = sampler.generate([ex["prompt"] for _, ex, _ in chunk], settings, n=k)
+            for (row, example, removed), samples in zip(chunk, generations, strict=True):
+                gold = int(row["score"])
+                index, scores = choose_rejected(samples, gold, protocol)
+                origin, chosen_samples, fb_scores = ORIGIN_SFT, samples, None
+                if index is None and fallback_model is not None:
+                    if fallback_sampler is None:
+                        fallback_sampler = _load_sampler(fallback_model, None, batch_size, device)
+                    fb = fallback_sampler.generate([example["prompt"]], fallback_settings, n=fallback_k or k)[0]
+                    index, fb_scores = choose_rejected(fb, gold, protocol)
+                    origin, chosen_samples = ORIGIN_ZERO_SHOT, fb
+                record: dict[str, Any] = {
+                    "unit_id": row["unit_id"], "paper_id": row["paper_id"], "review_id": row["review_id"],
+                    "source": row.get("source"), "dimension": dimension, "gold_score": gold,
+                    "protocol": protocol, "chat_template_kwargs": {"enable_thinking": enable_thinking},
+                    "survey_tokens_removed": removed, "sft_sample_scores": scores,
+                    "zero_shot_sample_scores": fb_scores, "adapter": str(adapter),
+                    "sampling": {"k": k, "temperature": temperature, "top_p": top_p,
+                                 "max_new_tokens": max_new_tokens, "seed": seed},
+                }
+                if index is None:
+                    tried = "the SFT samples" + (" and the zero-shot samples" if fallback_model else "")
+                    record.update(status="no_pair", origin=None,
+                                  reason=f"no parseable sampled score differs from gold {gold} among {tried}")
+                    summary.n_no_pair += 1
+                else:
+                    rejected = chosen_samples[index]
+                    record.update(
+                        status="paired", origin=origin, sample_index=index,
+                        rejected_score=(scores if origin == ORIGIN_SFT else fb_scores)[index],
+                        prompt=example["prompt"], chosen=example["completion"],
+                        rejected=[{"role": "assistant", "content": rejected.text}],
+                    )
+                    summary.n_paired += 1
+                    origins[origin] += 1
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.flush()
+    summary.origins = dict(origins)
+    Path(f"{out}.summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
+    logger.info("dpo-pairs: %s", summary.to_dict())
+    return summary
