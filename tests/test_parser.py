@@ -30,8 +30,8 @@ CASES = [
     ("tabs and CRLF", "\r\n\tThe flow between parts is smooth.\t$$$\t2\t$$$\r\n", "auto", 2,
      "The flow between parts is smooth.", None),
     ("long rationale with other numbers", LONG_V10 + "$$$-1$$$", "auto", -1, LONG_V10, None),
-    ("inline $$$ in rationale", "The authors write prices as $$$ inline, e.g. $$$ 5, which is odd. "
-     "Otherwise clear.$$$1$$$", "auto", 1,
+    ("inline $$$ in rationale", ("The authors write prices as $$$ inline, e.g. $$$ 5, which is odd. "
+     "Otherwise clear.$$$1$$$"), "auto", 1,
      "The authors write prices as $$$ inline, e.g. $$$ 5, which is odd. Otherwise clear.", None),
     ("text after the marker", "Weak synthesis of the literature.$$$-1$$$\n\nI hope this review helps!", "auto", -1,
      "Weak synthesis of the literature.", None),
@@ -47,15 +47,15 @@ CASES = [
      "The taxonomy is inconsistent across sections.", None),
     ("labels", "Rationale: The survey omits the 2022-2024 diffusion work.\n\n**Score:** $$$-1$$$", "auto", -1,
      "The survey omits the 2022-2024 diffusion work.", None),
-    ("markdown headings", "### Rationale\nTransitions are abrupt and Section 5 duplicates Section 3.\n\n### Score\n"
-     "$$$-2$$$", "auto", -2, "Transitions are abrupt and Section 5 duplicates Section 3.", None),
+    ("markdown headings", ("### Rationale\nTransitions are abrupt and Section 5 duplicates Section 3.\n\n### Score\n"
+     "$$$-2$$$"), "auto", -2, "Transitions are abrupt and Section 5 duplicates Section 3.", None),
     ("word 'score' in rationale kept", "The missing baselines lower the score$$$-1$$$", "v1.0", -1,
      "The missing baselines lower the score", None),
     # --- reasoning blocks ------------------------------------------------------------------------------
     ("empty think block (Qwen3, thinking off)", "<think>\n\n</think>\n\nThe structure is logical.$$$1$$$", "auto", 1,
      "The structure is logical.", None),
-    ("think block holding markers", "<think>Maybe $$$2$$$? No: the 2021 works are missing.</think>\n"
-     "Several key works from 2021 are missing.$$$-1$$$", "auto", -1, "Several key works from 2021 are missing.", None),
+    ("think block holding markers", ("<think>Maybe $$$2$$$? No: the 2021 works are missing.</think>\n"
+     "Several key works from 2021 are missing.$$$-1$$$"), "auto", -1, "Several key works from 2021 are missing.", None),
     ("lone closing think tag", "Weighing it: $$$2$$$ or $$$1$$$...</think>\nThe survey synthesises well.$$$1$$$",
      "auto", 1, "The survey synthesises well.", None),
     ("only a think block", "<think>I would give $$$2$$$ here.</think>", "auto", None, "",
@@ -86,8 +86,8 @@ CASES = [
     ("v1.1 spaces and plus", "<reason>\nNovel framework in Section 6.\n</reason>\n<score> +2 </score>", "auto", 2,
      "Novel framework in Section 6.", None),
     ("v1.1 upper-case tags", "<Reason>Clear.</Reason> <Score>2</Score>", "auto", 2, "Clear.", None),
-    ("v1.1 think then answer", "<think>\n\n</think>\n\n<reason>Lists 40 methods without comparing them."
-     "</reason> <score>-2</score>", "v1.1", -2, "Lists 40 methods without comparing them.", None),
+    ("v1.1 think then answer", ("<think>\n\n</think>\n\n<reason>Lists 40 methods without comparing them."
+     "</reason> <score>-2</score>"), "v1.1", -2, "Lists 40 methods without comparing them.", None),
     ("v1.1 no reason tags", "Too many overlapping sections. <score>-1</score>", "v1.1", -1,
      "Too many overlapping sections.", None),
     ("v1.1 zero", "<reason>Not discussed.</reason> <score>0</score>", "v1.1", None, "Not discussed.", "'0' is outside"),

@@ -181,6 +181,7 @@ def test_sft_prompt_is_the_evaluation_prompt(dimension, protocol):
     prompt = build_judge_prompt(dimension, SURVEY, protocol=protocol, knowledge=knowledge)
     assert example["prompt"] == prompt.messages()
     assert example["completion"] == [{"role": "assistant", "content": format_target(rationales, -1, protocol)}]
+    assert example["chat_template_kwargs"] == {"enable_thinking": False}
     parsed = parse_judgement(example["completion"][0]["content"], protocol)
     assert parsed.score == -1
     assert parsed.rationale == "The taxonomy in Section 2 is hard to follow. Transitions are abrupt."
@@ -228,7 +229,7 @@ def test_unknown_dimension_and_protocol_are_named():
         format_target("x", 1, "v2.0")
     with pytest.raises(ValueError, match="v2.0"):
         build_sft_example("readability", SURVEY, "x", 1, protocol="v2.0")
-    with pytest.raises(ValueError, match="NoneType"):
+    with pytest.raises(TypeError, match="NoneType"):
         build_judge_prompt("readability", None)  # type: ignore[arg-type]
 
 
@@ -290,3 +291,41 @@ def test_cli_parse(tmp_path, capsys):
     args = _cli(["prompts", "parse", str(answer), "--protocol", "v1.0"])
     assert args.handler(args) == 1
     assert json.loads(capsys.readouterr().out)["score"] is None
+
+
+def test_sft_example_thinking_switch():
+    on = build_sft_example("readability", SURVEY, "Clear.", 1, enable_thinking=True)
+    assert on["chat_template_kwargs"] == {"enable_thinking": True}
+    assert "chat_template_kwargs" not in build_sft_example("readability", SURVEY, "Clear.", 1, enable_thinking=None)
+
+
+def test_trl_sft_trains_on_the_evaluation_prompt(tiny_model_dir, tmp_path):
+    """TRL's own tokenization of our SFT example: the masked prompt is the evaluation prompt, token for token."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    examples = [
+        build_sft_example("criticalness", SURVEY, ["Mostly a catalogue of methods."], -2, knowledge=KNOWLEDGE),
+        build_sft_example("structure", SURVEY, ["Logical order.", "Smooth transitions."], 1, protocol="v1.1"),
+    ]
+    config = SFTConfig(
+        output_dir=str(tmp_path / "sft"),
+        use_cpu=True,
+        bf16=False,
+        max_length=None,
+        report_to=[],
+        completion_only_loss=True,
+    )
+    trainer = SFTTrainer(
+        model=str(tiny_model_dir), args=config, train_dataset=Dataset.from_list(examples), processing_class=tokenizer
+    )
+    for example, row in zip(examples, trainer.train_dataset, strict=True):
+        eval_prompt = render_chat(tokenizer, example["prompt"], enable_thinking=False)
+        prompt_ids = tokenizer(eval_prompt, add_special_tokens=False)["input_ids"]
+        n = len(prompt_ids)
+        assert row["input_ids"][:n] == prompt_ids
+        # TRL 1.16 turns the completion mask into labels: -100 on the prompt, the token ids after it.
+        assert row["labels"] == [-100] * n + row["input_ids"][n:]
+        assert tokenizer.decode(row["input_ids"][n:]) == example["completion"][0]["content"] + "<|im_end|>\n"

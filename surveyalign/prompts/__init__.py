@@ -20,7 +20,12 @@ from surveyalign.prompts.builder import (
     validate_score,
 )
 from surveyalign.prompts.parser import Judgement, parse_judgement
-from surveyalign.prompts.protocols import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
+from surveyalign.prompts.protocols import (
+    DEFAULT_PROTOCOL,
+    PROTOCOLS,
+    Protocol,
+    get_protocol,
+)
 from surveyalign.prompts.templates import RUBRICS, TEMPLATE_VERSION, DimensionRubric
 
 __all__ = [

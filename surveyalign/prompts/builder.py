@@ -25,8 +25,8 @@ from surveyalign.prompts.protocols import DEFAULT_PROTOCOL, Protocol, get_protoc
 __all__ = [
     "JudgePrompt",
     "build_judge_prompt",
-    "format_target",
     "build_sft_example",
+    "format_target",
     "render_chat",
     "validate_score",
 ]
@@ -114,7 +114,7 @@ def _clean_optional(value: str | None, what: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"{what} must be a string or None, got {type(value).__name__}")
+        raise TypeError(f"{what} must be a string or None, got {type(value).__name__}")
     return value if value.strip() else None
 
 
@@ -140,12 +140,13 @@ def build_judge_prompt(
         A :class:`JudgePrompt`; ``.messages()`` is the single user message to send.
 
     Raises:
-        ValueError: unknown dimension or protocol (the message names the bad value), or a non-string text.
+        ValueError: unknown dimension or protocol (the message names the bad value).
+        TypeError: ``text``, ``knowledge`` or ``title`` is not a string.
     """
     dim = normalise_dimension(dimension)
     proto = get_protocol(protocol)
     if not isinstance(text, str):
-        raise ValueError(f"survey text must be a string, got {type(text).__name__}")
+        raise TypeError(f"survey text must be a string, got {type(text).__name__}")
     knowledge = _clean_optional(knowledge, "knowledge")
     title = _clean_optional(title, "title")
     rubric = T.RUBRICS[dim]
@@ -171,7 +172,8 @@ def validate_score(score: Any) -> int:
         ValueError: for anything else, naming the bad value.
     """
     if isinstance(score, bool) or not isinstance(score, numbers.Real):
-        raise ValueError(f"score must be one of {VALID_SCORES}, got {score!r}")
+        # A bad score is a bad value whatever its type (contract: ValueError naming it).
+        raise ValueError(f"score must be one of {VALID_SCORES}, got {score!r}")  # noqa: TRY004
     as_int = int(score) if float(score).is_integer() else None
     if as_int not in VALID_SCORES:
         raise ValueError(f"score must be one of {VALID_SCORES}, got {score!r}")
@@ -182,11 +184,11 @@ def _join_rationale(rationale: str | Sequence[str]) -> str:
     if isinstance(rationale, str):
         return rationale.strip()
     if not isinstance(rationale, Sequence):
-        raise ValueError(f"rationale must be a string or a list of strings, got {type(rationale).__name__}")
+        raise TypeError(f"rationale must be a string or a list of strings, got {type(rationale).__name__}")
     parts = []
     for i, snippet in enumerate(rationale):
         if not isinstance(snippet, str):
-            raise ValueError(f"rationale snippet {i} must be a string, got {type(snippet).__name__}")
+            raise TypeError(f"rationale snippet {i} must be a string, got {type(snippet).__name__}")
         if snippet.strip():
             parts.append(snippet.strip())
     return " ".join(parts)
@@ -206,6 +208,7 @@ def format_target(rationale: str | Sequence[str], score: int, protocol: str | Pr
         The target string; ``parse_judgement(format_target(r, s, p), p)`` gives back ``s`` and ``r``.
 
     Raises:
+        TypeError: ``rationale`` is neither a string nor a sequence of strings.
         ValueError: bad score (named), unknown protocol (named), or a v1.1 rationale containing a
             ``<reason>``/``</reason>``/``<score>`` tag, which would make the target ambiguous.
     """
@@ -229,23 +232,40 @@ def build_sft_example(
     protocol: str | Protocol = DEFAULT_PROTOCOL,
     knowledge: str | None = None,
     title: str | None = None,
-) -> dict[str, list[dict[str, str]]]:
+    enable_thinking: bool | None = False,
+) -> dict[str, Any]:
     """One SFT example in TRL's conversational prompt-completion format (SurveyReview §5.1, App. C).
 
     The prompt is exactly ``build_judge_prompt(dimension, text, protocol=..., knowledge=...,
     title=...).messages()``: instruction = everything but the survey, input = the survey; the
     completion is the human rationale(s) plus the score marker (:func:`format_target`).
 
+    Args:
+        dimension, text, protocol, knowledge, title: as :func:`build_judge_prompt`.
+        rationales: the human rationale snippets (or one string), joined as in :func:`format_target`.
+        score: the human score, one of -2, -1, 1, 2.
+        enable_thinking: thinking switch for the chat template, stored per example under
+            ``chat_template_kwargs`` (TRL's SFTTrainer and DPOTrainer pass it to
+            ``apply_chat_template``). The default False matches evaluation with thinking off: the
+            rendered training prompt is then exactly ``render_chat(..., enable_thinking=False)``.
+            None leaves the key out.
+
     Returns:
         ``{"prompt": [{"role": "user", "content": ...}], "completion": [{"role": "assistant",
-        "content": target}]}``.
+        "content": target}], "chat_template_kwargs": {"enable_thinking": False}}``.
 
     Raises:
         ValueError: as :func:`build_judge_prompt` and :func:`format_target`.
     """
     prompt = build_judge_prompt(dimension, text, protocol=protocol, knowledge=knowledge, title=title)
     target = format_target(rationales, score, protocol)
-    return {"prompt": prompt.messages(), "completion": [{"role": "assistant", "content": target}]}
+    example: dict[str, Any] = {
+        "prompt": prompt.messages(),
+        "completion": [{"role": "assistant", "content": target}],
+    }
+    if enable_thinking is not None:
+        example["chat_template_kwargs"] = {"enable_thinking": bool(enable_thinking)}
+    return example
 
 
 def render_chat(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["Protocol", "PROTOCOLS", "DEFAULT_PROTOCOL", "get_protocol"]
+__all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Protocol", "get_protocol"]
 
 # A score token inside a marker: optional sign (ASCII or U+2212 minus), digits, optional decimals,
 # optionally wrapped in markdown emphasis or inline-code characters ("**-1**", "`2`").

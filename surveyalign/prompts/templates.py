@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
-    "TEMPLATE_VERSION",
-    "SEPARATOR",
-    "SCORE_LABELS",
-    "DimensionRubric",
     "RUBRICS",
+    "SCORE_LABELS",
+    "SEPARATOR",
+    "TEMPLATE_VERSION",
+    "DimensionRubric",
 ]
 
 #: Version tag of the template skeleton (part order and headings); part of every prompt hash.
