@@ -100,6 +100,19 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return over
 
 
+def _command_line(args: argparse.Namespace) -> list[str]:
+    """The command as typed: ``sys.argv`` when it is this command, else rebuilt from ``args`` (in-process
+    ``surveyalign.cli.main([...])`` calls): ``surveyalign evaluate --config X --set KEY=VALUE ...``."""
+    import json
+
+    if len(sys.argv) > 1 and "evaluate" in sys.argv[1:3]:
+        return ["surveyalign", *sys.argv[sys.argv.index("evaluate"):]]
+    line = ["surveyalign", "evaluate", "--config", args.config]
+    for key, value in overrides_from_args(args).items():
+        line += ["--set", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    return line
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from surveyalign.evaluation import EvalConfig, EvalConfigError, run_evaluation
 
@@ -108,8 +121,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     except (FileNotFoundError, EvalConfigError, ValueError) as err:
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 2
+    from rich.console import Console
+
+    # the leaderboard is wide: do not squeeze it to 80 columns when the output is a file or a pipe
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
-        result = run_evaluation(config)
+        result = run_evaluation(config, console=console, argv=_command_line(args))
     except (FileNotFoundError, ValueError, RuntimeError) as err:
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 1

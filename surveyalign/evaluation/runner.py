@@ -298,11 +298,16 @@ def _load_units(config: EvalConfig) -> tuple[list[_Unit], dict[str, list[int]], 
 
 
 def _folder_fingerprint(root: Path) -> dict[str, Any]:
-    """sha256 over the relative paths and bytes of every file under ``root`` (hidden ones skipped), plus the
-    ``version`` of a top-level build manifest when the data builder wrote one."""
+    """sha256 over the relative paths and bytes of the data files (``root/data/**`` when it exists, else every
+    file; hidden ones skipped), plus the builder version and release hash from ``build_report.json``.
+
+    Only the data files are hashed so that rebuilding the same release (new timestamps in the card and report)
+    gives the same hash.
+    """
     digest = hashlib.sha256()
     n = 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    base = root / "data" if (root / "data").is_dir() else root
+    for path in sorted(p for p in base.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
         if any(part.startswith(".") for part in rel.split("/")):
             continue
@@ -312,7 +317,7 @@ def _folder_fingerprint(root: Path) -> dict[str, Any]:
                 digest.update(chunk)
         digest.update(b"\0")
         n += 1
-    info: dict[str, Any] = {"sha256": digest.hexdigest(), "files": n}
+    info: dict[str, Any] = {"sha256": digest.hexdigest(), "files": n, "hashed": base.relative_to(root).as_posix()}
     for name in ("build_info.json", "manifest.json", "build_report.json", "dataset_info.json"):
         p = root / name
         if p.is_file() and p.stat().st_size < 1_000_000:
@@ -322,9 +327,13 @@ def _folder_fingerprint(root: Path) -> dict[str, Any]:
                 continue
             if isinstance(meta, dict):
                 info["manifest"] = name
-                for key in ("version", "dataset_version", "release", "seed", "source_sha256", "official_sha256"):
+                for key in ("version", "dataset_version", "surveyalign_version", "seed"):
                     if key in meta:
-                        info[key] = meta[key]
+                        info["builder_version" if key == "surveyalign_version" else key] = meta[key]
+                source = meta.get("input")
+                if isinstance(source, dict):
+                    info["release_path"] = source.get("path")
+                    info["release_sha256"] = source.get("sha256")
             break
     return info
 

@@ -1,0 +1,358 @@
+"""The evaluation harness end to end: real dataset build, real HTTP servers on 127.0.0.1, kill -9 and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from surveyalign.evaluation import CallCache, EvalConfig, run_evaluation
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(tmp_path_factory) -> Path:
+    """The shipped made-up sample release built into a dataset folder (contract 1)."""
+    from surveyalign.data import build_dataset, sample_release_dir
+
+    out = tmp_path_factory.mktemp("surveyreview")
+    build_dataset(sample_release_dir(), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def test_rows(dataset_dir) -> list[dict]:
+    from surveyalign.data import load_surveyreview
+
+    return list(load_surveyreview(dataset_dir, split="test"))
+
+
+@pytest.fixture(scope="module")
+def missing_text_dataset(tmp_path_factory) -> tuple[Path, str]:
+    """A dataset built from a copy of the sample release with one article's text removed.
+
+    Returns the folder and the removed article's key; its units keep their rows with ``text == ""``.
+    """
+    from surveyalign.data import build_dataset, sample_release_dir
+
+    release = tmp_path_factory.mktemp("release") / "rel"
+    shutil.copytree(sample_release_dir(), release)
+    articles_path = release / "articles" / "articles4test.json"
+    articles = json.loads(articles_path.read_text())
+    build = tmp_path_factory.mktemp("full")
+    build_dataset(sample_release_dir(), build)
+    from surveyalign.data import load_surveyreview
+
+    test_papers = sorted(set(load_surveyreview(build, split="test")["paper_id"]))
+    victim = next(k for k in sorted(articles) if k in test_papers)
+    del articles[victim]
+    articles_path.write_text(json.dumps(articles))
+    out = tmp_path_factory.mktemp("surveyreview-missing")
+    build_dataset(release, out)
+    return out, victim
+
+
+def _config(dataset: Path, out: Path, **fields) -> EvalConfig:
+    data = {"name": "t", "dataset": str(dataset), "output_dir": str(out), "progress": False, "bootstrap": 0,
+            "backend": {"kind": "constant", "options": {"score": -1}}}
+    data.update(fields)
+    return EvalConfig.from_dict(data)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _first_units(rows: list[dict], limit: int) -> list[str]:
+    """unit_ids the harness evaluates with ``limit`` per dimension (dataset order, dimension-major)."""
+    from surveyalign.constants import DIMENSIONS
+
+    return [r["unit_id"] for d in DIMENSIONS for r in [x for x in rows if x["dimension"] == d][:limit]]
+
+
+# ------------------------------------------------------------------------------------------------- full runs
+
+
+def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, test_rows, tmp_path, capsys):
+    """`surveyalign evaluate` with the shipped tiny-smoke.yaml, through the openai backend, against
+    `surveyalign serve`'s app over the tiny model on 127.0.0.1; then an identical re-run makes no call."""
+    from surveyalign.backends.server import serve_in_thread
+    from surveyalign.cli import main
+    from surveyalign.prompts import build_judge_prompt, parse_judgement
+
+    out = tmp_path / "runs"
+    with serve_in_thread(model=str(tiny_model_dir), device="cpu") as server:
+        argv = ["evaluate", "--config", str(REPO / "configs/eval/tiny-smoke.yaml"), "--dataset", str(dataset_dir),
+                "--output-dir", str(out), "--base-url", server.base_url, "--model", server.model, "--limit", "2"]
+        assert main(argv) == 0
+        printed = capsys.readouterr().out
+        run_dir = out / "tiny-smoke"
+        preds = _read_jsonl(run_dir / "predictions.jsonl")
+        expected_units = _first_units(test_rows, 2)
+        assert [p["unit_id"] for p in preds] == expected_units  # every unit exactly once, in order
+        assert "calls: 8 made (0 with errors), 0 reused" in printed
+
+        by_id = {r["unit_id"]: r for r in test_rows}
+        for p in preds:
+            row = by_id[p["unit_id"]]
+            assert (p["reference"], p["reference_rationales"], p["source"]) == (row["score"], row["rationales"],
+                                                                                 row["source"])
+            (sample,) = p["samples"]
+            assert sample["error"] is None and sample["finish_reason"] in ("stop", "length")
+            assert sample["mean_logprob"] is None or sample["mean_logprob"] <= 0
+            parsed = parse_judgement(sample["text"], protocol="v1.0")
+            assert p["prediction"] == parsed.score
+            assert p["status"] == ("scored" if parsed.score is not None else "parse_failed")
+
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        counts = Counter(p["status"] for p in preds)
+        assert metrics["status_counts"]["scored"] == counts["scored"]
+        assert metrics["status_counts"]["parse_failed"] == counts["parse_failed"]
+        assert metrics["n"] == 8
+
+        cfg = json.loads((run_dir / "run_config.json").read_text())
+        assert len(cfg["data"]["sha256"]) == 64 and cfg["data"]["units"] == 8
+        assert cfg["prompts"]["template_hashes"]["criticalness"]["plain"] == \
+            build_judge_prompt("criticalness", "x", protocol="v1.0").hash
+        described = cfg["backend"]["per_dimension"]["readability"]
+        assert described["model"] == server.model and described["base_url"] == server.base_url
+        assert cfg["generation"]["max_new_tokens"] == 16 and cfg["generation"]["seed"] == 0
+        assert cfg["surveyalign_version"] and cfg["counts"]["total"] == 8
+        assert cfg["command"][:3] == ["surveyalign", "evaluate", "--config"]
+        assert "limit=2" in cfg["command"] and f"backend.options.base_url={server.base_url}" in cfg["command"]
+        assert cfg["git"] is None or len(cfg["git"]["commit"]) == 40
+
+        # the same command again: everything comes from calls.jsonl
+        result = run_evaluation(EvalConfig.from_yaml(REPO / "configs/eval/tiny-smoke.yaml", {
+            "dataset": str(dataset_dir), "output_dir": str(out), "backend.options.base_url": server.base_url,
+            "backend.options.model": server.model, "limit": 2}))
+    assert result.calls["made"] == 0 and result.calls["cached"] == 8
+    assert result.predictions == preds
+
+
+def _slow_server_config(tmp_path: Path, dataset: Path, base_url: str, **extra) -> Path:
+    cfg = {
+        "name": "kill-test", "dataset": str(dataset), "output_dir": str(tmp_path / "runs"), "progress": False,
+        "bootstrap": 0, "limit": 5, "samples_per_unit": 2,
+        "backend": {"kind": "openai", "options": {"base_url": base_url, "model": "fake", "api_key_env": None,
+                                                  "concurrency": 4, "max_retries": 0}},
+        "generation": {"temperature": 0.7, "max_new_tokens": 32, "seed": 7},
+        **extra,
+    }
+    path = tmp_path / "kill.yaml"
+    path.write_text(json.dumps(cfg))  # JSON is YAML
+    return path
+
+
+def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir, test_rows, tmp_path):
+    """kill -9 the CLI while calls are in flight, re-run it: the server sees exactly the missing calls."""
+    from surveyalign.backends.testing import FakeChatServer
+
+    replies = ["Clear enough overall.$$$-1$$$", "The organisation is excellent.$$$+2$$$",
+               "<think>\n\n</think>\n\nSome typos remain. $$$1$$$"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    with FakeChatServer(delay=0.25, replies=replies) as server:
+        config_path = _slow_server_config(tmp_path, dataset_dir, server.base_url)
+        calls_path = tmp_path / "runs" / "kill-test" / "calls.jsonl"
+        cmd = [sys.executable, "-m", "surveyalign", "evaluate", "--config", str(config_path)]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if calls_path.exists() and calls_path.read_text().count("\n") >= 10:
+                break
+            assert proc.poll() is None, proc.stdout.read().decode()
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        assert server.max_in_flight == 4  # the harness kept `concurrency` calls in flight
+
+        first = CallCache.load(calls_path)
+        done = len(first.records)
+        assert first.n_torn == 0 and 10 <= done < 40
+        requests_first = len(server.requests)
+        assert requests_first >= done  # the rest were in flight when the process died
+        # a torn line as a kill mid-write would leave it: skipped and counted on resume
+        with calls_path.open("a") as fh:
+            fh.write('{"key": "0123", "stage": "judge", "te')
+
+        rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        requests_second = len(server.requests) - requests_first
+        print(f"kill-9: {done} calls cached, {requests_first} requests before the kill, {requests_second} after")
+
+    total = 20 * 2  # 5 units per dimension x 4 dimensions, K = 2
+    assert requests_second == total - done
+    assert f"calls: {total - done} made (0 with errors), {done} reused" in rerun.stdout
+    assert "1 torn line(s) skipped" in rerun.stdout
+
+    second = CallCache.load(calls_path)
+    assert second.n_torn == 1 and len(second.records) == total
+    new_keys = set(second.records) - set(first.records)
+    assert len(new_keys) == total - done  # no cached call was made again
+    # sample k of a unit is sent with seed base + k
+    seeds = Counter(body["seed"] for body in server.requests)
+    assert set(seeds) == {7, 8}
+
+    preds = _read_jsonl(tmp_path / "runs" / "kill-test" / "predictions.jsonl")
+    assert [p["unit_id"] for p in preds] == _first_units(test_rows, 5)
+    assert all(p["status"] == "scored" and len(p["samples"]) == 2 for p in preds)
+    for p in preds:  # the harness's vote over the two parsed samples
+        s0, s1 = (s["score"] for s in p["samples"])
+        if s0 == s1:
+            assert p["prediction"] == s0 and p["vote"]["tie_break"] is None
+        else:
+            assert p["vote"]["tie_break"] in ("logprob", "first_seen") and p["prediction"] in (s0, s1)
+
+
+# ------------------------------------------------------------------------------------------------- statuses
+
+
+def test_statuses_parse_failed_api_error_missing_text_and_retry(missing_text_dataset, tmp_path):
+    """A scripted judge answering well, badly or with an error per paper; one paper without text."""
+    from surveyalign.backends.simple import ScriptedBackend
+    from surveyalign.data import load_surveyreview
+
+    dataset, victim = missing_text_dataset
+    rows = list(load_surveyreview(dataset, split="test"))
+    titles = sorted({r["title"] for r in rows if r["text"]})
+    kind_of_title = {t: ("good", "bad", "error")[i % 3] for i, t in enumerate(titles)}
+
+    def reply(messages, settings, index):
+        content = messages[0]["content"]
+        kind = next(k for t, k in kind_of_title.items() if t in content)
+        if kind == "good":
+            return "Readable and well argued overall. $$$+1$$$"
+        if kind == "bad":
+            return "I would give it a zero. $$$0$$$"  # 0 is not a benchmark score: parse failure
+        return ConnectionError("upstream reset")
+
+    backend = ScriptedBackend(reply)
+    result = run_evaluation(_config(dataset, tmp_path), backend=backend)
+    preds = {p["unit_id"]: p for p in result.predictions}
+    assert len(preds) == len(rows) == len(result.predictions)
+
+    expected = Counter()
+    for row in rows:
+        p = preds[row["unit_id"]]
+        if not row["text"]:
+            assert row["paper_id"] == victim
+            want = "missing_text"
+            assert p["samples"] == [] and "no call" in p["error"]
+        else:
+            want = {"good": "scored", "bad": "parse_failed", "error": "api_error"}[kind_of_title[row["title"]]]
+        assert p["status"] == want, row["unit_id"]
+        expected[want] += 1
+        if want == "scored":
+            assert p["prediction"] == 1 and p["rationale"] == "Readable and well argued overall." and p["error"] is None
+        elif want == "parse_failed":
+            assert p["prediction"] is None and p["error"]
+        elif want == "api_error":
+            assert p["prediction"] is None and "upstream reset" in p["error"]
+    assert all(expected[s] > 0 for s in ("scored", "parse_failed", "api_error", "missing_text"))
+    n_calls = len(rows) - expected["missing_text"]
+    assert len(backend.calls) == n_calls  # missing_text makes no call
+
+    metrics = json.loads((result.run_dir / "metrics.json").read_text())
+    for status in ("scored", "parse_failed", "api_error", "missing_text"):
+        assert metrics["status_counts"][status] == expected[status] == result.counts[status]
+    assert metrics["n"] == len(rows)
+
+    # re-run with a healthy judge: only the calls that ended in an API error are made again
+    healthy = ScriptedBackend(lambda m, s, i: "Fine. $$$-1$$$")
+    again = run_evaluation(_config(dataset, tmp_path), backend=healthy)
+    assert len(healthy.calls) == expected["api_error"] == again.calls["made"]
+    assert again.counts["api_error"] == 0
+    assert again.counts["scored"] == expected["scored"] + expected["api_error"]
+    assert again.counts["parse_failed"] == expected["parse_failed"]
+
+
+def test_k_samples_vote_with_logprob_tie_break(dataset_dir, tmp_path):
+    """K=4 through the harness: 2 x -1 (log-prob -0.9) vs 2 x +2 (log-prob -0.2) -> +2 by the tie-break."""
+    from surveyalign.backends import Generation
+    from surveyalign.backends.simple import ScriptedBackend
+
+    table = {0: ("Hard to read. $$$-1$$$", -0.9), 1: ("Very clear. $$$2$$$", -0.3),
+             2: ("Hard to read. $$$-1$$$", -0.9), 3: ("Crystal clear. $$$2$$$", -0.1)}
+    seen_seeds = []
+
+    def reply(messages, settings, index):
+        k = settings.seed - 100  # sample k of a unit is asked with seed base + k
+        seen_seeds.append(settings.seed)
+        text, lp = table[k]
+        return Generation(text, "stop", lp)
+
+    cfg = _config(dataset_dir, tmp_path, samples_per_unit=4, limit=1, dimensions=["readability", "structure"],
+                  generation={"temperature": 0.7, "seed": 100})
+    result = run_evaluation(cfg, backend=ScriptedBackend(reply))
+    assert sorted(seen_seeds) == [100, 100, 101, 101, 102, 102, 103, 103]
+    for p in result.predictions:
+        assert p["prediction"] == 2 and p["vote"] == {"counts": {"-1": 2, "2": 2}, "tie_break": "logprob",
+                                                     "chosen_sample": 3}
+        assert p["rationale"] == "Crystal clear."
+
+
+def test_rqs_stage_counts_zero_as_a_score(dataset_dir, tmp_path):
+    """The consistency judge's 0.0 is a score; an untagged answer is a failure; both are cached."""
+    from surveyalign.backends.simple import ScriptedBackend
+
+    answers = ["Nothing in common. <consistency>0.0</consistency>", "Same points. <consistency>1.0</consistency>",
+               "They agree, I think."]
+    judge = ScriptedBackend(answers, cycle=True)
+    cfg = _config(dataset_dir, tmp_path, limit=2,
+                  rqs={"backend": {"kind": "scripted", "options": {"replies": []}}})
+    result = run_evaluation(cfg, rqs_backend=judge)
+    values = [p["consistency"] for p in result.predictions]
+    # units in order (2 per dimension) get answers 0, 1, 2, 0, 1, 2, 0, 1
+    assert values == [0.0, 1.0, None, 0.0, 1.0, None, 0.0, 1.0]
+    assert [p.get("consistency_error") is not None for p in result.predictions] == [v is None for v in values]
+    assert result.calls["rqs_made"] == 8
+    # RQ per dimension: read (0+1)/2, struct 0/1 (one failed), comp 1/1, crit (0+1)/2 -> RQS 0.5
+    assert result.metrics["rqs"] == pytest.approx(0.5)
+    first_msg = judge.calls[0][0][0]["content"]
+    assert result.predictions[0]["reference_rationales"][0] in first_msg
+
+    again = run_evaluation(cfg, rqs_backend=ScriptedBackend(answers, cycle=True))
+    assert again.calls["rqs_made"] == 0 and again.calls["rqs_cached"] == 8
+    assert [p["consistency"] for p in again.predictions] == values
+
+
+def test_run_config_never_holds_the_api_key(dataset_dir, tmp_path, monkeypatch):
+    from surveyalign.backends.testing import FakeChatServer
+
+    secret = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+    monkeypatch.setenv("SURVEYALIGN_TEST_KEY", secret)
+    with FakeChatServer(replies=["Fine. $$$-1$$$"]) as server:
+        cfg = _config(dataset_dir, tmp_path, limit=1, backend={
+            "kind": "openai", "options": {"base_url": server.base_url, "model": "fake",
+                                          "api_key_env": "SURVEYALIGN_TEST_KEY"}})
+        result = run_evaluation(cfg, argv=["surveyalign", "evaluate", "--set", f"backend.options.api_key={secret}"])
+    assert result.counts["scored"] == 4
+    for path in result.run_dir.iterdir():
+        assert secret not in path.read_text(), path.name
+    cfg_json = json.loads((result.run_dir / "run_config.json").read_text())
+    assert cfg_json["backend"]["per_dimension"]["readability"]["api_key_env"] == "SURVEYALIGN_TEST_KEY"
+    assert cfg_json["command"][-1] == "backend.options.api_key=<redacted>"
+
+
+def test_second_process_on_the_same_run_folder_is_refused(dataset_dir, tmp_path):
+    from surveyalign.evaluation.runner import _RunLock
+
+    cfg = _config(dataset_dir, tmp_path, limit=1)
+    cfg.run_dir.mkdir(parents=True)
+    with _RunLock(cfg.run_dir / ".lock"):
+        with pytest.raises(RuntimeError, match="in use by another evaluation process"):
+            run_evaluation(cfg)
+    assert run_evaluation(cfg).counts["scored"] == 4
