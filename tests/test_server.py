@@ -1,0 +1,154 @@
+"""`surveyalign serve` on 127.0.0.1 over the tiny model: the OpenAI backend against it, request validation,
+micro-batching that keeps seeded samples identical, and the real CLI process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from surveyalign.backends import GenerationSettings, load_backend, serve_in_thread
+
+P1 = [{"role": "user", "content": "Score the readability of this survey: it is clearly written."}]
+P2 = [{"role": "user", "content": "short"}]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir):
+    with serve_in_thread(str(tiny_model_dir), device="cpu", batch_size=8) as handle:
+        yield handle
+
+
+@pytest.fixture()
+def client(server):
+    backend = load_backend("openai", base_url=server.base_url, model=server.model, api_key_env=None,
+                           concurrency=8, timeout=60, max_retries=0)
+    yield backend
+    backend.close()
+
+
+def test_openai_backend_against_served_tiny_model(server, client):
+    settings = GenerationSettings(temperature=1.0, max_new_tokens=8, seed=21, want_logprobs=True)
+    remote = client.generate([P1, P2], settings, n=2)
+    local = server.backend.generate([P1, P2], settings, n=2)
+    for remote_row, local_row in zip(remote, local):
+        assert remote_row[0].text != remote_row[1].text  # seeds 21 and 22
+        for r, g in zip(remote_row, local_row):
+            assert r.error is None and r.finish_reason == "length"
+            assert r.text == g.text
+            assert r.mean_logprob == pytest.approx(g.mean_logprob, abs=1e-4)
+    greedy = client.generate([P2], GenerationSettings(max_new_tokens=5))
+    assert greedy[0][0].text == server.backend.generate([P2], GenerationSettings(max_new_tokens=5))[0][0].text
+    assert greedy[0][0].mean_logprob is None  # not requested
+
+
+def test_concurrent_requests_are_batched_without_changing_samples(server, client):
+    settings = GenerationSettings(temperature=1.0, max_new_tokens=6, seed=100)
+    prompts = [[{"role": "user", "content": f"survey number {k}"}] for k in range(10)]
+    remote = client.generate(prompts, settings, n=2)
+    for prompt, row in zip(prompts, remote):
+        alone = server.backend.generate([prompt], settings, n=2)[0]
+        assert [g.text for g in row] == [g.text for g in alone]
+
+
+def test_chat_completion_response_shape(server):
+    body = {"model": server.model, "messages": P2, "max_tokens": 4, "n": 2, "seed": 3, "temperature": 0.9,
+            "logprobs": True}
+    r = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200
+    data = r.json()
+    assert data["object"] == "chat.completion" and data["model"] == server.model
+    assert [c["index"] for c in data["choices"]] == [0, 1]
+    tokens = [len(c["logprobs"]["content"]) for c in data["choices"]]
+    assert tokens == [4, 4] and all(c["finish_reason"] == "length" for c in data["choices"])
+    prompt_tokens = len(server.backend.tokenizer(server.backend.render(P2, GenerationSettings()),
+                                                 add_special_tokens=False)["input_ids"])
+    assert data["usage"] == {"prompt_tokens": prompt_tokens, "completion_tokens": 8, "total_tokens": prompt_tokens + 8}
+    choice = data["choices"][0]
+    assert "".join(t["token"] for t in choice["logprobs"]["content"]) == choice["message"]["content"]
+    # content parts are accepted like plain strings; thinking switch reaches the template
+    parts = {"messages": [{"role": "user", "content": [{"type": "text", "text": "short"}]}], "max_tokens": 1,
+             "chat_template_kwargs": {"enable_thinking": True}}
+    r2 = httpx.post(f"{server.base_url}/chat/completions", json=parts, timeout=60)
+    think = len(server.backend.tokenizer("<think>\n\n</think>\n\n", add_special_tokens=False)["input_ids"])
+    assert r2.status_code == 200 and r2.json()["usage"]["prompt_tokens"] == prompt_tokens - think
+
+
+def test_serve_help_lists_options():
+    result = subprocess.run([sys.executable, "-m", "surveyalign", "serve", "--help"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0
+    for option in ("--model", "--adapter", "--host", "--port", "--served-model-name"):
+        assert option in result.stdout
+
+
+def test_models_endpoint(server):
+    r = httpx.get(f"{server.base_url}/models")
+    assert r.status_code == 200
+    assert [m["id"] for m in r.json()["data"]] == [server.model] == [os.path.basename(server.backend.model_path)]
+
+
+@pytest.mark.parametrize("body, status, fragment", [
+    ({"messages": []}, 400, "messages"),
+    ({"messages": [{"role": "user", "content": "x"}], "temperature": -1}, 400, "temperature"),
+    ({"messages": [{"role": "user", "content": "x"}], "n": 0}, 400, "invalid request: n"),
+    ({"messages": [{"role": "user", "content": "x"}], "stream": True}, 400, "stream"),
+    ({"messages": [{"role": "user", "content": "x"}], "stop": ["\n"]}, 400, "stop"),
+    ({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 5}, 400, "top_logprobs"),
+    ({"messages": [{"role": "robot", "content": "x"}]}, 400, "messages.0.role"),
+    ({"messages": [{"role": "assistant", "content": "x"}]}, 400, "last message must not be an assistant"),
+    ({"messages": [{"role": "user", "content": "x"}], "model": "other"}, 404, "'other' is not served here"),
+    ([1, 2], 400, "must be a JSON object"),
+])
+def test_bad_requests_get_openai_style_errors(server, body, status, fragment):
+    r = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=30)
+    assert r.status_code == status
+    assert fragment in r.json()["error"]["message"]
+
+
+def test_invalid_json_body(server):
+    r = httpx.post(f"{server.base_url}/chat/completions", content=b"{not json", timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["message"] == "request body is not valid JSON"
+
+
+def test_backend_reports_server_400_as_generation_error(server, client):
+    too_long = GenerationSettings(max_new_tokens=40000)  # exceeds the tiny model's 32768-token context
+    [[generation]] = client.generate([P2], too_long)
+    assert generation.error.startswith("HTTP 400") and "exceeds the model context" in generation.error
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow  # a cold process imports torch + transformers: 5-25 s on the shared CPU
+def test_surveyalign_serve_cli(tiny_model_dir):
+    port = _free_port()
+    cmd = [sys.executable, "-m", "surveyalign", "serve", "--model", str(tiny_model_dir), "--port", str(port),
+           "--served-model-name", "judge", "--device", "cpu", "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"server did not come up: {proc.stdout.read() if proc.poll() is not None else ''}")
+                time.sleep(0.2)
+        assert r.json()["data"][0]["id"] == "judge"
+        backend = load_backend("openai", base_url=f"http://127.0.0.1:{port}/v1", model="judge", api_key_env=None)
+        [[generation]] = backend.generate([P2], GenerationSettings(max_new_tokens=3, want_logprobs=True))
+        backend.close()
+        assert generation.error is None and generation.finish_reason == "length" and generation.mean_logprob < 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
