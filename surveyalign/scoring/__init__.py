@@ -1,1 +1,51 @@
-"""surveyalign.scoring"""
+"""surveyalign.scoring: the metrics of SurveyReview (MSE/MAE, RQS, HAS; §3, §6.1, App. G) plus the
+figures the paper leaves out (training-label baselines, chance-corrected agreement, paper-level
+bootstrap intervals and paired tests), run summaries and leaderboard tables (contract 5).
+"""
+
+from surveyalign.scoring.baselines import baseline_metrics, majority_label, score_distribution
+from surveyalign.scoring.bootstrap import bootstrap_intervals, paired_bootstrap
+from surveyalign.scoring.metrics import (
+    agreement_statistics,
+    alignment_errors,
+    human_aligned_score,
+    krippendorff_alpha_interval,
+    macro_mae,
+    quadratic_weighted_kappa,
+    reason_quality,
+)
+from surveyalign.scoring.registry import register_metrics
+from surveyalign.scoring.report import (
+    render_agreement,
+    render_baselines,
+    render_comparison,
+    render_failures,
+    render_leaderboard,
+    render_per_source,
+)
+from surveyalign.scoring.summary import STATUSES, summarize_predictions, validate_records
+
+__all__ = [
+    "alignment_errors",
+    "human_aligned_score",
+    "reason_quality",
+    "agreement_statistics",
+    "quadratic_weighted_kappa",
+    "krippendorff_alpha_interval",
+    "macro_mae",
+    "majority_label",
+    "score_distribution",
+    "baseline_metrics",
+    "bootstrap_intervals",
+    "paired_bootstrap",
+    "summarize_predictions",
+    "validate_records",
+    "STATUSES",
+    "render_leaderboard",
+    "render_agreement",
+    "render_per_source",
+    "render_baselines",
+    "render_failures",
+    "render_comparison",
+    "register_metrics",
+]

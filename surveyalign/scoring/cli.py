@@ -1,9 +1,188 @@
-"""`surveyalign` subcommands owned by `surveyalign.scoring` (none yet)."""
+"""`surveyalign` subcommands owned by `surveyalign.scoring`: ``report`` and ``metrics register``."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this sub-package's subcommands to the top-level parser."""
+    """Add ``report`` and ``metrics`` to the top-level parser."""
+    p = subparsers.add_parser(
+        "report",
+        help="print the leaderboard, agreement with 95%% CIs, per-source, baseline and failure tables of runs",
+        description=(
+            "Recompute every metric of one or more evaluation run folders from their predictions.jsonl "
+            "(falling back to metrics.json) and print: the leaderboard (per-dimension MSE/MAE, AVG, RQS, "
+            "Align, HAS, skill vs the majority-class judge, failures), chance-corrected agreement (macro "
+            "MAE, quadratic weighted kappa, Krippendorff's alpha) with paper-level bootstrap 95% CIs, the "
+            "per-source table (SurveyReview Table 7 shape), the training-label baselines and the failure "
+            "counts. Training labels come from the dataset named in run_config.json, or --train-scores."
+        ),
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="evaluation run folder(s) (contract 4)")
+    p.add_argument("--train-scores", metavar="FILE",
+                   help="training labels for the baselines: JSON {dimension: [scores]} or a dataset folder "
+                        "(default: the dataset of each run's run_config.json)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="paper-level bootstrap resamples for the CIs (0: none; default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--compare", action="store_true",
+                   help="with exactly two RUN_DIRs: paired bootstrap test of A against B on shared units")
+    p.add_argument("--authors", action="store_true",
+                   help="also print the authors'-convention figures (unparseable = 0), for comparison only")
+    p.add_argument("--json", metavar="FILE", help="also write {judge: summary} (and the comparison) as JSON")
+    p.add_argument("--width", type=int, default=None, help="console width (default: terminal width)")
+    p.set_defaults(handler=_report)
+
+    m = subparsers.add_parser(
+        "metrics",
+        help="manage the evaluate metric modules (survey_alignment, rqs, has)",
+        description="Helpers for the `evaluate` modules in metrics/.",
+    )
+    msub = m.add_subparsers(dest="metrics_command", metavar="ACTION")
+    r = msub.add_parser(
+        "register",
+        help="make evaluate.load('has'|'rqs'|'survey_alignment') work offline by bare name",
+        description=(
+            "Copy the metric modules of metrics/ into evaluate's module cache "
+            "($HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<name>/<sha256>/<name>.py), the "
+            "place evaluate's loader falls back to when the Hub is unreachable or HF_EVALUATE_OFFLINE=1. "
+            "Afterwards evaluate.load('has') works offline in any process using the same HF_MODULES_CACHE. "
+            "Without registering, load by path: evaluate.load('metrics/has') from the repository root."
+        ),
+    )
+    r.add_argument("--cache", metavar="DIR",
+                   help="HF_MODULES_CACHE folder to write to (default: $HF_MODULES_CACHE or "
+                        "~/.cache/huggingface/modules)")
+    r.add_argument("--source", metavar="DIR", help="folder holding <name>/<name>.py (default: the repo's metrics/)")
+    r.add_argument("--name", action="append", dest="names", metavar="NAME",
+                   help="register only this module (repeatable; default: survey_alignment, rqs, has)")
+    r.set_defaults(handler=_register)
+    m.set_defaults(handler=lambda args: (m.print_help(), 2)[1] if args.metrics_command is None else 0)
+
+
+def _register(args: argparse.Namespace) -> int:
+    from surveyalign.scoring.registry import register_metrics
+
+    try:
+        done = register_metrics(args.cache, source=args.source, names=args.names)
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for name, path in done.items():
+        print(f"registered {name}: {path}")
+    cache = Path(next(iter(done.values()))).parents[4] if done else None
+    print(f"evaluate.load('<name>') now resolves offline with HF_MODULES_CACHE={cache}")
+    return 0
+
+
+def _judge_name(run_dir: Path, taken: set[str]) -> str:
+    name = run_dir.name
+    cfg = run_dir / "run_config.json"
+    if cfg.is_file():
+        try:
+            data = json.loads(cfg.read_text(encoding="utf-8"))
+            found = data.get("name") or (data.get("config") or {}).get("name")
+            if isinstance(found, str) and found:
+                name = found
+        except (json.JSONDecodeError, AttributeError):
+            pass
+    base, i = name, 2
+    while name in taken:
+        name, i = f"{base} ({i})", i + 1
+    return name
+
+
+def _report(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from surveyalign.scoring.bootstrap import paired_bootstrap
+    from surveyalign.scoring.report import (
+        find_train_scores,
+        load_train_scores_file,
+        read_predictions,
+        render_agreement,
+        render_baselines,
+        render_comparison,
+        render_failures,
+        render_leaderboard,
+        render_per_source,
+    )
+    from surveyalign.scoring.summary import summarize_predictions
+
+    console = Console(width=args.width) if args.width else Console()
+    err = Console(stderr=True)
+    if args.compare and len(args.run_dirs) != 2:
+        err.print("error: --compare needs exactly two RUN_DIRs")
+        return 2
+    given = None
+    if args.train_scores:
+        try:
+            given = load_train_scores_file(args.train_scores)
+        except (OSError, ValueError) as exc:
+            err.print(f"error: --train-scores: {exc}")
+            return 2
+    summaries: dict[str, dict] = {}
+    records: dict[str, list[dict]] = {}
+    for raw in args.run_dirs:
+        run = Path(raw)
+        if not run.is_dir():
+            err.print(f"error: {run} is not a folder")
+            return 2
+        name = _judge_name(run, set(summaries))
+        try:
+            recs = read_predictions(run)
+        except FileNotFoundError:
+            metrics = run / "metrics.json"
+            if not metrics.is_file():
+                err.print(f"error: {run} has neither predictions.jsonl nor metrics.json")
+                return 2
+            err.print(f"note: {run}: no predictions.jsonl, showing its metrics.json as written")
+            summaries[name] = json.loads(metrics.read_text(encoding="utf-8"))
+            continue
+        except ValueError as exc:
+            err.print(f"error: {exc}")
+            return 2
+        train, why = (given, f"training labels from {args.train_scores}") if given else find_train_scores(run)
+        if train is None:
+            err.print(f"note: {run}: {why}; baselines and skill need --train-scores FILE")
+        try:
+            summaries[name] = summarize_predictions(recs, train_scores=train, bootstrap=args.bootstrap,
+                                                    seed=args.seed)
+        except ValueError as exc:
+            err.print(f"error: {run / 'predictions.jsonl'}: {exc}")
+            return 2
+        records[name] = recs
+    console.print(render_leaderboard(summaries))
+    console.print(render_agreement(summaries))
+    console.print(render_per_source(summaries))
+    console.print(render_baselines(summaries))
+    console.print(render_failures(summaries))
+    if args.authors:
+        authors = {f"{k} [authors]": {**v["authors_convention"], "n": v.get("n", 0),
+                                       "n_scored": v.get("n_scored", 0), "status_counts": v.get("status_counts")}
+                   for k, v in summaries.items() if v.get("authors_convention")}
+        table = render_leaderboard(authors)
+        table.title = "Authors' convention (unparseable = 0, errors dropped): for comparison only"
+        console.print(table)
+    comparison = None
+    if args.compare:
+        (name_a, name_b) = list(summaries)
+        if name_a not in records or name_b not in records:
+            err.print("error: --compare needs predictions.jsonl in both runs")
+            return 2
+        try:
+            comparison = paired_bootstrap(records[name_a], records[name_b],
+                                          n_resamples=max(args.bootstrap, 1), seed=args.seed)
+        except ValueError as exc:
+            err.print(f"error: --compare: {exc}")
+            return 2
+        console.print(render_comparison(comparison, name_a, name_b))
+    if args.json:
+        payload = {"summaries": summaries, "comparison": comparison}
+        Path(args.json).write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")
+        console.print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,141 @@
+"""SurveyReview Human-aligned Score (HAS) as an `evaluate` metric.
+
+A thin wrapper over :func:`surveyalign.scoring.alignment_errors`, :func:`~surveyalign.scoring.reason_quality`
+and :func:`~surveyalign.scoring.human_aligned_score` (SurveyReview §3 Eq. 2-8).
+"""
+
+import datasets
+import evaluate
+
+from surveyalign.scoring import alignment_errors, human_aligned_score, reason_quality
+
+_CITATION = """\
+@inproceedings{surveyreview2026,
+  title     = {SurveyReview: A Reviewer-Aligned Benchmark for Survey Evaluators},
+  booktitle = {Proceedings of the 32nd ACM SIGKDD Conference on Knowledge Discovery and Data Mining (KDD '26)},
+  year      = {2026},
+  doi       = {10.1145/3770855.3817505}
+}
+"""
+
+_DESCRIPTION = """\
+Human-aligned Score of SurveyReview. The mean errors over dimensions are turned into alignment scores
+A_MSE = 1 - AVGMSE / delta_s^2 and A_MAE = 1 - AVGMAE / delta_s (delta_s = 4, the largest score gap on
+{-2, -1, +1, +2}), combined as Align = alpha1 * A_MSE + alpha2 * A_MAE, and HAS = beta1 * Align +
+beta2 * RQS, with the paper's defaults alpha = (0.4, 0.6) and beta = (0.75, 0.25). Without consistency
+ratings there is no RQS: HAS is then None and has_note says so (Align is still given). Failed units
+(prediction None) are counted and left out of MSE/MAE, never scored as 0.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `int` or `None`): the judge's score of each unit; None for a failed unit.
+    references (`list` of `int`): the human score of each unit.
+    dimensions (`list` of `str`): the dimension of each unit (any case).
+    consistency (`list` of `float` or `None`, optional): rationale-consistency rating of each unit in
+        [0, 1] (None where missing). Leave it out when the run has no consistency stage.
+    alpha (`tuple` of two `float`, optional): weights of (A_MSE, A_MAE); default (0.4, 0.6).
+    beta (`tuple` of two `float`, optional): weights of (Align, RQS); default (0.75, 0.25).
+    delta_s (`float`, optional): largest possible score difference; default 4.0.
+
+Returns:
+    has (`float` or `None`): the Human-aligned Score (<= 1); None without RQS (see has_note).
+    has_note (`str` or `None`): why HAS is None.
+    align, a_mse, a_mae (`float` or `None`): the alignment parts.
+    rqs (`float` or `None`): Reason Quality Score in [0, 1].
+    avg_mse, avg_mae (`float` or `None`): mean per-dimension errors.
+    n, n_scored, n_failed (`int`): units given, scored, failed.
+    per_dimension (`dict`): the per-dimension entries of survey_alignment, plus rq.
+    weights (`dict`): alpha, beta, delta_s used.
+
+Examples:
+
+    Load by path from the repository root (or by bare name after `surveyalign metrics register`):
+
+    >>> import evaluate
+    >>> has = evaluate.load("metrics/has")
+    >>> results = has.compute(
+    ...     predictions=[-1, 1, -1, -2],
+    ...     references=[-1, -1, -1, -2],
+    ...     dimensions=["readability", "readability", "structure", "structure"],
+    ...     consistency=[0.6, 0.0, 0.8, 1.0],
+    ... )
+    >>> results["avg_mse"], results["avg_mae"], round(results["rqs"], 4)
+    (1.0, 0.5, 0.6)
+    >>> round(results["align"], 4), round(results["has"], 4)
+    (0.9, 0.825)
+
+    Weights are compute arguments (here Table 8's beta_RQS = 0.40):
+
+    >>> round(has.compute(predictions=[-1, 1, -1, -2], references=[-1, -1, -1, -2],
+    ...                   dimensions=["readability"] * 2 + ["structure"] * 2,
+    ...                   consistency=[0.6, 0.0, 0.8, 1.0], beta=(0.6, 0.4))["has"], 4)
+    0.78
+
+    Without consistency ratings HAS is not invented:
+
+    >>> plain = has.compute(predictions=[-1, 1, None], references=[-1, -1, 1], dimensions=["readability"] * 3)
+    >>> plain["has"] is None, round(plain["align"], 4), plain["n_failed"]
+    (True, 0.8, 1)
+    >>> plain["has_note"]
+    'no rationale-consistency scores: RQS unavailable, so HAS is not computed (Align is)'
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class HumanAlignedScore(evaluate.Metric):
+    """SurveyReview HAS. ``consistency`` is optional: when it is left out every unit gets None."""
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("int64"),
+                    "references": datasets.Value("int64"),
+                    "dimensions": datasets.Value("string"),
+                    "consistency": datasets.Value("float64"),
+                }
+            ),
+            reference_urls=["https://surveyreview.github.io"],
+        )
+
+    # evaluate requires every feature in each call; consistency is optional for HAS, so fill it with None.
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of units; ``consistency`` may be left out (all None)."""
+        if predictions is not None and kwargs.get("consistency") is None:
+            kwargs["consistency"] = [None] * len(predictions)
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one unit; ``consistency`` may be left out (None)."""
+        kwargs.setdefault("consistency", None)
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Compute HAS over the given and the added units; ``consistency`` may be left out (all None).
+        """
+        if predictions is not None and kwargs.get("consistency") is None:
+            kwargs["consistency"] = [None] * len(predictions)
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _compute(self, predictions, references, dimensions, consistency, alpha=(0.4, 0.6), beta=(0.75, 0.25),
+                 delta_s=4.0):
+        err = alignment_errors(predictions, references, dimensions)
+        have_rq = any(c is not None for c in consistency)
+        rq = reason_quality(consistency, dimensions) if have_rq else None
+        score = human_aligned_score(err["avg_mse"], err["avg_mae"], None if rq is None else rq["rqs"],
+                                    alpha=tuple(alpha), beta=tuple(beta), delta_s=delta_s)
+        per_dim = err["per_dimension"]
+        for dim, entry in per_dim.items():
+            entry["rq"] = None if rq is None else rq["per_dimension"][dim]["rq"]
+        n_scored = sum(e["n_scored"] for e in per_dim.values())
+        return {
+            "has": score["has"], "has_note": score["has_note"], "align": score["align"],
+            "a_mse": score["a_mse"], "a_mae": score["a_mae"], "rqs": score["rqs"],
+            "avg_mse": err["avg_mse"], "avg_mae": err["avg_mae"], "avg_dimensions": err["avg_dimensions"],
+            "n": len(predictions), "n_scored": n_scored, "n_failed": len(predictions) - n_scored,
+            "per_dimension": per_dim, "weights": score["weights"],
+        }

@@ -1,0 +1,279 @@
+"""``summarize_predictions``: the metrics.json of an evaluation run (contract 5; SurveyReview §3, §6.1,
+App. G, I.1; SPEC §2-3, §7).
+
+Reads the ``predictions.jsonl`` records of contract 4 and returns one JSON-serialisable dict: counts of
+every status per dimension, MSE/MAE over scored units, chance-corrected agreement, RQS/Align/HAS,
+training-label baselines, paper-level bootstrap intervals, the per-source breakdown of Table 7 and,
+under an explicit name, the authors' convention.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from surveyalign.constants import VALID_SCORES, normalise_dimension
+from surveyalign.scoring.baselines import baseline_metrics, majority_label
+from surveyalign.scoring.bootstrap import bootstrap_intervals
+from surveyalign.scoring.metrics import (
+    _mean,
+    alignment_errors,
+    human_aligned_score,
+    reason_quality,
+)
+
+__all__ = ["summarize_predictions", "validate_records", "STATUSES", "METRICS_VERSION"]
+
+#: Unit statuses of contract 4.
+STATUSES: tuple[str, ...] = ("scored", "parse_failed", "api_error", "missing_text")
+
+#: Version of the metrics.json layout written by :func:`summarize_predictions`.
+METRICS_VERSION = 1
+
+_REQUIRED = ("unit_id", "paper_id", "dimension", "reference", "prediction", "status")
+_STATUS_KEY = {"parse_failed": "n_parse_failed", "api_error": "n_error", "missing_text": "n_missing_text"}
+
+
+def validate_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Check contract-4 records and return normalised copies.
+
+    Normalisation: ``dimension`` lower case, ``source`` lower case (``"unknown"`` when absent or empty),
+    ``paper_id``/``unit_id`` as str, ``consistency`` as float or None.
+
+    Args:
+        records: one mapping per unit (``predictions.jsonl`` lines).
+
+    Returns:
+        A list of new dicts, same order.
+
+    Raises:
+        ValueError: naming the record (index and unit_id) and the field: a missing field, an unknown
+            status or dimension, a reference outside {-2, -1, 1, 2}, a ``scored`` unit without a
+            prediction, a prediction that is not an integer, a consistency outside [0, 1], or a
+            repeated unit_id.
+    """
+    out: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for i, rec in enumerate(records):
+        where = f"record {i} (unit_id={rec.get('unit_id')!r})"
+        missing = [f for f in _REQUIRED if f not in rec]
+        if missing:
+            raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
+        r = dict(rec)
+        r["unit_id"], r["paper_id"] = str(r["unit_id"]), str(r["paper_id"])
+        if r["unit_id"] in seen:
+            raise ValueError(f"{where}: unit_id repeats record {seen[r['unit_id']]}")
+        seen[r["unit_id"]] = i
+        try:
+            r["dimension"] = normalise_dimension(r["dimension"])
+        except ValueError as err:
+            raise ValueError(f"{where}: field dimension: {err}") from None
+        if r["status"] not in STATUSES:
+            raise ValueError(f"{where}: field status = {r['status']!r}; expected one of {', '.join(STATUSES)}")
+        ref = r["reference"]
+        if isinstance(ref, bool) or not isinstance(ref, (int, float)) or ref not in VALID_SCORES:
+            raise ValueError(f"{where}: field reference = {ref!r}; expected one of {VALID_SCORES}")
+        r["reference"] = int(ref)
+        pred = r["prediction"]
+        if pred is not None:
+            if isinstance(pred, bool) or not isinstance(pred, (int, float)) or not math.isfinite(pred) \
+                    or int(pred) != pred:
+                raise ValueError(f"{where}: field prediction = {pred!r}; expected an integer or null")
+            r["prediction"] = int(pred)
+        if r["status"] == "scored" and pred is None:
+            raise ValueError(f"{where}: status is 'scored' but prediction is null")
+        if r["status"] != "scored":
+            r["prediction"] = None  # a failed unit is never scored, whatever it carries
+        c = r.get("consistency")
+        if c is not None:
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 <= float(c) <= 1.0:
+                raise ValueError(f"{where}: field consistency = {c!r}; expected a number in [0, 1] or null")
+            r["consistency"] = float(c)
+        else:
+            r["consistency"] = None
+        r["source"] = str(r.get("source") or "unknown").lower()
+        out.append(r)
+    return out
+
+
+def _status_counts(records: Sequence[dict]) -> dict[str, int]:
+    counts = {s: 0 for s in STATUSES}
+    for r in records:
+        counts[r["status"]] += 1
+    counts["total"] = len(records)
+    return counts
+
+
+def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int] | None,
+          weights: dict[str, Any]) -> dict[str, Any]:
+    """Strict-convention metrics of validated records (no bootstrap, no baselines)."""
+    preds = [r["prediction"] for r in records]
+    refs = [r["reference"] for r in records]
+    dims = [r["dimension"] for r in records]
+    err = alignment_errors(preds, refs, dims)
+    rq = reason_quality([r["consistency"] for r in records], dims) if use_consistency else None
+    per_dim: dict[str, dict[str, Any]] = {}
+    for d, e in err["per_dimension"].items():
+        sub = [r for r in records if r["dimension"] == d]
+        entry: dict[str, Any] = {"n": e["n"], "n_scored": e["n_scored"]}
+        for status, key in _STATUS_KEY.items():
+            entry[key] = sum(r["status"] == status for r in sub)
+        entry["n_failed"] = e["n_failed"]
+        for k in ("mse", "mae", "macro_mae", "qwk", "krippendorff_alpha"):
+            entry[k] = e[k]
+        notes = dict(e["notes"])
+        scored_refs = [r["reference"] for r in sub if r["prediction"] is not None]
+        if majority is None or d not in majority:
+            entry["skill_vs_majority"] = None
+            notes["skill_vs_majority"] = "no training labels for this dimension: no majority baseline"
+        else:
+            maj_mse = _mean([(x - majority[d]) ** 2 for x in scored_refs])
+            if e["mse"] is None or not maj_mse:
+                entry["skill_vs_majority"] = None
+                notes["skill_vs_majority"] = ("no scored units" if e["mse"] is None else
+                                              "majority baseline is perfect on these units (MSE 0)")
+            else:
+                entry["skill_vs_majority"] = 1.0 - e["mse"] / maj_mse
+            entry["majority_mse_on_scored"] = maj_mse
+        if rq is None:
+            entry["rq"], entry["n_rq"] = None, 0
+        else:
+            entry["rq"], entry["n_rq"] = rq["per_dimension"][d]["rq"], rq["per_dimension"][d]["n_scored"]
+            if entry["rq"] is None:
+                notes["rq"] = "no consistency score in this dimension"
+        entry["notes"] = notes
+        per_dim[d] = entry
+    rqs = None if rq is None else rq["rqs"]
+    has = human_aligned_score(err["avg_mse"], err["avg_mae"], rqs, **weights)
+    out: dict[str, Any] = {
+        "per_dimension": per_dim,
+        "avg_mse": err["avg_mse"], "avg_mae": err["avg_mae"], "avg_dimensions": err["avg_dimensions"],
+        "rqs": rqs, "rqs_dimensions": [] if rq is None else rq["rqs_dimensions"],
+        "a_mse": has["a_mse"], "a_mae": has["a_mae"], "align": has["align"], "has": has["has"],
+        "has_note": has["has_note"],
+    }
+    used = err["avg_dimensions"]
+    maj = [per_dim[d].get("majority_mse_on_scored") for d in used]
+    if used and all(m for m in maj) and err["avg_mse"] is not None:
+        out["skill_vs_majority"] = 1.0 - err["avg_mse"] / _mean(maj)
+    else:
+        out["skill_vs_majority"] = None
+    return out
+
+
+def _authors(records: list[dict], use_consistency: bool, weights: dict[str, Any]) -> dict[str, Any]:
+    preds = [r["prediction"] for r in records]
+    err = alignment_errors(preds, [r["reference"] for r in records], [r["dimension"] for r in records],
+                           convention="authors", statuses=[r["status"] for r in records])
+    rqs = None
+    if use_consistency:
+        rqs = reason_quality([r["consistency"] for r in records], [r["dimension"] for r in records],
+                             convention="authors")["rqs"]
+    has = human_aligned_score(err["avg_mse"], err["avg_mae"], rqs, **weights)
+    return {
+        "description": ("the authors' evaluation script, for comparison only: an unparseable answer counts "
+                        "as a prediction of 0 inside MSE/MAE, API errors and missing papers are dropped, "
+                        "and a consistency score of 0.0 is dropped from RQS"),
+        "per_dimension": err["per_dimension"], "avg_mse": err["avg_mse"], "avg_mae": err["avg_mae"],
+        "rqs": rqs, "align": has["align"], "has": has["has"],
+    }
+
+
+def summarize_predictions(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    train_scores: Mapping[str, Sequence[int]] | None = None,
+    consistency_available: bool | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    alpha: tuple[float, float] = (0.4, 0.6),
+    beta: tuple[float, float] = (0.75, 0.25),
+    delta_s: float = 4.0,
+) -> dict[str, Any]:
+    """Every metric of one evaluation run, as written to ``metrics.json`` (contract 5).
+
+    Args:
+        records: contract-4 ``predictions.jsonl`` records (fields unit_id, paper_id, review_id, source,
+            dimension, reference, prediction (int | None), status, consistency (float | None), ...).
+        train_scores: ``{dimension: [training scores]}`` for the majority / prior-sampling baselines
+            and the skill scores; ``None`` leaves them out (``baselines`` is None with a note).
+        consistency_available: whether the run had a rationale-consistency (RQS) stage; ``None``
+            means "if any record has a consistency score". Without it ``rqs`` and ``has`` are None
+            and ``has_note`` says why; ``align`` is always given.
+        bootstrap: resamples of the paper-level bootstrap (0 = no intervals).
+        seed: seed of the bootstrap.
+        alpha, beta, delta_s: HAS weights (SurveyReview Eq. 6-8; defaults of the paper).
+
+    Returns:
+        A JSON-serialisable dict (no NaN): ``metrics_version``, ``convention`` ("strict"),
+        ``status_counts`` ({status: count, "total"}), ``n``, ``n_scored``, ``n_failed``,
+        ``per_dimension`` ({dim: {n, n_scored, n_parse_failed, n_error, n_missing_text, n_failed, mse,
+        mae, macro_mae, qwk, krippendorff_alpha, skill_vs_majority, rq, n_rq, notes}}), ``avg_mse``,
+        ``avg_mae``, ``avg_dimensions``, ``rqs``, ``a_mse``, ``a_mae``, ``align``, ``has``,
+        ``has_note``, ``skill_vs_majority``, ``baselines`` (see
+        :func:`~surveyalign.scoring.baselines.baseline_metrics`) or None with ``baselines_note``,
+        ``ci`` (see :func:`~surveyalign.scoring.bootstrap.bootstrap_intervals`) or None,
+        ``per_source`` ({source: same keys as the top level, without ci/baselines}) and
+        ``authors_convention``. MSE in [0, 16], MAE in [0, 4], RQS in [0, 1], Align/HAS <= 1.
+
+    Raises:
+        ValueError: on an invalid record (see :func:`validate_records`).
+    """
+    recs = validate_records(records)
+    weights = {"alpha": tuple(alpha), "beta": tuple(beta), "delta_s": float(delta_s)}
+    has_scores = any(r["consistency"] is not None for r in recs)
+    use_consistency = has_scores if consistency_available is None else bool(consistency_available)
+    train = None
+    if train_scores:
+        train = {normalise_dimension(k): [int(s) for s in v] for k, v in train_scores.items() if len(v)}
+    majority = {d: majority_label(v) for d, v in train.items()} if train else None
+
+    out: dict[str, Any] = {"metrics_version": METRICS_VERSION, "convention": "strict"}
+    counts = _status_counts(recs)
+    out.update({"status_counts": counts, "n": len(recs), "n_scored": counts["scored"],
+                "n_failed": len(recs) - counts["scored"]})
+    out.update(_core(recs, use_consistency=use_consistency, majority=majority, weights=weights))
+    if use_consistency and not has_scores:
+        out["has_note"] = "the run has a consistency stage but no unit got a consistency score: no RQS, no HAS"
+    out["weights"] = {"alpha": list(alpha), "beta": list(beta), "delta_s": float(delta_s)}
+
+    if train:
+        out["baselines"] = baseline_metrics(train, [r["reference"] for r in recs], [r["dimension"] for r in recs])
+        out["baselines_note"] = None
+    else:
+        out["baselines"] = None
+        out["baselines_note"] = "no training labels given (train_scores): no majority / prior-sampling baselines"
+
+    if bootstrap and recs:
+        out["ci"] = bootstrap_intervals(
+            [r if use_consistency else {**r, "consistency": None} for r in recs],
+            n_resamples=int(bootstrap), seed=seed, majority=majority, alpha=alpha, beta=beta, delta_s=delta_s,
+        )
+    else:
+        out["ci"] = None
+
+    per_source: dict[str, Any] = {}
+    for source in sorted({r["source"] for r in recs}):
+        sub = [r for r in recs if r["source"] == source]
+        c = _status_counts(sub)
+        per_source[source] = {"status_counts": c, "n": len(sub), "n_scored": c["scored"],
+                              "n_failed": len(sub) - c["scored"],
+                              "n_papers": len({r["paper_id"] for r in sub}),
+                              **_core(sub, use_consistency=use_consistency, majority=majority, weights=weights)}
+    out["per_source"] = per_source
+    out["authors_convention"] = _authors(recs, use_consistency, weights)
+    return _clean(out)
+
+
+def _clean(value: Any) -> Any:
+    """Recursively turn numpy scalars into Python numbers and non-finite floats into None."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
