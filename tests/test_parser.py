@@ -147,3 +147,25 @@ def test_unknown_protocol_is_named():
 def test_default_protocol_is_auto():
     assert parse_judgement("<reason>ok</reason> <score>-1</score>").score == -1
     assert parse_judgement("ok$$$-1$$$").score == -1
+
+
+N = 50_000
+ADVERSARIAL = [
+    ("long stars", "*" * N + "x$$$1$$$", 1, None),
+    ("long spaces after opener", "x$$$" + " " * N, None, "cut off"),
+    ("long padding inside marker", "$$$" + " *" * N + "-2" + " " * N + "$$$", -2, None),
+    ("many openers, no close", "<think>" * (N // 7), None, "unclosed <think>"),
+    ("many lone closers", "</think>" * (N // 8) + "Fine.$$$2$$$", 2, None),
+    ("many reason openers", "<reason>" * (N // 8) + "<score>1</score>", 1, None),
+    ("many dollar runs", "$$$ " * (N // 4), None, "no score marker found"),
+    ("underscores", "_ " * N + "x$$$-1$$$", -1, None),
+]
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(("text", "score", "error"), [pytest.param(*row[1:], id=row[0]) for row in ADVERSARIAL])
+def test_adversarial_inputs_stay_linear(text, score, error):
+    """Inputs that made earlier regexes backtrack quadratically (minutes); all now parse in milliseconds."""
+    result = parse_judgement(text)
+    assert result.score == score
+    assert (result.error is None) if error is None else (error in result.error)

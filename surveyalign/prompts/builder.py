@@ -215,9 +215,9 @@ def format_target(rationale: str | Sequence[str], score: int, protocol: str | Pr
     proto = get_protocol(protocol)
     value = validate_score(score)
     text = _join_rationale(rationale)
-    if proto.reason_span is not None:
+    if proto.reason_tags is not None:
         lowered = text.lower()
-        for tag in ("<reason>", "</reason>", "<score>", "</score>"):
+        for tag in (*proto.reason_tags, "<score>", "</score>"):
             if tag in lowered:
                 raise ValueError(f"rationale contains the protocol tag {tag!r}; cannot format it under {proto.name}")
     return proto.render_target(text, value)

@@ -25,15 +25,12 @@ from surveyalign.prompts.protocols import PROTOCOLS, Protocol, get_protocol
 
 __all__ = ["Judgement", "parse_judgement"]
 
-_CLOSED_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_OPEN_THINK = re.compile(r"<think>", re.IGNORECASE)
-_CLOSE_THINK = re.compile(r"</think>", re.IGNORECASE)
-_REASON_OPEN = re.compile(r"<reason>", re.IGNORECASE)
-_REASON_CLOSE = re.compile(r"</reason>", re.IGNORECASE)
-_REASON_TAG = re.compile(r"</?reason>", re.IGNORECASE)
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 
 # Cosmetics around a rationale: a leading "Reason:"/"Rationale:" label, a trailing "Score:" label,
 # markdown emphasis and code-fence lines that belonged to the marker rather than to the rationale.
+# They are looked for only in the first/last _WINDOW characters, which keeps the parser linear.
+_WINDOW = 200
 _LEAD_LABEL = re.compile(
     r"^(?:[*_#]+\s*)?(?:reason|rationale)\s*(?:[:\uff1a]\s*(?:[*_]+)?|(?:[*_]+)?\s*\n)\s*", re.IGNORECASE
 )
@@ -44,7 +41,6 @@ _TRAIL_LABEL = re.compile(
 )
 _LEAD_FENCE = re.compile(r"^```[^\n]*\n")
 _TRAIL_FENCE = re.compile(r"\n?```[^\n]*$")
-_TRAIL_EMPHASIS = re.compile(r"[*_]+\s*$")
 
 
 @dataclass(frozen=True)
@@ -70,18 +66,36 @@ class Judgement:
 
 
 def _strip_reasoning(text: str) -> tuple[str, str | None]:
-    """Return ``(visible_text, error)``; error is set when a think block was left open."""
-    visible = _CLOSED_THINK.sub("", text)
-    if _OPEN_THINK.search(visible):
+    """Return ``(visible_text, error)``; error is set when a think block was left open.
+
+    One left-to-right pass: a ``<think>`` opens a block (nested openers are part of it), the next
+    ``</think>`` closes it; a ``</think>`` with no open block ends reasoning whose opener was in the
+    prompt, so everything visible before it is dropped.
+    """
+    parts: list[str] = []
+    pos = 0
+    open_at: int | None = None
+    for tag in _THINK_TAG.finditer(text):
+        closing = tag.group(1) == "/"
+        if not closing:
+            if open_at is None:
+                parts.append(text[pos : tag.start()])
+                open_at = tag.start()
+        elif open_at is not None:
+            open_at = None
+            pos = tag.end()
+        else:
+            parts = []
+            pos = tag.end()
+    if open_at is not None:
         return "", "unclosed <think> block: the output was cut off while reasoning"
-    closes = list(_CLOSE_THINK.finditer(visible))
-    if closes:
-        visible = visible[closes[-1].end() :]
-    return visible, None
+    parts.append(text[pos:])
+    return "".join(parts), None
 
 
 def _ends_cut_off(protocol: Protocol, tail: str) -> bool:
     """True when ``tail`` (the text after the last well-formed marker) ends inside a started marker."""
+    tail = tail.rstrip()
     if protocol.paired_delimiter is None:
         return protocol.cut_tail.search(tail) is not None
     delims = [m.start() for m in re.finditer(re.escape(protocol.paired_delimiter), tail)]
@@ -105,19 +119,31 @@ def _score_value(token: str) -> tuple[int | None, str | None]:
     return as_int, None
 
 
+def _strip_unbalanced_emphasis(text: str) -> str:
+    """Drop a trailing run of ``*``/``_`` that has no partner ("Clear. **" -> "Clear.")."""
+    i = len(text)
+    while i > 0 and text[i - 1] in "*_":
+        i -= 1
+    run = text[i:]
+    if run and text.count(run) % 2 == 1:
+        return text[:i].rstrip()
+    return text
+
+
 def _clean_rationale(text: str) -> str:
     out = text.strip()
     for _ in range(3):  # labels, fences and emphasis can nest ("```\n**Score:** ")
         before = out
-        out = _TRAIL_FENCE.sub("", out).strip()
-        out = _TRAIL_LABEL.sub("", out).strip()
-        emphasis = _TRAIL_EMPHASIS.search(out)
-        if emphasis is not None and out.count(emphasis.group().strip()) % 2 == 1:  # unbalanced only
-            out = out[: emphasis.start()].strip()
+        head, tail = out[:-_WINDOW], out[-_WINDOW:]
+        tail = _TRAIL_FENCE.sub("", tail, count=1).rstrip()
+        tail = _TRAIL_LABEL.sub("", tail, count=1).rstrip()
+        out = _strip_unbalanced_emphasis((head + tail).rstrip())
         if out.endswith("`") and out.count("`") % 2 == 1:
-            out = out[:-1].strip()
-        out = _LEAD_FENCE.sub("", out).strip()
-        out = _LEAD_LABEL.sub("", out).strip()
+            out = out[:-1].rstrip()
+        head, rest = out[:_WINDOW], out[_WINDOW:]
+        head = _LEAD_FENCE.sub("", head, count=1)
+        head = _LEAD_LABEL.sub("", head, count=1)
+        out = (head + rest).strip()
         if out == before:
             break
     return out
@@ -125,12 +151,22 @@ def _clean_rationale(text: str) -> str:
 
 def _rationale_for(protocol: Protocol, visible: str, start: int) -> str:
     before = visible[:start]
-    if protocol.reason_span is not None:
-        spans = list(protocol.reason_span.finditer(before))
-        if spans:
-            return _clean_rationale(spans[-1].group("reason"))
-        return _clean_rationale(_REASON_TAG.sub("", before))
+    if protocol.reason_tags is not None:
+        opening, closing = protocol.reason_tags
+        lowered = before.lower()
+        close = lowered.rfind(closing)
+        if close >= 0:
+            open_ = lowered.rfind(opening, 0, close)
+            if open_ >= 0:
+                return _clean_rationale(before[open_ + len(opening) : close])
+        return _clean_rationale(_tag_free(before, protocol.reason_tags))
     return _clean_rationale(before)
+
+
+def _tag_free(text: str, tags: tuple[str, str]) -> str:
+    for tag in tags:
+        text = re.sub(re.escape(tag), "", text, flags=re.IGNORECASE)
+    return text
 
 
 def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
@@ -175,10 +211,14 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
             return Judgement(None, _clean_rationale(shown), f"score marker cut off at the end of the output ({proto.name})")
     if best is None:
         for proto in protocols:
-            if proto.reason_span is not None:
-                opens = list(_REASON_OPEN.finditer(visible))
-                if opens and not _REASON_CLOSE.search(visible, opens[-1].end()):
-                    return Judgement(None, _clean_rationale(shown), "unclosed <reason> tag and no score: the output was cut off")
+            if proto.reason_tags is not None:
+                lowered = visible.lower()
+                opening, closing = proto.reason_tags
+                last_open = lowered.rfind(opening)
+                if last_open >= 0 and lowered.find(closing, last_open) < 0:
+                    return Judgement(
+                        None, _clean_rationale(shown), f"unclosed {opening} tag and no score: the output was cut off"
+                    )
         return Judgement(None, _clean_rationale(shown), f"no score marker found ({names})")
 
     proto, match = best

@@ -16,8 +16,12 @@ from types import MappingProxyType
 __all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Protocol", "get_protocol"]
 
 # A score token inside a marker: optional sign (ASCII or U+2212 minus), digits, optional decimals,
-# optionally wrapped in markdown emphasis or inline-code characters ("**-1**", "`2`").
-_NUM = r"[*_`]*\s*(?P<num>[+\-\u2212]?\d+(?:\.\d+)?)\s*[*_`]*"
+# padded with spaces, markdown emphasis or inline-code characters ("**-1**", "` 2 `"). One character
+# class per side keeps matching linear (no nested `\s*` runs to backtrack over).
+_PAD = r"[\s*_`]*"
+_NUM = _PAD + r"(?P<num>[+\-\u2212]?\d+(?:\.\d+)?)" + _PAD
+# The start of a score token that may have been cut: "-", "1", "-1.", "+2".
+_PARTIAL_NUM = r"(?:(?:[+\-\u2212]\d*|\d+)(?:\.\d*)?" + _PAD + r")?"
 
 
 @dataclass(frozen=True)
@@ -29,11 +33,12 @@ class Protocol:
         format_text: the "Answer format" paragraph shown to the judge (no heading).
         target_template: ``str.format`` template with ``{rationale}`` and ``{score}`` for targets.
         marker: compiled pattern of one well-formed score marker; group ``num`` holds the score token.
-        cut_tail: compiled pattern that matches when the text ends inside an unfinished marker. With
-            ``paired_delimiter`` set it is matched from the last unpaired delimiter onwards.
+        cut_tail: compiled pattern that matches when the (right-stripped) text ends inside an unfinished
+            marker. With ``paired_delimiter`` set it is matched from the last unpaired delimiter onwards.
         paired_delimiter: a symmetric delimiter ("$$$" for v1.0). Occurrences pair up left to right, so
             only an odd one out can open a cut-off marker (a closed "$$$high$$$" is not cut off).
-        reason_span: compiled pattern whose group ``reason`` is an explicit rationale span, or None.
+        reason_tags: (opening, closing) tags around an explicit rationale (matched case-insensitively),
+            or None when the rationale is simply the text before the marker.
     """
 
     name: str
@@ -41,7 +46,7 @@ class Protocol:
     target_template: str
     marker: re.Pattern[str]
     cut_tail: re.Pattern[str]
-    reason_span: re.Pattern[str] | None = None
+    reason_tags: tuple[str, str] | None = None
     paired_delimiter: str | None = None
 
     def render_target(self, rationale: str, score: int) -> str:
@@ -58,8 +63,8 @@ _V10 = Protocol(
         "Here X stands for -2, -1, 1 or 2 (so an answer ends like ...$$$-1$$$)."
     ),
     target_template="{rationale}$$${score}$$$",
-    marker=re.compile(r"\$\$\$\s*" + _NUM + r"\s*\$\$\$"),
-    cut_tail=re.compile(r"\$\$\$\s*[*_`]*\s*(?:[+\-\u2212]?\d*(?:\.\d*)?)?\s*[*_`]*\s*\$?\$?\s*$"),
+    marker=re.compile(r"\$\$\$" + _NUM + r"\$\$\$"),
+    cut_tail=re.compile(r"\$\$\$" + _PAD + _PARTIAL_NUM + r"(?:\$\$?)?\Z"),
     paired_delimiter="$$$",
 )
 
@@ -72,13 +77,13 @@ _V11 = Protocol(
         "Here X stands for -2, -1, 1 or 2."
     ),
     target_template="<reason>{rationale}</reason> <score>{score}</score>",
-    marker=re.compile(r"<score>\s*" + _NUM + r"\s*</score>", re.IGNORECASE),
+    marker=re.compile(r"<score>" + _NUM + r"</score>", re.IGNORECASE),
     cut_tail=re.compile(
-        r"(?:<score>\s*[*_`]*\s*(?:[+\-\u2212]?\d*(?:\.\d*)?)?\s*[*_`]*\s*(?:<(?:/(?:s(?:c(?:o(?:r(?:e)?)?)?)?)?)?)?"
-        r"|<(?:s(?:c(?:o(?:r(?:e)?)?)?)?)?)\s*$",
+        r"(?:<score>" + _PAD + _PARTIAL_NUM + r"(?:<(?:/(?:s(?:c(?:o(?:r(?:e)?)?)?)?)?)?)?"
+        r"|<(?:s(?:c(?:o(?:r(?:e)?)?)?)?)?)\Z",
         re.IGNORECASE,
     ),
-    reason_span=re.compile(r"<reason>(?P<reason>.*?)</reason>", re.IGNORECASE | re.DOTALL),
+    reason_tags=("<reason>", "</reason>"),
 )
 
 #: Protocol versions by name. "v1.0" is the paper's default.
