@@ -125,6 +125,16 @@ def test_no_logprobs_requested_by_default():
     assert server.requests[0]["max_completion_tokens"] == 512 and "max_tokens" not in server.requests[0]
 
 
+def test_request_logprobs_option_overrides_settings():
+    with FakeChatServer(replies=["a b"], logprob=-1.5) as server:
+        with _backend(server, request_logprobs=True) as backend:
+            [[on]] = backend.generate([USER], GenerationSettings(want_logprobs=False))
+        with _backend(server, request_logprobs=False) as backend:
+            [[off]] = backend.generate([USER], GenerationSettings(want_logprobs=True))
+    assert [body.get("logprobs") for body in server.requests] == [True, None]
+    assert (on.mean_logprob, off.mean_logprob) == (-1.5, None)
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_key_comes_from_environment_and_never_appears_in_describe(monkeypatch, transport):
     secret = "sk-test-SECRET-4242"

@@ -165,6 +165,8 @@ class OpenAIBackend(Backend):
         send_chat_template_kwargs: send ``chat_template_kwargs={"enable_thinking": ...}`` (vLLM and
             ``surveyalign serve`` understand it; the OpenAI API rejects it).
         extra_body: extra JSON fields merged into every request body.
+        request_logprobs: ``None`` follows ``settings.want_logprobs``; ``True``/``False`` always / never asks
+            for token log-probs (lets a config turn them on without touching the generation settings).
         transport: HTTP library, ``"auto"`` (aiohttp when installed, else httpx), ``"aiohttp"`` or ``"httpx"``.
 
     Raises:
@@ -187,6 +189,7 @@ class OpenAIBackend(Backend):
         max_tokens_field: str = "max_tokens",
         send_chat_template_kwargs: bool = False,
         extra_body: dict[str, Any] | None = None,
+        request_logprobs: bool | None = None,
         transport: str = "auto",
     ) -> None:
         if not model:
@@ -215,6 +218,7 @@ class OpenAIBackend(Backend):
         self.max_tokens_field = max_tokens_field
         self.send_chat_template_kwargs = bool(send_chat_template_kwargs)
         self.extra_body = dict(extra_body or {})
+        self.request_logprobs = request_logprobs
         self._url = f"{self.base_url}/chat/completions"
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
@@ -237,6 +241,7 @@ class OpenAIBackend(Backend):
             "max_tokens_field": self.max_tokens_field,
             "send_chat_template_kwargs": self.send_chat_template_kwargs,
             "extra_body": self.extra_body,
+            "request_logprobs": self.request_logprobs,
             "transport": self.transport,
         }
 
@@ -318,7 +323,7 @@ class OpenAIBackend(Backend):
             "seed": settings.seed + sample_index,
             "n": 1,
         }
-        if settings.want_logprobs:
+        if settings.want_logprobs if self.request_logprobs is None else self.request_logprobs:
             body["logprobs"] = True
         if self.send_chat_template_kwargs:
             body["chat_template_kwargs"] = {"enable_thinking": settings.enable_thinking}
