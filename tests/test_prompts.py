@@ -98,9 +98,29 @@ def test_knowledge_block_between_separator_and_survey():
 def test_comp_and_crit_knowledge_descriptions_differ():
     comp = build_judge_prompt("comprehensiveness", SURVEY, knowledge=KNOWLEDGE).content
     crit = build_judge_prompt("criticalness", SURVEY, knowledge=KNOWLEDGE).content
-    assert "citation count" in comp and "title, publication year and citation count" in comp
+    assert "title, year of publication and number of citations" in comp
     assert "year" in crit and "interval" in crit and "influential" in crit and "recent" in crit
     assert RUBRICS["criticalness"].ka_description not in comp
+
+
+def test_prompts_are_in_our_own_words():
+    """No run of 6 words of any rendered prompt appears in the seed paper (facts carry over, wording does not)."""
+    import re
+    from pathlib import Path
+
+    seeds = sorted((Path(__file__).resolve().parents[2] / "shared" / "seeds").glob("000_*.txt"))
+    if not seeds:
+        pytest.skip("../shared/seeds is not present")
+
+    def grams(text: str, n: int = 6) -> set[str]:
+        words = re.findall(r"[a-z0-9]+", text.lower())
+        return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+    seed = grams(seeds[0].read_text(encoding="utf-8"))
+    for dimension in DIMENSIONS:
+        for protocol in PROTOCOL_NAMES:
+            content = build_judge_prompt(dimension, "", protocol=protocol, knowledge="k", title="t").content
+            assert not grams(content) & seed, (dimension, protocol)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)

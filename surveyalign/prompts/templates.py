@@ -138,7 +138,7 @@ _COMPREHENSIVENESS = DimensionRubric(
     name="comprehensiveness",
     label="Comprehensiveness",
     definition=(
-        "Comprehensiveness is about the completeness and relevance of the literature the survey cites: "
+        "Comprehensiveness is about whether the literature the survey cites is complete and relevant: "
         "whether the key works of the field are included, whether important work is left out, and "
         "whether some references are outdated or beside the point."
     ),
@@ -155,7 +155,7 @@ _COMPREHENSIVENESS = DimensionRubric(
     ka_description=(
         "To support your check of literature coverage, the survey text is preceded by a reference "
         "context: the survey's own bibliography together with an expanded set of papers connected to it "
-        "by citation links, each listed with its title, publication year and citation count. Compare what "
+        "by citation links, each given as title, year of publication and number of citations. Compare what "
         "the survey cites against this neighbourhood to find missing key works or outdated sources."
     ),
     ka_heading="Reference context (survey bibliography and expanded citation neighbourhood):",
@@ -165,7 +165,7 @@ _CRITICALNESS = DimensionRubric(
     name="criticalness",
     label="Criticalness",
     definition=(
-        "Criticalness is about the originality and depth of the survey: whether it goes beyond "
+        "Criticalness is about how original and deep the survey is: whether it goes beyond "
         "summarising prior work by offering new insight, a critical perspective on the literature, or a "
         "meaningful synthesis. Typical cues: insight, novel perspective, depth."
     ),
