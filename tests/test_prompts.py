@@ -349,3 +349,15 @@ def test_trl_sft_trains_on_the_evaluation_prompt(tiny_model_dir, tmp_path):
         # TRL 1.16 turns the completion mask into labels: -100 on the prompt, the token ids after it.
         assert row["labels"] == [-100] * n + row["input_ids"][n:]
         assert tokenizer.decode(row["input_ids"][n:]) == example["completion"][0]["content"] + "<|im_end|>\n"
+
+
+def test_cli_help_and_bare_group(capsys):
+    for argv in (["prompts", "--help"], ["prompts", "show", "--help"], ["prompts", "parse", "--help"]):
+        with pytest.raises(SystemExit) as exc:
+            _cli(argv)
+        assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "--dimension" in out and "--knowledge" in out and "--protocol" in out
+    args = _cli(["prompts"])
+    assert args.handler(args) == 2
+    assert "show" in capsys.readouterr().out
