@@ -16,6 +16,7 @@ from surveyalign import __version__
 _COMMAND_MODULES = (
     "surveyalign.demo",
     "surveyalign.data.cli",
+    "surveyalign.prompts.cli",
     "surveyalign.evaluation.cli",
     "surveyalign.scoring.cli",
     "surveyalign.backends.cli",
