@@ -77,8 +77,8 @@ class RunResult:
         metrics: the content of ``metrics.json``.
         counts: unit statuses (``scored``, ``parse_failed``, ``api_error``, ``missing_text``, ``total``).
         calls: call bookkeeping: ``made`` (this invocation), ``cached`` (reused), ``torn_lines`` (skipped
-            cache lines), ``errors`` (calls of this invocation that came back with an error), and the same
-            for the RQS stage under ``rqs_*``.
+            cache lines), ``errors`` (calls of this invocation that came back with an error), ``seconds``
+            (wall time of the call stage), and the same for the RQS stage under ``rqs_*``.
         predictions: the records written to ``predictions.jsonl``.
     """
 
@@ -188,7 +188,9 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
             identities = {g: _identity(b) for g, b in judges.items()}
             jobs, cached = _judge_jobs(config, units, judge_of_dim, identities, cache)
             calls.update(cached=cached, made=len(jobs))
+            t0 = time.perf_counter()
             calls["errors"] = _execute(jobs, judges, config, cache, "judge", config.progress)
+            calls["seconds"] = round(time.perf_counter() - t0, 3)
 
             # stage 2: RQS (consistency of scored rationales with the reference)
             predictions = _assemble(config, units, cache, judge_of_dim, identities)
@@ -196,7 +198,9 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
                 rqs_identity = _identity(rqs_judges["shared"])
                 rjobs, rcached = _rqs_jobs(rqs_cfg.generation, units, predictions, rqs_identity, cache)
                 calls.update(rqs_cached=rcached, rqs_made=len(rjobs))
+                t0 = time.perf_counter()
                 calls["rqs_errors"] = _execute(rjobs, rqs_judges, config, cache, "rqs", config.progress)
+                calls["rqs_seconds"] = round(time.perf_counter() - t0, 3)
                 _attach_consistency(rqs_cfg.generation, units, predictions, rqs_identity, cache)
         finally:
             cache.close()
@@ -757,6 +761,8 @@ def _print_summary(console, config, metrics, predictions, counts, calls, rqs_cou
     console.print(table)
     line = (f"calls: {calls.get('made', 0)} made ({calls.get('errors', 0)} with errors), "
             f"{calls.get('cached', 0)} reused from calls.jsonl")
+    if calls.get("made") and calls.get("seconds"):
+        line += f" [{calls['made'] / calls['seconds']:.1f} calls/s]"
     if calls.get("torn_lines"):
         line += f", {calls['torn_lines']} torn line(s) skipped"
     if rqs_counts:
