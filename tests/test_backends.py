@@ -8,7 +8,13 @@ import importlib.util
 import pytest
 from pydantic import ValidationError
 
-from surveyalign.backends import BACKENDS, Backend, Generation, GenerationSettings, load_backend
+from surveyalign.backends import (
+    BACKENDS,
+    Backend,
+    Generation,
+    GenerationSettings,
+    load_backend,
+)
 from surveyalign.prompts import parse_judgement
 
 USER = [{"role": "user", "content": "Judge this survey."}]

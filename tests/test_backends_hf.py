@@ -11,8 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from surveyalign.backends import GenerationSettings, load_backend  # noqa: E402
-from surveyalign.prompts import render_chat  # noqa: E402
+from surveyalign.backends import GenerationSettings, load_backend
+from surveyalign.prompts import render_chat
 
 P1 = [{"role": "user", "content": "Score the readability of this survey: it is clearly written."}]
 P2 = [{"role": "user", "content": "short"}]

@@ -68,11 +68,11 @@ def test_client_error_is_not_retried():
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_timeout_is_retried_then_reported(transport):
-    with FakeChatServer(delay=1.0) as server:
-        with _backend(server, timeout=0.15, max_retries=1, transport=transport) as backend:
-            start = time.monotonic()
-            [[generation]] = backend.generate([USER])
-            elapsed = time.monotonic() - start
+    with FakeChatServer(delay=1.0) as server, _backend(server, timeout=0.15, max_retries=1,
+                                                         transport=transport) as backend:
+        start = time.monotonic()
+        [[generation]] = backend.generate([USER])
+        elapsed = time.monotonic() - start
         assert generation.error == "gave up after 2 attempts: timeout after 0.15 s"
         assert len(server.requests) == 2
         assert 0.3 <= elapsed < 0.9
@@ -105,9 +105,9 @@ def test_concurrency_bound_is_respected(transport):
 
 def test_request_body_has_per_sample_seeds_and_settings():
     settings = GenerationSettings(temperature=0.7, top_p=0.9, max_new_tokens=77, seed=40, want_logprobs=True)
-    with FakeChatServer(replies=["a b c$$$-1$$$"], logprob=-0.25) as server:
-        with _backend(server, send_chat_template_kwargs=True) as backend:
-            out = backend.generate([USER], settings, n=3)
+    with FakeChatServer(replies=["a b c$$$-1$$$"], logprob=-0.25) as server, \
+            _backend(server, send_chat_template_kwargs=True) as backend:
+        out = backend.generate([USER], settings, n=3)
     assert sorted(body["seed"] for body in server.requests) == [40, 41, 42]
     body = server.requests[0]
     assert body["n"] == 1 and body["temperature"] == 0.7 and body["top_p"] == 0.9 and body["max_tokens"] == 77
@@ -118,9 +118,8 @@ def test_request_body_has_per_sample_seeds_and_settings():
 
 
 def test_no_logprobs_requested_by_default():
-    with FakeChatServer() as server:
-        with _backend(server, max_tokens_field="max_completion_tokens") as backend:
-            [[generation]] = backend.generate([USER])
+    with FakeChatServer() as server, _backend(server, max_tokens_field="max_completion_tokens") as backend:
+        [[generation]] = backend.generate([USER])
     assert "logprobs" not in server.requests[0] and generation.mean_logprob is None
     assert server.requests[0]["max_completion_tokens"] == 512 and "max_tokens" not in server.requests[0]
 

@@ -13,7 +13,7 @@ import threading
 from abc import ABC
 from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -169,7 +169,7 @@ class Backend(ABC):
         if runner is not None:
             runner.stop()
 
-    def __enter__(self) -> Backend:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

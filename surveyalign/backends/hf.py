@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages, check_request, mean_or_none
+from surveyalign.backends.base import (
+    Backend,
+    Generation,
+    GenerationSettings,
+    Messages,
+    check_request,
+    mean_or_none,
+)
 
 
 @dataclass

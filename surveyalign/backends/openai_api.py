@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import os
 import random
 import time
@@ -19,9 +20,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+)
 
-from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages, check_request, mean_or_none
+from surveyalign.backends.base import (
+    Backend,
+    Generation,
+    GenerationSettings,
+    Messages,
+    check_request,
+    mean_or_none,
+)
 
 #: HTTP status codes worth retrying: rate limit, request timeout, conflicts/locks and server errors.
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
@@ -62,7 +75,7 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         if when is None:
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
+    if math.isnan(seconds):
         return None
     return max(0.0, seconds)
 

@@ -6,7 +6,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages, check_request
+from surveyalign.backends.base import (
+    Backend,
+    Generation,
+    GenerationSettings,
+    Messages,
+    check_request,
+)
 from surveyalign.constants import VALID_SCORES
 
 
@@ -104,7 +110,7 @@ class ScriptedBackend(Backend):
                 self.calls.append((messages, settings, index))
                 try:
                     reply = self._next(messages, settings, index)
-                except Exception as exc:  # a raising callable is a per-request failure
+                except Exception as exc:  # noqa: BLE001 - a raising callable is a per-request failure
                     reply = exc
                 if isinstance(reply, Generation):
                     row.append(reply)

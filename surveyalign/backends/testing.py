@@ -20,7 +20,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from surveyalign.backends._http import _UvicornThread
 
@@ -102,7 +102,7 @@ class FakeChatServer:
         """Stop serving and join the thread."""
         self._runner.stop()
 
-    def __enter__(self) -> FakeChatServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

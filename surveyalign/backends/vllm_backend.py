@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages, check_request, mean_or_none
+from surveyalign.backends.base import (
+    Backend,
+    Generation,
+    GenerationSettings,
+    Messages,
+    check_request,
+    mean_or_none,
+)
 
 _INSTALL_HINT = "the 'vllm' backend needs vLLM: pip install surveyalign[gpu]  (or: pip install vllm)"
 
@@ -69,8 +76,9 @@ class VLLMBackend(Backend):
         self.max_model_len = max_model_len
         self.n_per_request = bool(n_per_request)
         self.llm_kwargs = dict(llm_kwargs or {})
-        kwargs: dict[str, Any] = dict(model=self.model_path, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
-                                      gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager)
+        kwargs: dict[str, Any] = {"model": self.model_path, "dtype": dtype,
+                                  "tensor_parallel_size": tensor_parallel_size,
+                                  "gpu_memory_utilization": gpu_memory_utilization, "enforce_eager": enforce_eager}
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
         if self.adapter_path:
