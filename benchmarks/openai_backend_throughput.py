@@ -1,7 +1,7 @@
 """Throughput of the OpenAI-compatible backend against a local server with a fixed answer delay.
 
 With concurrency C and delay d the ideal is C / d calls per second (32 / 0.2 s = 160 calls/s); the issue asks
-for at least 90% of it. The fake server runs in its own process (see benchmarks/fake_openai_server.py).
+for at least 90% of it. The fake server (``python -m surveyalign.backends.testing``) runs in its own process.
 
     .venv/bin/python benchmarks/openai_backend_throughput.py [--calls 960] [--concurrency 32] [--delay 0.2]
 """
