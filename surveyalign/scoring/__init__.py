@@ -3,7 +3,11 @@ figures the paper leaves out (training-label baselines, chance-corrected agreeme
 bootstrap intervals and paired tests), run summaries and leaderboard tables (contract 5).
 """
 
-from surveyalign.scoring.baselines import baseline_metrics, majority_label, score_distribution
+from surveyalign.scoring.baselines import (
+    baseline_metrics,
+    majority_label,
+    score_distribution,
+)
 from surveyalign.scoring.bootstrap import bootstrap_intervals, paired_bootstrap
 from surveyalign.scoring.metrics import (
     agreement_statistics,
@@ -23,29 +27,33 @@ from surveyalign.scoring.report import (
     render_leaderboard,
     render_per_source,
 )
-from surveyalign.scoring.summary import STATUSES, summarize_predictions, validate_records
+from surveyalign.scoring.summary import (
+    STATUSES,
+    summarize_predictions,
+    validate_records,
+)
 
 __all__ = [
-    "alignment_errors",
-    "human_aligned_score",
-    "reason_quality",
+    "STATUSES",
     "agreement_statistics",
-    "quadratic_weighted_kappa",
+    "alignment_errors",
+    "baseline_metrics",
+    "bootstrap_intervals",
+    "human_aligned_score",
     "krippendorff_alpha_interval",
     "macro_mae",
     "majority_label",
-    "score_distribution",
-    "baseline_metrics",
-    "bootstrap_intervals",
     "paired_bootstrap",
+    "quadratic_weighted_kappa",
+    "reason_quality",
+    "register_metrics",
+    "render_agreement",
+    "render_baselines",
+    "render_comparison",
+    "render_failures",
+    "render_leaderboard",
+    "render_per_source",
+    "score_distribution",
     "summarize_predictions",
     "validate_records",
-    "STATUSES",
-    "render_leaderboard",
-    "render_agreement",
-    "render_per_source",
-    "render_baselines",
-    "render_failures",
-    "render_comparison",
-    "register_metrics",
 ]

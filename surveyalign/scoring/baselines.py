@@ -17,7 +17,7 @@ from typing import Any
 from surveyalign.constants import VALID_SCORES, normalise_dimension
 from surveyalign.scoring.metrics import _mean, _ordered_dimensions, human_aligned_score
 
-__all__ = ["majority_label", "score_distribution", "baseline_metrics"]
+__all__ = ["baseline_metrics", "majority_label", "score_distribution"]
 
 
 def majority_label(scores: Sequence[int]) -> int:

@@ -114,23 +114,26 @@ def _report(args: argparse.Namespace) -> int:
     from surveyalign.scoring.summary import summarize_predictions
 
     console = Console(width=args.width) if args.width else Console()
-    err = Console(stderr=True)
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr)
+
     if args.compare and len(args.run_dirs) != 2:
-        err.print("error: --compare needs exactly two RUN_DIRs")
+        say("error: --compare needs exactly two RUN_DIRs")
         return 2
     given = None
     if args.train_scores:
         try:
             given = load_train_scores_file(args.train_scores)
         except (OSError, ValueError) as exc:
-            err.print(f"error: --train-scores: {exc}")
+            say(f"error: --train-scores: {exc}")
             return 2
     summaries: dict[str, dict] = {}
     records: dict[str, list[dict]] = {}
     for raw in args.run_dirs:
         run = Path(raw)
         if not run.is_dir():
-            err.print(f"error: {run} is not a folder")
+            say(f"error: {run} is not a folder")
             return 2
         name = _judge_name(run, set(summaries))
         try:
@@ -138,22 +141,22 @@ def _report(args: argparse.Namespace) -> int:
         except FileNotFoundError:
             metrics = run / "metrics.json"
             if not metrics.is_file():
-                err.print(f"error: {run} has neither predictions.jsonl nor metrics.json")
+                say(f"error: {run} has neither predictions.jsonl nor metrics.json")
                 return 2
-            err.print(f"note: {run}: no predictions.jsonl, showing its metrics.json as written")
+            say(f"note: {run}: no predictions.jsonl, showing its metrics.json as written")
             summaries[name] = json.loads(metrics.read_text(encoding="utf-8"))
             continue
         except ValueError as exc:
-            err.print(f"error: {exc}")
+            say(f"error: {exc}")
             return 2
         train, why = (given, f"training labels from {args.train_scores}") if given else find_train_scores(run)
         if train is None:
-            err.print(f"note: {run}: {why}; baselines and skill need --train-scores FILE")
+            say(f"note: {run}: {why}; baselines and skill need --train-scores FILE")
         try:
             summaries[name] = summarize_predictions(recs, train_scores=train, bootstrap=args.bootstrap,
                                                     seed=args.seed)
         except ValueError as exc:
-            err.print(f"error: {run / 'predictions.jsonl'}: {exc}")
+            say(f"error: {run / 'predictions.jsonl'}: {exc}")
             return 2
         records[name] = recs
     console.print(render_leaderboard(summaries))
@@ -172,17 +175,17 @@ def _report(args: argparse.Namespace) -> int:
     if args.compare:
         (name_a, name_b) = list(summaries)
         if name_a not in records or name_b not in records:
-            err.print("error: --compare needs predictions.jsonl in both runs")
+            say("error: --compare needs predictions.jsonl in both runs")
             return 2
         try:
             comparison = paired_bootstrap(records[name_a], records[name_b],
                                           n_resamples=max(args.bootstrap, 1), seed=args.seed)
         except ValueError as exc:
-            err.print(f"error: --compare: {exc}")
+            say(f"error: --compare: {exc}")
             return 2
         console.print(render_comparison(comparison, name_a, name_b))
     if args.json:
         payload = {"summaries": summaries, "comparison": comparison}
         Path(args.json).write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")
-        console.print(f"wrote {args.json}")
+        print(f"wrote {args.json}")
     return 0

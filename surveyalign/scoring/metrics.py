@@ -22,13 +22,13 @@ import numpy as np
 from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_dimension
 
 __all__ = [
+    "agreement_statistics",
     "alignment_errors",
     "human_aligned_score",
-    "reason_quality",
-    "agreement_statistics",
-    "quadratic_weighted_kappa",
     "krippendorff_alpha_interval",
     "macro_mae",
+    "quadratic_weighted_kappa",
+    "reason_quality",
 ]
 
 #: Statuses of contract 4 that the authors' script drops from the average (no answer to count).
@@ -44,7 +44,7 @@ def _as_number(value: Any, what: str, index: int, *, allow_none: bool) -> float 
             return None
         raise ValueError(f"{what}[{index}] is None; {what} must all be numbers")
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{what}[{index}] = {value!r} is not a number")
+        raise ValueError(f"{what}[{index}] = {value!r} is not a number")  # noqa: TRY004 - one error type for bad input
     out = float(value)
     if not math.isfinite(out):
         hint = "; use None for a failed unit" if allow_none else ""
@@ -74,7 +74,7 @@ def _mean(values: Sequence[float]) -> float | None:
 # agreement statistics on the scored pairs of one dimension
 # --------------------------------------------------------------------------------------------------
 def _labels(preds: Sequence[float], refs: Sequence[float]) -> list[float]:
-    return sorted(set(float(v) for v in VALID_SCORES) | set(preds) | set(refs))
+    return sorted({float(v) for v in VALID_SCORES} | set(preds) | set(refs))
 
 
 def quadratic_weighted_kappa(predictions: Sequence[float], references: Sequence[float]) -> tuple[float | None, str | None]:

@@ -16,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["register_metrics", "METRIC_NAMES", "default_metrics_dir"]
+__all__ = ["METRIC_NAMES", "default_metrics_dir", "register_metrics"]
 
 #: The evaluate modules shipped in the repository's ``metrics/`` folder.
 METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has")

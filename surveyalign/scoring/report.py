@@ -16,14 +16,14 @@ from rich.table import Table
 from surveyalign.constants import DIMENSIONS
 
 __all__ = [
-    "render_leaderboard",
-    "render_agreement",
-    "render_per_source",
-    "render_baselines",
-    "render_failures",
-    "render_comparison",
-    "read_predictions",
     "find_train_scores",
+    "read_predictions",
+    "render_agreement",
+    "render_baselines",
+    "render_comparison",
+    "render_failures",
+    "render_leaderboard",
+    "render_per_source",
 ]
 
 _SHORT = {"readability": "Read", "structure": "Stru", "comprehensiveness": "Comp", "criticalness": "Crit"}
@@ -218,7 +218,7 @@ def read_predictions(run_dir: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}:{lineno}: not valid JSON: {err}") from None
         if not isinstance(rec, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")  # noqa: TRY004
         out.append(rec)
     return out
 

@@ -23,7 +23,7 @@ from surveyalign.scoring.metrics import (
     reason_quality,
 )
 
-__all__ = ["summarize_predictions", "validate_records", "STATUSES", "METRICS_VERSION"]
+__all__ = ["METRICS_VERSION", "STATUSES", "summarize_predictions", "validate_records"]
 
 #: Unit statuses of contract 4.
 STATUSES: tuple[str, ...] = ("scored", "parse_failed", "api_error", "missing_text")

@@ -1,0 +1,151 @@
+"""`surveyalign report` over run folders built on a real dataset (the shipped sample release), and the
+leaderboard table."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from surveyalign.cli import main
+from surveyalign.scoring import render_leaderboard, summarize_predictions
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(tmp_path_factory) -> Path:
+    from surveyalign.data import build_dataset, sample_release_dir
+
+    out = tmp_path_factory.mktemp("data") / "surveyreview"
+    build_dataset(sample_release_dir(), out)
+    return out
+
+
+def _write_run(folder: Path, name: str, records: list[dict], dataset: Path | None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    config = {"name": name, "config": {"name": name, "dataset": str(dataset)}} if dataset else {"name": name}
+    (folder / "run_config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _test_units(dataset_dir: Path) -> list[dict]:
+    from surveyalign.data import load_surveyreview
+
+    ds = load_surveyreview(str(dataset_dir), "all", split="test")
+    return [{k: row[k] for k in ("unit_id", "paper_id", "review_id", "source", "dimension")} | {"reference": row["score"]}
+            for row in ds]
+
+
+@pytest.fixture(scope="module")
+def runs(dataset_dir, tmp_path_factory):
+    units = _test_units(dataset_dir)
+    good, const = [], []
+    for i, u in enumerate(units):
+        status = "parse_failed" if i % 11 == 3 else "api_error" if i % 13 == 5 else "scored"
+        pred = (u["reference"] if i % 3 else -u["reference"]) if status == "scored" else None
+        good.append({**u, "prediction": pred, "status": status, "rationale": "r", "error": None,
+                     "samples": [], "consistency": (0.2 * (i % 6)) if status == "scored" else None})
+        const.append({**u, "prediction": -1, "status": "scored", "rationale": "c", "error": None,
+                      "samples": [], "consistency": None})
+    root = tmp_path_factory.mktemp("runs")
+    return (_write_run(root / "good", "good judge", good, dataset_dir),
+            _write_run(root / "const", "constant -1", const, dataset_dir), good, const)
+
+
+def test_report_reads_runs_recomputes_and_compares(runs, dataset_dir, tmp_path, capsys):
+    from surveyalign.data import load_surveyreview
+
+    run_a, run_b, good, _ = runs
+    out_json = tmp_path / "report.json"
+    rc = main(["report", str(run_a), str(run_b), "--bootstrap", "200", "--compare", "--authors",
+               "--json", str(out_json), "--width", "260"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    payload = json.loads(out_json.read_text())
+    summaries = payload["summaries"]
+    assert list(summaries) == ["good judge", "constant -1"]
+    # baselines come from the training split of the dataset named in run_config.json
+    train = load_surveyreview(str(dataset_dir), "all", split="train")
+    scores: dict[str, list[int]] = {}
+    for dim, score in zip(train["dimension"], train["score"]):
+        scores.setdefault(dim, []).append(score)
+    expected = summarize_predictions(good, train_scores=scores, bootstrap=200, seed=0)
+    got = summaries["good judge"]
+    assert got["avg_mse"] == pytest.approx(expected["avg_mse"]) and got["has"] == pytest.approx(expected["has"])
+    assert got["ci"] == expected["ci"]
+    for dim, values in scores.items():
+        counts = Counter(values)
+        top = max(counts.values())
+        label = got["baselines"]["majority"]["per_dimension"][dim]["label"]
+        assert counts[label] == top
+    n_fail = sum(r["status"] != "scored" for r in good)
+    assert got["n_failed"] == n_fail and got["n"] == len(good)
+    # the constant -1 judge equals the majority-class baseline where the training majority is -1
+    const_s = summaries["constant -1"]
+    assert const_s["has"] is None and const_s["has_note"]
+    for dim, entry in const_s["per_dimension"].items():
+        if got["baselines"]["majority"]["per_dimension"][dim]["label"] == -1:
+            assert entry["skill_vs_majority"] == pytest.approx(0.0)
+            assert entry["mse"] == pytest.approx(got["baselines"]["majority"]["per_dimension"][dim]["mse"])
+    cmp = payload["comparison"]["metrics"]["avg_mse"]
+    assert cmp["a"] == pytest.approx(summarize_predictions(
+        [r for r in good if r["status"] == "scored"], bootstrap=0)["avg_mse"])
+    text = captured.out
+    for needle in ("leaderboard", "good judge", "constant -1", "95% CI", "Per review source", "Table 7",
+                   "majority class", "prior sampling", "Failures", "Paired bootstrap", "Authors' convention"):
+        assert needle in text, needle
+    for source in {u["source"] for u in good}:
+        assert source in text
+
+
+def test_report_without_dataset_flags_train_scores(runs, tmp_path, capsys):
+    _, _, good, _ = runs
+    bare = _write_run(tmp_path / "bare", "bare", good, None)
+    assert main(["report", str(bare), "--bootstrap", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "--train-scores" in captured.err and "baselines unavailable" in captured.out
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps({"readability": [-1, -1, 1], "structure": [-1], "comprehensiveness": [1, 1, -1],
+                                      "criticalness": [-1, 2, -1]}))
+    out_json = tmp_path / "r.json"
+    assert main(["report", str(bare), "--bootstrap", "0", "--train-scores", str(train_file),
+                 "--json", str(out_json)]) == 0
+    summary = json.loads(out_json.read_text())["summaries"]["bare"]
+    assert summary["baselines"]["majority"]["per_dimension"]["comprehensiveness"]["label"] == 1
+
+
+def test_report_errors_are_named(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "absent")]) == 2
+    assert "not a folder" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "predictions.jsonl").write_text('{"unit_id": "a"}\nnot json\n')
+    assert main(["report", str(broken)]) == 2
+    assert "predictions.jsonl:2" in capsys.readouterr().err
+    (broken / "predictions.jsonl").write_text('{"unit_id": "a"}\n')
+    assert main(["report", str(broken)]) == 2
+    assert "missing field" in capsys.readouterr().err
+    assert main(["report", str(broken), str(broken), str(broken), "--compare"]) == 2
+
+
+def test_leaderboard_columns_and_missing_values():
+    rows = {"judge": {"per_dimension": {"readability": {"mse": 1.5, "mae": 0.75}}, "avg_mse": 1.5, "avg_mae": 0.75,
+                      "rqs": None, "align": 0.8, "has": None, "has_note": "no RQS", "n": 4, "n_scored": 3,
+                      "status_counts": {"parse_failed": 1}}}
+    table = render_leaderboard(rows)
+    headers = [c.header for c in table.columns]
+    assert headers[:3] == ["Judge", "Read MSE", "Read MAE"]
+    assert {"AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "Skill", "scored/n", "failures"} <= set(headers)
+    cells = {c.header: next(iter(c.cells)) for c in table.columns}
+    assert cells["Read MSE"] == "1.50" and cells["HAS"] == "–" and cells["scored/n"] == "3/4"
+    assert cells["failures"] == "parse 1" and table.caption == "no RQS"
+
+
+@pytest.mark.parametrize("argv", [["report", "--help"], ["metrics", "register", "--help"]])
+def test_help(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 0
+    assert "usage: surveyalign" in capsys.readouterr().out
