@@ -356,3 +356,36 @@ def test_second_process_on_the_same_run_folder_is_refused(dataset_dir, tmp_path)
         with pytest.raises(RuntimeError, match="in use by another evaluation process"):
             run_evaluation(cfg)
     assert run_evaluation(cfg).counts["scored"] == 4
+
+
+@pytest.mark.parametrize("knowledge_dimensions", [["comprehensiveness", "criticalness"], []])
+def test_knowledge_column_goes_into_the_configured_dimensions(dataset_dir, tmp_path, monkeypatch,
+                                                              knowledge_dimensions):
+    """A dataset with a `knowledge` column: its text reaches the prompt only for the configured dimensions."""
+    from datasets import Dataset
+
+    from surveyalign.backends.simple import ScriptedBackend
+    from surveyalign.data import load_surveyreview
+    from surveyalign.evaluation import runner
+
+    base = load_surveyreview(dataset_dir)
+    splits = {name: base[name].add_column("knowledge", [f"KA-NOTE-{i:03d} on related work" if i % 2 == 0 else ""
+                                                        for i in range(len(base[name]))])
+              for name in ("train", "test")}
+    monkeypatch.setattr(runner, "_load_split", lambda path, split: splits[split])
+    assert isinstance(splits["test"], Dataset)
+
+    backend = ScriptedBackend(lambda m, s, i: "Fine. $$$-1$$$")
+    result = run_evaluation(_config(dataset_dir, tmp_path, knowledge_dimensions=knowledge_dimensions), backend=backend)
+    knowledge_of = {r["unit_id"]: r["knowledge"] for r in splits["test"]}
+    prompts = [messages[0]["content"] for messages, _, _ in backend.calls]
+    assert len(prompts) == len(result.predictions) == len(knowledge_of)
+    for pred, content in zip(result.predictions, prompts):
+        note = knowledge_of[pred["unit_id"]]
+        expected = bool(note) and pred["dimension"] in knowledge_dimensions
+        assert ("KA-NOTE-" in content) == expected, pred["unit_id"]
+        if expected:
+            assert note in content
+    cfg = json.loads((result.run_dir / "run_config.json").read_text())
+    assert cfg["data"]["knowledge_column"] is True
+    assert ("knowledge" in cfg["prompts"]["template_hashes"]["criticalness"]) == bool(knowledge_dimensions)

@@ -535,7 +535,9 @@ def _execute(jobs: list[_Job], backends: dict[str, Any], config: EvalConfig, cac
                 limit = config.concurrency or _option(backend, "concurrency") or 32
                 _run_coroutine(_run_async(backend, group_jobs, int(limit), record))
             else:
-                size = config.batch_size or _option(backend, "batch_size") or 8
+                # vLLM schedules its own batches: hand it many prompts at once (cache writes per batch)
+                fallback = 256 if getattr(backend, "name", "") == "vllm" else 8
+                size = config.batch_size or _option(backend, "batch_size") or fallback
                 _run_sync(backend, group_jobs, int(size), record)
     finally:
         bar.close()
