@@ -59,6 +59,13 @@ def test_sampling_seeds_are_per_sample_and_batch_independent(backend):
     assert shifted[0][0].text == texts[1]  # sample i uses seed + i
     other = backend.generate([P2], settings.model_copy(update={"seed": 99}), n=1)
     assert other[0][0].text not in texts
+    # per-prompt base seeds (what the server uses to batch requests with different seeds)
+    mixed = backend.generate_detailed([P1, P2], settings, n=2, seeds=[7, 99])
+    assert [d.generation.text for d in mixed[1]] == [other[0][0].text, backend.generate(
+        [P2], settings.model_copy(update={"seed": 100}))[0][0].text]
+    assert mixed[0][0].generation.text == backend.generate([P1], settings.model_copy(update={"seed": 7}))[0][0].text
+    with pytest.raises(ValueError, match="got 1 seeds for 2 prompts"):
+        backend.generate_detailed([P1, P2], settings, seeds=[1])
 
 
 def test_mean_logprob_matches_teacher_forced_forward(backend):

@@ -50,10 +50,11 @@ def test_openai_backend_against_served_tiny_model(server, client):
 def test_concurrent_requests_are_batched_without_changing_samples(server, client):
     settings = GenerationSettings(temperature=1.0, max_new_tokens=6, seed=100)
     prompts = [[{"role": "user", "content": f"survey number {k}"}] for k in range(10)]
-    remote = client.generate(prompts, settings, n=2)
+    remote = client.generate(prompts, settings, n=3)  # 30 requests, seeds 100-102, batched together
     for prompt, row in zip(prompts, remote):
-        alone = server.backend.generate([prompt], settings, n=2)[0]
+        alone = server.backend.generate([prompt], settings, n=3)[0]
         assert [g.text for g in row] == [g.text for g in alone]
+        assert len({g.text for g in row}) == 3
 
 
 def test_chat_completion_response_shape(server):

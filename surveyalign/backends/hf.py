@@ -221,9 +221,17 @@ class TransformersBackend(Backend):
         return [[d.generation for d in row] for row in self.generate_detailed(prompts, settings, n)]
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
-                          n: int = 1) -> list[list[DetailedGeneration]]:
-        """Like :meth:`generate`, with token ids, per-token log-probs and prompt length."""
+                          n: int = 1, seeds: Sequence[int] | None = None) -> list[list[DetailedGeneration]]:
+        """Like :meth:`generate`, with token ids, per-token log-probs and prompt length.
+
+        Args:
+            seeds: optional base seed per prompt, replacing ``settings.seed`` (sample ``i`` of prompt ``p`` uses
+                ``seeds[p] + i``); lets the server batch requests that differ only in their seed.
+        """
         settings = check_request(prompts, settings, n)
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"got {len(seeds)} seeds for {len(prompts)} prompts")
+        base = list(seeds) if seeds is not None else [settings.seed] * len(prompts)
         texts = [self.render(messages, settings) for messages in prompts]
         encoded = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
         distinct = 1 if settings.greedy else n
@@ -243,7 +251,7 @@ class TransformersBackend(Backend):
             for start in range(0, len(jobs), self.batch_size):
                 batch = jobs[start:start + self.batch_size]
                 for job, detail in zip(batch, self._run_batch([encoded[p] for p, _ in batch],
-                                                              [settings.seed + i for _, i in batch], settings)):
+                                                              [base[p] + i for p, i in batch], settings)):
                     results[job] = detail
         return [[results[(p, 0 if settings.greedy else i)] for i in range(n)] for p in range(len(prompts))]
 

@@ -122,13 +122,14 @@ class _MicroBatcher:
                     batch.append(await asyncio.wait_for(self._queue.get(), remaining))
                 except TimeoutError:
                     break
+            # seeds are per row, so requests differing only in their seed share a batch
             groups: dict[tuple[GenerationSettings, int], list[_Pending]] = {}
             for item in batch:
-                groups.setdefault((item.settings, item.n), []).append(item)
+                groups.setdefault((item.settings.model_copy(update={"seed": 0}), item.n), []).append(item)
             for (settings, n), items in groups.items():
                 try:
                     rows = await asyncio.to_thread(self.backend.generate_detailed, [i.messages for i in items],
-                                                   settings, n)
+                                                   settings, n, [i.settings.seed for i in items])
                 except Exception as exc:  # noqa: BLE001 - reported to each waiting request as HTTP 500
                     for item in items:
                         if not item.future.done():

@@ -1,7 +1,8 @@
 """Local vLLM judge (optional extra ``surveyalign[gpu]``; ``vllm`` is imported only when this backend is built).
 
 Prompts are rendered with the same :func:`surveyalign.prompts.render_chat` as the transformers backend and
-training, then sent to ``LLM.generate`` with one ``SamplingParams`` per request. By default sample ``i`` of
+training, tokenized without adding special tokens (the template already holds them), and sent to
+``LLM.generate`` as ``{"prompt_token_ids": ...}`` with one ``SamplingParams`` per request. By default sample ``i`` of
 a prompt is its own request with ``seed = settings.seed + i`` (like every other backend, so any subset of
 samples can be regenerated alone; vLLM's prefix cache shares the prompt's KV cache between them); with
 ``n_per_request=True`` one request asks ``SamplingParams(n=n, seed=settings.seed)`` instead.
@@ -128,9 +129,10 @@ class VLLMBackend(Backend):
 
         settings = check_request(prompts, settings, n)
         texts = [render_chat(self.tokenizer, list(m), enable_thinking=settings.enable_thinking) for m in prompts]
+        inputs = [{"prompt_token_ids": self.tokenizer(text, add_special_tokens=False)["input_ids"]} for text in texts]
         distinct = 1 if settings.greedy else n
-        requests: list[tuple[int, str, Any]] = []
-        for p, text in enumerate(texts):
+        requests: list[tuple[int, Any, Any]] = []
+        for p, text in enumerate(inputs):
             if self.n_per_request or distinct == 1:
                 requests.append((p, text, self._params(settings, distinct, settings.seed)))
             else:
