@@ -156,9 +156,10 @@ def _slow_server_config(tmp_path: Path, dataset: Path, base_url: str, **extra) -
     return path
 
 
-def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir, test_rows, tmp_path):
+def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir, test_rows, tmp_path, capsys):
     """kill -9 the CLI while calls are in flight, re-run it: the server sees exactly the missing calls."""
     from surveyalign.backends.testing import FakeChatServer
+    from surveyalign.cli import main
 
     replies = ["Clear enough overall.$$$-1$$$", "The organisation is excellent.$$$+2$$$",
                "<think>\n\n</think>\n\nSome typos remain. $$$1$$$"]
@@ -188,15 +189,17 @@ def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir,
         with calls_path.open("a") as fh:
             fh.write('{"key": "0123", "stage": "judge", "te')
 
-        rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
-        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        capsys.readouterr()
+        # the same command again (in this process, to save an interpreter start-up)
+        assert main(cmd[3:]) == 0
+        rerun_out = capsys.readouterr().out
         requests_second = len(server.requests) - requests_first
         print(f"kill-9: {done} calls cached, {requests_first} requests before the kill, {requests_second} after")
 
     total = 20 * 2  # 5 units per dimension x 4 dimensions, K = 2
     assert requests_second == total - done
-    assert f"calls: {total - done} made (0 with errors), {done} reused" in rerun.stdout
-    assert "1 torn line(s) skipped" in rerun.stdout
+    assert f"calls: {total - done} made (0 with errors), {done} reused" in rerun_out
+    assert "1 torn line(s) skipped" in rerun_out
 
     second = CallCache.load(calls_path)
     assert second.n_torn == 1 and len(second.records) == total
