@@ -153,3 +153,28 @@ def test_surveyalign_serve_cli(tiny_model_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_serve_with_adapter(tiny_model_dir, tmp_path):
+    """The served adapter is applied: answers equal the local adapted backend, not the base model."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(1)
+    peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+                                LoraConfig(r=4, lora_alpha=32, target_modules=["q_proj", "v_proj"],
+                                           init_lora_weights=False, task_type="CAUSAL_LM"))
+    adapter = tmp_path / "crit-adapter"
+    peft_model.save_pretrained(adapter)
+    settings = GenerationSettings(max_new_tokens=6, want_logprobs=True)
+    with serve_in_thread(str(tiny_model_dir), adapter=str(adapter), device="cpu") as handle:
+        assert handle.model == "crit-adapter"
+        backend = load_backend("openai", base_url=handle.base_url, model="crit-adapter", api_key_env=None)
+        [[remote]] = backend.generate([P1], settings)
+        backend.close()
+        [[local]] = handle.backend.generate([P1], settings)
+    base = load_backend("transformers", model=str(tiny_model_dir), device="cpu").generate([P1], settings)[0][0]
+    assert remote.text == local.text
+    assert remote.mean_logprob == pytest.approx(local.mean_logprob, abs=1e-4)
+    assert remote.mean_logprob != pytest.approx(base.mean_logprob, abs=1e-3)
