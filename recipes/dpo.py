@@ -46,10 +46,18 @@ def main(script_args, training_args, model_args) -> dict:
     from trl import DPOTrainer, get_peft_config
 
     from surveyalign import __version__
-    from surveyalign.training import TRAINING_RECORD, count_chat_tokens, data_hash, finalize_adapter, read_pairs
+    from surveyalign.training import (
+        TRAINING_RECORD,
+        count_chat_tokens,
+        data_hash,
+        finalize_adapter,
+        init_deepspeed_comm,
+        read_pairs,
+    )
 
     if not script_args.pairs_path:
         raise ValueError("--pairs_path is required (a file written by `surveyalign train dpo-pairs`)")
+    init_deepspeed_comm(training_args)
     set_seed(training_args.seed)
 
     sft_record: dict = {}
@@ -58,6 +66,9 @@ def main(script_args, training_args, model_args) -> dict:
         if os.path.isfile(record_path):
             with open(record_path) as handle:
                 sft_record = json.load(handle)
+    if sft_record.get("dimension", script_args.dimension) != script_args.dimension:
+        raise ValueError(f"{script_args.sft_adapter} was trained for {sft_record['dimension']!r}, not "
+                         f"{script_args.dimension!r}")
     base_model = model_args.model_name_or_path or sft_record.get("base_model")
     if not base_model:
         raise ValueError("--model_name_or_path is required (no base model recorded with the SFT adapter)")

@@ -43,6 +43,7 @@ def main(script_args, training_args, model_args) -> dict:
         check_prepared_lengths,
         data_hash,
         finalize_adapter,
+        init_deepspeed_comm,
         prepare_sft_dataset,
         prompt_hash,
     )
@@ -51,6 +52,7 @@ def main(script_args, training_args, model_args) -> dict:
         raise ValueError("--dataset_path is required (a folder written by `surveyalign data build`)")
     if not model_args.model_name_or_path:
         raise ValueError("--model_name_or_path is required")
+    init_deepspeed_comm(training_args)
     set_seed(training_args.seed)
 
     # Data: one dimension, prompt-completion examples fitted to max_length

@@ -308,3 +308,26 @@ def finalize_adapter(trainer, training_args, record: dict[str, Any], card_templa
     if hasattr(trainer, "end"):
         trainer.end()
     return report
+
+
+def init_deepspeed_comm(training_args) -> None:
+    """Make DeepSpeed's communication layer join the process group accelerate created (CPU multi-process runs).
+
+    With ``use_cpu=True`` accelerate initialises ``torch.distributed`` (gloo) itself, but DeepSpeed's own
+    ``deepspeed.comm`` stays uninitialised, so ``zero.Init`` sees a world size of 1 and rejects the batch
+    settings of a 2-process ZeRO-3 run. Calling this before the model is built wraps the existing group. It does
+    nothing without DeepSpeed, in a single process, or when DeepSpeed is already initialised (GPU launches).
+
+    Args:
+        training_args: the recipe's ``SFTConfig``/``DPOConfig``.
+    """
+    if not (training_args.deepspeed or getattr(training_args, "deepspeed_plugin", None)):
+        return
+    _ = training_args.device  # lets accelerate set up torch.distributed first
+    import torch.distributed
+
+    import deepspeed
+    import deepspeed.comm
+
+    if torch.distributed.is_initialized() and not deepspeed.comm.is_initialized():
+        deepspeed.init_distributed(dist_backend=torch.distributed.get_backend())

@@ -172,6 +172,12 @@ def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None) -> tuple
     if not isinstance(config, dict):
         raise ValueError(f"{path}: a recipe config must be a YAML mapping")
     config.pop("env", None)  # TrlParser applies `env:` to os.environ; not a dataclass field
+    import dataclasses
+
+    known = {f.name for dtype in parser.dataclass_types for f in dataclasses.fields(dtype)}
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {unknown}; no field of the {kind} recipe has these names")
     try:
         return tuple(parser.parse_dict(config, allow_extra_keys=False))
     except ValueError as err:

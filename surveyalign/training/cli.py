@@ -1,9 +1,138 @@
-"""`surveyalign` subcommands owned by `surveyalign.training` (none yet)."""
+"""``surveyalign train ...``: DPO pair making and thin launchers of the SFT/DPO recipes (SurveyAlign §5, App. D)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+_LAUNCH_EPILOG = """\
+Everything after the recipe YAML that the launcher does not know is passed to the recipe, e.g.
+  surveyalign train sft --config configs/sft/tiny-readability.yaml --dry-run -- \\
+      --model_name_or_path DIR --dataset_path DIR --output_dir DIR
+prints (and without --dry-run runs)
+  python -m accelerate.commands.launch --num_processes 1 ... recipes/sft.py --config ... --model_name_or_path DIR ...
+With --nproc N > 1 and no accelerate config the command uses torchrun (CPU multi-process needs it)."""
+
+
+def launch_command(recipe: str, config: str, *, accelerate_config: str | None = None, nproc: int = 1,
+                   extra: list[str] | None = None) -> list[str]:
+    """Build the command line that runs a recipe under accelerate (or torchrun for N CPU processes).
+
+    Args:
+        recipe: ``"sft"`` or ``"dpo"`` (``recipes/<recipe>.py`` of this repository).
+        config: the recipe YAML.
+        accelerate_config: an accelerate config file (e.g. ``configs/accelerate/zero3.yaml``); None runs
+            ``nproc`` local processes.
+        nproc: processes when no accelerate config is given; > 1 uses ``torch.distributed.run``.
+        extra: flags appended for the recipe (overrides of YAML fields).
+
+    Returns:
+        The argv list, starting with the current Python interpreter.
+    """
+    script = str(_REPO_ROOT / "recipes" / f"{recipe}.py")
+    if accelerate_config:
+        head = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", accelerate_config]
+    elif nproc > 1:
+        head = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc)]
+    else:
+        head = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
+                "--mixed_precision", "no", "--dynamo_backend", "no"]
+    return [*head, script, "--config", config, *(extra or [])]
+
+
+def _cmd_launch(args: argparse.Namespace) -> int:
+    extra = [a for a in args.recipe_args if a != "--"]
+    cmd = launch_command(args.recipe, args.config, accelerate_config=args.accelerate_config, nproc=args.nproc,
+                         extra=extra)
+    print(shlex.join(cmd), flush=True)
+    if args.dry_run:
+        return 0
+    return subprocess.call(cmd)
+
+
+def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
+    from surveyalign.training.pairs import make_dpo_pairs
+
+    summary = make_dpo_pairs(
+        args.dataset, args.adapter, args.out, k=args.k, dimension=args.dimension, split=args.split,
+        model=args.model, protocol=args.protocol, enable_thinking=args.enable_thinking,
+        use_knowledge=not args.no_knowledge, temperature=args.temperature, top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens, max_length=args.max_length, seed=args.seed,
+        fallback_model=args.fallback_model, fallback_k=args.fallback_k, limit=args.limit,
+        batch_size=args.batch_size, device=args.device,
+    )
+    print(json.dumps(summary.to_dict(), indent=2))
+    return 0
+
+
+def _thinking(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise argparse.ArgumentTypeError("expected true or false")
+    return lowered == "true"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this sub-package's subcommands to the top-level parser."""
+    """Add ``surveyalign train {sft,dpo,dpo-pairs}`` to the top-level parser."""
+    train = subparsers.add_parser(
+        "train", help="train SurveyAlign judges: SFT / DPO recipe launchers and DPO pair making",
+        description="Train the per-dimension SurveyAlign LoRA judges (SurveyAlign §5, App. D). The recipes are "
+                    "recipes/sft.py and recipes/dpo.py; these subcommands launch them and make DPO pairs.",
+    )
+    sub = train.add_subparsers(dest="train_command", metavar="STEP")
+    train.set_defaults(handler=lambda a: (train.print_help(), 0)[1])
+
+    for recipe, what in (("sft", "supervised fine-tuning of one dimension's LoRA adapter"),
+                         ("dpo", "DPO of an SFT adapter on pairs from `train dpo-pairs`")):
+        p = sub.add_parser(recipe, help=f"launch recipes/{recipe}.py: {what}",
+                           description=f"Launch recipes/{recipe}.py ({what}) with accelerate.",
+                           epilog=_LAUNCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("--config", required=True, help=f"recipe YAML (configs/{recipe}/*.yaml)")
+        p.add_argument("--accelerate-config", default=None,
+                       help="accelerate config (configs/accelerate/zero3.yaml, ddp.yaml, zero3-cpu.yaml); "
+                            "default: one local process")
+        p.add_argument("--nproc", type=int, default=1,
+                       help="processes without an accelerate config (>1 uses torchrun; default 1)")
+        p.add_argument("--dry-run", action="store_true", help="print the command without running it")
+        p.add_argument("recipe_args", nargs=argparse.REMAINDER, help="flags passed on to the recipe (after --)")
+        p.set_defaults(handler=_cmd_launch, recipe=recipe)
+
+    p = sub.add_parser(
+        "dpo-pairs", help="sample K answers per training unit from an SFT adapter and write DPO pairs",
+        description="For each unit of a split: chosen = the human rationale + gold score (the SFT target); "
+                    "rejected = the first of K answers sampled from the SFT adapter whose parsed score differs "
+                    "from gold (fallback: a zero-shot judge's answer). Units without such an answer are recorded "
+                    "with status no_pair. Appends to --out and skips units already there (resumable). "
+                    "Pair construction is our choice (the paper is silent; SPEC.md §4).",
+    )
+    p.add_argument("--adapter", required=True, help="SFT adapter folder (its surveyalign_training.json gives "
+                                                    "the base model, dimension, protocol and enable_thinking)")
+    p.add_argument("--dataset", required=True, help="SurveyReview dataset folder (`surveyalign data build`)")
+    p.add_argument("--out", required=True, help="JSONL file of pairs (appended; <out>.summary.json written)")
+    p.add_argument("--k", type=int, default=4, help="answers sampled per unit (default 4)")
+    p.add_argument("--dimension", default=None, help="dimension (default: the adapter's)")
+    p.add_argument("--split", default="train", help="split to pair (default train)")
+    p.add_argument("--model", default=None, help="base model (default: the adapter's base model)")
+    p.add_argument("--protocol", default=None, help="answer protocol (default: the adapter's)")
+    p.add_argument("--enable-thinking", type=_thinking, default=None, metavar="{true,false}",
+                   help="chat-template thinking switch (default: the adapter's)")
+    p.add_argument("--no-knowledge", action="store_true", help="leave the KA block out of the prompts")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
+    p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per sampled answer (default 512)")
+    p.add_argument("--max-length", type=int, default=16384,
+                   help="token budget of prompt + answer, = the DPO max_length (default 16384)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed; sample i uses seed + i (default 0)")
+    p.add_argument("--fallback-model", default=None,
+                   help="zero-shot judge model (no adapter) sampled when no SFT answer differs from gold")
+    p.add_argument("--fallback-k", type=int, default=None, help="samples from the fallback judge (default --k)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N units of the split")
+    p.add_argument("--batch-size", type=int, default=4, help="prompts per generation batch (default 4)")
+    p.add_argument("--device", default="auto", help="device of the transformers backend (default auto)")
+    p.set_defaults(handler=_cmd_dpo_pairs)

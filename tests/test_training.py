@@ -1,0 +1,318 @@
+"""Training recipes on CPU with the tiny Qwen3: configs, the length rule, DPO pairs, SFT and DPO end to end.
+
+The end-to-end tests run the real recipes through ``accelerate launch`` (1 process) on the shipped sample
+release; ZeRO-3 and multi-process runs are in test_training_slow.py (marked slow).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPE_YAMLS = sorted(p.relative_to(REPO).as_posix()
+                      for folder in ("configs/sft", "configs/dpo") for p in (REPO / folder).glob("*.yaml"))
+PAPER_YAMLS = [p for p in RECIPE_YAMLS if not Path(p).name.startswith(("tiny-", "demo"))]
+SEVEN = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+ACCELERATE_1 = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
+                "--mixed_precision", "no", "--dynamo_backend", "no"]
+
+
+def run_recipe(cmd: list[str], log: Path, timeout: int = 600) -> None:
+    """Run a recipe command from the repository root; fail with the log tail when it fails."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false")
+    env.setdefault("WANDB_MODE", "offline")
+    with open(log, "w") as handle:
+        proc = subprocess.run(cmd, cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT, timeout=timeout)
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{log.read_text()[-4000:]}")
+
+
+def check_adapter(adapter_dir: Path, base_dir: Path):
+    """Reload the adapter on the base model; every one of the seven projections has rank-8, non-zero LoRA."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from surveyalign.training import inspect_adapter
+
+    report = inspect_adapter(adapter_dir)
+    assert report.modules == SEVEN
+    assert all(ranks == {8} for ranks in report.ranks.values())
+    assert report.n_tensors == 2 * len(SEVEN) * 2  # A and B, seven modules, two layers
+    assert report.n_nonzero_b == len(SEVEN) * 2  # lora_B starts at zero: every one moved in training
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_dir), adapter_dir)
+    seen = set()
+    for name, module in model.named_modules():
+        if hasattr(module, "lora_A") and "default" in module.lora_A:
+            seen.add(name.rsplit(".", 1)[-1])
+            assert module.lora_A["default"].weight.shape[0] == 8
+            assert module.lora_B["default"].weight.shape[1] == 8
+            assert torch.count_nonzero(module.lora_B["default"].weight) > 0
+    assert seen == SEVEN
+    return report
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(tmp_path_factory) -> Path:
+    """The SurveyReview folder built from the shipped made-up sample release."""
+    from surveyalign.data import build_dataset, sample_release_dir
+
+    out = tmp_path_factory.mktemp("surveyreview")
+    build_dataset(sample_release_dir(), out)
+    return out
+
+
+# --- configs --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rel", RECIPE_YAMLS)
+def test_recipe_yaml_parses_with_app_d_lora(rel):
+    from surveyalign.training import parse_recipe_yaml
+
+    script, train, model = parse_recipe_yaml(REPO / rel)
+    expected = "DPO" if rel.startswith("configs/dpo/") else "SFT"
+    assert type(train).__name__ == f"{expected}Config"
+    assert (model.use_peft, model.lora_r, model.lora_alpha, model.lora_dropout) == (True, 8, 16, 0.0)
+    assert set(model.lora_target_modules) == SEVEN and len(model.lora_target_modules) == 7
+    assert train.max_length is not None  # TRL's default 1024 would cut the end: always explicit
+
+
+@pytest.mark.parametrize("rel", [p for p in PAPER_YAMLS if p.startswith("configs/sft/")])
+def test_paper_sft_yaml_is_app_d(rel):
+    from surveyalign.training import parse_recipe_yaml
+
+    script, train, model = parse_recipe_yaml(REPO / rel)
+    assert script.dimension == Path(rel).stem
+    assert script.use_knowledge == (script.dimension in ("comprehensiveness", "criticalness"))
+    assert model.model_name_or_path == "Qwen/Qwen3-32B" and model.attn_implementation == "flash_attention_2"
+    assert (train.learning_rate, train.lr_scheduler_type.value, train.warmup_steps) == (5e-5, "cosine", 20)
+    assert (train.num_train_epochs, train.per_device_train_batch_size, train.gradient_accumulation_steps) == (15, 1, 16)
+    assert (train.max_length, train.fp16, train.bf16, train.activation_checkpointing) == (16384, True, False, True)
+    assert train.eval_strategy.value == "epoch" and script.dataset_eval_split == "validation"
+    assert train.load_best_model_at_end and train.metric_for_best_model == "eval_loss"
+    assert train.completion_only_loss is True
+
+
+def test_unknown_yaml_key_is_rejected(tmp_path):
+    from surveyalign.training import parse_recipe_yaml
+
+    bad = tmp_path / "sft" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text("dimension: readability\nmax_seq_length: 2048\n")  # the TRL<1 name, removed
+    with pytest.raises(ValueError, match="max_seq_length"):
+        parse_recipe_yaml(bad)
+    bad.write_text("dimension: novelty\n")
+    with pytest.raises(ValueError, match="novelty"):
+        parse_recipe_yaml(bad)
+
+
+# --- length rule ----------------------------------------------------------------------------------------
+
+
+def _long_row(tiny_text_factor: int = 40) -> dict:
+    body = "# A Survey of Methods\n\n## 1 Introduction\nWe review 120 studies [1]. " * tiny_text_factor
+    return {"unit_id": "p1-r1::readability", "paper_id": "p1", "review_id": "p1-r1", "dimension": "readability",
+            "score": -1, "rationales": ["Section transitions are abrupt and the taxonomy is hard to navigate."],
+            "title": "A Survey of Methods", "text": body}
+
+
+def test_over_long_survey_keeps_its_full_completion_in_the_labels(tiny_model_dir, tmp_path):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from surveyalign.prompts import build_sft_example
+    from surveyalign.training import count_chat_tokens, prepare_sft_dataset
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    row = _long_row()
+    raw = build_sft_example("readability", row["text"], row["rationales"], -1, title=row["title"])
+    full = count_chat_tokens(tokenizer, raw["prompt"] + raw["completion"], enable_thinking=False)
+    prompt_only = count_chat_tokens(tokenizer, raw["prompt"], enable_thinking=False, add_generation_prompt=True)
+    completion_ids = full[len(prompt_only):]
+    max_length = len(full) - 300  # the survey must lose about 300 tokens
+    assert len(completion_ids) > 10
+
+    fitted, report = prepare_sft_dataset(Dataset.from_list([row]), tokenizer, dimension="readability",
+                                         max_length=max_length, enable_thinking=False)
+    assert (report.n_units, report.n_shortened, report.shortened_unit_ids) == (1, 1, [row["unit_id"]])
+    assert 300 <= report.removed_tokens <= 310 and report.longest <= max_length
+    assert fitted[0]["completion"] == raw["completion"]
+
+    def trl_labels(dataset):
+        args = SFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, max_length=max_length, report_to="none",
+                         activation_checkpointing=False)
+        trainer = SFTTrainer(model=str(tiny_model_dir), args=args, train_dataset=dataset, processing_class=tokenizer)
+        return trainer.train_dataset
+
+    prepared = trl_labels(fitted)[0]
+    assert len(prepared["input_ids"]) <= max_length
+    kept = [t for t in prepared["labels"] if t != -100]
+    assert kept == completion_ids  # the whole rationale, the $$$-1$$$ marker and the end of turn
+    assert "$$$-1$$$" in tokenizer.decode(kept)
+
+    # the same example unfitted: TRL keeps the start, so the completion is gone and the unit is dropped
+    unfitted = Dataset.from_list([{"prompt": raw["prompt"], "completion": raw["completion"],
+                                   "chat_template_kwargs": {"enable_thinking": False}}])
+    assert len(trl_labels(unfitted)) == 0
+
+
+def test_fit_refuses_when_the_completion_alone_does_not_fit(tiny_model_dir):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from surveyalign.training import prepare_sft_dataset
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    with pytest.raises(ValueError, match=r"p1-r1::readability.*without any survey text"):
+        prepare_sft_dataset(Dataset.from_list([_long_row()]), tokenizer, dimension="readability", max_length=200)
+
+
+def test_fit_leaves_short_surveys_alone_and_counts_missing_text(tiny_model_dir):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from surveyalign.training import prepare_sft_dataset
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    short = dict(_long_row(1), unit_id="a")
+    empty = dict(_long_row(1), unit_id="b", text="  ")
+    fitted, report = prepare_sft_dataset(Dataset.from_list([short, empty]), tokenizer, dimension="readability",
+                                         max_length=4096, enable_thinking=True)
+    assert (report.n_units, report.n_shortened, report.n_missing_text) == (1, 0, 1)
+    assert report.missing_text_unit_ids == ["b"] and fitted["unit_id"] == ["a"]
+    assert fitted[0]["chat_template_kwargs"] == {"enable_thinking": True}
+    assert short["text"] in fitted[0]["prompt"][0]["content"]
+
+
+# --- DPO pairs ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("texts", "gold", "expected"), [
+    (["Fine.$$$-1$$$", "Weak.$$$-2$$$"], -1, (1, [-1, -2])),     # second differs
+    (["Good.$$$+1$$$", "Fine.$$$-1$$$"], -1, (0, [1, -1])),      # "+1" parses as 1
+    (["cut off before the score", "Fine.$$$-1$$$"], -1, (None, [None, -1])),  # unparseable never rejected
+    (["Fine.$$$-1$$$", "Fine.$$$ -1 $$$"], -1, (None, [-1, -1])),  # all agree with gold: no pair
+    (["Odd.$$$0$$$", "Strong.$$$2$$$"], 1, (1, [None, 2])),      # 0 is not a valid score
+])
+def test_choose_rejected(texts, gold, expected):
+    from surveyalign.backends import Generation
+    from surveyalign.training import choose_rejected
+
+    samples = [Generation(text=t, finish_reason="stop", mean_logprob=None) for t in texts]
+    assert choose_rejected(samples, gold, "v1.0") == expected
+
+
+def test_failed_generation_is_never_rejected():
+    from surveyalign.backends import Generation
+    from surveyalign.training import choose_rejected
+
+    samples = [Generation.failed("timeout"), Generation(text="Deep.$$$2$$$", finish_reason="stop", mean_logprob=None)]
+    assert choose_rejected(samples, -1, "v1.0") == (1, [None, 2])
+
+
+# --- model card -----------------------------------------------------------------------------------------
+
+
+def test_model_card_names_base_dimension_data_and_settings(tmp_path):
+    from surveyalign.training import render_model_card, write_model_card
+
+    record = {"stage": "sft", "dimension": "structure", "base_model": "Qwen/Qwen3-32B", "protocol": "v1.0",
+              "enable_thinking": False, "data_hash": "ab" * 32, "data_version": "v1.1 release",
+              "n_train": 1094, "n_eval": 122, "max_length": 16384, "length": {"n_shortened": 17},
+              "lora": {"r": 8, "alpha": 16}, "hyperparameters": {"learning_rate": 5e-05},
+              "metrics": {"eval_loss": 1.234567}, "command": "accelerate launch recipes/sft.py"}
+    card = render_model_card(record)
+    assert card.startswith("---\nlibrary_name: peft\nbase_model: Qwen/Qwen3-32B\n")
+    for needle in ("SurveyAlign-Structure (sft)", "**structure**", "ab" * 32, "v1.1 release", "Training units: 1094",
+                   "16384 tokens: 17", "r=8, alpha=16", "| learning_rate | 5e-05 |", "| eval_loss | 1.2346 |",
+                   "`Reason$$$X$$$`", "enable_thinking=false"):
+        assert needle in card, needle
+    assert "No metrics were computed" in render_model_card({**record, "metrics": {}})
+    bad = tmp_path / "card.md"
+    bad.write_text("${base_model} ${no_such_field}")
+    with pytest.raises(KeyError, match="no_such_field"):
+        render_model_card(record, bad)
+    assert (write_model_card(tmp_path, record)).read_text() == card
+
+
+# --- end to end: SFT then DPO through accelerate --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sft_adapter(tmp_path_factory, tiny_model_dir, dataset_dir) -> Path:
+    """A tiny Criticalness SFT adapter trained by recipes/sft.py under accelerate (1 process, 2 steps)."""
+    out = tmp_path_factory.mktemp("sft") / "adapter"
+    run_recipe([*ACCELERATE_1, "recipes/sft.py", "--config", "configs/sft/tiny-criticalness.yaml",
+                "--model_name_or_path", str(tiny_model_dir), "--dataset_path", str(dataset_dir),
+                "--output_dir", str(out), "--data_version", "sample-release"], out.parent / "sft.log")
+    return out
+
+
+def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny_model_dir, dataset_dir):
+    from surveyalign.data import load_surveyreview
+    from surveyalign.training import data_hash, read_training_record
+
+    check_adapter(sft_adapter, tiny_model_dir)
+    record = read_training_record(sft_adapter)
+    train = load_surveyreview(dataset_dir, "criticalness", split="train").select(range(8))
+    assert (record["stage"], record["dimension"], record["protocol"], record["enable_thinking"]) == \
+        ("sft", "criticalness", "v1.0", False)
+    assert record["data_hash"] == data_hash(train) and record["n_train"] == 8
+    assert record["length"]["train"]["longest"] <= record["max_length"] == 2048
+    assert record["adapter"]["ranks"] == [8] and record["adapter"]["modules"] == sorted(SEVEN)
+    log = json.loads((sft_adapter / "trainer_state.json").read_text())["log_history"]
+    assert [e["step"] for e in log if "loss" in e] == [1, 2] and all(e["loss"] > 0 for e in log if "loss" in e)
+    card = (sft_adapter / "README.md").read_text()
+    assert f"base_model: {tiny_model_dir}" in card and record["data_hash"] in card and "sample-release" in card
+    shortened = "shortened the survey body of 8/8 training examples"
+    assert shortened in (sft_adapter.parent / "sft.log").read_text()
+
+
+def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_dir, dataset_dir, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from surveyalign.backends import load_backend
+    from surveyalign.training import make_dpo_pairs, read_pairs, read_training_record
+
+    # sample 0 agrees with a -1 gold, sample 1 says +2: units with gold -1 pair with sample 1, the others with 0
+    sampler = load_backend("scripted", replies=lambda m, s, i: "Deep synthesis.$$$2$$$" if i else "Shallow.$$$-1$$$")
+    pairs_file = tmp_path / "pairs.jsonl"
+    summary = make_dpo_pairs(str(dataset_dir), str(sft_adapter), pairs_file, k=2, limit=6, max_new_tokens=64,
+                             max_length=2048, sampler=sampler)
+    assert (summary.n_units, summary.n_paired, summary.origins) == (6, 6, {"sft_sample": 6})
+    pairs = read_pairs(pairs_file)
+    for pair in pairs:
+        assert pair["rejected_score"] != pair["gold_score"] and pair["origin"] == "sft_sample"
+        assert pair["chosen"][0]["content"].endswith(f"$$${pair['gold_score']}$$$")
+        assert pair["sample_index"] == (1 if pair["gold_score"] == -1 else 0)
+    again = make_dpo_pairs(str(dataset_dir), str(sft_adapter), pairs_file, k=2, limit=6, sampler=sampler,
+                           max_new_tokens=64, max_length=2048)
+    assert (again.n_skipped_existing, again.n_paired) == (6, 0)  # resumed: nothing sampled twice
+
+    out = tmp_path / "dpo"
+    run_recipe([*ACCELERATE_1, "recipes/dpo.py", "--config", "configs/dpo/tiny-criticalness.yaml",
+                "--sft_adapter", str(sft_adapter), "--pairs_path", str(pairs_file), "--output_dir", str(out),
+                "--max_train_samples", "4"], tmp_path / "dpo.log")
+    check_adapter(out, tiny_model_dir)
+    assert not (out / "ref").exists()  # TRL's frozen reference copy is not part of the result
+    log = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
+    # step 1 is computed before any update: policy (SFT adapter) and reference (its frozen copy) agree
+    assert log[0]["rewards/chosen"] == 0.0 and log[0]["rewards/rejected"] == 0.0
+    assert log[0]["loss"] == pytest.approx(0.6931472, abs=1e-6)  # -log sigmoid(0)
+    assert log[1]["rewards/margins"] != 0.0  # after one update they differ
+    before, after = load_file(sft_adapter / "adapter_model.safetensors"), load_file(out / "adapter_model.safetensors")
+    assert before.keys() == after.keys()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    record = read_training_record(out)
+    assert (record["stage"], record["sft_adapter"], record["pair_origins"]) == ("dpo", str(sft_adapter),
+                                                                                {"sft_sample": 4})
+    assert record["reference"] == "frozen copy of the SFT adapter"
