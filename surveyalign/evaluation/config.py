@@ -45,6 +45,9 @@ class GenerationConfig(_Strict):
     max_new_tokens: int = Field(512, ge=1, description="generation budget per call (tokens)")
     seed: int = Field(0, description="base seed; sample k of a unit uses seed + k")
     enable_thinking: bool = Field(False, description="Qwen3 chat-template thinking switch")
+    want_logprobs: bool = Field(
+        False, description="ask API backends for token log-probs (the K>1 vote's tie-break; local ones always give them)"
+    )
 
 
 class BackendConfig(_Strict):

@@ -63,6 +63,7 @@ _OPERATIONAL_KEYS = frozenset(
         "api_key_present",
         "batch_size",
         "device",
+        "transport",
     }
 )
 _SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.I)
