@@ -392,3 +392,27 @@ def test_knowledge_column_goes_into_the_configured_dimensions(dataset_dir, tmp_p
     cfg = json.loads((result.run_dir / "run_config.json").read_text())
     assert cfg["data"]["knowledge_column"] is True
     assert ("knowledge" in cfg["prompts"]["template_hashes"]["criticalness"]) == bool(knowledge_dimensions)
+
+
+def test_resume_ignores_operational_options_and_no_resume_moves_the_cache_aside(dataset_dir, tmp_path):
+    """Concurrency/timeout/retries do not change answers, so a resumed run with other values reuses the cache;
+    another temperature does change them; resume=false keeps the old cache under a new name."""
+    from surveyalign.backends.testing import FakeChatServer
+
+    with FakeChatServer(replies=["Fine. $$$-1$$$"]) as server:
+        def cfg(fields=None, **options):
+            options = {"base_url": server.base_url, "model": "fake", "api_key_env": None, **options}
+            return _config(dataset_dir, tmp_path, limit=1, backend={"kind": "openai", "options": options},
+                           **(fields or {}))
+
+        assert run_evaluation(cfg(concurrency=2)).calls["made"] == 4
+        again = run_evaluation(cfg(concurrency=8, timeout=5, max_retries=1))
+        assert again.calls == {**again.calls, "made": 0, "cached": 4}
+        assert len(server.requests) == 4
+        hotter = run_evaluation(cfg({"generation": {"temperature": 0.5}}))
+        assert hotter.calls["made"] == 4 and len(server.requests) == 8
+        fresh = run_evaluation(cfg({"resume": False}))
+        assert fresh.calls["made"] == 4 and len(server.requests) == 12
+    aside = sorted(p.name for p in fresh.run_dir.glob("calls.*.jsonl"))
+    assert len(aside) == 1 and len(_read_jsonl(fresh.run_dir / aside[0])) == 8
+    assert len(_read_jsonl(fresh.run_dir / "calls.jsonl")) == 4
