@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from surveyalign.cli import main
 from surveyalign.scoring import render_leaderboard, summarize_predictions
@@ -131,16 +132,32 @@ def test_report_errors_are_named(tmp_path, capsys):
 
 
 def test_leaderboard_columns_and_missing_values():
-    rows = {"judge": {"per_dimension": {"readability": {"mse": 1.5, "mae": 0.75}}, "avg_mse": 1.5, "avg_mae": 0.75,
-                      "rqs": None, "align": 0.8, "has": None, "has_note": "no RQS", "n": 4, "n_scored": 3,
-                      "status_counts": {"parse_failed": 1}}}
+    per = {"readability": {"mse": 1.5, "mae": 0.75}, "criticalness": {"mse": 0.5, "mae": 0.25}}
+    rows = {"judge": {"per_dimension": per, "avg_mse": 1.0, "avg_mae": 0.5, "rqs": None, "align": 0.8,
+                      "has": None, "has_note": "no RQS", "n": 4, "n_scored": 3, "status_counts": {"parse_failed": 1}}}
     table = render_leaderboard(rows)
     headers = [c.header for c in table.columns]
-    assert headers[:3] == ["Judge", "Read MSE", "Read MAE"]
-    assert {"AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "Skill", "scored/n", "failures"} <= set(headers)
+    # RQS, HAS and Skill are missing for every judge: left out, and the caption says so
+    assert headers == ["Judge", "Read MSE/MAE", "Crit MSE/MAE", "AVG MSE", "AVG MAE", "Align", "scored", "failed"]
     cells = {c.header: next(iter(c.cells)) for c in table.columns}
-    assert cells["Read MSE"] == "1.50" and cells["HAS"] == "–" and cells["scored/n"] == "3/4"
-    assert cells["failures"] == "parse 1" and table.caption == "no RQS"
+    assert cells["Read MSE/MAE"] == "1.50/0.75" and cells["AVG MSE"] == "1.00" and cells["scored"] == "3/4"
+    assert cells["failed"] == "parse 1"
+    assert "RQS/HAS columns left out" in table.caption and "no RQS" in table.caption
+    assert "no training labels" in table.caption
+    both = render_leaderboard({**rows, "other": {**rows["judge"], "has": 0.5, "rqs": 0.2}})
+    cells = {c.header: [*c.cells] for c in both.columns}
+    assert cells["HAS"] == ["–", "0.50"] and cells["RQS"] == ["–", "0.20"]
+    # one dimension: AVG is that dimension, no repeated columns; a long judge name is never cut at 80 columns
+    name = "surveyalign-readability (tiny LoRA)"
+    one = {name: {**rows["judge"], "per_dimension": {"readability": per["readability"]}, "rqs": 0.4, "has": 0.7,
+                  "skill_vs_majority": -0.1, "status_counts": {"parse_failed": 1, "api_error": 33}}}
+    table = render_leaderboard(one)
+    assert "readability" in table.title and [c.header for c in table.columns][1:3] == ["MSE", "MAE"]
+    console = Console(width=80, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "surveyalign-readability" in text and "(tiny LoRA)" in text and "api 33" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
 
 
 @pytest.mark.parametrize("argv", [["report", "--help"], ["metrics", "register", "--help"]])

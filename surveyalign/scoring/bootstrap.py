@@ -193,6 +193,7 @@ def bootstrap_intervals(records: Sequence[dict], *, n_resamples: int = 1000, see
     out: dict[str, Any] = {
         "method": "paper-level cluster bootstrap, percentile 95% interval",
         "resamples": int(n_resamples), "seed": int(seed), "n_papers": len(t.papers),
+        "note": _few_papers_note(len(t.papers)),
     }
     for key in ("avg_mse", "avg_mae", "align", "rqs", "has", "skill_vs_majority"):
         out[key] = _interval(s.get(key))
@@ -202,6 +203,16 @@ def bootstrap_intervals(records: Sequence[dict], *, n_resamples: int = 1000, see
         for d in t.dims
     }
     return out
+
+
+#: Below this many papers a percentile bootstrap interval is too coarse to trust (our choice).
+_MIN_PAPERS = 20
+
+
+def _few_papers_note(n_papers: int) -> str | None:
+    if n_papers >= _MIN_PAPERS:
+        return None
+    return f"only {n_papers} papers: bootstrap intervals and p-values are rough (fewer than {_MIN_PAPERS})"
 
 
 def _finite(x: Any) -> float | None:
@@ -289,5 +300,5 @@ def paired_bootstrap(
         "n_shared": len(shared), "n_both_scored": len(both), "n_only_a": len(set(a_by) - set(b_by)),
         "n_only_b": len(set(b_by) - set(a_by)), "n_papers": len(papers), "resamples": int(n_resamples),
         "seed": int(seed), "method": "paired paper-level bootstrap on units scored by both judges",
-        "metrics": metrics,
+        "note": _few_papers_note(len(papers)), "metrics": metrics,
     }

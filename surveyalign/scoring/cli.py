@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--authors", action="store_true",
                    help="also print the authors'-convention figures (unparseable = 0), for comparison only")
     p.add_argument("--json", metavar="FILE", help="also write {judge: summary} (and the comparison) as JSON")
-    p.add_argument("--width", type=int, default=None, help="console width (default: terminal width)")
+    p.add_argument("--width", type=int, default=None,
+                   help="console width (default: the terminal's; 200 when the output is not a terminal)")
     p.set_defaults(handler=_report)
 
     m = subparsers.add_parser(
@@ -113,7 +114,8 @@ def _report(args: argparse.Namespace) -> int:
     )
     from surveyalign.scoring.summary import summarize_predictions
 
-    console = Console(width=args.width) if args.width else Console()
+    # a pipe gets 80 columns from rich by default, too narrow for the per-dimension tables
+    console = Console(width=args.width or (None if sys.stdout.isatty() else 200))
 
     def say(message: str) -> None:
         print(message, file=sys.stderr)

@@ -53,7 +53,7 @@ def _failures(s: Mapping[str, Any]) -> str:
     c = s.get("status_counts") or {}
     short = {"parse_failed": "parse", "api_error": "api", "missing_text": "text"}
     parts = [f"{short[k]} {c[k]}" for k in short if c.get(k)]
-    return " · ".join(parts) if parts else "0"
+    return " ".join(parts) if parts else "0"
 
 
 def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
@@ -63,28 +63,48 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
         summaries: ``{judge name: summarize_predictions(...) output}``.
 
     Returns:
-        A ``rich.table.Table`` with columns Judge, MSE/MAE of each dimension present, AVG MSE, AVG MAE,
-        RQS, Align, HAS, Skill (1 - AVGMSE / AVGMSE of the majority-class judge on the same units),
-        scored/n and failures. Missing values show as "–".
+        A ``rich.table.Table`` with columns Judge, "MSE/MAE" of each dimension (only when more than one
+        dimension is present; with one, AVG is that dimension), AVG MSE, AVG MAE, RQS, Align, HAS,
+        Skill (1 - AVGMSE / AVGMSE of the majority-class judge on the same units), scored (scored/n)
+        and failed (counts by status). Missing values show as "–"; a column that is missing for every
+        judge (RQS/HAS without consistency scores, Skill without training labels) is left out and the
+        caption says why. Judge names fold instead of being cut; a single-dimension board fits 80
+        columns.
     """
     dims = _dims(summaries)
-    table = Table(title="SurveyReview leaderboard (strict convention: failures counted, never scored)")
-    table.add_column("Judge", style="bold")
-    for d in dims:
-        table.add_column(f"{_SHORT[d]} MSE", justify="right")
-        table.add_column(f"{_SHORT[d]} MAE", justify="right")
-    for name in ("AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "Skill", "scored/n", "failures"):
+    scope = f" ({dims[0]})" if len(dims) == 1 else ""
+    table = Table(title=f"SurveyReview leaderboard{scope}: strict convention, failures counted, never scored",
+                  box=None, pad_edge=False, header_style="bold underline")
+    width = max([len(str(j)) for j in summaries] + [5])
+    table.add_column("Judge", style="bold", overflow="fold", min_width=min(width, 23))
+    per_dim = dims if len(dims) > 1 else []
+    for d in per_dim:
+        table.add_column(f"{_SHORT[d]} MSE/MAE", justify="right")
+    avg = "AVG " if per_dim else ""  # with one dimension the averages are that dimension's errors
+    values = {
+        f"{avg}MSE": "avg_mse", f"{avg}MAE": "avg_mae", "RQS": "rqs", "Align": "align", "HAS": "has",
+        "Skill": "skill_vs_majority",
+    }
+    shown = {h: k for h, k in values.items()
+             if k in ("avg_mse", "avg_mae", "align") or any(s.get(k) is not None for s in summaries.values())}
+    for name in shown:
         table.add_column(name, justify="right")
+    table.add_column("scored", justify="right")
+    table.add_column("failed", justify="right", overflow="fold", max_width=8)
     for judge, s in summaries.items():
         per = s.get("per_dimension") or {}
         row = [str(judge)]
-        for d in dims:
-            row += [_f((per.get(d) or {}).get("mse")), _f((per.get(d) or {}).get("mae"))]
-        row += [_f(s.get("avg_mse")), _f(s.get("avg_mae")), _f(s.get("rqs")), _f(s.get("align")),
-                _f(s.get("has")), _f(s.get("skill_vs_majority")), f"{s.get('n_scored', 0)}/{s.get('n', 0)}",
-                _failures(s)]
+        for d in per_dim:
+            e = per.get(d) or {}
+            row.append(f"{_f(e.get('mse'))}/{_f(e.get('mae'))}")
+        row += [_f(s.get(k)) for k in shown.values()]
+        row += [f"{s.get('n_scored', 0)}/{s.get('n', 0)}", _failures(s)]
         table.add_row(*row)
     notes = sorted({s.get("has_note") for s in summaries.values() if s.get("has_note")})
+    if "HAS" not in shown and summaries:
+        notes.insert(0, "RQS/HAS columns left out")
+    if "Skill" not in shown and summaries:
+        notes.append("Skill left out: no training labels")
     if notes:
         table.caption = "; ".join(notes)
     return table
@@ -113,8 +133,10 @@ def render_agreement(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
                       _ci(s.get("avg_mse"), ci.get("avg_mse")), _ci(s.get("avg_mae"), ci.get("avg_mae")),
                       _DASH, _DASH, _DASH, _ci(s.get("skill_vs_majority"), ci.get("skill_vs_majority")),
                       end_section=True)
-    table.caption = "Align " + ", ".join(
-        f"{j}: {_ci(s.get('align'), (s.get('ci') or {}).get('align'))}" for j, s in summaries.items())
+    caption = ["Align " + ", ".join(
+        f"{j}: {_ci(s.get('align'), (s.get('ci') or {}).get('align'))}" for j, s in summaries.items())]
+    caption += sorted({(s.get("ci") or {}).get("note") for s in summaries.values()} - {None})
+    table.caption = "; ".join(caption)
     return table
 
 
@@ -165,10 +187,10 @@ def render_baselines(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
         table.caption = "no training labels: baselines unavailable (pass --train-scores FILE)"
         return table
     labels = {d: e.get("label") for d, e in base["majority"]["per_dimension"].items()}
-    add("majority class " + ", ".join(f"{_SHORT[d]} {v:+d}" for d, v in labels.items()), base["majority"])
+    add("majority class", base["majority"])
     add("prior sampling (expected)", base["prior_sampling"])
-    if base.get("notes"):
-        table.caption = "; ".join(base["notes"])
+    caption = ["majority labels " + ", ".join(f"{_SHORT[d]} {v:+d}" for d, v in labels.items())]
+    table.caption = "; ".join(caption + list(base.get("notes") or []))
     return table
 
 
@@ -196,6 +218,8 @@ def render_comparison(result: Mapping[str, Any], name_a: str, name_b: str) -> Ta
         better = {"a": name_a, "b": name_b}.get(m.get("better") or "", "no difference at 95%")
         table.add_row(key + (" (lower better)" if m["lower_is_better"] else ""), _f(m["a"], 3), _f(m["b"], 3),
                       _f(m["diff"], 3), f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _DASH, _f(m["p_value"], 3), better)
+    if result.get("note"):
+        table.caption = result["note"]
     return table
 
 
