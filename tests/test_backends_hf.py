@@ -167,3 +167,20 @@ def test_peft_adapter_is_applied(backend, tiny_model_dir, lora_adapter):
     assert d_adapted.token_logprobs == pytest.approx(expected, abs=1e-4)
     assert adapted.describe()["adapter"] == str(lora_adapter)
     assert not math.isclose(d_adapted.generation.mean_logprob, d_base.generation.mean_logprob, abs_tol=1e-3)
+
+
+def test_checkpoint_sampling_defaults_do_not_leak(tiny_model_dir, tmp_path, backend):
+    """A checkpoint whose generation_config asks for sampling and a repetition penalty decodes exactly like
+    the plain one: GenerationSettings alone defines decoding."""
+    model_dir = tmp_path / "tiny-sampling-defaults"
+    shutil.copytree(tiny_model_dir, model_dir)
+    path = model_dir / "generation_config.json"
+    config = json.loads(path.read_text())
+    config.update(do_sample=True, temperature=0.6, top_k=20, top_p=0.95, repetition_penalty=1.3)
+    path.write_text(json.dumps(config))
+    other = load_backend("transformers", model=str(model_dir), device="cpu")
+    for settings in (GenerationSettings(max_new_tokens=6), GenerationSettings(temperature=1.0, max_new_tokens=6)):
+        [[want]] = backend.generate_detailed([P1], settings)
+        [[got]] = other.generate_detailed([P1], settings)
+        assert got.token_ids == want.token_ids
+        assert got.token_logprobs == pytest.approx(want.token_logprobs, abs=1e-6)

@@ -3,7 +3,8 @@
 Sampling is done per row with its own ``torch.Generator`` seeded ``settings.seed + sample_index`` (Gumbel-max
 over the temperature-scaled, nucleus-truncated distribution), so a sample does not depend on which other
 prompts share its batch: re-running one unit reproduces it. The mean token log-probability is taken from the
-model's raw next-token distribution (before temperature / top-p), over the generated tokens including the
+model's raw next-token distribution (before temperature / top-p; the checkpoint's own
+``generation_config`` sampling defaults such as ``repetition_penalty`` are not applied), over the generated tokens including the
 end-of-turn token when the answer stopped (SurveyReview App. E tie-break, SPEC §5).
 """
 
@@ -180,6 +181,12 @@ class TransformersBackend(Backend):
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
         self.eos_token_ids = sorted(eos_ids)
+        # Decoding is fully defined by GenerationSettings: drop the checkpoint's sampling defaults (temperature,
+        # top_k, repetition_penalty...), which transformers would otherwise merge into every generate() call.
+        from transformers import GenerationConfig
+
+        self.model.generation_config = GenerationConfig(eos_token_id=self.eos_token_ids,
+                                                        pad_token_id=self.tokenizer.pad_token_id)
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
         self._lock = threading.Lock()
         self._torch = torch

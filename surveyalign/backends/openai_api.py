@@ -103,6 +103,7 @@ class _AiohttpTransport(_Transport):
             headers=headers,
             connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency),
             timeout=aiohttp.ClientTimeout(total=timeout),
+            trust_env=True,  # honour HTTP(S)_PROXY / NO_PROXY like httpx does
         )
 
     async def post(self, url: str, body: dict[str, Any]) -> tuple[int, str | None, str]:
