@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             from rich.console import Console
 
             t0 = time.perf_counter()
-            result = run_evaluation(config, console=Console(file=open(os.devnull, "w")))
+            with open(os.devnull, "w") as sink:
+                result = run_evaluation(config, console=Console(file=sink))
             total = time.perf_counter() - t0
             made, stage = result.calls["made"], result.calls["seconds"]
             assert result.calls["errors"] == 0 and result.counts["scored"] == result.counts["total"]

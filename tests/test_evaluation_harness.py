@@ -355,9 +355,8 @@ def test_second_process_on_the_same_run_folder_is_refused(dataset_dir, tmp_path)
 
     cfg = _config(dataset_dir, tmp_path, limit=1)
     cfg.run_dir.mkdir(parents=True)
-    with _RunLock(cfg.run_dir / ".lock"):
-        with pytest.raises(RuntimeError, match="in use by another evaluation process"):
-            run_evaluation(cfg)
+    with _RunLock(cfg.run_dir / ".lock"), pytest.raises(RuntimeError, match="in use by another evaluation process"):
+        run_evaluation(cfg)
     assert run_evaluation(cfg).counts["scored"] == 4
 
 

@@ -90,7 +90,7 @@ class CallCache:
     _fh: Any = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, fsync: bool = False) -> "CallCache":
+    def load(cls, path: str | os.PathLike, *, fsync: bool = False) -> CallCache:
         """Read ``path`` if it exists (tolerating torn lines) and return the cache.
 
         Raises:
@@ -158,7 +158,7 @@ class CallCache:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> "CallCache":
+    def __enter__(self) -> CallCache:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc) -> None:

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 #: Option names whose values are never written to run_config.json (credentials in any form).
-_SECRET_OPTION = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.I)
+_SECRET_OPTION = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.IGNORECASE)
 
 
 class EvalConfigError(ValueError):
@@ -172,7 +172,7 @@ class EvalConfig(_Strict):
         return Path(self.output_dir) / (self.run_name or _slug(self.name))
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> "EvalConfig":
+    def from_yaml(cls, path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> EvalConfig:
         """Read a YAML file, apply ``overrides``, validate.
 
         Args:
@@ -204,7 +204,7 @@ class EvalConfig(_Strict):
     @classmethod
     def from_dict(
         cls, data: dict[str, Any], overrides: dict[str, Any] | None = None, *, source: str = "<dict>"
-    ) -> "EvalConfig":
+    ) -> EvalConfig:
         """Validate a mapping (after applying dotted ``overrides``); errors name ``source`` and the keys.
 
         Raises:

@@ -65,9 +65,9 @@ _DEFINITIONS = {
     "original analysis",
 }
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
-_OPEN_THINK = re.compile(r"<think>.*\Z", re.S | re.I)
-_TAG = re.compile(r"<consistency>\s*([^<]*?)\s*</consistency>", re.I)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
+_TAG = re.compile(r"<consistency>\s*([^<]*?)\s*</consistency>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

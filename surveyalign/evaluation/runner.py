@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import platform
 import re
@@ -30,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ from surveyalign.evaluation.consistency import (
 from surveyalign.evaluation.voting import majority_vote
 
 __all__ = ["STATUSES", "RunResult", "run_evaluation"]
+
+_log = logging.getLogger(__name__)
 
 #: Unit statuses, in report order (contract 4).
 STATUSES: tuple[str, ...] = ("scored", "parse_failed", "api_error", "missing_text")
@@ -66,7 +69,7 @@ _OPERATIONAL_KEYS = frozenset(
         "transport",
     }
 )
-_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.I)
+_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.IGNORECASE)
 
 
 @dataclass
@@ -161,7 +164,7 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
     started = _now()
     calls_path = run_dir / "calls.jsonl"
     if not config.resume and calls_path.exists() and calls_path.stat().st_size > 0:
-        aside = run_dir / f"calls.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}.jsonl"
+        aside = run_dir / f"calls.{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}.jsonl"
         calls_path.rename(aside)
         console.print(f"resume=false: moved the earlier cache aside to {aside.name}")
 
@@ -207,9 +210,8 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
             cache.close()
     finally:
         for b in list(judges.values()) + list(rqs_judges.values()):
-            if backend is None or b is not backend:
-                if rqs_backend is None or b is not rqs_backend:
-                    _close(b)
+            if b is not backend and b is not rqs_backend:  # close only what this run built
+                _close(b)
 
     _write_jsonl(run_dir / "predictions.jsonl", predictions)
     counts = _status_counts(predictions)
@@ -399,12 +401,13 @@ def _identity(backend: Any) -> dict[str, Any]:
 
 
 def _close(backend: Any) -> None:
+    """Close a backend; a failure to close must not mask the run's outcome (it is only logged)."""
     close = getattr(backend, "close", None)
     if callable(close):
         try:
             close()
-        except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
-            pass
+        except Exception as err:  # noqa: BLE001
+            _log.debug("closing %s failed: %s", type(backend).__name__, err)
 
 
 def _settings(gen: GenerationConfig, sample: int) -> Any:
@@ -581,8 +584,8 @@ async def _run_async(backend: Any, jobs: list[_Job], concurrency: int,
         if callable(aclose):
             try:
                 await aclose()
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as err:  # noqa: BLE001
+                _log.debug("closing the async client of %s failed: %s", type(backend).__name__, err)
 
 
 def _run_coroutine(coro) -> None:
@@ -819,11 +822,11 @@ def _git_info() -> dict[str, Any] | None:
     here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                                timeout=10)
+                                timeout=10, check=False)
         if commit.returncode != 0:
             return None
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True, timeout=10, check=False)
         return {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
     except (OSError, subprocess.SubprocessError):
         return None
@@ -864,7 +867,7 @@ def _scrub(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -891,7 +894,7 @@ class _RunLock:
         self.path = path
         self._fh = None
 
-    def __enter__(self) -> "_RunLock":
+    def __enter__(self) -> _RunLock:  # noqa: PYI034
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock
