@@ -184,3 +184,17 @@ def test_checkpoint_sampling_defaults_do_not_leak(tiny_model_dir, tmp_path, back
         [[got]] = other.generate_detailed([P1], settings)
         assert got.token_ids == want.token_ids
         assert got.token_logprobs == pytest.approx(want.token_logprobs, abs=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_greedy_matches_cpu(tiny_model_dir, backend):
+    gpu = load_backend("transformers", model=str(tiny_model_dir), device="cuda", dtype="float32")
+    settings = GenerationSettings(max_new_tokens=6)
+    [[want]] = backend.generate_detailed([P1], settings)
+    [[got]] = gpu.generate_detailed([P1], settings)
+    assert got.token_ids == want.token_ids
+    assert got.token_logprobs == pytest.approx(want.token_logprobs, abs=1e-3)
+    sampled = gpu.generate([P1, P2], GenerationSettings(temperature=1.0, max_new_tokens=6, seed=3), n=2)
+    assert all(g.error is None and g.finish_reason == "length" for row in sampled for g in row)
+    gpu.close()
