@@ -225,8 +225,8 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     for i, (judge, backend) in enumerate(judges.items()):
         slug = "adapter" if i == 0 else "constant"
         _say(console, f"[4/5] evaluating {judge} on {ev.split} ({dimension})")
-        ecfg = EvalConfig.model_validate({**common, "name": slug, "backend": backend,
-                                          "output_dir": str(work / "eval" / slug)})
+        ecfg = EvalConfig.model_validate({**common, "name": judge, "run_name": slug, "backend": backend,
+                                          "output_dir": str(work / "eval")})
         result = run_evaluation(ecfg)
         summaries[judge] = result.metrics
         runs[judge] = str(result.run_dir)
@@ -254,11 +254,17 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     return {"workdir": str(work), "leaderboard": summaries, "runs": runs}
 
 
-def _report_line(report: Any) -> str:
-    """One line about the dataset build, whatever shape the build report has."""
-    data = report if isinstance(report, dict) else getattr(report, "__dict__", {})
-    splits = data.get("split_sizes") or data.get("splits")
-    return f"split sizes: {splits}" if splits else "dataset build report written to build_report.json"
+def _report_line(result: Any) -> str:
+    """One line about the dataset build: units per split, excluded 0/-3 labels, leakage-guard figures."""
+    report = getattr(result, "report", {}) or {}
+    counts = report.get("counts", {})
+    splits = ", ".join(f"{name} {c.get('units', '?')} units / {c.get('papers', '?')} papers"
+                       for name, c in counts.items())
+    units = report.get("units", {})
+    excluded = sum(units.get("excluded_score_0", {}).values()) + sum(units.get("excluded_score_minus3", {}).values())
+    guard = report.get("leakage_guard", {})
+    return (f"{splits}; {excluded} labels 0/-3 excluded; leakage guard cleaned {guard.get('texts_cleaned', 0)} "
+            f"texts, {guard.get('snippets_verbatim_in_inputs', '?')} gold snippets left verbatim")
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
