@@ -17,6 +17,7 @@ import os
 import shutil
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,9 @@ from typing import Any
 from surveyalign import __version__
 from surveyalign.constants import DIMENSIONS
 
-from .leakage import find_verbatim, strip_review_record
+from .leakage import strip_review_record, verbatim_hits
 from .readers import EXCLUDED_SCORES, RawUnit, read_release, source_from_text, source_from_uid
-from .schema import ALL_CONFIG, COLUMNS, SPLITS, ReleaseFormatError, surveyreview_features
+from .schema import ALL_CONFIG, COLUMNS, SPLITS, ReleaseFormatError, arrow_schema
 from .split import split_papers
 from .text import extract_abstract, extract_references, extract_title, fingerprint
 
@@ -121,7 +122,16 @@ def build_dataset(
     """
     started = time.perf_counter()
     out = Path(out)
+    timings: dict[str, float] = {}
+    mark = [started]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        timings[name] = round(now - mark[0], 3)
+        mark[0] = now
+
     release = read_release(official, sources=sources)
+    lap("read")
 
     # 1. exclusions (0 = not mentioned, -3 = unjudgeable)
     excluded = {str(s): Counter() for s in EXCLUDED_SCORES}
@@ -141,13 +151,14 @@ def build_dataset(
                 return release.articles[key], key
         return None, ""
 
+    inputs: dict[str, str] = dict(release.articles)
+    for unit in release.units:
+        if unit.text is not None:
+            inputs[f"record:{unit.review_id}"] = unit.text
     cleaned: dict[str, str] = {}
     leak_counts = Counter()
     cleaned_ids: list[str] = []
-    for unit in kept:
-        text, key = raw_text(unit)
-        if text is None or key in cleaned:
-            continue
+    for key, text in inputs.items():
         if leakage_guard:
             new, edit = strip_review_record(text)
             if edit.changed:
@@ -159,43 +170,53 @@ def build_dataset(
         else:
             cleaned[key] = text
 
+    lap("leakage_guard")
+
     # 3. sources
     source_how = Counter()
+    doi_source: dict[str, str | None] = {}
     unit_source: list[str] = []
     unit_key: list[str] = []
     for unit in kept:
         text, key = raw_text(unit)
         unit_key.append(key)
-        mapped = next(
-            (release.source_map[k] for k in (unit.uid, unit.review_id, unit.paper_key, unit.article_key)
-             if k and k in release.source_map),
-            None,
-        )
-        for how, value in (
-            ("record", unit.source),
-            ("uid_prefix", source_from_uid(unit.uid)),
-            ("mapping", mapped),
-            ("f1000_doi", source_from_text(text or "")),
-            ("unknown", "unknown"),
-        ):
-            if value:
-                unit_source.append(value)
-                source_how[how] += 1
-                break
+        if unit.source:
+            how, value = "record", unit.source
+        elif source_from_uid(unit.uid):
+            how, value = "uid_prefix", source_from_uid(unit.uid)
+        elif mapped := next((release.source_map[k] for k in (unit.uid, unit.review_id, unit.paper_key,
+                                                              unit.article_key) if k and k in release.source_map),
+                            None):
+            how, value = "mapping", mapped
+        else:
+            if key and key not in doi_source:
+                doi_source[key] = source_from_text(text or "")
+            how, value = ("f1000_doi", "f1000") if key and doi_source[key] else ("unknown", "unknown")
+        unit_source.append(value)
+        source_how[how] += 1
 
     # 4. paper identity
     uf = _UnionFind()
     unit_node: list[str] = []
     unit_title: list[str] = []
+    text_titles: dict[str, str] = {}
+    text_prints: dict[str, str] = {}
     for i, unit in enumerate(kept):
         text = cleaned.get(unit_key[i], "") if unit_key[i] else ""
-        title = unit.title or (extract_title(text) if text else "")
+        if unit.title:
+            title = unit.title
+        else:
+            if unit_key[i] not in text_titles:
+                text_titles[unit_key[i]] = extract_title(text) if text else ""
+            title = text_titles[unit_key[i]]
         unit_title.append(title)
         node = f"k:{unit.paper_key}" if unit.paper_key else f"r:{unit.review_id}"
         uf.find(node)
         fp = fingerprint(title) if len(title.split()) >= 3 else ""
         if not fp and text:
-            fp = fingerprint(text)
+            if unit_key[i] not in text_prints:
+                text_prints[unit_key[i]] = fingerprint(text)
+            fp = text_prints[unit_key[i]]
         if fp:
             uf.union(node, f"f:{fp}")
         unit_node.append(node)
@@ -221,6 +242,8 @@ def build_dataset(
     assignment = split_papers(
         paper_sources, seed=seed, test_fraction=test_fraction, validation_fraction=validation_fraction
     )
+
+    lap("identity_and_split")
 
     # 6. rows
     missing_units: list[str] = []
@@ -272,16 +295,32 @@ def build_dataset(
     crossing = sorted(p for p, s in paper_splits.items() if len(s) > 1)
     assert not crossing, f"papers in more than one split: {crossing[:10]}"
 
+    lap("rows")
+
     # 8. leakage check: gold snippets still verbatim in any input text
     snippets = sorted({r for items in rows.values() for row in items for r in row["rationales"]})
-    inputs_before = list(release.articles.values()) + [u.text for u in kept if u.text is not None]
-    inputs_after = list(cleaned.values())
-    before = find_verbatim(snippets, inputs_before)
-    after = find_verbatim(snippets, inputs_after) if leakage_guard else before
-    leaked_after = [s for s, hit in zip(snippets, after) if hit is not None and hit >= 0]
+    input_keys = list(inputs)
+    before = verbatim_hits(snippets, [inputs[k] for k in input_keys])
+    after = before
+    if leakage_guard:
+        # Cleaning only deletes text: a snippet stays verbatim if it occurs in an unchanged text, or occurs in a
+        # changed text after cleaning (including a new match across a deletion seam).
+        cleaned_set = set(cleaned_ids)
+        changed = [i for i, k in enumerate(input_keys) if k in cleaned_set]
+        changed_set = set(changed)
+        seam = verbatim_hits(snippets, [cleaned[input_keys[i]] for i in changed]) if changed else []
+        after = []
+        for n, hit in enumerate(before):
+            if hit is None:
+                after.append(None)
+            else:
+                after.append({j for j in hit if j not in changed_set} | {changed[j] for j in (seam[n] if seam else ())})
+    leaked_after = [s for s, hit in zip(snippets, after) if hit]
     leaked_units = sorted(
         row["unit_id"] for items in rows.values() for row in items if set(row["rationales"]) & set(leaked_after)
     )
+
+    lap("verbatim_check")
 
     # 9. write
     if out.exists():
@@ -289,8 +328,8 @@ def build_dataset(
             raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
         shutil.rmtree(out)
     (out / "data").mkdir(parents=True)
-    features = surveyreview_features()
-    _write_files(out, rows, features)
+    _write_files(out, rows)
+    lap("write_parquet")
 
     counts: dict[str, Any] = {}
     for split in SPLITS:
@@ -359,27 +398,34 @@ def build_dataset(
             "chars_removed": leak_counts["chars_removed"],
             "snippets_checked": sum(1 for h in after if h is not None),
             "snippets_too_short": sum(1 for h in after if h is None),
-            "snippets_verbatim_before_guard": sum(1 for h in before if h is not None and h >= 0),
+            "snippets_verbatim_before_guard": sum(1 for h in before if h),
             "snippets_verbatim_in_inputs": len(leaked_after),
             "units_with_verbatim_snippets": leaked_units[:_MAX_LISTED],
         },
         "counts": counts,
         "format": "parquet",
         "build_seconds": None,
+        "timings_s": timings,
     }
     from .card import render_readme
 
     report["build_seconds"] = round(time.perf_counter() - started, 3)
-    (out / "README.md").write_text(render_readme(report, features, rows), encoding="utf-8")
+    (out / "README.md").write_text(render_readme(report, rows), encoding="utf-8")
     (out / "build_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return BuildResult(path=out, report=report)
 
 
-def _write_files(out: Path, rows: dict[tuple[str, str], list[dict]], features) -> None:
+#: String columns that repeat for every unit of a paper; written dictionary-encoded.
+_REPEATED = ("paper_id", "title", "text", "abstract", "source", "dimension")
+
+
+def _write_files(out: Path, rows: dict[tuple[str, str], list[dict]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = features.arrow_schema
+    schema = arrow_schema()
+    pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
+    jobs = []
     for dim in DIMENSIONS:
         (out / "data" / dim).mkdir(parents=True, exist_ok=True)
         for split in SPLITS:
@@ -387,8 +433,26 @@ def _write_files(out: Path, rows: dict[tuple[str, str], list[dict]], features) -
             path = out / "data" / dim / f"{split}.parquet"
             if not items:  # datasets cannot load an empty split: no file, the config omits the split
                 continue
-            table = pa.Table.from_pydict({c: [r[c] for r in items] for c in COLUMNS}, schema=schema)
-            pq.write_table(table, path, compression="zstd")
+            arrays = []
+            for field in schema:
+                values = [r[field.name] for r in items]
+                if field.name in _REPEATED:
+                    # one entry per distinct value: a paper's text is stored (and compressed) once per file
+                    index: dict[str, int] = {}
+                    codes = [index.setdefault(v, len(index)) for v in values]
+                    arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(list(index))))
+                else:
+                    arrays.append(pa.array(values, type=field.type))
+            table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
+            # store_schema=False: readers see plain strings (the dictionary is only the parquet encoding); the
+            # typed features come from the README's dataset_info
+            jobs.append(pool.submit(pq.write_table, table, path, compression="zstd", compression_level=3,
+                                    store_schema=False))
+    try:
+        for job in jobs:  # pyarrow releases the GIL while encoding: files are written in parallel
+            job.result()
+    finally:
+        pool.shutdown()
 
 
 def data_files(config: str, rows: dict[tuple[str, str], list[dict]]) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from surveyalign.constants import DIMENSIONS
 
-from .schema import ALL_CONFIG, SPLITS
+from .schema import ALL_CONFIG, SPLITS, features_yaml
 
 _TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "hub_cards" / "dataset_card.md"
 
@@ -55,50 +55,49 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def front_matter(report: dict[str, Any], features, rows: dict[tuple[str, str], list[dict]]) -> str:
+def front_matter(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]) -> str:
     """YAML front matter: ``configs`` (data_files per split) and ``dataset_info`` (typed features, split sizes).
 
+    Written in the layout ``datasets``/``huggingface_hub`` use for dataset cards (configs sorted by name, "all"
+    marked default), without importing either library.
+
     Args:
-        report: the build report (unused fields are ignored).
-        features: ``datasets.Features`` of a row.
+        report: the build report.
         rows: ``{(dimension, split): rows}`` as written.
 
     Returns:
         The YAML text (without the ``---`` fences).
     """
-    from datasets import DatasetInfo, SplitDict, SplitInfo
-    from datasets.info import DatasetInfosDict
-    from datasets.utils.metadata import MetadataConfigs
-    from huggingface_hub import DatasetCardData
+    import yaml
 
     from .build import data_files
 
-    configs = {}
-    infos = DatasetInfosDict()
-    for config in (*DIMENSIONS, ALL_CONFIG):
+    configs, infos = [], []
+    for config in sorted((*DIMENSIONS, ALL_CONFIG)):
         dims = DIMENSIONS if config == ALL_CONFIG else (config,)
-        configs[config] = {"data_files": data_files(config, rows)}
+        entry: dict[str, Any] = {"config_name": config, "data_files": data_files(config, rows)}
         if config == ALL_CONFIG:
-            configs[config]["default"] = True
-        splits = SplitDict()
-        for split in SPLITS:
-            if not any(rows.get((d, split)) for d in dims):
-                continue
-            splits.add(SplitInfo(name=split, num_examples=sum(len(rows.get((d, split), [])) for d in dims)))
-        infos[config] = DatasetInfo(features=features, splits=splits)
-    card_data = DatasetCardData(
-        language=["en"],
-        pretty_name="SurveyReview",
-        task_categories=["text-classification", "text-generation"],
-        tags=["survey-evaluation", "llm-as-a-judge", "peer-review"],
-        size_categories=["1K<n<10K"] if report["units"]["kept"] >= 1000 else ["n<1K"],
-    )
-    MetadataConfigs(configs).to_dataset_card_data(card_data)
-    infos.to_dataset_card_data(card_data)
-    return card_data.to_yaml()
+            entry["default"] = True
+        configs.append(entry)
+        splits = [
+            {"name": split, "num_bytes": 0, "num_examples": sum(len(rows.get((d, split), [])) for d in dims)}
+            for split in SPLITS
+            if any(rows.get((d, split)) for d in dims)
+        ]
+        infos.append({"config_name": config, "features": features_yaml(), "splits": splits})
+    meta = {
+        "language": ["en"],
+        "pretty_name": "SurveyReview",
+        "task_categories": ["text-classification", "text-generation"],
+        "tags": ["survey-evaluation", "llm-as-a-judge", "peer-review"],
+        "size_categories": ["1K<n<10K"] if report["units"]["kept"] >= 1000 else ["n<1K"],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+    return yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip("\n")
 
 
-def render_readme(report: dict[str, Any], features, rows: dict[tuple[str, str], list[dict]]) -> str:
+def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]) -> str:
     """Full README.md of a dataset folder: front matter + the template filled from ``report``.
 
     Returns:
@@ -165,4 +164,4 @@ def render_readme(report: dict[str, Any], features, rows: dict[tuple[str, str], 
         "input_sha256": inp["sha256"],
     }
     body = string.Template(template_text()).safe_substitute(values)
-    return "---\n" + front_matter(report, features, rows) + "\n---\n\n" + body.lstrip()
+    return "---\n" + front_matter(report, rows) + "\n---\n\n" + body.lstrip()

@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 #: "[version 2; peer review: 1 approved, 1 approved with reservations]" and the older
 #: "[version 1; referees: 2 approved]" forms.
 _STATUS_RE = re.compile(
@@ -23,9 +21,9 @@ _STATUS_RE = re.compile(
 
 #: A line that opens the published review record.
 _RECORD_START_RE = re.compile(
-    r"^\s*(?:#{1,6}\s*)?[*_]*\s*(?:open\s+peer\s+review|referee\s+(?:report|status|responses?)|"
+    r"^[ \t]*(?:#{1,6}\s*)?[*_]*\s*(?:open\s+peer\s+review|referee\s+(?:report|status|responses?)|"
     r"reviewer\s+(?:report|status|responses?)|peer\s+review\s+(?:report|history|status))\b[^\n]*$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.MULTILINE,
 )
 
 #: Headings that still belong to the review record (reports, responses, reviewer metadata).
@@ -75,48 +73,58 @@ def strip_review_record(text: str) -> tuple[str, LeakageEdit]:
     edit = LeakageEdit()
     original_len = len(text)
     text, edit.status_lines = _STATUS_RE.subn("", text)
-    lines = text.split("\n")
-    kept: list[str] = []
-    i = 0
-    while i < len(lines):
-        if _RECORD_START_RE.match(lines[i]):
-            edit.record_sections += 1
-            i += 1
-            while i < len(lines):
-                heading = _HEADING_RE.match(lines[i])
-                if heading and not _RECORD_HEADING_RE.search(heading.group(1)):
-                    break
+    lowered = text.lower()
+    if any(w in lowered for w in ("peer review", "referee", "reviewer")) and _RECORD_START_RE.search(text):
+        lines = text.split("\n")
+        kept: list[str] = []
+        i = 0
+        while i < len(lines):
+            if _RECORD_START_RE.match(lines[i]):
+                edit.record_sections += 1
                 i += 1
-            continue
-        kept.append(lines[i])
-        i += 1
-    if edit.record_sections:
-        text = "\n".join(kept).rstrip() + "\n"
+                while i < len(lines):
+                    heading = _HEADING_RE.match(lines[i])
+                    if heading and not _RECORD_HEADING_RE.search(heading.group(1)):
+                        break
+                    i += 1
+                continue
+            kept.append(lines[i])
+            i += 1
+        if edit.record_sections:
+            text = "\n".join(kept).rstrip() + "\n"
     if edit.changed:
         text = re.sub(r"[ \t]+\n", "\n", text)
     edit.chars_removed = max(0, original_len - len(text))
     return text, edit
 
 
-_ANCHOR = 16  # bytes hashed per candidate position (two little-endian uint64 words)
-_MULT = np.uint64(0x9E3779B97F4A7C15)
+_ANCHORS = (32, 16)  # bytes hashed per candidate position: long anchor first, short one for short snippets
+_MULT = 0x9E3779B97F4A7C15
+_MASK = 0xFFFFFFFFFFFFFFFF
 
 
-def _mix(w1, w2):
-    """Combine two uint64 words into one key (same arithmetic for numpy arrays and Python ints)."""
-    if isinstance(w1, int):
-        return (w1 ^ ((w2 * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)) & 0xFFFFFFFFFFFFFFFF
+def _key_of(anchor: bytes) -> int:
+    """Hash of an anchor (length a multiple of 8) with the same arithmetic as :func:`_keys_at`."""
+    key = 0
+    for i in range(0, len(anchor), 8):
+        key = ((key * _MULT) & _MASK) ^ int.from_bytes(anchor[i : i + 8], "little")
+    return key
+
+
+def _keys_at(words, pos, length: int):
+    """Hash of ``length`` bytes starting at every position in ``pos`` (numpy, vectorised)."""
+    import numpy as np
+
+    key = np.zeros(len(pos), dtype=np.uint64)
+    mult = np.uint64(_MULT)
     with np.errstate(over="ignore"):
-        return w1 ^ (w2 * _MULT)
+        for i in range(0, length, 8):
+            key = (key * mult) ^ words[pos + i]
+    return key
 
 
 def find_verbatim(snippets: list[str], texts: list[str], *, min_chars: int = 20) -> list[int | None]:
     """For every snippet, find one text that contains it verbatim (exact substring).
-
-    Runs in roughly linear time in the total text size: every position after a space in the
-    concatenated texts is keyed by the 16 bytes that follow it, matched against the same key taken
-    after the first space of each snippet, and every key hit is confirmed by exact comparison. Snippets
-    without such an anchor fall back to ``bytes.find``.
 
     Args:
         snippets: gold rationale snippets.
@@ -125,73 +133,104 @@ def find_verbatim(snippets: list[str], texts: list[str], *, min_chars: int = 20)
             snippet ("Yes.") occurs anywhere and says nothing about leakage.
 
     Returns:
-        One entry per snippet: the index of a text holding it, -1 when no text does, or None when the
+        One entry per snippet: the smallest index of a text holding it, -1 when no text does, or None when
+        the snippet was too short to check.
+    """
+    hits = verbatim_hits(snippets, texts, min_chars=min_chars)
+    return [None if h is None else (min(h) if h else -1) for h in hits]
+
+
+def verbatim_hits(snippets: list[str], texts: list[str], *, min_chars: int = 20) -> list[set[int] | None]:
+    """For every snippet, the set of texts that contain it verbatim (exact substring).
+
+    Runs in roughly linear time in the total text size: every position after a space in the concatenated
+    texts is keyed by a hash of the 32 (or 16) bytes that follow it and matched against the same hash taken
+    after the first space of each snippet (a bitmap of the snippets' first 8 anchor bytes filters the
+    positions first); each key hit is confirmed by exact comparison. Snippets too short for a 16-byte anchor
+    fall back to ``bytes.find``.
+
+    Args:
+        snippets: gold rationale snippets.
+        texts: input texts.
+        min_chars: snippets shorter than this (after stripping) are not checked.
+
+    Returns:
+        One entry per snippet: the set of indices of texts holding it (empty when none), or None when the
         snippet was too short to check.
     """
-    result: list[int | None] = [None] * len(snippets)
+    import bisect
+
+    import numpy as np
+
+    result: list[set[int] | None] = [None] * len(snippets)
     if not snippets:
         return result
     encoded = [t.encode("utf-8") for t in texts]
     big = b"\x00".join(encoded)
-    starts = np.zeros(len(encoded), dtype=np.int64)
-    if encoded:
-        starts[1:] = np.cumsum([len(e) + 1 for e in encoded[:-1]])
+    starts: list[int] = []
+    offset = 0
+    for e in encoded:
+        starts.append(offset)
+        offset += len(e) + 1
 
     def text_of(pos: int) -> int:
-        return int(np.searchsorted(starts, pos, side="right") - 1)
+        return bisect.bisect_right(starts, pos) - 1
 
-    by_key: dict[int, list[tuple[int, int, bytes]]] = {}
+    by_anchor: dict[int, dict[int, list[tuple[int, int, bytes]]]] = {a: {} for a in _ANCHORS}
+    bits = 22
+    bitmap = np.zeros(1 << bits, dtype=bool)
     fallback: list[tuple[int, bytes]] = []
     for k, snippet in enumerate(snippets):
         s = snippet.strip()
         if len(s) < min_chars:
             continue
         sb = s.encode("utf-8")
-        result[k] = -1
+        result[k] = set()
         space = sb.find(b" ")
-        if space < 0 or len(sb) < space + 1 + _ANCHOR:
+        length = next((a for a in _ANCHORS if space >= 0 and len(sb) >= space + 1 + a), None)
+        if length is None:
             fallback.append((k, sb))
             continue
-        anchor = sb[space + 1 : space + 1 + _ANCHOR]
-        key = _mix(int.from_bytes(anchor[:8], "little"), int.from_bytes(anchor[8:], "little"))
-        by_key.setdefault(key, []).append((k, space, sb))
+        anchor = sb[space + 1 : space + 1 + length]
+        by_anchor[length].setdefault(_key_of(anchor), []).append((k, space, sb))
+        bitmap[_low_bits(int.from_bytes(anchor[:8], "little"), bits)] = True
 
     for k, sb in fallback:
-        pos = big.find(sb)
-        if pos >= 0:
-            result[k] = text_of(pos)
+        found = big.find(sb)
+        while found >= 0:
+            result[k].add(text_of(found))
+            found = big.find(sb, found + 1)
 
-    if by_key and len(big) > _ANCHOR + 1:
-        arr = np.frombuffer(big, dtype=np.uint8)
-        n = len(arr)
-        pos = np.flatnonzero(arr == 32)
-        pos = pos[pos + 1 + _ANCHOR <= n]
-        if len(pos):
-            w1 = _words_at(arr, pos + 1)
-            w2 = _words_at(arr, pos + 9)
-            keys = _mix(w1, w2)
-            wanted = np.array(sorted(by_key), dtype=np.uint64)
+    n = len(big)
+    if any(by_anchor.values()) and n > 8:
+        words = np.ndarray(shape=(n - 7,), dtype="<u8", buffer=big, offset=0, strides=(1,))
+        pos = np.flatnonzero(np.frombuffer(big, dtype=np.uint8) == 32) + 1
+        pos = pos[pos + 8 <= n]
+        first = words[pos]
+        with np.errstate(over="ignore"):
+            pos = pos[bitmap[((first * np.uint64(_MULT)) >> np.uint64(64 - bits)).astype(np.int64)]]
+        for length, table in by_anchor.items():
+            if not table:
+                continue
+            cand = pos[pos + length <= n]
+            keys = _keys_at(words, cand, length)
+            full = np.zeros(1 << bits, dtype=bool)  # second filter on the full anchor hash
+            full[[_low_bits(key, bits) for key in table]] = True
+            with np.errstate(over="ignore"):
+                keep = full[((keys * np.uint64(_MULT)) >> np.uint64(64 - bits)).astype(np.int64)]
+            cand, keys = cand[keep], keys[keep]
+            wanted = np.array(sorted(table), dtype=np.uint64)
             idx = np.searchsorted(wanted, keys)
             idx[idx >= len(wanted)] = 0
-            hits = np.flatnonzero(wanted[idx] == keys)
-            for h in hits:
-                p = int(pos[h])
-                for k, space, sb in by_key[int(keys[h])]:
-                    if result[k] != -1:
-                        continue
+            for h in np.flatnonzero(wanted[idx] == keys).tolist():
+                p = int(cand[h]) - 1  # the space before the anchor
+                for k, space, sb in table[int(keys[h])]:
                     begin = p - space
                     if begin >= 0 and big[begin : begin + len(sb)] == sb:
-                        result[k] = text_of(begin)
+                        result[k].add(text_of(begin))
     return result
 
 
-def _words_at(arr: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Little-endian uint64 made of ``arr[p:p+8]`` for every p in ``pos`` (all p + 8 <= len(arr))."""
-    out = np.empty(len(pos), dtype=np.uint64)
-    n = len(arr)
-    for a in range(8):
-        m = (n - a) // 8
-        view = arr[a : a + 8 * m].view("<u8")
-        sel = (pos % 8) == a
-        out[sel] = view[(pos[sel] - a) // 8]
-    return out
+def _low_bits(word: int, bits: int) -> int:
+    """Bucket of a uint64 word in the prefilter bitmap (multiplicative hashing, top ``bits`` bits)."""
+    return ((word * _MULT) & _MASK) >> (64 - bits)
