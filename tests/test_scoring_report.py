@@ -166,3 +166,14 @@ def test_help(argv, capsys):
         main(argv)
     assert info.value.code == 0
     assert "usage: surveyalign" in capsys.readouterr().out
+
+
+def test_report_knows_a_consistency_stage_without_scores(runs, tmp_path):
+    _, _, _, const = runs
+    run = _write_run(tmp_path / "rqs-failed", "rqs failed", const, None)
+    config = json.loads((run / "run_config.json").read_text())
+    (run / "run_config.json").write_text(json.dumps({**config, "rqs": {"backend": {"kind": "scripted"}}}))
+    out = tmp_path / "r.json"
+    assert main(["report", str(run), "--bootstrap", "0", "--json", str(out)]) == 0
+    summary = json.loads(out.read_text())["summaries"]["rqs failed"]
+    assert summary["has"] is None and "no unit got a consistency score" in summary["has_note"]

@@ -254,10 +254,14 @@ def paired_bootstrap(
         else None.
 
     Raises:
-        ValueError: if the two runs share no scored unit, or a shared unit has different references.
+        ValueError: if a record is invalid (see ``validate_records``), the two runs share no scored unit,
+            or a shared unit has different references.
     """
-    a_by = {str(r["unit_id"]): r for r in records_a}
-    b_by = {str(r["unit_id"]): r for r in records_b}
+    # imported here: summary imports this module
+    from surveyalign.scoring.summary import validate_records
+
+    a_by = {r["unit_id"]: r for r in validate_records(records_a)}
+    b_by = {r["unit_id"]: r for r in validate_records(records_b)}
     shared = sorted(set(a_by) & set(b_by))
     for u in shared:
         if a_by[u]["reference"] != b_by[u]["reference"]:

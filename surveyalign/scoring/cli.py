@@ -103,6 +103,7 @@ def _report(args: argparse.Namespace) -> int:
     from surveyalign.scoring.bootstrap import paired_bootstrap
     from surveyalign.scoring.report import (
         find_train_scores,
+        had_consistency_stage,
         load_train_scores_file,
         read_predictions,
         render_agreement,
@@ -156,7 +157,7 @@ def _report(args: argparse.Namespace) -> int:
             say(f"note: {run}: {why}; baselines and skill need --train-scores FILE")
         try:
             summaries[name] = summarize_predictions(recs, train_scores=train, bootstrap=args.bootstrap,
-                                                    seed=args.seed)
+                                                    seed=args.seed, consistency_available=had_consistency_stage(run))
         except ValueError as exc:
             say(f"error: {run / 'predictions.jsonl'}: {exc}")
             return 2

@@ -280,12 +280,24 @@ def find_train_scores(run_dir: str | Path) -> tuple[dict[str, list[int]] | None,
     dataset = _find_dataset_path(config)
     if not dataset:
         return None, f"{cfg_path}: names no dataset path"
+    if not Path(dataset).exists() and (Path(run_dir) / dataset).exists():
+        dataset = str(Path(run_dir) / dataset)
     if not Path(dataset).exists():
         return None, f"{cfg_path}: dataset {dataset} does not exist here"
     try:
         return train_scores_from_dataset(dataset), f"training labels from {dataset}"
     except Exception as err:  # noqa: BLE001 - report why, carry on without baselines
         return None, f"could not read training labels from {dataset}: {type(err).__name__}: {err}"
+
+
+def had_consistency_stage(run_dir: str | Path) -> bool | None:
+    """True when ``RUN_DIR/run_config.json`` records an RQS (consistency) stage, else None (infer)."""
+    cfg_path = Path(run_dir) / "run_config.json"
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return True if isinstance(config, dict) and config.get("rqs") else None
 
 
 def train_scores_from_dataset(path: str | Path) -> dict[str, list[int]]:
