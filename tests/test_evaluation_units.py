@@ -109,7 +109,7 @@ def _write(tmp_path, text: str) -> Path:
     return p
 
 
-MINIMAL = "name: t\ndataset: d\nbackend:\n  kind: constant\n  options: {score: -1}\n"
+MINIMAL = "name: t\ndataset: d\nbackend:\n  kind: openai\n  options: {model: gpt-x}\n"
 
 
 def test_config_defaults_and_overrides(tmp_path):
@@ -118,7 +118,7 @@ def test_config_defaults_and_overrides(tmp_path):
     assert cfg.split == "test" and cfg.protocol == "v1.0" and cfg.samples_per_unit == 1 and cfg.resume
     assert cfg.dimensions == ["readability", "structure", "comprehensiveness", "criticalness"]
     assert cfg.generation.temperature == 0.7 and cfg.generation.max_new_tokens == 512
-    assert cfg.limit == 3 and cfg.backend.options == {"score": -1, "model": "m"}
+    assert cfg.limit == 3 and cfg.backend.options == {"model": "m"}
     assert cfg.run_dir == Path("runs/eval/t")
 
 
@@ -131,6 +131,10 @@ def test_config_defaults_and_overrides(tmp_path):
         ("dimensions: [novelty]\n", "novelty"),
         ("samples_per_unit: 0\n", "samples_per_unit"),
         ("rqs:\n  backend: {kind: constant}\n  judge_prompt: x\n", "rqs.judge_prompt"),
+        ("backend:\n  kind: gpt\n", "unknown backend kind 'gpt'"),
+        ("backend:\n  kind: openai\n  options: {model: m, temprature: 0.1}\n", "temprature"),
+        ("backend:\n  kind: transformers\n  options: {model: m}\n  per_dimension: {structure: {adaptor: a}}\n",
+         "per_dimension.structure"),
     ],
 )
 def test_config_errors_name_file_and_key(tmp_path, extra, needle):
@@ -163,11 +167,12 @@ def test_cli_flags_become_overrides(tmp_path):
 def test_secret_options_are_redacted():
     cfg = EvalConfig.from_dict(json.loads(json.dumps({
         "name": "t", "dataset": "d",
-        "backend": {"kind": "openai", "options": {"model": "m", "api_key": "sk-abc", "api_key_env": "MY_KEY",
-                                                  "extra_headers": {"Authorization": "Bearer z"}}},
+        "backend": {"kind": "openai", "options": {"model": "m", "api_key_env": "MY_KEY", "extra_body": {
+            "api_key": "sk-abc", "metadata": {"Authorization": "Bearer z", "user": "u1"}}}},
     })))
     desc = json.dumps(cfg.describe())
-    assert "sk-abc" not in desc and "Bearer z" not in desc and "MY_KEY" in desc
+    assert "sk-abc" not in desc and "Bearer z" not in desc
+    assert "MY_KEY" in desc and "u1" in desc
 
 
 @pytest.mark.parametrize("path", EVAL_YAMLS, ids=lambda p: p.name)

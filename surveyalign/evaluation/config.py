@@ -7,12 +7,20 @@ mapping before validation, so they are checked the same way.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from surveyalign.constants import DIMENSIONS, normalise_dimension
 
@@ -68,6 +76,29 @@ class BackendConfig(_Strict):
     def _dims(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         return {normalise_dimension(k): v for k, v in value.items()}
 
+    @model_validator(mode="after")
+    def _known_kind_and_options(self) -> BackendConfig:
+        """Reject an unknown kind or option name now (naming the key), not after the data is loaded."""
+        from surveyalign.backends import BACKENDS, backend_class
+
+        if self.kind not in BACKENDS:
+            raise ValueError(f"unknown backend kind {self.kind!r}; expected one of {', '.join(sorted(BACKENDS))}")
+        try:
+            cls = backend_class(self.kind)
+        except ImportError:  # an optional backend (vllm) without its extra: checked when it is built
+            return self
+        valid = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        for where, opts in [("options", self.options)] + [
+            (f"per_dimension.{d}", o) for d, o in self.per_dimension.items()
+        ]:
+            unknown = sorted(set(opts) - valid)
+            if unknown:
+                raise ValueError(
+                    f"{where}: backend {self.kind!r} takes no option(s) {', '.join(unknown)}; "
+                    f"valid: {', '.join(sorted(valid))}"
+                )
+        return self
+
     def options_for(self, dimension: str | None) -> dict[str, Any]:
         """The options for ``dimension`` (``None`` = the shared options), per-dimension ones merged in."""
         merged = dict(self.options)
@@ -78,13 +109,19 @@ class BackendConfig(_Strict):
     def redacted(self) -> dict[str, Any]:
         """This config as a dict with every credential-like option value replaced by ``"<redacted>"``.
 
-        ``api_key_env`` (the *name* of an environment variable) is kept.
+        Nested mappings (``extra_body``) are cleaned too; ``api_key_env`` (the *name* of an environment
+        variable) is kept.
         """
 
-        def clean(opts: dict[str, Any]) -> dict[str, Any]:
-            return {
-                k: ("<redacted>" if _SECRET_OPTION.search(k) and k != "api_key_env" else v) for k, v in opts.items()
-            }
+        def clean(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {
+                    k: ("<redacted>" if _SECRET_OPTION.search(str(k)) and k != "api_key_env" else clean(v))
+                    for k, v in value.items()
+                }
+            if isinstance(value, list):
+                return [clean(v) for v in value]
+            return value
 
         return {
             "kind": self.kind,
