@@ -94,7 +94,9 @@ def test_report_reads_runs_recomputes_and_compares(runs, dataset_dir, tmp_path, 
     assert cmp["a"] == pytest.approx(summarize_predictions(
         [r for r in good if r["status"] == "scored"], bootstrap=0)["avg_mse"])
     text = captured.out
-    for needle in ("leaderboard", "good judge", "constant -1", "95% CI", "Per review source", "Table 7",
+    has_ci = got["ci"]["has"]
+    assert f"{got['has']:.2f} [{has_ci[0]:.2f}, {has_ci[1]:.2f}]" in text
+    for needle in ("leaderboard", "good judge", "constant -1", "95% CI", "Headline figures", "Per review source", "Table 7",
                    "majority class", "prior sampling", "Failures", "Paired bootstrap", "Authors' convention"):
         assert needle in text, needle
     for source in {u["source"] for u in good}:

@@ -24,6 +24,7 @@ from surveyalign.scoring.report import (
     render_baselines,
     render_comparison,
     render_failures,
+    render_intervals,
     render_leaderboard,
     render_per_source,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "render_baselines",
     "render_comparison",
     "render_failures",
+    "render_intervals",
     "render_leaderboard",
     "render_per_source",
     "score_distribution",

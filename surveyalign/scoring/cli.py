@@ -110,6 +110,7 @@ def _report(args: argparse.Namespace) -> int:
         render_baselines,
         render_comparison,
         render_failures,
+        render_intervals,
         render_leaderboard,
         render_per_source,
     )
@@ -163,6 +164,7 @@ def _report(args: argparse.Namespace) -> int:
             return 2
         records[name] = recs
     console.print(render_leaderboard(summaries))
+    console.print(render_intervals(summaries))
     console.print(render_agreement(summaries))
     console.print(render_per_source(summaries))
     console.print(render_baselines(summaries))
