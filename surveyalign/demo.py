@@ -51,6 +51,9 @@ class DemoEvalSettings(BaseModel):
     batch_size: int = Field(8, ge=1, description="prompts per generation batch for the local model")
     limit: int | None = Field(None, ge=1, description="evaluate at most this many units (None = all)")
     constant_score: int = Field(-1, description="score answered by the constant baseline judge (-1 = majority)")
+    lexical_rqs: bool = Field(
+        True, description="rate rationales with the offline lexical stand-in for the RQS judge, so HAS is shown; "
+        "false = no RQS stage (HAS left undefined)")
 
 
 class DemoConfig(BaseModel):
@@ -153,6 +156,53 @@ def _train_adapter(cfg: DemoConfig, model_dir: Path, data_dir: Path, out_dir: Pa
     return out_dir
 
 
+_REF_HEAD = "Human reviewer's rationale (the reference):\n"
+_PRED_HEAD = "\n\nMachine rationale (to be rated):\n"
+_PRED_END = "\n\nRate the agreement"
+
+
+def lexical_consistency_reply(messages: list[dict[str, str]], settings: Any = None, index: int = 0) -> str:
+    """A lexical stand-in for the RQS consistency judge, for the offline demo only.
+
+    Reads the reference and predicted rationales out of the consistency prompt
+    (``surveyalign.evaluation.consistency``), scores their word overlap with rapidfuzz's token-set ratio and
+    answers it rounded to the nearest of {0.0, 0.2, ..., 1.0} as ``<consistency>X</consistency>``. The paper's
+    RQS judge is an LLM (GPT-5.2, SurveyReview App. G): use an ``rqs`` block in an evaluation config for that.
+
+    Args:
+        messages: the consistency prompt as chat messages (one user message).
+
+    Returns:
+        The judge answer text; ``ValueError`` is raised when the prompt does not have the expected headings.
+    """
+    from rapidfuzz import fuzz
+
+    content = messages[-1]["content"]
+    try:
+        reference = content.split(_REF_HEAD, 1)[1].split(_PRED_HEAD, 1)[0]
+        prediction = content.split(_PRED_HEAD, 1)[1].split(_PRED_END, 1)[0]
+    except IndexError:
+        raise ValueError("consistency prompt without the expected rationale headings") from None
+    ratio = fuzz.token_set_ratio(reference.lower(), prediction.lower()) / 100.0
+    return f"Word overlap {ratio:.2f}. <consistency>{round(ratio * 5) / 5:.1f}</consistency>"
+
+
+def _evaluate_modules(run_dir: Path) -> dict[str, Any]:
+    """Recompute MSE/MAE and HAS of one run through the ``evaluate`` modules in ``metrics/`` (offline)."""
+    import evaluate
+
+    rows = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r["status"] != "missing_text"]
+    args = {"predictions": [r["prediction"] for r in rows], "references": [r["reference"] for r in rows],
+            "dimensions": [r["dimension"] for r in rows]}
+    alignment = evaluate.load(str(_resolve("metrics/survey_alignment"))).compute(**args)
+    has = evaluate.load(str(_resolve("metrics/has"))).compute(**args, consistency=[r.get("consistency") for r in rows])
+    return {"avg_mse": alignment["avg_mse"], "avg_mae": alignment["avg_mae"], "rqs": has["rqs"],
+            "align": has["align"], "has": has["has"], "has_note": has.get("has_note"),
+            "n": sum(d["n"] for d in alignment["per_dimension"].values()),
+            "n_scored": sum(d["n_scored"] for d in alignment["per_dimension"].values())}
+
+
 def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     """Run the main job described in the module docstring.
 
@@ -225,16 +275,36 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     for i, (judge, backend) in enumerate(judges.items()):
         slug = "adapter" if i == 0 else "constant"
         _say(console, f"[4/5] evaluating {judge} on {ev.split} ({dimension})")
-        ecfg = EvalConfig.model_validate({**common, "name": judge, "run_name": slug, "backend": backend,
-                                          "output_dir": str(work / "eval")})
-        result = run_evaluation(ecfg)
+        payload = {**common, "name": judge, "run_name": slug, "backend": backend, "output_dir": str(work / "eval")}
+        rqs_backend = None
+        if ev.lexical_rqs:
+            from surveyalign.backends import load_backend
+
+            payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}}
+            rqs_backend = load_backend("scripted", replies=lexical_consistency_reply)
+        result = run_evaluation(EvalConfig.model_validate(payload), rqs_backend=rqs_backend)
         summaries[judge] = result.metrics
         runs[judge] = str(result.run_dir)
 
     # 5. leaderboard
     _say(console, "[5/5] leaderboard")
     console.print(render_leaderboard(summaries))
-    (work / "leaderboard.json").write_text(json.dumps({"runs": runs, "metrics": summaries}, indent=2, default=str))
+    from rich.table import Table
+
+    modules = {judge: _evaluate_modules(Path(run)) for judge, run in runs.items()}
+    table = Table(title="the same runs through evaluate.load('metrics/survey_alignment') and ('metrics/has')")
+    for col in ("judge", "AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "scored"):
+        table.add_column(col, justify="left" if col == "judge" else "right")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    for judge, m in modules.items():
+        table.add_row(judge, fmt(m["avg_mse"]), fmt(m["avg_mae"]), fmt(m["rqs"]), fmt(m["align"]), fmt(m["has"]),
+                      f"{m['n_scored']}/{m['n']}")
+    console.print(table)
+    if ev.lexical_rqs:
+        console.print("RQS here comes from a lexical stand-in judge (word overlap), not an LLM judge as in the "
+                      "paper; add an `rqs` block to an evaluation config for the real one.")
+    (work / "leaderboard.json").write_text(json.dumps({"runs": runs, "metrics": summaries,
+                                                       "evaluate_modules": modules}, indent=2, default=str))
     (work / "run_config.json").write_text(json.dumps({
         "job": "surveyalign demo",
         "surveyalign_version": __version__,
