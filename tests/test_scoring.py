@@ -313,3 +313,16 @@ def test_paired_bootstrap():
         paired_bootstrap(recs, [{**r, "reference": -r["reference"]} for r in recs])
     with pytest.raises(ValueError, match="share no unit"):
         paired_bootstrap(recs[:1], [{**recs[0], "unit_id": "other"}])
+
+
+def test_overall_skill_is_defined_when_one_dimension_has_a_perfect_majority():
+    recs = [{"unit_id": f"s{i}", "paper_id": f"p{i}", "dimension": "structure", "reference": -1, "prediction": -1,
+             "status": "scored"} for i in range(2)]
+    recs += [{"unit_id": "r0", "paper_id": "p0", "dimension": "readability", "reference": 1, "prediction": 1,
+              "status": "scored"},
+             {"unit_id": "r1", "paper_id": "p1", "dimension": "readability", "reference": -1, "prediction": 1,
+              "status": "scored"}]
+    s = summarize_predictions(recs, train_scores={"structure": [-1], "readability": [-1]}, bootstrap=0)
+    assert s["per_dimension"]["structure"]["skill_vs_majority"] is None
+    # AVG MSE = (0 + 2) / 2 = 1; majority (-1) MSE on the same units = (0 + (4 + 0) / 2) / 2 = 1 -> skill 0
+    assert s["avg_mse"] == pytest.approx(1.0) and s["skill_vs_majority"] == pytest.approx(0.0)

@@ -155,7 +155,7 @@ def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int
     }
     used = err["avg_dimensions"]
     maj = [per_dim[d].get("majority_mse_on_scored") for d in used]
-    if used and all(m for m in maj) and err["avg_mse"] is not None:
+    if used and all(m is not None for m in maj) and _mean(maj) > 0:
         out["skill_vs_majority"] = 1.0 - err["avg_mse"] / _mean(maj)
     else:
         out["skill_vs_majority"] = None
