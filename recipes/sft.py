@@ -106,6 +106,10 @@ def main(script_args, training_args, model_args) -> dict:
     metrics = {f"train_{k}" if not k.startswith("train") else k: v for k, v in result.metrics.items()}
     if eval_dataset is not None:
         metrics.update(trainer.evaluate())
+    if torch.cuda.is_available():
+        metrics["peak_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
+    seen = [e["num_tokens"] for e in trainer.state.log_history if "num_tokens" in e]  # TRL's running count
+    metrics["train_tokens"] = seen[-1] if seen else None
 
     record = {
         "stage": "sft",

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# GPU check of the SFT recipe at the paper's sequence length (SurveyAlign App. D): 20 optimizer steps of a
+# small model with Qwen3's real architecture (random weights, built locally: no download), LoRA r=8 on the seven
+# projections, gradient checkpointing, DeepSpeed ZeRO-3, 16,384-token examples, once in bf16 and once in fp16
+# (the paper's precision). Prints tokens/s and peak GPU memory per run.
+#
+# Usage (from the repository root, on a machine with CUDA):
+#   bash benchmarks/gpu_train_check.sh                 # Qwen3-0.6B architecture, 1 GPU, 20 steps
+#   ARCH=1.7b NPROC=2 STEPS=20 bash benchmarks/gpu_train_check.sh
+# Environment knobs: PYTHON (default .venv/bin/python), ARCH (0.6b | 1.7b | 4b), NPROC (GPUs, default 1),
+# STEPS (default 20), MAX_LENGTH (default 16384), PRECISIONS (default "bf16 fp16"), WORK (default
+# runs/gpu_train_check). Exit status is non-zero when a run fails or saves an empty adapter.
+# Script check without a GPU (tiny architecture, ZeRO-3 on one CPU process; figures meaningless):
+#   ALLOW_CPU=1 ARCH=tiny STEPS=2 MAX_LENGTH=2048 PRECISIONS=fp32 bash benchmarks/gpu_train_check.sh
+set -euo pipefail
+
+PYTHON=${PYTHON:-.venv/bin/python}
+ARCH=${ARCH:-0.6b}
+NPROC=${NPROC:-1}
+STEPS=${STEPS:-20}
+MAX_LENGTH=${MAX_LENGTH:-16384}
+PRECISIONS=${PRECISIONS:-"bf16 fp16"}
+WORK=${WORK:-runs/gpu_train_check}
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
+
+ACCEL_CONFIG=configs/accelerate/zero3.yaml
+CPU_FLAGS=()
+if [ "${ALLOW_CPU:-0}" = 1 ]; then
+    ACCEL_CONFIG=configs/accelerate/zero3-cpu.yaml; CPU_FLAGS=(--use_cpu true --activation_checkpointing false)
+elif ! "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+    echo "gpu_train_check: no CUDA device visible to $PYTHON; this check needs a GPU" >&2
+    exit 2
+fi
+mkdir -p "$WORK"
+"$PYTHON" - "$WORK" "$ARCH" <<'PY'
+"""Build the random real-architecture model and a SurveyReview folder whose surveys exceed 16k tokens."""
+import json, sys
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
+from surveyalign.data import build_dataset, load_surveyreview, sample_release_dir
+from surveyalign.models import build_tiny_model
+
+work, arch = Path(sys.argv[1]), sys.argv[2]
+sizes = {  # Qwen3 dense configurations (hidden, layers, heads, kv heads, intermediate, head_dim, vocab)
+    "0.6b": (1024, 28, 16, 8, 3072, 128, 151936), "1.7b": (2048, 28, 16, 8, 6144, 128, 151936),
+    "4b": (2560, 36, 32, 8, 9728, 128, 151936), "tiny": (64, 2, 4, 2, 128, 16, 2048),
+}[arch]
+model_dir = work / f"qwen3-{arch}-random"
+if not (model_dir / "config.json").exists():
+    tiny = build_tiny_model(work / "tiny")  # only for its tokenizer and Qwen3-like chat template
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    hidden, layers, heads, kv, inter, head_dim, vocab = sizes
+    config = Qwen3Config(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                         num_key_value_heads=kv, intermediate_size=inter, head_dim=head_dim,
+                         max_position_embeddings=40960, tie_word_embeddings=True, dtype="bfloat16",
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = Qwen3ForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    print(f"model: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters -> {model_dir}")
+
+data_dir = work / "surveyreview-long"
+if not (data_dir / "README.md").exists():
+    base = work / "surveyreview"
+    build_dataset(sample_release_dir(), base)
+    train = load_surveyreview(base, "readability", split="train")
+    long = train.map(lambda row: {"text": "\n\n".join([row["text"]] * 12)})  # ~30k tokens: shortened to fit
+    (data_dir / "data" / "readability").mkdir(parents=True, exist_ok=True)
+    long.to_parquet(str(data_dir / "data" / "readability" / "train.parquet"))
+    (data_dir / "README.md").write_text(
+        "---\nconfigs:\n- config_name: readability\n  data_files:\n  - split: train\n"
+        "    path: data/readability/train.parquet\n---\nLong-survey copy of the sample release for the GPU check.\n")
+    print(f"data: {len(long)} readability units -> {data_dir}")
+PY
+
+ATTN=sdpa
+if "$PYTHON" -c "import flash_attn" 2>/dev/null; then ATTN=flash_attention_2; fi
+STATUS=0
+SUMMARY=()
+for PREC in $PRECISIONS; do
+    case "$PREC" in
+        fp16) FLAGS=(--fp16 true --bf16 false --dtype float16) ;;
+        bf16) FLAGS=(--fp16 false --bf16 true --dtype bfloat16) ;;
+        *) FLAGS=(--fp16 false --bf16 false --dtype float32) ;;
+    esac
+    OUT="$WORK/adapter-$ARCH-$PREC"
+    rm -rf "$OUT"
+    START=$(date +%s)
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$WORK/smi-$PREC.csv" 2>/dev/null &
+    SMI=$!
+    set +e
+    "$PYTHON" -m accelerate.commands.launch --config_file "$ACCEL_CONFIG" --num_processes "$NPROC" \
+        recipes/sft.py --config configs/sft/readability.yaml \
+        --model_name_or_path "$WORK/qwen3-$ARCH-random" --dataset_path "$WORK/surveyreview-long" --output_dir "$OUT" \
+        --max_steps "$STEPS" --max_length "$MAX_LENGTH" --gradient_accumulation_steps 1 --warmup_steps 2 \
+        --eval_strategy no --save_strategy no --load_best_model_at_end false --logging_steps 1 --report_to none \
+        --attn_implementation "$ATTN" "${FLAGS[@]}" ${CPU_FLAGS[@]+"${CPU_FLAGS[@]}"} > "$WORK/train-$PREC.log" 2>&1
+    RC=$?
+    set -e
+    kill "$SMI" 2>/dev/null || true
+    WALL=$(( $(date +%s) - START ))
+    if [ $RC -ne 0 ]; then
+        echo "== $PREC: FAILED (exit $RC); last lines of $WORK/train-$PREC.log:"; tail -30 "$WORK/train-$PREC.log"
+        STATUS=1; continue
+    fi
+    LINE=$("$PYTHON" - "$OUT" "$WORK/smi-$PREC.csv" "$PREC" "$ATTN" "$NPROC" "$WALL" <<'PY'
+import json, sys
+from pathlib import Path
+from surveyalign.training import inspect_adapter
+out, smi, prec, attn, nproc, wall = sys.argv[1:]
+rec = json.loads((Path(out) / "surveyalign_training.json").read_text())
+m = rec["metrics"]
+tokens, runtime = m.get("train_tokens") or 0, m.get("train_runtime") or float("nan")
+try:
+    smi_peak = max(int(x) for x in Path(smi).read_text().split() if x.strip().isdigit()) / 1024
+except ValueError:
+    smi_peak = float("nan")
+rep = inspect_adapter(out)
+ok = not rep.empty and rep.modules == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+print(f"{prec:5s} attn={attn} gpus={nproc} steps={rec['hyperparameters']['max_steps']} max_length={rec['max_length']} "
+      f"tokens={tokens:.0f} train_s={runtime:.1f} tokens/s={tokens / runtime:.0f} "
+      f"peak_alloc_GiB(rank0)={m.get('peak_gpu_memory_gib')} peak_nvidia-smi_GiB={smi_peak:.1f} "
+      f"loss_last={rec['metrics'].get('train_loss', float('nan')):.3f} adapter_tensors={rep.n_tensors} "
+      f"adapter_ok={ok} wall_s={wall}")
+sys.exit(0 if ok else 3)
+PY
+) || STATUS=1
+    SUMMARY+=("$LINE")
+    echo "== $LINE"
+done
+echo
+echo "gpu_train_check summary ($ARCH architecture, random weights, LoRA r=8 x 7 modules, ZeRO-3, grad. checkpointing):"
+for L in "${SUMMARY[@]}"; do echo "  $L"; done
+exit $STATUS
