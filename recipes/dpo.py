@@ -112,8 +112,8 @@ def main(script_args, training_args, model_args) -> dict:
         eval_dataset = Dataset.from_list([{c: p[c] for c in columns} for p in eval_pairs])
 
     # Policy: the SFT adapter, trainable (TRL copies it as the frozen reference), or a fresh LoRA adapter
-    model_init_kwargs = dict(revision=model_args.model_revision, attn_implementation=model_args.attn_implementation,
-                             dtype=model_args.dtype, trust_remote_code=training_args.trust_remote_code)
+    model_init_kwargs = {"revision": model_args.model_revision, "attn_implementation": model_args.attn_implementation,
+                         "dtype": model_args.dtype, "trust_remote_code": training_args.trust_remote_code}
     model_init_kwargs.update(training_args.model_init_kwargs or {})
     if script_args.sft_adapter:
         from peft import PeftModel

@@ -70,9 +70,9 @@ def main(script_args, training_args, model_args) -> dict:
         model_args.model_name_or_path, revision=model_args.model_revision,
         trust_remote_code=training_args.trust_remote_code,
     )
-    build = dict(dimension=script_args.dimension, protocol=script_args.protocol,
-                 enable_thinking=script_args.enable_thinking, max_length=training_args.max_length,
-                 use_knowledge=script_args.use_knowledge)
+    build = {"dimension": script_args.dimension, "protocol": script_args.protocol,
+             "enable_thinking": script_args.enable_thinking, "max_length": training_args.max_length,
+             "use_knowledge": script_args.use_knowledge}
     train_dataset, train_lengths = prepare_sft_dataset(train_rows, tokenizer, **build)
     eval_dataset, eval_lengths = (prepare_sft_dataset(eval_rows, tokenizer, **build) if eval_rows is not None
                                   else (None, None))
@@ -80,8 +80,8 @@ def main(script_args, training_args, model_args) -> dict:
           f"to fit max_length={training_args.max_length} (completions are never cut)", flush=True)
 
     # Model + trainer (LoRA from ModelConfig: App. D r=8, alpha=16, dropout 0, seven projections)
-    model_init_kwargs = dict(revision=model_args.model_revision, attn_implementation=model_args.attn_implementation,
-                             dtype=model_args.dtype)
+    model_init_kwargs = {"revision": model_args.model_revision, "attn_implementation": model_args.attn_implementation,
+                         "dtype": model_args.dtype}
     model_init_kwargs.update(training_args.model_init_kwargs or {})
     training_args.model_init_kwargs = model_init_kwargs
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False  # we push the finished folder

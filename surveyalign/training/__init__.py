@@ -37,14 +37,19 @@ from surveyalign.training.data import (
     prepare_sft_dataset,
     prompt_hash,
 )
-from surveyalign.training.pairs import PairsSummary, choose_rejected, make_dpo_pairs, read_pairs
+from surveyalign.training.pairs import (
+    PairsSummary,
+    choose_rejected,
+    make_dpo_pairs,
+    read_pairs,
+)
 
 __all__ = [
-    "TRAINING_RECORD",
     "LORA_ALPHA",
     "LORA_DROPOUT",
     "LORA_RANK",
     "LORA_TARGET_MODULES",
+    "TRAINING_RECORD",
     "AdapterReport",
     "DPOScriptArguments",
     "LengthReport",

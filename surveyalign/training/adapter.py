@@ -324,10 +324,9 @@ def init_deepspeed_comm(training_args) -> None:
     if not (training_args.deepspeed or getattr(training_args, "deepspeed_plugin", None)):
         return
     _ = training_args.device  # lets accelerate set up torch.distributed first
-    import torch.distributed
-
     import deepspeed
     import deepspeed.comm
+    import torch.distributed
 
     if torch.distributed.is_initialized() and not deepspeed.comm.is_initialized():
         deepspeed.init_distributed(dist_backend=torch.distributed.get_backend())

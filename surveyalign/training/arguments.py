@@ -161,7 +161,8 @@ def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None) -> tuple
         without command-line overrides.
 
     Raises:
-        ValueError: naming the file when it holds keys no dataclass knows, or is not a YAML mapping.
+        ValueError: naming the file when it holds keys no dataclass knows or a value a field rejects.
+        TypeError: naming the file when it is not a YAML mapping.
     """
     import yaml
 
@@ -170,7 +171,7 @@ def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None) -> tuple
     with open(path, encoding="utf-8") as handle:
         config = yaml.safe_load(handle)
     if not isinstance(config, dict):
-        raise ValueError(f"{path}: a recipe config must be a YAML mapping")
+        raise TypeError(f"{path}: a recipe config must be a YAML mapping")
     config.pop("env", None)  # TrlParser applies `env:` to os.environ; not a dataclass field
     import dataclasses
 

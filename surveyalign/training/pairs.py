@@ -105,7 +105,7 @@ def read_pairs(path: str | os.PathLike, *, paired_only: bool = True) -> list[dic
             if record["status"] == "paired":
                 for key in ("prompt", "chosen", "rejected"):
                     if not isinstance(record.get(key), list):
-                        raise ValueError(f"{path}, line {number}: field {key!r} must be a list of messages")
+                        raise ValueError(f"{path}, line {number}: field {key!r} must be a list of messages")  # noqa: TRY004
             if record["status"] == "paired" or not paired_only:
                 records.append(record)
     return records
