@@ -232,6 +232,28 @@ def build_dataset(
             paper_of_root[root] = "paper-" + hashlib.sha256(min(nodes).encode()).hexdigest()[:12]
     unit_paper = [paper_of_root[uf.find(n)] for n in unit_node]
 
+    # a review whose uid has no text takes the text of another review of the same paper, when there is one
+    paper_text_key: dict[str, str] = {}
+    for i, paper in enumerate(unit_paper):
+        if unit_key[i] and paper not in paper_text_key:
+            paper_text_key[paper] = unit_key[i]
+    text_from_same_paper: set[str] = set()
+    for i, paper in enumerate(unit_paper):
+        if not unit_key[i] and paper in paper_text_key:
+            unit_key[i] = paper_text_key[paper]
+            text_from_same_paper.add(kept[i].review_id)
+            if not unit_title[i]:
+                unit_title[i] = extract_title(cleaned[unit_key[i]])
+
+    # one title and abstract per paper: the first non-empty one in release order
+    paper_title: dict[str, str] = {}
+    paper_abstract: dict[str, str] = {}
+    for i, paper in enumerate(unit_paper):
+        if unit_title[i] and paper not in paper_title:
+            paper_title[paper] = unit_title[i]
+        if kept[i].abstract and paper not in paper_abstract:
+            paper_abstract[paper] = kept[i].abstract
+
     paper_source_votes: dict[str, Counter] = defaultdict(Counter)
     for paper, source in zip(unit_paper, unit_source):
         paper_source_votes[paper][source] += 1
@@ -280,9 +302,9 @@ def build_dataset(
                 "dimension": unit.dimension,
                 "score": unit.score,
                 "rationales": list(unit.rationales),
-                "title": unit_title[i],
+                "title": paper_title.get(unit_paper[i], ""),
                 "text": text,
-                "abstract": unit.abstract or abstract,
+                "abstract": paper_abstract.get(unit_paper[i]) or abstract,
                 "references": references,
             }
         )
@@ -293,7 +315,8 @@ def build_dataset(
         for row in items:
             paper_splits[row["paper_id"]].add(split)
     crossing = sorted(p for p, s in paper_splits.items() if len(s) > 1)
-    assert not crossing, f"papers in more than one split: {crossing[:10]}"
+    if crossing:  # cannot happen by construction; checked because every result depends on it
+        raise AssertionError(f"papers in more than one split: {crossing[:10]}")
 
     lap("rows")
 
@@ -355,7 +378,7 @@ def build_dataset(
         "surveyalign_version": __version__,
         "input": {
             "path": str(Path(official)),
-            "layouts": release.layouts,
+            "layouts": sorted(release.layouts),
             "files": [str(f) for f in release.files],
             "records_read": release.records_read,
             "records_read_total": sum(release.records_read.values()),
@@ -384,10 +407,11 @@ def build_dataset(
         "source_conflicts": source_conflicts,
         "missing_text": {
             "policy": "dropped from data files" if drop_missing_text else "kept with text == ''",
+            "reviews_given_text_of_same_paper": sorted(text_from_same_paper),
             "units": len(missing_units),
             "articles": len(missing_articles),
             "article_ids": sorted(missing_articles)[:_MAX_LISTED],
-            "unit_ids": missing_units[:_MAX_LISTED],
+            "unit_ids": sorted(missing_units)[:_MAX_LISTED],
         },
         "leakage_guard": {
             "enabled": leakage_guard,

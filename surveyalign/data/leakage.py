@@ -195,10 +195,15 @@ def verbatim_hits(snippets: list[str], texts: list[str], *, min_chars: int = 20)
         by_anchor[length].setdefault(_key_of(anchor), []).append((k, space, sb))
         bitmap[_low_bits(int.from_bytes(anchor[:8], "little"), bits)] = True
 
+    def add(k: int, begin: int, size: int) -> None:
+        first = text_of(begin)
+        if first == text_of(begin + size - 1):  # a match may not run across the separator of two texts
+            result[k].add(first)
+
     for k, sb in fallback:
         found = big.find(sb)
         while found >= 0:
-            result[k].add(text_of(found))
+            add(k, found, len(sb))
             found = big.find(sb, found + 1)
 
     n = len(big)
@@ -227,7 +232,7 @@ def verbatim_hits(snippets: list[str], texts: list[str], *, min_chars: int = 20)
                 for k, space, sb in table[int(keys[h])]:
                     begin = p - space
                     if begin >= 0 and big[begin : begin + len(sb)] == sb:
-                        result[k].add(text_of(begin))
+                        add(k, begin, len(sb))
     return result
 
 

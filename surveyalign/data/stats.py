@@ -79,36 +79,37 @@ def _summary(scores: list[int], n_r: list[int]) -> dict[str, Any]:
 def render_stats(stats: dict[str, Any]):
     """Rich tables of :func:`dataset_stats`: Table 6 shape (with the score distribution) and per-source counts.
 
+    Fits an 80-column terminal: score counts per value, mean, population std, average rationale snippets
+    (avg R) and units per split as train/validation/test ("tr/va/te").
+
     Returns:
         ``rich.console.Group`` of two ``rich.table.Table``.
     """
+    from rich import box
     from rich.console import Group
     from rich.table import Table
 
     def fmt(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}"
+        return "-" if x is None else f"{x:+.2f}"
 
-    table = Table(title="SurveyReview units per dimension (Table 6 shape)")
+    table = Table(title="Units per dimension (SurveyReview Table 6 shape)", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("dimension", "n", *(f"{int(s):+d}" for s in VALID_SCORES), "mean", "std", "avg R",
-                *SPLITS):
-        table.add_column(col, justify="left" if col == "dimension" else "right")
-    for dim, s in stats["dimensions"].items():
-        n = s["n"] or 1
+                "tr/va/te"):
+        table.add_column(col, justify="left" if col == "dimension" else "right", no_wrap=True)
+
+    def row(name: str, s: dict[str, Any], splits: list[int], **kw) -> None:
         table.add_row(
-            dim, str(s["n"]),
-            *(f"{s['distribution'][str(v)]} ({100 * s['distribution'][str(v)] / n:.0f}%)" for v in VALID_SCORES),
-            fmt(s["mean"]), fmt(s["std"]), fmt(s["avg_rationales"]), *(str(s["per_split"][x]) for x in SPLITS),
+            name, str(s["n"]), *(str(s["distribution"][str(v)]) for v in VALID_SCORES),
+            fmt(s["mean"]), "-" if s["std"] is None else f"{s['std']:.2f}",
+            "-" if s["avg_rationales"] is None else f"{s['avg_rationales']:.2f}",
+            "/".join(str(n) for n in splits), **kw,
         )
-    o = stats["overall"]
-    n = o["n"] or 1
-    table.add_row(
-        "all", str(o["n"]), *(f"{o['distribution'][str(v)]} ({100 * o['distribution'][str(v)] / n:.0f}%)"
-                               for v in VALID_SCORES),
-        fmt(o["mean"]), fmt(o["std"]), fmt(o["avg_rationales"]),
-        *(str(sum(d["per_split"][x] for d in stats["dimensions"].values())) for x in SPLITS),
-        style="bold",
-    )
-    sources = Table(title="Per source")
+
+    for dim, s in stats["dimensions"].items():
+        row(dim, s, [s["per_split"][x] for x in SPLITS])
+    row("all", stats["overall"], [sum(d["per_split"][x] for d in stats["dimensions"].values()) for x in SPLITS],
+        style="bold")
+    sources = Table(title="Per source", box=box.SIMPLE_HEAD)
     for col in ("source", "papers", "reviews", "units"):
         sources.add_column(col, justify="left" if col == "source" else "right")
     for src, c in stats["per_source"].items():
