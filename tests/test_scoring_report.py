@@ -95,7 +95,7 @@ def test_report_reads_runs_recomputes_and_compares(runs, dataset_dir, tmp_path, 
         [r for r in good if r["status"] == "scored"], bootstrap=0)["avg_mse"])
     text = captured.out
     has_ci = got["ci"]["has"]
-    assert f"{got['has']:.2f} [{has_ci[0]:.2f}, {has_ci[1]:.2f}]" in text
+    assert f"[{has_ci[0]:.2f}, {has_ci[1]:.2f}]" in text and f"{got['has']:.2f}" in text
     for needle in ("leaderboard", "good judge", "constant -1", "95% CI", "Headline figures", "Per review source", "Table 7",
                    "majority class", "prior sampling", "Failures", "Paired bootstrap", "Authors' convention"):
         assert needle in text, needle

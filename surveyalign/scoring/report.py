@@ -38,11 +38,12 @@ def _f(value: Any, digits: int = 2) -> str:
 
 
 def _ci(value: Any, interval: list[float] | None, digits: int = 2) -> str:
+    """``value`` over its interval on a second line (keeps CI columns narrow)."""
     if value is None:
         return _DASH
     if not interval:
         return _f(value, digits)
-    return f"{float(value):.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+    return f"{float(value):.{digits}f}\n[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
 def _dims(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -141,14 +142,16 @@ def render_agreement(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
     human-human 0.74 in the paper), skill vs majority; one row per (judge, dimension) plus an AVG row.
     """
     table = Table(title="Agreement with human reviewers, 95% CI (paper-level bootstrap)")
-    for name in ("Judge", "Dimension", "scored", "MSE", "MAE", "macro MAE", "QWK", "Kripp. α", "Skill"):
-        table.add_column(name, justify="left" if name in ("Judge", "Dimension") else "right")
+    table.add_column("Judge", style="bold", overflow="fold")
+    table.add_column("Dim.", no_wrap=True)
+    for name in ("scored", "MSE", "MAE", "macro MAE", "QWK", "Kripp. α", "Skill"):
+        table.add_column(name, justify="right")
     for judge, s in summaries.items():
         ci = s.get("ci") or {}
         cid = ci.get("per_dimension") or {}
         for d, e in (s.get("per_dimension") or {}).items():
             c = cid.get(d) or {}
-            table.add_row(str(judge), d, f"{e.get('n_scored', 0)}/{e.get('n', 0)}",
+            table.add_row(str(judge), _SHORT.get(d, d), f"{e.get('n_scored', 0)}/{e.get('n', 0)}",
                           _ci(e.get("mse"), c.get("mse")), _ci(e.get("mae"), c.get("mae")),
                           _ci(e.get("macro_mae"), c.get("macro_mae")), _ci(e.get("qwk"), c.get("qwk")),
                           _ci(e.get("krippendorff_alpha"), c.get("krippendorff_alpha")),
