@@ -316,3 +316,45 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
     assert (record["stage"], record["sft_adapter"], record["pair_origins"]) == ("dpo", str(sft_adapter),
                                                                                 {"sft_sample": 4})
     assert record["reference"] == "frozen copy of the SFT adapter"
+
+
+# --- CLI and small pieces -------------------------------------------------------------------------------
+
+
+def test_train_cli_prints_the_launch_commands(capsys):
+    from surveyalign.cli import main
+
+    assert main(["train", "sft", "--config", "configs/sft/tiny-readability.yaml", "--dry-run", "--",
+                 "--max_steps", "1"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "-m accelerate.commands.launch --num_processes 1 --num_machines 1 --mixed_precision no" in line
+    assert line.endswith("recipes/sft.py --config configs/sft/tiny-readability.yaml --max_steps 1")
+    assert main(["train", "dpo", "--config", "c.yaml", "--nproc", "2", "--dry-run"]) == 0
+    assert "-m torch.distributed.run --nproc_per_node 2" in capsys.readouterr().out
+    assert main(["train", "sft", "--config", "c.yaml", "--accelerate-config", "configs/accelerate/zero3.yaml",
+                 "--dry-run"]) == 0
+    assert "launch --config_file configs/accelerate/zero3.yaml" in capsys.readouterr().out
+
+
+def test_read_pairs_names_file_and_line_of_a_bad_record(tmp_path):
+    from surveyalign.training import read_pairs
+
+    path = tmp_path / "pairs.jsonl"
+    good = {"status": "paired", "prompt": [], "chosen": [], "rejected": [], "unit_id": "u1"}
+    path.write_text(json.dumps(good) + "\n" + json.dumps({"status": "no_pair", "unit_id": "u2"}) + "\n")
+    assert [r["unit_id"] for r in read_pairs(path)] == ["u1"]
+    assert [r["unit_id"] for r in read_pairs(path, paired_only=False)] == ["u1", "u2"]
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "rejected": "text"}) + "\n")
+    with pytest.raises(ValueError, match=r"pairs.jsonl, line 2: field 'rejected'"):
+        read_pairs(path)
+
+
+def test_push_to_hub_is_wired_to_the_hub_client(tmp_path, monkeypatch):
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    from surveyalign.training import push_adapter_to_hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "README.md").write_text("card")
+    with pytest.raises(OfflineModeIsEnabled):  # no network here: the first Hub call refuses, nothing is faked
+        push_adapter_to_hub(tmp_path, "someone/surveyalign-readability")
