@@ -338,3 +338,22 @@ def test_sample_release(tmp_path):
     assert leak["texts_cleaned"] == 3 and leak["snippets_verbatim_before_guard"] > 0
     assert leak["snippets_verbatim_in_inputs"] == 0
     assert set(rep["counts"]["test"]["per_source"]) >= {"f1000", "moprd", "openreview"}
+
+
+def test_output_folder_safety(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not replacing"):
+        build_dataset(FIXTURES / "per_dimension", precious)
+    assert (precious / "notes.txt").read_text() == "keep me"
+    with pytest.raises(ValueError, match="outside the release"):
+        build_dataset(FIXTURES / "per_dimension", FIXTURES / "per_dimension" / "out")
+    out = tmp_path / "out"
+    build_dataset(FIXTURES / "per_dimension", out)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        build_dataset(FIXTURES / "per_dimension", out, overwrite=False)
+    (out / "data" / "stale.parquet").write_text("old")
+    build_dataset(FIXTURES / "per_dimension", out)  # an earlier build is replaced as a whole
+    assert not (out / "data" / "stale.parquet").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "precious"]  # no leftover temporary folder

@@ -111,17 +111,20 @@ def build_dataset(
         drop_missing_text: leave units without text out of the data files (still reported).
         test_fraction: share of papers per source in test.
         validation_fraction: share of training papers per source in validation.
-        overwrite: allow replacing an existing output folder.
+        overwrite: allow replacing an earlier build in ``out`` (a non-empty folder without build_report.json is
+            never replaced). The folder is written beside ``out`` and moved in place at the end.
 
     Returns:
         :class:`BuildResult` with the folder and the report dict.
 
     Raises:
         ReleaseFormatError: malformed release records (naming file, record and field) or duplicate units.
-        FileExistsError: ``out`` exists and ``overwrite`` is False.
+        FileExistsError: ``out`` is non-empty and ``overwrite`` is False or it is not an earlier build.
+        ValueError: ``out`` and the release overlap.
     """
     started = time.perf_counter()
     out = Path(out)
+    _check_output(Path(official), out, overwrite)
     timings: dict[str, float] = {}
     mark = [started]
 
@@ -346,12 +349,16 @@ def build_dataset(
     lap("verbatim_check")
 
     # 9. write
+    final = out
+    out = final.parent / f".{final.name}.building-{os.getpid()}"  # written aside, moved in place at the end
     if out.exists():
-        if not overwrite:
-            raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
         shutil.rmtree(out)
     (out / "data").mkdir(parents=True)
-    _write_files(out, rows)
+    try:
+        _write_files(out, rows)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
     lap("write_parquet")
 
     counts: dict[str, Any] = {}
@@ -436,11 +443,32 @@ def build_dataset(
     report["build_seconds"] = round(time.perf_counter() - started, 3)
     (out / "README.md").write_text(render_readme(report, rows), encoding="utf-8")
     (out / "build_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return BuildResult(path=out, report=report)
+    if final.exists():
+        shutil.rmtree(final)
+    out.rename(final)
+    return BuildResult(path=final, report=report)
 
 
 #: String columns that repeat for every unit of a paper; written dictionary-encoded.
 _REPEATED = ("paper_id", "title", "text", "abstract", "source", "dimension")
+
+
+def _check_output(official: Path, out: Path, overwrite: bool) -> None:
+    """Refuse to replace anything but an empty folder or an earlier build, or to write into the release."""
+    src, dst = official.resolve(), out.resolve()
+    if dst == src or src in dst.parents or dst in src.parents:
+        raise ValueError(f"--out {out} must lie outside the release {official} (and not contain it)")
+    if out.exists():
+        if not out.is_dir():
+            raise FileExistsError(f"{out} exists and is not a folder")
+        if any(out.iterdir()):
+            if not overwrite:
+                raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
+            if not (out / "build_report.json").is_file():
+                raise FileExistsError(
+                    f"{out} is not empty and holds no build_report.json: not replacing a folder that was not "
+                    "written by `surveyalign data build`"
+                )
 
 
 def _write_files(out: Path, rows: dict[tuple[str, str], list[dict]]) -> None:

@@ -83,7 +83,7 @@ def _build(args: argparse.Namespace) -> int:
             test_fraction=args.test_fraction,
             validation_fraction=args.validation_fraction,
         )
-    except (ReleaseFormatError, FileNotFoundError, ValueError) as exc:
+    except (ReleaseFormatError, FileNotFoundError, FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     rep = result.report
