@@ -23,8 +23,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from surveyalign.constants import DIMENSIONS  # noqa: E402
-from surveyalign.data import build_dataset  # noqa: E402
+from surveyalign.constants import DIMENSIONS
+from surveyalign.data import build_dataset
+
 
 def _vocabulary(rng: random.Random, size: int = 3000) -> tuple[list[str], list[float]]:
     """Pseudo-words with Zipf-like weights, so word sequences repeat about as often as in English prose."""

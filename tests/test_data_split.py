@@ -7,7 +7,12 @@ from collections import Counter
 import pytest
 
 from surveyalign.data import split_papers
-from surveyalign.data.text import extract_abstract, extract_references, extract_title, fingerprint
+from surveyalign.data.text import (
+    extract_abstract,
+    extract_references,
+    extract_title,
+    fingerprint,
+)
 
 
 def _papers(**per_source: int) -> dict[str, str]:

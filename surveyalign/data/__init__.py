@@ -13,7 +13,13 @@ from .build import BuildResult, build_dataset
 from .leakage import find_verbatim, strip_review_record
 from .load import load_surveyreview, sample_release_dir
 from .readers import read_release
-from .schema import ALL_CONFIG, COLUMNS, SPLITS, ReleaseFormatError, surveyreview_features
+from .schema import (
+    ALL_CONFIG,
+    COLUMNS,
+    SPLITS,
+    ReleaseFormatError,
+    surveyreview_features,
+)
 from .split import split_papers
 
 __all__ = [

@@ -26,7 +26,13 @@ from surveyalign import __version__
 from surveyalign.constants import DIMENSIONS
 
 from .leakage import strip_review_record, verbatim_hits
-from .readers import EXCLUDED_SCORES, RawUnit, read_release, source_from_text, source_from_uid
+from .readers import (
+    EXCLUDED_SCORES,
+    RawUnit,
+    read_release,
+    source_from_text,
+    source_from_uid,
+)
 from .schema import ALL_CONFIG, COLUMNS, SPLITS, ReleaseFormatError, arrow_schema
 from .split import split_papers
 from .text import extract_abstract, extract_references, extract_title, fingerprint
@@ -260,7 +266,7 @@ def build_dataset(
     paper_source_votes: dict[str, Counter] = defaultdict(Counter)
     for paper, source in zip(unit_paper, unit_source):
         paper_source_votes[paper][source] += 1
-    paper_sources = {p: sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for p, v in paper_source_votes.items()}
+    paper_sources = {p: min(v.items(), key=lambda kv: (-kv[1], kv[0]))[0] for p, v in paper_source_votes.items()}
     source_conflicts = sorted(p for p, v in paper_source_votes.items() if len(set(v) - {"unknown"}) > 1)
 
     # 5. split

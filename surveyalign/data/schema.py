@@ -5,9 +5,8 @@ One row is one *unit*: (paper, review, dimension) with the human score and its r
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
+from typing import Any
 
 #: Column name -> type ("string", "int64", or "list" = list of strings), in the order they are written.
 _COLUMN_TYPES: tuple[tuple[str, str], ...] = (

@@ -14,7 +14,7 @@ from collections import defaultdict
 
 
 def _round_half_up(x: float) -> int:
-    return int(math.floor(x + 0.5))
+    return math.floor(x + 0.5)
 
 
 def _shuffled(papers: list[str], source: str, seed: int) -> list[str]:
@@ -79,6 +79,6 @@ def _ensure_non_empty(
     donors = {src: [p for p in papers if assignment[p] == donor] for src, papers in strata.items()}
     if sum(len(v) for v in donors.values()) < 2:
         return
-    source = sorted(donors, key=lambda s: (-len(donors[s]), s))[0]
+    source = min(donors, key=lambda s: (-len(donors[s]), s))
     ordered = [p for p in _shuffled(strata[source], source, seed) if assignment[p] == donor]
     assignment[ordered[-1]] = target
