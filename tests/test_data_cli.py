@@ -111,3 +111,13 @@ def test_help(argv, capsys):
         main(argv)
     assert exc.value.code == 0
     assert "usage: surveyalign data" in capsys.readouterr().out
+
+
+def test_importing_the_package_stays_light():
+    import subprocess
+    import sys
+
+    code = ("import sys, surveyalign.data, surveyalign.data.cli; "
+            "print(sorted(m for m in ('datasets', 'numpy', 'pyarrow', 'huggingface_hub') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

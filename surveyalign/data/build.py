@@ -98,13 +98,20 @@ def build_dataset(
     """Build the SurveyReview dataset folder from release files (SurveyReview §4, App. A-B).
 
     Steps: read both release layouts; drop score 0 (not mentioned) and -3 (unjudgeable) units, counting them
-    per dimension; resolve each unit's source (record field, uid prefix, mapping file, F1000Research DOI in
-    the text, else "unknown"); group reviews into papers (paper key encoded by the uid, merged with papers
-    sharing a normalised title, or text when the title is unknown); split papers 75/25 per source, then 90/10
-    train/validation; strip the published review record from the texts (leakage guard); write parquet files,
-    the card and ``build_report.json``.
+    per dimension; strip the published review record from every input text (leakage guard); resolve each
+    unit's source (record field, uid prefix, mapping file, F1000Research DOI in the text, else "unknown");
+    group reviews into papers (the paper key the uid encodes - the uid itself in the per-dimension layout,
+    "moprd-<paper>" for MOPRD review uids - merged with papers sharing a normalised title of three words or
+    more, or the same text when there is no title); split papers 75/25 per source, then 90/10
+    train/validation (see :func:`surveyalign.data.split_papers`); count gold snippets still verbatim in any
+    input text; write parquet files, the card and ``build_report.json``.
 
-    Missing texts: a unit whose survey text is not in the release keeps its row with ``text == ""`` (the
+    Review identity: in the per-dimension layout, where the release gives no review id, the k-th record of a
+    uid in a dimension file is taken to be review k of that paper (``review_id = f"{uid}-r{k}"``), so one
+    review's units share a review id across dimension files. In the raw layout the uid is the review id.
+
+    Missing texts: a review without its own text takes the text of another review of the same paper when
+    there is one (listed in the report); otherwise the unit keeps its row with ``text == ""`` (the
     evaluation harness marks it ``missing_text``; training recipes skip it) and is listed in the report under
     ``missing_text``; with ``drop_missing_text=True`` such rows are left out but still listed.
 
