@@ -51,6 +51,7 @@ def main(script_args, training_args, model_args) -> dict:
         count_chat_tokens,
         data_hash,
         finalize_adapter,
+        hyperparameters,
         init_deepspeed_comm,
         read_pairs,
     )
@@ -141,6 +142,8 @@ def main(script_args, training_args, model_args) -> dict:
     checkpoint = training_args.resume_from_checkpoint
     if checkpoint is None and os.path.isdir(training_args.output_dir):
         checkpoint = get_last_checkpoint(training_args.output_dir)
+    if checkpoint:
+        print(f"resuming from {checkpoint}", flush=True)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     metrics = {f"train_{k}" if not k.startswith("train") else k: v for k, v in result.metrics.items()}
     if eval_dataset is not None:
@@ -170,9 +173,9 @@ def main(script_args, training_args, model_args) -> dict:
         "max_length": training_args.max_length,
         "length": {"n_shortened": sum(1 for p in pairs if p.get("survey_tokens_removed"))},
         "lora": lora,
-        "hyperparameters": {**_hyperparameters(training_args), "beta": training_args.beta,
-                            "loss_type": training_args.loss_type},
+        "hyperparameters": hyperparameters(training_args, extra=("beta", "loss_type")),
         "metrics": metrics,
+        "best_checkpoint": trainer.state.best_model_checkpoint,
         "command": shlex.join(["accelerate", "launch", *sys.argv]),
         "versions": {"surveyalign": __version__, "trl": trl.__version__, "transformers": transformers.__version__,
                      "torch": torch.__version__},
@@ -180,15 +183,6 @@ def main(script_args, training_args, model_args) -> dict:
     finalize_adapter(trainer, training_args, record, script_args.model_card_template, push_to_hub=push_to_hub)
     return record
 
-
-def _hyperparameters(args) -> dict:
-    keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
-            "per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "fp16", "bf16",
-            "gradient_checkpointing", "seed")
-    values = {k: getattr(args, k, None) for k in keys}
-    values["world_size"] = args.world_size
-    values["deepspeed"] = bool(args.deepspeed_plugin) or bool(args.deepspeed)
-    return values
 
 
 def make_parser():

@@ -43,6 +43,7 @@ def main(script_args, training_args, model_args) -> dict:
         check_prepared_lengths,
         data_hash,
         finalize_adapter,
+        hyperparameters,
         init_deepspeed_comm,
         prepare_sft_dataset,
         prompt_hash,
@@ -78,6 +79,10 @@ def main(script_args, training_args, model_args) -> dict:
                                   else (None, None))
     print(f"shortened the survey body of {train_lengths.n_shortened}/{train_lengths.n_units} training examples "
           f"to fit max_length={training_args.max_length} (completions are never cut)", flush=True)
+    if script_args.use_knowledge:
+        print(f"{train_lengths.n_with_knowledge}/{train_lengths.n_units} training examples carry a knowledge block"
+              + ("" if "knowledge" in train_rows.column_names else " (the dataset has no `knowledge` column)"),
+              flush=True)
 
     # Model + trainer (LoRA from ModelConfig: App. D r=8, alpha=16, dropout 0, seven projections)
     model_init_kwargs = {"revision": model_args.model_revision, "attn_implementation": model_args.attn_implementation,
@@ -102,6 +107,8 @@ def main(script_args, training_args, model_args) -> dict:
     checkpoint = training_args.resume_from_checkpoint
     if checkpoint is None and os.path.isdir(training_args.output_dir):
         checkpoint = get_last_checkpoint(training_args.output_dir)
+    if checkpoint:
+        print(f"resuming from {checkpoint}", flush=True)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     metrics = {f"train_{k}" if not k.startswith("train") else k: v for k, v in result.metrics.items()}
     if eval_dataset is not None:
@@ -129,8 +136,9 @@ def main(script_args, training_args, model_args) -> dict:
                    "n_shortened": train_lengths.n_shortened},
         "lora": {"r": model_args.lora_r, "alpha": model_args.lora_alpha, "dropout": model_args.lora_dropout,
                  "target_modules": list(model_args.lora_target_modules or [])},
-        "hyperparameters": _hyperparameters(training_args),
+        "hyperparameters": hyperparameters(training_args),
         "metrics": metrics,
+        "best_checkpoint": trainer.state.best_model_checkpoint,
         "command": shlex.join(["accelerate", "launch", *sys.argv]),
         "versions": {"surveyalign": __version__, "trl": trl.__version__, "transformers": transformers.__version__,
                      "torch": torch.__version__},
@@ -138,16 +146,6 @@ def main(script_args, training_args, model_args) -> dict:
     finalize_adapter(trainer, training_args, record, script_args.model_card_template, push_to_hub=push_to_hub)
     return record
 
-
-def _hyperparameters(args) -> dict:
-    keys = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
-            "per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "fp16", "bf16",
-            "gradient_checkpointing", "seed", "optim", "weight_decay", "eval_strategy",
-            "load_best_model_at_end", "metric_for_best_model")
-    values = {k: getattr(args, k, None) for k in keys}
-    values["world_size"] = args.world_size
-    values["deepspeed"] = bool(args.deepspeed_plugin) or bool(args.deepspeed)
-    return values
 
 
 def make_parser():

@@ -151,8 +151,8 @@ ${metrics}
 """
 
 
-def _table(rows: dict[str, Any]) -> str:
-    lines = ["| setting | value |", "|---|---|"]
+def _table(rows: dict[str, Any], header: str = "setting") -> str:
+    lines = [f"| {header} | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rows.items()]
     return "\n".join(lines)
 
@@ -205,7 +205,7 @@ def render_model_card(record: dict[str, Any], template: str | os.PathLike | None
         "max_length": record.get("max_length", "unknown"),
         "lora": ", ".join(f"{k}={v}" for k, v in lora.items()) or "none",
         "hyperparameters": _table(record.get("hyperparameters", {})),
-        "metrics": _table({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()})
+        "metrics": _table({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}, "metric")
         if metrics else "No metrics were computed for this run.",
         "command": record.get("command", ""),
     }
@@ -330,3 +330,31 @@ def init_deepspeed_comm(training_args) -> None:
 
     if torch.distributed.is_initialized() and not deepspeed.comm.is_initialized():
         deepspeed.init_distributed(dist_backend=torch.distributed.get_backend())
+
+
+#: Training settings copied from the trainer config into the training record and the model card.
+HYPERPARAMETER_KEYS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
+                       "per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "fp16", "bf16",
+                       "gradient_checkpointing", "seed", "optim", "weight_decay", "eval_strategy",
+                       "load_best_model_at_end", "metric_for_best_model")
+
+
+def hyperparameters(training_args, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Plain-value copy of the main settings of an ``SFTConfig``/``DPOConfig`` (enums as their values).
+
+    Args:
+        training_args: the trainer config.
+        extra: more attribute names to copy (e.g. DPO's ``beta``, ``loss_type``).
+
+    Returns:
+        ``{name: value}`` plus ``world_size`` (processes) and ``deepspeed`` (bool).
+    """
+    from enum import Enum
+
+    values = {}
+    for key in (*HYPERPARAMETER_KEYS, *extra):
+        value = getattr(training_args, key, None)
+        values[key] = value.value if isinstance(value, Enum) else value
+    values["world_size"] = training_args.world_size
+    values["deepspeed"] = bool(getattr(training_args, "deepspeed_plugin", None)) or bool(training_args.deepspeed)
+    return values

@@ -36,6 +36,7 @@ class LengthReport:
         n_missing_text: rows left out because their survey text is empty (evaluation marks them
             ``missing_text`` too).
         missing_text_unit_ids: their unit ids.
+        n_with_knowledge: examples whose prompt carries a knowledge-augmentation block.
     """
 
     max_length: int | None
@@ -45,6 +46,7 @@ class LengthReport:
     longest: int = 0
     shortened_unit_ids: list[str] = field(default_factory=list)
     n_missing_text: int = 0
+    n_with_knowledge: int = 0
     missing_text_unit_ids: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -182,6 +184,7 @@ def prepare_sft_dataset(
             raise ValueError(f"unit {unit}: {err}") from None
         example = build(text)
         report.n_units += 1
+        report.n_with_knowledge += knowledge is not None
         report.longest = max(report.longest, n_tokens)
         if removed:
             report.n_shortened += 1
