@@ -358,3 +358,14 @@ def test_push_to_hub_is_wired_to_the_hub_client(tmp_path, monkeypatch):
     (tmp_path / "README.md").write_text("card")
     with pytest.raises(OfflineModeIsEnabled):  # no network here: the first Hub call refuses, nothing is faked
         push_adapter_to_hub(tmp_path, "someone/surveyalign-readability")
+
+
+@pytest.mark.parametrize("kind", ["sft", "dpo"])
+def test_recipe_help_renders_with_our_fields(kind):
+    from surveyalign.training import make_dpo_parser, make_sft_parser
+
+    text = (make_sft_parser if kind == "sft" else make_dpo_parser)().format_help()
+    ours = ("--dataset_path", "--enable_thinking", "--use_knowledge") if kind == "sft" else \
+        ("--pairs_path", "--sft_adapter", "--beta")
+    for flag in (*ours, "--max_length", "--lora_r", "--dimension"):
+        assert flag in text, flag

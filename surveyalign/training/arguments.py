@@ -62,7 +62,7 @@ class SFTScriptArguments:
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     dataset_eval_split: str = field(
         default="validation",
-        metadata={"help": "Split used for evaluation loss and best-checkpoint selection (paper-level 10%)."},
+        metadata={"help": "Split used for evaluation loss and best-checkpoint selection (paper-level 10%%)."},
     )
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N training units (tiny runs); None keeps all."}
