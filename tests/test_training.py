@@ -260,7 +260,13 @@ def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny
     from surveyalign.data import load_surveyreview
     from surveyalign.training import data_hash, read_training_record
 
+    from safetensors.torch import load_file
+
     check_adapter(sft_adapter, tiny_model_dir)
+    # lora_B starts at 0 and Adam moves an entry by at most lr per step: 5e-5 + 2.5e-5 over the 2 cosine steps
+    largest = [float(t.abs().max()) for k, t in load_file(sft_adapter / "adapter_model.safetensors").items()
+               if "lora_B" in k]
+    assert all(5e-5 < v <= 7.5e-5 * 1.001 for v in largest)
     record = read_training_record(sft_adapter)
     train = load_surveyreview(dataset_dir, "criticalness", split="train").select(range(8))
     assert (record["stage"], record["dimension"], record["protocol"], record["enable_thinking"]) == \
