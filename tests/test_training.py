@@ -257,10 +257,10 @@ def sft_adapter(tmp_path_factory, tiny_model_dir, dataset_dir) -> Path:
 
 
 def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny_model_dir, dataset_dir):
+    from safetensors.torch import load_file
+
     from surveyalign.data import load_surveyreview
     from surveyalign.training import data_hash, read_training_record
-
-    from safetensors.torch import load_file
 
     check_adapter(sft_adapter, tiny_model_dir)
     # lora_B starts at 0 and Adam moves an entry by at most lr per step: 5e-5 + 2.5e-5 over the 2 cosine steps
