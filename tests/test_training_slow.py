@@ -141,3 +141,21 @@ def test_dpo_pairs_cli_samples_from_the_adapter(plain_sft, dataset_dir, tmp_path
         assert record["status"] == "no_pair" and "differs from gold" in record["reason"]
     summary = json.loads(Path(f"{out}.summary.json").read_text())
     assert (summary["n_units"], summary["n_no_pair"], summary["n_paired"]) == (2, 2, 0)
+
+
+def test_push_to_hub_flag_reaches_the_hub_after_the_card_is_written(tiny_model_dir, dataset_dir, tmp_path):
+    import os
+    import subprocess
+
+    out = tmp_path / "push"
+    cmd = [*ACCELERATE_1, "recipes/sft.py", "--config", "configs/sft/tiny-readability.yaml", "--model_name_or_path",
+           str(tiny_model_dir), "--dataset_path", str(dataset_dir), "--output_dir", str(out), "--max_steps", "1",
+           "--push_to_hub", "true", "--hub_model_id", "someone/surveyalign-tiny-readability"]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
+    proc = subprocess.run(cmd, check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    # no network here: the adapter, record and card are written, then the Hub refuses the repository creation
+    assert proc.returncode != 0
+    assert "api/repos/create" in proc.stdout + proc.stderr and "OfflineModeIsEnabled" in proc.stdout + proc.stderr
+    assert "adapter saved to" in proc.stdout
+    assert (out / "README.md").read_text().startswith("---\nlibrary_name: peft\n")
+    assert (out / "surveyalign_training.json").exists() and (out / "adapter_model.safetensors").exists()

@@ -297,13 +297,13 @@ def finalize_adapter(trainer, training_args, record: dict[str, Any], card_templa
     if accelerator.is_main_process:
         write_training_record(out, record)
         write_model_card(out, record, card_template)
+        print(f"adapter saved to {out} ({report.n_tensors} LoRA tensors on {len(report.modules)} modules)",
+              flush=True)
         if push_to_hub:
             repo_id = training_args.hub_model_id or Path(out).name
             url = push_adapter_to_hub(out, repo_id, private=training_args.hub_private_repo,
                                       token=training_args.hub_token, revision=training_args.hub_revision)
             print(f"pushed the adapter to {url}", flush=True)
-        print(f"adapter saved to {out} ({report.n_tensors} LoRA tensors on {len(report.modules)} modules)",
-              flush=True)
     accelerator.wait_for_everyone()
     if hasattr(trainer, "end"):
         trainer.end()
