@@ -100,6 +100,17 @@ def test_paper_sft_yaml_is_app_d(rel):
     assert train.completion_only_loss is True
 
 
+def test_paper_dpo_yaml_continues_the_criticalness_sft_adapter():
+    from surveyalign.training import parse_recipe_yaml
+
+    script, train, model = parse_recipe_yaml(REPO / "configs/dpo/criticalness.yaml")
+    sft_script, sft_train, _ = parse_recipe_yaml(REPO / "configs/sft/criticalness.yaml")
+    assert script.dimension == "criticalness" and script.sft_adapter == sft_train.output_dir
+    assert model.model_name_or_path == "Qwen/Qwen3-32B" and train.max_length == sft_train.max_length == 16384
+    assert (train.beta, train.loss_type, train.fp16, train.activation_checkpointing) == (0.1, ["sigmoid"], True, True)
+    assert sft_script.use_knowledge  # Crit-KA inputs for both stages (SurveyAlign §5.2.3)
+
+
 def test_unknown_yaml_key_is_rejected(tmp_path):
     from surveyalign.training import parse_recipe_yaml
 
