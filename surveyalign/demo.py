@@ -45,7 +45,7 @@ class DemoEvalSettings(BaseModel):
 
     split: str = Field("test", description="dataset split to evaluate on")
     protocol: str = Field("v1.0", description="prompt protocol version: v1.0 (Reason$$$X$$$) or v1.1 (tags)")
-    max_new_tokens: int = Field(48, ge=1, description="generation budget per judge call (tokens)")
+    max_new_tokens: int = Field(96, ge=1, description="generation budget per judge call (tokens)")
     temperature: float = Field(0.0, ge=0.0, description="0 = greedy decoding")
     enable_thinking: bool = Field(False, description="Qwen3 chat-template thinking switch (same as training)")
     batch_size: int = Field(8, ge=1, description="prompts per generation batch for the local model")

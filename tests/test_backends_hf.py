@@ -109,17 +109,21 @@ def test_enable_thinking_changes_the_rendered_prompt(backend):
     assert d_off.prompt_tokens - d_on.prompt_tokens == think_tokens
 
 
-def test_prompt_longer_than_context_is_a_failed_generation(tiny_model_dir, tmp_path):
+def test_prompt_longer_than_context_is_a_failed_generation(backend, tiny_model_dir, tmp_path):
+    n_p1 = len(backend.tokenizer(backend.render(P1, GenerationSettings()), add_special_tokens=False)["input_ids"])
+    n_p2 = len(backend.tokenizer(backend.render(P2, GenerationSettings()), add_special_tokens=False)["input_ids"])
+    context = n_p1 + 5  # P1 + 10 new tokens does not fit, P2 + 10 does
+    assert n_p2 + 10 <= context
     model_dir = tmp_path / "tiny-short-context"
     shutil.copytree(tiny_model_dir, model_dir)
     config = json.loads((model_dir / "config.json").read_text())
-    config["max_position_embeddings"] = 40
+    config["max_position_embeddings"] = context
     (model_dir / "config.json").write_text(json.dumps(config))
     short = load_backend("transformers", model=str(model_dir), device="cpu")
     [[ok], [bad]] = short.generate([P2, P1], GenerationSettings(max_new_tokens=10))
-    n_p1 = len(short.tokenizer(short.render(P1, GenerationSettings()), add_special_tokens=False)["input_ids"])
     assert ok.error is None and ok.finish_reason == "length"
-    assert bad.error == (f"prompt has {n_p1} tokens; with max_new_tokens=10 it exceeds the model context of 40")
+    assert bad.error == (
+        f"prompt has {n_p1} tokens; with max_new_tokens=10 it exceeds the model context of {context}")
 
 
 def test_describe_and_option_errors(backend, tiny_model_dir):

@@ -283,7 +283,7 @@ def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny
     assert (record["stage"], record["dimension"], record["protocol"], record["enable_thinking"]) == \
         ("sft", "criticalness", "v1.0", False)
     assert record["data_hash"] == data_hash(train) and record["n_train"] == 8
-    assert record["length"]["train"]["longest"] <= record["max_length"] == 2048
+    assert record["length"]["train"]["longest"] <= record["max_length"] == 512
     assert record["adapter"]["ranks"] == [8] and record["adapter"]["modules"] == sorted(SEVEN)
     log = json.loads((sft_adapter / "trainer_state.json").read_text())["log_history"]
     assert [e["step"] for e in log if "loss" in e] == [1, 2] and all(e["loss"] > 0 for e in log if "loss" in e)

@@ -16,6 +16,12 @@ from pathlib import Path
 
 from surveyalign.constants import DIMENSIONS
 
+#: Pre-tokenisation pattern of the Qwen2/Qwen3 tokenizers (contractions, letter runs with one leading
+#: non-letter, single digits, punctuation runs with trailing newlines, newline runs, other whitespace).
+_SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 
 #: Our own Qwen3-like chat template (ChatML turns; empty think block on the last assistant turn and,
@@ -39,9 +45,9 @@ CHAT_TEMPLATE = (
 
 @dataclass(frozen=True)
 class TinyModelSpec:
-    """Sizes of the tiny Qwen3 model (about 140k parameters with the default 1,024-token vocabulary)."""
+    """Sizes of the tiny Qwen3 model (about 0.3M parameters with the default 4,096-token vocabulary)."""
 
-    vocab_size: int = 1024
+    vocab_size: int = 4096
     hidden_size: int = 64
     num_hidden_layers: int = 2
     num_attention_heads: int = 4
@@ -50,21 +56,30 @@ class TinyModelSpec:
     head_dim: int = 16
     max_position_embeddings: int = 32768
     seed: int = 0
+    #: bumped whenever the tokenizer corpus, pre-tokenizer or chat template changes (forces a rebuild)
+    build_version: int = 2
 
 
 def _corpus() -> list[str]:
-    words = " ".join(DIMENSIONS)
-    base = [
-        "The survey is clearly written and easy to follow, but several sections repeat each other.",
-        "Key recent works are missing from the references, and some cited sources are outdated.",
-        "The authors offer little critical perspective; the review mostly summarises prior work.",
-        "Section transitions are abrupt and the taxonomy is hard to navigate.",
-        "Reason$$$-1$$$ Reason$$$1$$$ Reason$$$-2$$$ Reason$$$2$$$ <reason> </reason> <score>1</score>",
-        "# A Survey of Methods\n\n## 1 Introduction\nWe review 120 studies [1].\n\n## References\n1. A. Author. 2020.",
-        "You are an expert reviewer. Score the survey from -2 to +2 and explain briefly.",
-        words,
-    ]
-    return base * 20
+    """Texts the tiny tokenizer is trained on: the judge prompts of every dimension and protocol, and the
+    shipped made-up sample release (surveys and rationales), so prompts take hundreds of tokens, not thousands."""
+    from surveyalign.data import sample_release_dir
+    from surveyalign.prompts import PROTOCOLS, build_judge_prompt, format_target
+
+    texts = []
+    for dimension in DIMENSIONS:
+        for protocol in PROTOCOLS:
+            prompt = build_judge_prompt(dimension, "", protocol=protocol, knowledge="Related work, 2019-2023.")
+            texts.append(prompt.instruction)
+            texts.extend(format_target("The survey is clear.", score, protocol) for score in (-2, -1, 1, 2))
+    release = Path(sample_release_dir())
+    for path in sorted(release.rglob("*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict):
+            texts.extend(str(v) for v in data.values())
+        elif isinstance(data, list):
+            texts.extend(" ".join(r.get("reasons", [])) for r in data if isinstance(r, dict))
+    return texts
 
 
 def build_tiny_model(out_dir: str | os.PathLike, spec: TinyModelSpec | None = None, *, force: bool = False) -> Path:
@@ -79,7 +94,7 @@ def build_tiny_model(out_dir: str | os.PathLike, spec: TinyModelSpec | None = No
         The folder path, loadable with ``AutoModelForCausalLM.from_pretrained`` and ``AutoTokenizer``.
     """
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
     spec = spec or TinyModelSpec()
@@ -90,7 +105,12 @@ def build_tiny_model(out_dir: str | os.PathLike, spec: TinyModelSpec | None = No
     out.mkdir(parents=True, exist_ok=True)
 
     bpe = Tokenizer(models.BPE(unk_token=None))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Qwen2/3-style split (a newline run is one piece even before a letter, so "\n\n" + text tokenizes the same
+    # whether or not the text follows), then byte-level mapping without GPT-2's own regex.
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(_SPLIT_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=spec.vocab_size,
