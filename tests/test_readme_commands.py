@@ -31,6 +31,22 @@ def _readme_commands() -> list[str]:
 COMMANDS = _readme_commands()
 
 
+def _subcommand_words(words: list[str]) -> list[str]:
+    """The leading words of ``words`` that name (nested) subcommands of the real ``surveyalign`` parser."""
+    import argparse
+
+    from surveyalign.cli import build_parser
+
+    parser, chain = build_parser(), []
+    for word in words:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not actions or word not in actions[0].choices:
+            break
+        chain.append(word)
+        parser = actions[0].choices[word]
+    return chain
+
+
 def _help_argv(cmd: str) -> list[str] | None:
     """The argv that checks ``cmd`` exists, or None for lines that are not our commands."""
     argv = shlex.split(cmd)
@@ -40,13 +56,7 @@ def _help_argv(cmd: str) -> list[str] | None:
         return None
     head = argv[0]
     if head == "surveyalign":
-        words = [a for a in argv[1:] if not a.startswith("-")]
-        sub = []
-        for w in words:  # subcommand words come first, before any option or positional path
-            if "/" in w or "." in w or w[:1].isupper():
-                break
-            sub.append(w)
-        return [str(BIN / "surveyalign"), *sub, "--help"]
+        return [str(BIN / "surveyalign"), *_subcommand_words(argv[1:]), "--help"]
     if head == "accelerate" and len(argv) > 1 and argv[1] == "launch":
         script = next(a for a in argv[2:] if a.endswith(".py"))
         return [sys.executable, str(REPO / script), "--help"]
@@ -69,3 +79,12 @@ def test_readme_command_exists(cmd):
     assert proc.returncode == 0, f"{cmd!r} -> {argv}: exit {proc.returncode}\n{proc.stderr[-2000:]}"
     if argv[-1] == "--help":
         assert "usage" in proc.stdout.lower()
+
+
+def test_every_repository_path_in_readme_exists():
+    text = (REPO / "README.md").read_text()
+    paths = set(re.findall(r"(?<![\w/])((?:configs|recipes|metrics|benchmarks|hub_cards|surveyalign)/[\w./-]+\w)", text))
+    paths = {p for p in paths if "NAME" not in p}
+    assert "configs/sft/readability.yaml" in paths
+    missing = sorted(p for p in paths if not (REPO / p).exists())
+    assert not missing, f"README.md names paths that do not exist: {missing}"
