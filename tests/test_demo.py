@@ -21,8 +21,8 @@ def demo_run(tmp_path_factory, tiny_model_dir):
         "train_overrides: ['--max_steps', '4']\neval:\n  max_new_tokens: 16\n  limit: 6\n".format(
             w=work / "run", m=tiny_model_dir)
     )
-    proc = subprocess.run([str(Path(sys.executable).parent / "surveyalign"), "demo", "--config", str(cfg_file)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    argv = [str(Path(sys.executable).parent / "surveyalign"), "demo", "--config", str(cfg_file)]
+    proc = subprocess.run(argv, check=False, cwd=REPO, capture_output=True, text=True, timeout=600)
     return work / "run", proc
 
 
@@ -39,7 +39,7 @@ def test_demo_writes_run_folders(demo_run):
     assert proc.returncode == 0
     board = json.loads((work / "leaderboard.json").read_text())
     assert len(board["runs"]) == 2
-    for judge, run in board["runs"].items():
+    for run in board["runs"].values():
         run = Path(run)
         preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
         assert len(preds) == 6  # limit: 6 units, none dropped
@@ -78,7 +78,10 @@ def test_demo_metrics_through_evaluate_modules_match_harness(demo_run):
 
 def test_lexical_consistency_judge_reads_the_real_prompt():
     from surveyalign.demo import lexical_consistency_reply
-    from surveyalign.evaluation.consistency import build_consistency_messages, parse_consistency
+    from surveyalign.evaluation.consistency import (
+        build_consistency_messages,
+        parse_consistency,
+    )
 
     same = build_consistency_messages("readability", title="T", reference=["The prose is clear."],
                                       prediction="The prose is clear.")
