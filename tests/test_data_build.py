@@ -268,6 +268,40 @@ def test_sources_file_overrides_release_mapping(tmp_path):
         build_dataset(FIXTURES / "per_dimension", tmp_path / "out2", sources=bad)
 
 
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def test_card_and_report_hold_no_build_machine_path(tmp_path):
+    """`data push` publishes README.md and build_report.json: no absolute local path may appear in them."""
+    release = tmp_path / "private" / "release_copy"
+    shutil.copytree(FIXTURES / "per_dimension", release)
+    mapping = tmp_path / "elsewhere" / "map.json"  # a --sources file outside the release folder
+    mapping.parent.mkdir()
+    mapping.write_text(json.dumps({"d4": "openreview"}))
+    result = build_dataset(release, tmp_path / "out" / "surveyreview", sources=mapping)
+    readme = (result.path / "README.md").read_text()
+    report_text = (result.path / "build_report.json").read_text()
+    for text in (readme, report_text):
+        assert str(tmp_path) not in text and str(FIXTURES) not in text and "private" not in text
+    inp = json.loads(report_text)["input"]
+    assert inp["path"] == "release_copy" and inp["sources_file"] == "map.json"
+    assert "testset/readability.json" in inp["files"] and inp["records_read"]["testset/readability.json"] == 7
+    assert not [s for s in _strings(json.loads(report_text)) if s.startswith("/")]
+    assert "release folder `release_copy`" in readme and inp["sha256"] in readme
+    # same files elsewhere -> same release hash (only names and contents are hashed)
+    again = build_dataset(FIXTURES / "per_dimension", tmp_path / "out2", sources=mapping)
+    assert again.report["input"]["sha256"] == inp["sha256"]
+
+
 # ---------------------------------------------------------------- folder format and loading
 
 

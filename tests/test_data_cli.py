@@ -28,7 +28,20 @@ def test_build_prints_summary(built, capsys, tmp_path):
     printed = capsys.readouterr().out
     assert "5 papers, 7 reviews, 19 units" in printed
     assert "excluded: score 0 7, score -3 2; missing texts: 1 (3 units)" in printed
+    # e5 has no text in the fixture; its three kept units (readability, structure, criticalness) are listed
+    assert "  articles without text: e5\n" in printed
+    assert "  units without text: e5-r1::criticalness, e5-r1::readability, e5-r1::structure\n" in printed
     assert "1 texts cleaned; 0 gold snippets still verbatim in the inputs (before guard: 2)" in printed
+
+
+def test_missing_ids_are_cut_after_five():
+    from surveyalign.data.cli import _first_ids
+
+    ids = [f"p{i}" for i in range(7)]
+    assert _first_ids(ids, 7) == "p0, p1, p2, p3, p4 ... 2 more, see build_report.json"
+    assert _first_ids(ids[:2], 2) == "p0, p1"
+    # the report lists at most 200 ids: the count of the rest comes from the total, not the list
+    assert _first_ids(ids, 250).endswith("... 245 more, see build_report.json")
 
 
 def test_build_flags_are_recorded(tmp_path):

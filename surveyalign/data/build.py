@@ -74,6 +74,19 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
+def _portable(path: Path, release: Path) -> str:
+    """``path`` relative to the release folder (POSIX form), or its bare file name when it lies outside.
+
+    Keeps absolute paths of the build machine out of ``build_report.json`` and the card, which
+    ``surveyalign data push`` publishes.
+    """
+    base = release if release.is_dir() else release.parent
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
 def _hash_inputs(files: list[Path]) -> str:
     digest = hashlib.sha256()
     for file in sorted(set(files), key=lambda p: p.name + str(p)):
@@ -397,13 +410,14 @@ def build_dataset(
     report: dict[str, Any] = {
         "surveyalign_version": __version__,
         "input": {
-            "path": str(Path(official)),
+            # names only: the card and report are published by `data push`, so no build-machine path
+            "path": Path(official).resolve().name,
+            "files": [_portable(f, Path(official)) for f in release.files],
             "layouts": sorted(release.layouts),
-            "files": [str(f) for f in release.files],
-            "records_read": release.records_read,
+            "records_read": {_portable(Path(f), Path(official)): n for f, n in release.records_read.items()},
             "records_read_total": sum(release.records_read.values()),
             "articles": len(release.articles),
-            "sources_file": str(sources) if sources else None,
+            "sources_file": _portable(Path(sources), Path(official)) if sources else None,
             "sha256": _hash_inputs(release.files),
         },
         "seed": seed,

@@ -109,9 +109,9 @@ def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]
     counts = report["counts"]
     provenance = "\n".join(
         [
-            (f"- Built from `{inp['path']}` (layouts: {', '.join(inp['layouts']) or 'none'}; "
+            (f"- Built from the release folder `{inp['path']}` (layouts: {', '.join(inp['layouts']) or 'none'}; "
             f"{inp['records_read_total']} records in {len(inp['files'])} files; {inp['articles']} article texts)."),
-            f"- Input sha256: `{inp['sha256']}`.",
+            f"- Input sha256 (identifies the release files whatever folder they sit in): `{inp['sha256']}`.",
             (f"- Sources resolved by: {json.dumps(report['source_resolution'], sort_keys=True)} "
             "(record field, uid prefix, mapping file, F1000Research DOI in the text, else unknown)."),
             (f"- Missing survey texts: {report['missing_text']['units']} units / "

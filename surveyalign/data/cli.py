@@ -94,11 +94,30 @@ def _build(args: argparse.Namespace) -> int:
     print(f"excluded: score 0 {sum(units['excluded_score_0'].values())}, "
           f"score -3 {sum(units['excluded_score_minus3'].values())}; missing texts: "
           f"{rep['missing_text']['articles']} ({rep['missing_text']['units']} units)")
+    missing = rep["missing_text"]
+    if missing["articles"]:
+        print(f"  articles without text: {_first_ids(missing['article_ids'], missing['articles'])}")
+    if missing["units"]:
+        print(f"  units without text: {_first_ids(missing['unit_ids'], missing['units'])}")
     print(f"leakage guard {'on' if leak['enabled'] else 'OFF'}: {leak['texts_cleaned']} texts cleaned; "
           f"{leak['snippets_verbatim_in_inputs']} gold snippets still verbatim in the inputs "
           f"(before guard: {leak['snippets_verbatim_before_guard']})")
     print(f"build took {rep['build_seconds']:.2f} s; report: {result.path / 'build_report.json'}")
     return 0
+
+
+#: Ids printed per list by `data build` before pointing at build_report.json.
+_SHOWN_IDS = 5
+
+
+def _first_ids(ids: list[str], total: int) -> str:
+    """The first :data:`_SHOWN_IDS` of ``ids`` comma-joined, plus "... N more, see build_report.json".
+
+    ``total`` is the full count (the report lists at most 200 ids, so ``len(ids)`` may be smaller).
+    """
+    shown = ", ".join(ids[:_SHOWN_IDS])
+    rest = total - min(len(ids), _SHOWN_IDS)
+    return shown + (f" ... {rest} more, see build_report.json" if rest > 0 else "")
 
 
 def _stats(args: argparse.Namespace) -> int:
