@@ -38,7 +38,7 @@ def test_module_card_and_info(name, repo_root):
     card = (repo_root / "metrics" / name / "README.md").read_text()
     assert card.startswith("---\n")
     assert f'evaluate.load("metrics/{name}")' in card and f'evaluate.load("{name}")' in card
-    assert "surveyalign metrics register" in card
+    assert "surveyalign metrics register" in card and "--source DIR" in card
     source = (repo_root / "metrics" / name / f"{name}.py").read_text()
     for const in ("_DESCRIPTION", "_CITATION", "_KWARGS_DESCRIPTION"):
         assert f"{const} = " in source
@@ -127,3 +127,31 @@ def test_register_reports_missing_source(tmp_path, capsys):
 
     assert main(["metrics", "register", "--cache", str(tmp_path / "c"), "--source", str(tmp_path)]) == 2
     assert "metric module not found" in capsys.readouterr().err
+    assert main(["metrics", "register", "--cache", str(tmp_path / "c"), "--source", str(tmp_path / "nope")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_register_without_repository_metrics_names_source(tmp_path, capsys, monkeypatch):
+    """A plain (wheel) install has no metrics/ next to the package: the command stops and names --source;
+    with --source pointing at a checkout's metrics/ it registers all three modules."""
+    from surveyalign.cli import main
+    from surveyalign.scoring import registry
+
+    checkout_metrics = registry.default_metrics_dir()
+    monkeypatch.setattr(registry, "default_metrics_dir", lambda: tmp_path / "site-packages" / "metrics")
+    assert main(["metrics", "register", "--cache", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "metrics/ folder was not found" in err and "--source DIR" in err
+    assert not (tmp_path / "c").exists()  # nothing half-written
+    assert main(["metrics", "register", "--cache", str(tmp_path / "c"), "--source", str(checkout_metrics)]) == 0
+    printed = capsys.readouterr().out
+    assert [line.split(":")[0] for line in printed.splitlines()[:3]] == [f"registered {n}" for n in NAMES]
+
+
+def test_register_help_mentions_source(capsys):
+    from surveyalign.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["metrics", "register", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "editable install" in text and "--source DIR" in text

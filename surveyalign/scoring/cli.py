@@ -52,13 +52,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "($HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<name>/<sha256>/<name>.py), the "
             "place evaluate's loader falls back to when the Hub is unreachable or HF_EVALUATE_OFFLINE=1. "
             "Afterwards evaluate.load('has') works offline in any process using the same HF_MODULES_CACHE. "
-            "Without registering, load by path: evaluate.load('metrics/has') from the repository root."
+            "Without registering, load by path: evaluate.load('metrics/has') from the repository root. "
+            "The modules are read from the repository's metrics/ folder, which only a source checkout or "
+            "editable install (pip install -e) has: after a plain install pass --source DIR (e.g. the "
+            "metrics/ folder of a checkout); without it the command stops with an error saying so."
         ),
     )
     r.add_argument("--cache", metavar="DIR",
                    help="HF_MODULES_CACHE folder to write to (default: $HF_MODULES_CACHE or "
                         "~/.cache/huggingface/modules)")
-    r.add_argument("--source", metavar="DIR", help="folder holding <name>/<name>.py (default: the repo's metrics/)")
+    r.add_argument("--source", metavar="DIR", help="folder holding <name>/<name>.py (default: the repo's metrics/, present only in a "
+                        "source or editable install; required otherwise)")
     r.add_argument("--name", action="append", dest="names", metavar="NAME",
                    help="register only this module (repeatable; default: survey_alignment, rqs, has)")
     r.set_defaults(handler=_register)

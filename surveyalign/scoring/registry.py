@@ -23,8 +23,30 @@ METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has")
 
 
 def default_metrics_dir() -> Path:
-    """The ``metrics/`` folder next to the ``surveyalign`` package (a source or editable install)."""
+    """The ``metrics/`` folder next to the ``surveyalign`` package (a source or editable install).
+
+    ``metrics/`` is not package data: after a plain (wheel) install this path does not exist, and
+    :func:`register_metrics` then asks for ``source`` (CLI: ``--source DIR``).
+    """
     return Path(__file__).resolve().parents[2] / "metrics"
+
+
+def _source_root(source: str | os.PathLike | None) -> Path:
+    """The folder to copy modules from; raises FileNotFoundError with the fix when it is missing."""
+    if source is not None:
+        root = Path(source)
+        if not root.is_dir():
+            raise FileNotFoundError(f"--source {root} is not a folder (it must hold <name>/<name>.py)")
+        return root
+    root = default_metrics_dir()
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f"the repository's metrics/ folder was not found (looked at {root}): the metric modules ship "
+            "with a source checkout or editable install (pip install -e), not as package data. Pass "
+            "--source DIR (Python: register_metrics(source=DIR)) naming a folder that holds "
+            "<name>/<name>.py, e.g. the metrics/ folder of a surveyalign checkout"
+        )
+    return root
 
 
 def _modules_cache(cache_dir: str | os.PathLike | None) -> Path:
@@ -55,23 +77,25 @@ def register_metrics(
         cache_dir: the ``HF_MODULES_CACHE`` folder to write to; default: ``$HF_MODULES_CACHE`` or
             evaluate's default (``~/.cache/huggingface/modules``). Bare names resolve only in processes
             that use the same ``HF_MODULES_CACHE``.
-        source: folder holding ``<name>/<name>.py`` (default: the repository's ``metrics/``).
+        source: folder holding ``<name>/<name>.py`` (default: the repository's ``metrics/``, which exists
+            only in a source or editable install; elsewhere pass it).
         names: which modules (default: :data:`METRIC_NAMES`).
 
     Returns:
         ``{name: path of the registered <name>.py}``.
 
     Raises:
-        FileNotFoundError: naming the missing ``<source>/<name>/<name>.py``.
+        FileNotFoundError: naming the missing ``<source>/<name>/<name>.py``; when ``source`` is None and the
+            repository's ``metrics/`` folder is absent (a non-editable install), saying to pass ``--source DIR``.
     """
-    src_root = Path(source) if source is not None else default_metrics_dir()
+    src_root = _source_root(source)
     cache = _modules_cache(cache_dir)
     dynamic = cache / "evaluate_modules"  # evaluate.config.MODULE_NAME_FOR_DYNAMIC_MODULES
     out: dict[str, Path] = {}
     for name in names or METRIC_NAMES:
         script = src_root / name / f"{name}.py"
         if not script.is_file():
-            raise FileNotFoundError(f"metric module not found: {script}")
+            raise FileNotFoundError(f"metric module not found: {script} (the source folder must hold <name>/<name>.py)")
         digest = hashlib.sha256(script.read_bytes()).hexdigest()  # 64 hex: what the cache lookup expects
         _touch_init(cache)
         _touch_init(dynamic)
