@@ -43,6 +43,18 @@ class DetailedGeneration:
     prompt_tokens: int = 0
 
 
+def _fingerprints(model: str, adapter: str | None, tokenizer: str) -> dict[str, Any]:
+    """Content fingerprints of the model, adapter and tokenizer folders (shared with the vLLM backend)."""
+    from surveyalign.backends.fingerprint import (
+        adapter_fingerprint,
+        model_fingerprint,
+        tokenizer_fingerprint,
+    )
+
+    return {"model": model_fingerprint(model), "adapter": adapter_fingerprint(adapter) if adapter else None,
+            "tokenizer": tokenizer_fingerprint(tokenizer)}
+
+
 def _resolve_device(device: str) -> str:
     import torch
 
@@ -163,6 +175,8 @@ class TransformersBackend(Backend):
             has_own = self.adapter_path and (Path(self.adapter_path) / "tokenizer_config.json").exists()
             tokenizer_path = self.adapter_path if has_own else self.model_path
         self.tokenizer_path = str(tokenizer_path)
+        # content fingerprints, taken before loading: part of the cache identity (see backends.fingerprint)
+        self.fingerprints = _fingerprints(self.model_path, self.adapter_path, self.tokenizer_path)
         self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path, trust_remote_code=trust_remote_code)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
@@ -193,12 +207,18 @@ class TransformersBackend(Backend):
 
     # ------------------------------------------------------------------ public API
     def describe(self) -> dict[str, Any]:
-        """Return model/adapter paths, device, dtype and batching for ``run_config.json``."""
+        """Return model/adapter paths and content fingerprints, device, dtype and batching for ``run_config.json``.
+
+        ``fingerprints`` (model: config + weight sizes/mtimes, adapter and tokenizer: full content; see
+        :mod:`surveyalign.backends.fingerprint`) make the evaluation cache key change when an adapter is retrained
+        into the same folder. No credentials are ever included.
+        """
         return {
             "backend": self.name,
             "model": self.model_path,
             "adapter": self.adapter_path,
             "tokenizer": self.tokenizer_path,
+            "fingerprints": self.fingerprints,
             "device": self.device,
             "dtype": str(self.torch_dtype).replace("torch.", ""),
             "batch_size": self.batch_size,

@@ -77,6 +77,11 @@ class VLLMBackend(Backend):
         self.max_model_len = max_model_len
         self.n_per_request = bool(n_per_request)
         self.llm_kwargs = dict(llm_kwargs or {})
+        from surveyalign.backends.hf import _fingerprints
+
+        # content fingerprints, taken before loading: part of the cache identity (see backends.fingerprint)
+        self.fingerprints = _fingerprints(self.model_path, self.adapter_path,
+                                          str(self.llm_kwargs.get("tokenizer") or self.model_path))
         kwargs: dict[str, Any] = {"model": self.model_path, "dtype": dtype,
                                   "tensor_parallel_size": tensor_parallel_size,
                                   "gpu_memory_utilization": gpu_memory_utilization, "enforce_eager": enforce_eager}
@@ -95,11 +100,16 @@ class VLLMBackend(Backend):
             self._lora = LoRARequest("surveyalign-adapter", 1, self.adapter_path)
 
     def describe(self) -> dict[str, Any]:
-        """Return model/adapter paths and engine settings for ``run_config.json``."""
+        """Return model/adapter paths, their content fingerprints and engine settings for ``run_config.json``.
+
+        ``fingerprints`` are those of the transformers backend (:mod:`surveyalign.backends.fingerprint`), so a
+        retrained adapter in the same folder gets a new evaluation cache identity. Never contains credentials.
+        """
         return {
             "backend": self.name,
             "model": self.model_path,
             "adapter": self.adapter_path,
+            "fingerprints": self.fingerprints,
             "dtype": self.dtype,
             "tensor_parallel_size": self.tensor_parallel_size,
             "gpu_memory_utilization": self.gpu_memory_utilization,

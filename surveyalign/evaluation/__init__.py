@@ -26,7 +26,12 @@ from surveyalign.evaluation.consistency import (
     build_consistency_messages,
     parse_consistency,
 )
-from surveyalign.evaluation.runner import STATUSES, RunResult, run_evaluation
+from surveyalign.evaluation.runner import (
+    STATUSES,
+    RunResult,
+    TrainingMismatchError,
+    run_evaluation,
+)
 from surveyalign.evaluation.voting import Vote, majority_vote
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "GenerationConfig",
     "RQSConfig",
     "RunResult",
+    "TrainingMismatchError",
     "Vote",
     "apply_overrides",
     "build_consistency_messages",

@@ -53,6 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, help="calls in flight for async backends (overrides `concurrency`)")
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--allow-training-mismatch", action="store_true",
+                   help="evaluate an adapter whose training record disagrees with the config (dimension, protocol, "
+                   "enable_thinking, use_knowledge); sets `allow_training_mismatch: true`, recorded in run_config")
     p.set_defaults(handler=_evaluate)
 
 
@@ -95,6 +98,7 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency": args.concurrency,
         "resume": False if args.no_resume else None,
         "progress": False if args.no_progress else None,
+        "allow_training_mismatch": True if getattr(args, "allow_training_mismatch", False) else None,
     }
     over.update({k: v for k, v in direct.items() if v is not None})
     return over

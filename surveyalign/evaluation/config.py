@@ -178,6 +178,11 @@ class EvalConfig(_Strict):
     progress: bool = Field(True, description="show a progress bar with rate and ETA")
     bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for confidence intervals in metrics")
     rqs: RQSConfig | None = Field(None, description="optional reason-quality (consistency) stage")
+    allow_training_mismatch: bool = Field(
+        False,
+        description="evaluate an adapter even when its training record (surveyalign_training.json) disagrees "
+        "with this config on dimension, protocol, enable_thinking or use_knowledge (mismatches are recorded)",
+    )
 
     @field_validator("dimensions", "knowledge_dimensions")
     @classmethod

@@ -45,7 +45,7 @@ from surveyalign.evaluation.consistency import (
 )
 from surveyalign.evaluation.voting import majority_vote
 
-__all__ = ["STATUSES", "RunResult", "run_evaluation"]
+__all__ = ["STATUSES", "RunResult", "TrainingMismatchError", "run_evaluation"]
 
 _log = logging.getLogger(__name__)
 
@@ -70,6 +70,24 @@ _OPERATIONAL_KEYS = frozenset(
     }
 )
 _SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.IGNORECASE)
+
+
+class TrainingMismatchError(ValueError):
+    """An adapter's training record disagrees with the evaluation config (dimension, protocol,
+    ``enable_thinking`` or ``use_knowledge``); the message names the adapter folder, each field, both values
+    and the override (``allow_training_mismatch: true``)."""
+
+
+#: Training-record fields compared with the evaluation, and the config key a user changes to fix a mismatch.
+_RECORD_CHECKS: dict[str, str] = {
+    "dimension": "dimensions / backend.per_dimension.<dimension>.adapter",
+    "protocol": "protocol",
+    "enable_thinking": "generation.enable_thinking",
+    "use_knowledge": "knowledge_dimensions",
+}
+#: Training-record fields copied into ``run_config.json`` (``training_records``).
+_RECORD_SUMMARY = ("stage", "dimension", "protocol", "enable_thinking", "use_knowledge", "prompt_hash",
+                   "base_model", "sft_adapter", "dataset_path", "data_version", "data_hash", "n_train")
 
 
 @dataclass
@@ -146,6 +164,8 @@ def run_evaluation(
     Raises:
         FileNotFoundError: the dataset folder does not exist.
         ValueError: the split or a dimension is absent from the dataset, or a backend option is invalid.
+        TrainingMismatchError: (a ``ValueError``) an adapter's training record disagrees with the config on
+            dimension, protocol, enable_thinking or use_knowledge, and ``allow_training_mismatch`` is false.
         RuntimeError: another process holds the run folder's lock.
     """
     from rich.console import Console
@@ -170,6 +190,8 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
 
     units, train_scores, data_info = _load_units(config)
     template_hashes = _template_hashes(config)
+    # before any model is loaded: an adapter trained for another prompt setting is refused (or recorded)
+    training_records = _check_training_records(config, units, backend, console)
 
     # backends: one instance per distinct option set (per-dimension adapters)
     judges, judge_of_dim = _build_backends(config.backend, config.dimensions, backend, config.protocol)
@@ -180,6 +202,8 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
     try:
         run_config = _run_config(config, run_dir, data_info, template_hashes, judges, judge_of_dim, rqs_judges,
                                  argv, started)
+        run_config["training_records"] = training_records
+        run_config["allow_training_mismatch"] = config.allow_training_mismatch
         _write_json(run_dir / "run_config.json", run_config)
 
         cache = CallCache.load(calls_path, fsync=config.fsync)
@@ -392,6 +416,91 @@ def _build_backends(
                 raise ValueError(f"backend{where}: {err}") from None
         of_dim[dim] = by_options[h]
     return groups, of_dim
+
+
+def _adapter_for(config: EvalConfig, dimension: str, given: Any | None) -> str | None:
+    """The adapter folder judging ``dimension``: the given backend's ``adapter_path``, else the config's option."""
+    if given is not None:
+        adapter = getattr(given, "adapter_path", None)
+    else:
+        adapter = config.backend.options_for(dimension).get("adapter")
+    return str(adapter) if adapter else None
+
+
+def _read_record(adapter: str) -> dict[str, Any] | None:
+    """The adapter's training record (``surveyalign_training.json``), or ``None`` when it has none."""
+    try:
+        from surveyalign.training import read_training_record
+    except ImportError:  # pragma: no cover - the training package is part of surveyalign
+        return None
+    try:
+        record = read_training_record(adapter)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise TrainingMismatchError(f"{adapter}: unreadable training record: {err}") from None
+    return record if isinstance(record, dict) else None
+
+
+def _check_training_records(config: EvalConfig, units: list[_Unit], given: Any | None, console: Any
+                            ) -> dict[str, Any]:
+    """Compare each adapter's training record with this evaluation; the per-dimension summary for run_config.
+
+    Checked fields (when the record has them): ``dimension`` (the dimension it judges here), ``protocol``,
+    ``enable_thinking`` (``generation.enable_thinking``) and ``use_knowledge`` (whether the dimension is in
+    ``knowledge_dimensions``; only checked when some evaluated unit of that dimension has a non-empty
+    ``knowledge`` text, otherwise the prompts are the same either way). Prompts must match training, or the
+    adapter is judged on inputs it never saw (SurveyAlign §5.2).
+
+    Returns:
+        ``{dimension: {"adapter": folder, "record": {summary fields} | None, "mismatches": [{field, adapter,
+        evaluation}], "use_knowledge_checked": bool}}`` for every dimension judged by an adapter.
+
+    Raises:
+        TrainingMismatchError: on any mismatch unless ``config.allow_training_mismatch`` (then a warning is
+            printed and the mismatches are recorded).
+    """
+    with_knowledge = {unit.dimension for unit in units
+                      if unit.messages is not None and str(unit.row.get("knowledge") or "").strip()}
+    summary: dict[str, Any] = {}
+    problems: list[str] = []
+    for dim in config.dimensions:
+        adapter = _adapter_for(config, dim, given)
+        if adapter is None:
+            continue
+        record = _read_record(adapter)
+        entry: dict[str, Any] = {"adapter": adapter, "record": None, "mismatches": [],
+                                 "use_knowledge_checked": dim in with_knowledge}
+        summary[dim] = entry
+        if record is None:
+            continue
+        entry["record"] = {k: record[k] for k in _RECORD_SUMMARY if k in record}
+        expected: dict[str, Any] = {"dimension": dim, "protocol": config.protocol,
+                                    "enable_thinking": config.generation.enable_thinking}
+        if dim in with_knowledge:
+            expected["use_knowledge"] = dim in config.knowledge_dimensions
+        for name, want in expected.items():
+            have = record.get(name)
+            if have is None:  # not recorded (e.g. a DPO record without its SFT record's value)
+                continue
+            if name == "dimension" and isinstance(have, str):
+                same = have.strip().lower() in (want, "all")
+            else:
+                same = have == want
+            if not same:
+                entry["mismatches"].append({"field": name, "adapter": have, "evaluation": want})
+                problems.append(f"adapter {adapter} (judging {dim}): {name}: trained with {have!r}, this evaluation "
+                                f"uses {want!r} (config key: {_RECORD_CHECKS[name]})")
+    if problems:
+        if not config.allow_training_mismatch:
+            raise TrainingMismatchError(
+                "the adapter's training record (surveyalign_training.json) disagrees with this evaluation:\n  "
+                + "\n  ".join(problems)
+                + "\nFix the config (or evaluate the matching adapter), or set `allow_training_mismatch: true` "
+                "(CLI: --allow-training-mismatch) to evaluate anyway; the mismatch is then recorded in run_config.json."
+            )
+        console.print("[yellow]allow_training_mismatch: evaluating despite:\n  " + "\n  ".join(problems) + "[/]")
+    return summary
 
 
 def _identity(backend: Any) -> dict[str, Any]:
