@@ -38,7 +38,17 @@ CASES = [
     ("malformed later marker ignored", "Weak synthesis.$$$-1$$$ Confidence: $$$high$$$", "auto", -1,
      "Weak synthesis.", None),
     ("two markers: last counts", "First impression: $$$1$$$. On reflection the transitions are abrupt.$$$-1$$$",
-     "auto", -1, "First impression: $$$1$$$. On reflection the transitions are abrupt.", None),
+     "auto", -1, "First impression: On reflection the transitions are abrupt.", None),
+    ("earlier marker mid-sentence dropped", ("Dense but readable, so $$$-1$$$ then; on reflection Section 4 is "
+     "unreadable.$$$-2$$$"), "v1.0", -2, "Dense but readable, so then; on reflection Section 4 is unreadable.", None),
+    ("repeated marker after a label", "Clear prose.$$$1$$$\n\n**Final score:** $$$1$$$", "auto", 1, "Clear prose.",
+     None),
+    ("earlier marker on its own line", "Draft: $$$2$$$\nThe taxonomy is thin after 2021.\n$$$-1$$$", "auto", -1,
+     "Draft:\nThe taxonomy is thin after 2021.", None),
+    # a bare label before the marker: the score stands, the rationale is empty (has_rationale False)
+    ("label only: empty rationale", "**Score:** $$$-1$$$", "auto", -1, "", None),
+    ("marker only: empty rationale", "$$$2$$$", "v1.0", 2, "", None),
+    ("v1.1 empty reason", "<reason> </reason> <score>-2</score>", "v1.1", -2, "", None),
     ("bold around marker", "Concise and clear. **$$$2$$$**", "auto", 2, "Concise and clear.", None),
     ("bold inside marker", "Key works are missing. $$$**-1**$$$", "auto", -1, "Key works are missing.", None),
     ("balanced bold kept", "The prose is **very clear**$$$2$$$", "auto", 2, "The prose is **very clear**", None),
@@ -102,7 +112,11 @@ CASES = [
     ("auto: v1.1 after v1.0", "Draft $$$-1$$$\n<reason>Actually a strong synthesis.</reason> <score>2</score>",
      "auto", 2, "Actually a strong synthesis.", None),
     ("auto: v1.0 after v1.1", "<reason>A</reason> <score>1</score> Final answer: $$$-1$$$", "auto", -1,
-     "<reason>A</reason> <score>1</score> Final answer:", None),
+     "A", None),
+    ("v1.0 only keeps tag text", "<reason>A</reason> <score>1</score> Final answer: $$$-1$$$", "v1.0", -1,
+     "<reason>A</reason> <score>1</score>", None),
+    ("v1.1: earlier score inside the reason", "<reason>First <score>2</score>, but shallow.</reason> <score>-1</score>",
+     "v1.1", -1, "First, but shallow.", None),
     ("auto: lone $$$ inside v1.1 reason", "<reason>Budget tables use $$$ signs oddly.</reason> <score>-1</score>",
      "auto", -1, "Budget tables use $$$ signs oddly.", None),
     ("dollars ending the rationale", "Costs are quoted in $$$$$1$$$", "v1.0", 1, "Costs are quoted in $$", None),
@@ -143,6 +157,12 @@ def test_judgement_is_frozen():
     assert result == Judgement(1, "Clear.", None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.score = 2  # type: ignore[misc]
+
+
+def test_has_rationale_flags_bare_scores():
+    assert parse_judgement("**Score:** $$$-1$$$").has_rationale is False
+    assert parse_judgement("Weak synthesis.$$$-1$$$").has_rationale is True
+    assert parse_judgement("").has_rationale is False
 
 
 def test_unknown_protocol_is_named():

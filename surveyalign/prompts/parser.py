@@ -12,6 +12,12 @@ Rules:
   marker or one cut off at the end of the text. Nothing is clamped, rounded or defaulted.
 * Every failure returns ``score=None`` with a human-readable ``error``; the parser never raises on
   model output.
+* The rationale is the visible text before the counted marker (v1.1: inside the last reason tags), with
+  the earlier well-formed markers taken out (an earlier, revised score is not part of the rationale;
+  "Fine, $$$1$$$ then; on reflection weak.$$$-1$$$" -> "Fine, then; on reflection weak."), and labels,
+  emphasis and fences around it removed. When nothing but a label precedes the marker
+  ("**Score:** $$$-1$$$") the score stands and the rationale is "" (``Judgement.has_rationale`` is
+  False; ``surveyalign report`` counts such units per dimension).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ _LEAD_LABEL = re.compile(
     r"^(?:[*_#]+\s*)?(?:reason|rationale)\s*(?:[:\uff1a]\s*(?:[*_]+)?|(?:[*_]+)?\s*\n)\s*", re.IGNORECASE
 )
 _TRAIL_LABEL = re.compile(
-    r"(?:^|(?<=\s))(?:(?:[*_#]+\s*)?(?:final\s+)?(?:score|rating)\s*[:\uff1a=]\s*(?:[*_]+)?"
+    r"(?:^|(?<=\s))(?:(?:[*_#]+\s*)?(?:final\s+)?(?:score|rating|answer|verdict)\s*[:\uff1a=]\s*(?:[*_]+)?"
     r"|[*_#]+\s*(?:final\s+)?(?:score|rating)\s*(?:[*_]+)?)\s*$",
     re.IGNORECASE,
 )
@@ -63,6 +69,13 @@ class Judgement:
     def ok(self) -> bool:
         """True when a valid score was read."""
         return self.score is not None
+
+    @property
+    def has_rationale(self) -> bool:
+        """True when the answer carried a rationale (False for a bare "**Score:** $$$-1$$$" or a failure
+        with nothing visible). A scored unit without rationale still counts for MSE/MAE; its RQS rating
+        is up to the consistency judge."""
+        return bool(self.rationale)
 
 
 def _strip_reasoning(text: str) -> tuple[str, str | None]:
@@ -149,7 +162,43 @@ def _clean_rationale(text: str) -> str:
     return out
 
 
-def _rationale_for(protocol: Protocol, visible: str, start: int) -> str:
+_JOIN_PUNCT = ".,;:!?"
+
+
+def _drop_markers(text: str, protocols: tuple[Protocol, ...]) -> str:
+    """Remove the well-formed score markers of ``protocols`` from ``text`` and tidy each join.
+
+    Spaces around a removed marker collapse to one (none before punctuation: "First $$$2$$$, but" ->
+    "First, but"); a punctuation mark right after it is dropped when the text before already ends in
+    punctuation ("impression: $$$1$$$. Then" -> "impression: Then").
+    """
+    spans = sorted(m.span() for proto in protocols for m in proto.marker.finditer(text))
+    if not spans:
+        return text
+    out, pos = "", 0
+    for start, end in spans:
+        if start < pos:  # overlapping matches of two protocols: the first one wins
+            continue
+        out += text[pos:start]
+        pos = end
+        rest = text[pos:]
+        left, right = out.rstrip(" \t"), rest.lstrip(" \t")
+        skipped = len(rest) - len(right)
+        if right[:1] and right[0] in _JOIN_PUNCT and (not left or left[-1] in _JOIN_PUNCT + "\n"):
+            right = right[1:].lstrip(" \t")
+            skipped = len(rest) - len(right)
+        pos += skipped
+        gap = " " if left and right and left[-1] != "\n" and right[0] not in "\n)" + _JOIN_PUNCT else ""
+        out = left + gap
+    return out + text[pos:]
+
+
+def _rationale_for(protocol: Protocol, visible: str, start: int, protocols: tuple[Protocol, ...]) -> str:
+    """The rationale of the answer whose counted marker of ``protocol`` starts at ``start``.
+
+    Earlier well-formed markers of any of ``protocols`` are removed; in "auto" mode a v1.0 answer also
+    loses stray v1.1 reason tags.
+    """
     before = visible[:start]
     if protocol.reason_tags is not None:
         opening, closing = protocol.reason_tags
@@ -158,9 +207,13 @@ def _rationale_for(protocol: Protocol, visible: str, start: int) -> str:
         if close >= 0:
             open_ = lowered.rfind(opening, 0, close)
             if open_ >= 0:
-                return _clean_rationale(before[open_ + len(opening) : close])
-        return _clean_rationale(_tag_free(before, protocol.reason_tags))
-    return _clean_rationale(before)
+                return _clean_rationale(_drop_markers(before[open_ + len(opening) : close], protocols))
+        return _clean_rationale(_drop_markers(_tag_free(before, protocol.reason_tags), protocols))
+    text = _drop_markers(before, protocols)
+    for other in protocols:
+        if other.reason_tags is not None:
+            text = _tag_free(text, other.reason_tags)
+    return _clean_rationale(text)
 
 
 def _tag_free(text: str, tags: tuple[str, str]) -> str:
@@ -222,7 +275,7 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
         return Judgement(None, _clean_rationale(shown), f"no score marker found ({names})")
 
     proto, match = best
-    rationale = _rationale_for(proto, visible, match.start())
+    rationale = _rationale_for(proto, visible, match.start(), protocols)
     score, error = _score_value(match.group("num"))
     if error is not None:
         return Judgement(None, rationale, error)
