@@ -204,6 +204,28 @@ def test_summarize_predictions_counts_and_convention():
     assert set(s["per_source"]) == {"f1000", "moprd", "unknown"}
     assert s["per_source"]["moprd"]["n_failed"] == 1 and s["per_source"]["moprd"]["avg_mse"] == pytest.approx(4.0)
     assert s["baselines"]["majority"]["per_dimension"]["readability"]["mse"] == pytest.approx((0 + 4 + 9 + 1) / 4)
+    # no record carries a rationale field: nothing is known, nothing counted
+    assert s["n_scored_without_rationale"] == 0 and d["n_scored_without_rationale"] == 0
+
+
+def test_scored_units_without_rationale_are_counted():
+    """A bare "**Score:** $$$-1$$$" is scored (it counts for MSE) but its blank rationale is counted; failed
+    units and records without the field are not."""
+    base = {"paper_id": "P", "dimension": "structure", "reference": -1, "prediction": -1, "status": "scored"}
+    recs = [
+        {**base, "unit_id": "a", "rationale": "Sections overlap."},
+        {**base, "unit_id": "b", "rationale": ""},
+        {**base, "unit_id": "c", "rationale": "  \n"},
+        {**base, "unit_id": "d", "rationale": None},
+        {**base, "unit_id": "e"},
+        {**base, "unit_id": "f", "rationale": "", "prediction": None, "status": "parse_failed"},
+        {**base, "unit_id": "g", "rationale": "", "dimension": "readability"},
+    ]
+    s = summarize_predictions(recs, bootstrap=0)
+    assert s["n_scored_without_rationale"] == 4  # b, c, d, g
+    assert s["per_dimension"]["structure"]["n_scored_without_rationale"] == 3
+    assert s["per_dimension"]["readability"]["n_scored_without_rationale"] == 1
+    assert s["per_dimension"]["structure"]["n_scored"] == 5 and s["per_dimension"]["structure"]["mse"] == 0.0
 
 
 def test_summarize_without_consistency_or_train_scores():

@@ -162,6 +162,18 @@ def test_leaderboard_columns_and_missing_values():
     assert max(len(line) for line in text.splitlines()) <= 80
 
 
+def test_failures_table_shows_scores_without_rationale():
+    from surveyalign.scoring.report import render_failures
+
+    new = {"per_dimension": {"structure": {"n": 5, "n_scored": 4, "n_scored_without_rationale": 2,
+                                           "n_parse_failed": 1, "n_error": 0, "n_missing_text": 0}}}
+    old = {"per_dimension": {"structure": {"n": 5, "n_scored": 5, "n_parse_failed": 0, "n_error": 0,
+                                           "n_missing_text": 0}}}
+    table = render_failures({"new": new, "old metrics.json": old})
+    cells = {c.header: [*c.cells] for c in table.columns}
+    assert cells["no rationale"] == ["2", "–"] and cells["parse failed"] == ["1", "0"]
+
+
 @pytest.mark.parametrize("argv", [["report", "--help"], ["metrics", "register", "--help"]])
 def test_help(argv, capsys):
     with pytest.raises(SystemExit) as info:

@@ -220,13 +220,24 @@ def render_baselines(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
 
 
 def render_failures(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
-    """Unit status counts per judge and dimension: n, scored, parse failed, API error, missing text."""
+    """Unit status counts per judge and dimension (SurveyReview §6.1 failures; contract 4 statuses).
+
+    Args:
+        summaries: ``{judge name: summarize_predictions output}``; metrics.json files written before the
+            ``n_scored_without_rationale`` count existed show "-" in that column.
+
+    Returns:
+        A rich Table, one row per (judge, dimension): n, scored, scored without rationale (the score
+        counts; the answer had only a label before its marker), parse failed, API error, missing text.
+    """
     table = Table(title="Failures (counted, kept in predictions.jsonl, never scored as 0)")
-    for name in ("Judge", "Dimension", "n", "scored", "parse failed", "API error", "missing text"):
+    for name in ("Judge", "Dimension", "n", "scored", "no rationale", "parse failed", "API error", "missing text"):
         table.add_column(name, justify="left" if name in ("Judge", "Dimension") else "right")
     for judge, s in summaries.items():
         for d, e in (s.get("per_dimension") or {}).items():
+            bare = e.get("n_scored_without_rationale")
             table.add_row(str(judge), d, str(e.get("n", 0)), str(e.get("n_scored", 0)),
+                          _DASH if bare is None else str(bare),
                           str(e.get("n_parse_failed", 0)), str(e.get("n_error", 0)), str(e.get("n_missing_text", 0)))
     return table
 

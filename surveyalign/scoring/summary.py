@@ -97,6 +97,16 @@ def validate_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     return out
 
 
+def _bare_score(record: Mapping[str, Any]) -> bool:
+    """A scored unit whose answer had no rationale (``rationale`` present and blank: "**Score:** $$$-1$$$").
+
+    Records without a ``rationale`` field are not counted (nothing is known about them).
+    """
+    if record["status"] != "scored" or "rationale" not in record:
+        return False
+    return not str(record["rationale"] or "").strip()
+
+
 def _status_counts(records: Sequence[dict]) -> dict[str, int]:
     counts = {s: 0 for s in STATUSES}
     for r in records:
@@ -120,6 +130,7 @@ def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int
         for status, key in _STATUS_KEY.items():
             entry[key] = sum(r["status"] == status for r in sub)
         entry["n_failed"] = e["n_failed"]
+        entry["n_scored_without_rationale"] = sum(_bare_score(r) for r in sub)
         for k in ("mse", "mae", "macro_mae", "qwk", "krippendorff_alpha"):
             entry[k] = e[k]
         notes = dict(e["notes"])
@@ -208,8 +219,10 @@ def summarize_predictions(
     Returns:
         A JSON-serialisable dict (no NaN): ``metrics_version``, ``convention`` ("strict"),
         ``status_counts`` ({status: count, "total"}), ``n``, ``n_scored``, ``n_failed``,
-        ``per_dimension`` ({dim: {n, n_scored, n_parse_failed, n_error, n_missing_text, n_failed, mse,
-        mae, macro_mae, qwk, krippendorff_alpha, skill_vs_majority, rq, n_rq, notes}}), ``avg_mse``,
+        ``n_scored_without_rationale`` (scored units whose ``rationale`` is blank: the score counts, the
+        answer gave no reason), ``per_dimension`` ({dim: {n, n_scored, n_parse_failed, n_error,
+        n_missing_text, n_failed, n_scored_without_rationale, mse, mae, macro_mae, qwk,
+        krippendorff_alpha, skill_vs_majority, rq, n_rq, notes}}), ``avg_mse``,
         ``avg_mae``, ``avg_dimensions``, ``rqs``, ``a_mse``, ``a_mae``, ``align``, ``has``,
         ``has_note``, ``skill_vs_majority``, ``baselines`` (see
         :func:`~surveyalign.scoring.baselines.baseline_metrics`) or None with ``baselines_note``,
@@ -232,7 +245,8 @@ def summarize_predictions(
     out: dict[str, Any] = {"metrics_version": METRICS_VERSION, "convention": "strict"}
     counts = _status_counts(recs)
     out.update({"status_counts": counts, "n": len(recs), "n_scored": counts["scored"],
-                "n_failed": len(recs) - counts["scored"]})
+                "n_failed": len(recs) - counts["scored"],
+                "n_scored_without_rationale": sum(_bare_score(r) for r in recs)})
     out.update(_core(recs, use_consistency=use_consistency, majority=majority, weights=weights))
     if use_consistency and not has_scores:
         out["has_note"] = "the run has a consistency stage but no unit got a consistency score: no RQS, no HAS"
