@@ -17,9 +17,20 @@ accelerate launch --num_processes 1 recipes/dpo.py --config configs/dpo/tiny-cri
     --output_dir runs/tiny-dpo
 ```
 
-Reference model: with `sft_adapter` the adapter is loaded trainable and TRL keeps a frozen copy of it as the
-reference (policy and reference agree at step 0); without it a fresh LoRA adapter is trained and the
-adapter-disabled base model is the reference. A `ref_model` is never passed together with a `peft_config`.
+Reference model (SPEC §4, SurveyAlign §5.2.3; TRL 1.16 + PEFT 0.21 behaviour checked in the code):
+- With `sft_adapter` (the Criticalness recipe): the policy is the SFT adapter loaded trainable, and the reference
+  is the SFT policy itself, i.e. a frozen copy of the SFT adapter on the same base (TRL adds it as a second
+  adapter named `ref` when it receives a PeftModel and no `ref_model`). This is the conventional DPO reference
+  (pi_ref = pi_SFT): the KL anchor keeps the judge close to what SFT taught. The adapter-disabled model would be
+  base Qwen3, which never saw the task; using it would make the step-0 implicit rewards beta*log(pi_SFT/pi_base)
+  instead of 0 and pull the policy back towards the base model. The recipe checks after building the trainer
+  that the `ref` adapter exists and holds exactly the tensors of `sft_adapter/adapter_model.safetensors`, and
+  stops otherwise (e.g. a PEFT version where TRL silently falls back to the base model); the record says so
+  (`reference`, `reference_check`). `ref/` is removed from the output folder after saving.
+- Without `sft_adapter`: a fresh LoRA adapter (lora_B = 0) is trained and the adapter-disabled base model is
+  the reference, which is what the issue's "with PEFT, DPO uses the adapter-disabled model" describes; there
+  the two coincide at step 0.
+A `ref_model` is never passed together with a `peft_config` (TRL would load a second full model).
 """
 
 from __future__ import annotations
@@ -34,7 +45,33 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 
 def main(script_args, training_args, model_args) -> dict:
-    """Train, save and describe one DPO adapter; returns the training record written next to it."""
+    """Train, save and describe one DPO adapter (Criticalness stage 2; SurveyAlign §5.2.3, pairs: SPEC §4).
+
+    Reads the pairs file (only ``status == "paired"`` records train; the others are counted), refuses a pair
+    that would not fit ``max_length`` tokens (TRL would cut the answer), loads the SFT adapter as the trainable
+    policy with a frozen copy of it as the reference (see the module docstring), trains with TRL's
+    ``DPOTrainer`` (resuming from the last checkpoint of ``output_dir``) and writes the adapter,
+    ``surveyalign_training.json`` and the model card into ``output_dir``.
+
+    Args:
+        script_args: :class:`surveyalign.training.DPOScriptArguments` (pairs file, optional evaluation pairs,
+            ``sft_adapter``, dimension, sample limit, data version).
+        training_args: ``trl.DPOConfig`` (``beta``, ``loss_type``, ``max_length`` in tokens of prompt + answer,
+            optimisation, precision, DeepSpeed).
+        model_args: ``trl.ModelConfig`` (base model; LoRA settings used only without ``sft_adapter``).
+
+    Returns:
+        The training record written to ``surveyalign_training.json`` (``stage``="dpo", ``dimension``,
+        ``protocol``, ``enable_thinking``, ``use_knowledge``, ``reference``, ``reference_check``,
+        ``pair_origins`` (origin -> count), ``n_train`` (pairs), ``hyperparameters``, ``metrics`` (DPO loss,
+        rewards), ``adapter``...).
+
+    Raises:
+        ValueError: when ``pairs_path`` or the base model is missing, no pair is usable, a pair's dimension,
+            protocol or thinking switch disagrees with the SFT adapter, or a pair exceeds ``max_length``.
+        RuntimeError: when TRL dropped pairs, the reference is not the frozen SFT adapter, or the saved adapter
+            is empty.
+    """
     import json
 
     import torch
@@ -90,6 +127,12 @@ def main(script_args, training_args, model_args) -> dict:
             if key in sft_record and sft_record[key] != value:
                 raise ValueError(f"{script_args.pairs_path}: pair {number} has {key}={value!r} but the SFT "
                                  f"adapter was trained with {sft_record[key]!r}")
+    # knowledge blocks: what dpo-pairs recorded, else what the SFT adapter was trained with
+    use_knowledge = pairs[0].get("use_knowledge", sft_record.get("use_knowledge"))
+    if use_knowledge is None:
+        print("neither the pairs nor an SFT record say whether knowledge blocks were used; recording false",
+              flush=True)
+    use_knowledge = bool(use_knowledge)
     origins = Counter(p["origin"] for p in pairs)
     print(f"DPO on {len(pairs)} pairs ({dict(origins)}); {len(all_records) - len(pairs)} units of the file "
           "have no pair or are beyond max_train_samples", flush=True)
@@ -112,7 +155,8 @@ def main(script_args, training_args, model_args) -> dict:
         eval_pairs = read_pairs(script_args.eval_pairs_path)
         eval_dataset = Dataset.from_list([{c: p[c] for c in columns} for p in eval_pairs])
 
-    # Policy: the SFT adapter, trainable (TRL copies it as the frozen reference), or a fresh LoRA adapter
+    # Policy: the SFT adapter, trainable (TRL copies it as the frozen reference, checked below), or a fresh
+    # LoRA adapter (reference: the adapter-disabled base model)
     model_init_kwargs = {"revision": model_args.model_revision, "attn_implementation": model_args.attn_implementation,
                          "dtype": model_args.dtype, "trust_remote_code": training_args.trust_remote_code}
     model_init_kwargs.update(training_args.model_init_kwargs or {})
@@ -138,6 +182,8 @@ def main(script_args, training_args, model_args) -> dict:
     )
     if len(trainer.train_dataset) != len(train_dataset):
         raise RuntimeError(f"TRL kept {len(trainer.train_dataset)} of {len(train_dataset)} pairs")
+    reference_check = _check_reference(trainer.model, script_args.sft_adapter)
+    print(f"DPO reference: {reference_check['reference']}", flush=True)
 
     checkpoint = training_args.resume_from_checkpoint
     if checkpoint is None and os.path.isdir(training_args.output_dir):
@@ -159,10 +205,11 @@ def main(script_args, training_args, model_args) -> dict:
         "protocol": first_protocol,
         "prompt_hash": sft_record.get("prompt_hash"),
         "enable_thinking": bool(pairs[0]["chat_template_kwargs"]["enable_thinking"]),
-        "use_knowledge": sft_record.get("use_knowledge"),
+        "use_knowledge": use_knowledge,
         "base_model": base_model,
         "sft_adapter": script_args.sft_adapter,
-        "reference": "frozen copy of the SFT adapter" if script_args.sft_adapter else "base model (adapter off)",
+        "reference": reference_check["reference"],
+        "reference_check": reference_check,
         "dataset_path": script_args.pairs_path,
         "data_version": script_args.data_version or sft_record.get("data_version"),
         "data_hash": data_hash(pairs, columns=("unit_id", "prompt", "chosen", "rejected")),
@@ -184,9 +231,55 @@ def main(script_args, training_args, model_args) -> dict:
     return record
 
 
+def _check_reference(model, sft_adapter: str | None) -> dict:
+    """Check which reference TRL's DPOTrainer will use for a PEFT policy, before training.
+
+    Args:
+        model: ``trainer.model`` (a ``peft.PeftModel``) right after the trainer was built.
+        sft_adapter: the SFT adapter folder the policy was loaded from, or None (fresh adapter).
+
+    Returns:
+        ``{"reference": str, "adapter": "ref" | None, "n_tensors_checked": int}``; with ``sft_adapter`` every
+        ``ref`` LoRA tensor was compared with the saved SFT tensor of the same module (exact equality after
+        casting the saved tensor to the parameter's dtype; ZeRO-3-partitioned, zero-sized ones are skipped).
+
+    Raises:
+        RuntimeError: when there is an SFT adapter but no ``ref`` adapter (TRL would use the base model), or a
+            ``ref`` tensor differs from the SFT adapter's.
+    """
+    import torch
+    from safetensors.torch import load_file
+
+    if not sft_adapter:
+        if "ref" in getattr(model, "peft_config", {}):
+            raise RuntimeError("a fresh adapter was given a 'ref' copy; expected the adapter-disabled reference")
+        return {"reference": "base model (adapter disabled)", "adapter": None, "n_tensors_checked": 0}
+    if "ref" not in getattr(model, "peft_config", {}):
+        raise RuntimeError(f"TRL built no frozen 'ref' copy of {sft_adapter}: the DPO reference would be the base "
+                           "model, not the SFT policy (check the TRL/PEFT versions)")
+    saved = load_file(os.path.join(sft_adapter, "adapter_model.safetensors"))
+    checked = 0
+    for name, param in model.named_parameters():
+        if ".ref." not in name or param.numel() == 0:
+            continue
+        if param.requires_grad:
+            raise RuntimeError(f"reference tensor {name} is trainable; the reference must stay frozen")
+        key = name.replace(".ref.", ".")
+        if key not in saved:
+            raise RuntimeError(f"reference tensor {name} has no counterpart {key} in {sft_adapter}")
+        if not torch.equal(param.detach().cpu(), saved[key].to(param.dtype)):
+            raise RuntimeError(f"reference tensor {name} differs from {key} of {sft_adapter}")
+        checked += 1
+    return {"reference": "frozen copy of the SFT adapter", "adapter": "ref", "n_tensors_checked": checked}
+
 
 def make_parser():
-    """The recipe's ``TrlParser`` over (DPOScriptArguments, DPOConfig, ModelConfig)."""
+    """The recipe's ``TrlParser`` over (DPOScriptArguments, DPOConfig, ModelConfig).
+
+    Returns:
+        ``trl.TrlParser``; ``parse_args_and_config()`` gives (script_args, training_args, model_args) for
+        :func:`main`, the YAML of ``--config`` overridden by command-line flags.
+    """
     from surveyalign.training import make_dpo_parser
 
     return make_dpo_parser(prog="recipes/dpo.py")

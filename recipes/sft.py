@@ -29,7 +29,31 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 
 def main(script_args, training_args, model_args) -> dict:
-    """Train, save and describe one SFT adapter; returns the training record written next to it."""
+    """Train, save and describe one SFT adapter (one dimension; SurveyAlign §5.1-§5.2, SurveyReview App. D).
+
+    Reads the ``dimension`` rows of the dataset folder, builds prompt-completion examples with the shared
+    protocol builder (survey body shortened to fit ``max_length`` tokens, completion never cut), trains LoRA
+    with TRL's ``SFTTrainer`` (completion-only loss; resumes from the last checkpoint of ``output_dir``) and
+    writes the adapter, ``surveyalign_training.json`` and the model card into ``output_dir``.
+
+    Args:
+        script_args: :class:`surveyalign.training.SFTScriptArguments` (dataset folder, dimension, protocol,
+            ``enable_thinking``, ``use_knowledge``, sample limits, data version).
+        training_args: ``trl.SFTConfig`` (``max_length`` in tokens of prompt + completion, optimisation,
+            precision, evaluation and saving strategy, DeepSpeed).
+        model_args: ``trl.ModelConfig`` (base model, dtype, attention kernel, LoRA r/alpha/dropout/targets).
+
+    Returns:
+        The training record written to ``surveyalign_training.json`` (keys ``stage``="sft", ``dimension``,
+        ``protocol``, ``enable_thinking``, ``use_knowledge``, ``data_version``, ``data_hash`` (64 hex),
+        ``n_train``/``n_eval`` (examples), ``length`` (:class:`LengthReport` dicts), ``lora``,
+        ``hyperparameters``, ``metrics`` (train/eval loss, runtime in s, ``train_tokens``), ``adapter``...).
+
+    Raises:
+        ValueError: when ``dataset_path`` or ``model_name_or_path`` is missing, a row has another dimension,
+            or an example does not fit ``max_length`` even without survey text.
+        RuntimeError: when TRL dropped or cut an example, or the saved adapter is empty.
+    """
     import torch
     import transformers
     import trl
@@ -42,6 +66,7 @@ def main(script_args, training_args, model_args) -> dict:
     from surveyalign.training import (
         check_prepared_lengths,
         data_hash,
+        dataset_version,
         finalize_adapter,
         hyperparameters,
         init_deepspeed_comm,
@@ -127,7 +152,7 @@ def main(script_args, training_args, model_args) -> dict:
         "use_knowledge": script_args.use_knowledge,
         "base_model": model_args.model_name_or_path,
         "dataset_path": script_args.dataset_path,
-        "data_version": script_args.data_version,
+        "data_version": script_args.data_version or dataset_version(script_args.dataset_path),
         "data_hash": data_hash(train_rows),
         "n_train": len(train_dataset),
         "n_eval": len(eval_dataset) if eval_dataset is not None else 0,
@@ -147,9 +172,13 @@ def main(script_args, training_args, model_args) -> dict:
     return record
 
 
-
 def make_parser():
-    """The recipe's ``TrlParser`` over (SFTScriptArguments, SFTConfig, ModelConfig)."""
+    """The recipe's ``TrlParser`` over (SFTScriptArguments, SFTConfig, ModelConfig).
+
+    Returns:
+        ``trl.TrlParser``; ``parse_args_and_config()`` gives (script_args, training_args, model_args) for
+        :func:`main`, the YAML of ``--config`` overridden by command-line flags.
+    """
     from surveyalign.training import make_sft_parser
 
     return make_sft_parser(prog="recipes/sft.py")

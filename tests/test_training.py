@@ -263,8 +263,22 @@ def sft_adapter(tmp_path_factory, tiny_model_dir, dataset_dir) -> Path:
     out = tmp_path_factory.mktemp("sft") / "adapter"
     run_recipe([*ACCELERATE_1, "recipes/sft.py", "--config", "configs/sft/tiny-criticalness.yaml",
                 "--model_name_or_path", str(tiny_model_dir), "--dataset_path", str(dataset_dir),
-                "--output_dir", str(out), "--data_version", "sample-release"], out.parent / "sft.log")
+                "--output_dir", str(out)], out.parent / "sft.log")  # no --data_version: read from build_report
     return out
+
+
+def lora_b_bound(best_checkpoint: str | None) -> tuple[float, float]:
+    """(lower, upper) bound of max |lora_B| of the saved adapter, from the tiny configs' schedule.
+
+    lora_B starts at 0; Adam's first update moves every entry with a non-zero gradient by exactly lr_1, the
+    second by at most about lr_2. Cosine over max_steps 2 without warmup: lr_1 = 5e-5, lr_2 = 5e-5 * (1 + cos(pi/2))
+    / 2 = 2.5e-5. Gradient accumulation (16) and clipping do not change these bounds (Adam is scale-free). The
+    saved adapter is the best checkpoint by eval loss: after step 1 the largest entry is lr_1, after step 2 it is
+    above lr_1 and at most lr_1 + lr_2.
+    """
+    if best_checkpoint is not None and best_checkpoint.endswith("checkpoint-1"):
+        return 5e-5 * 0.999, 5e-5 * 1.001
+    return 5e-5, 7.5e-5 * 1.001
 
 
 def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny_model_dir, dataset_dir):
@@ -274,23 +288,71 @@ def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny
     from surveyalign.training import data_hash, read_training_record
 
     check_adapter(sft_adapter, tiny_model_dir)
-    # lora_B starts at 0 and Adam moves an entry by at most lr per step: 5e-5 + 2.5e-5 over the 2 cosine steps
+    record = read_training_record(sft_adapter)
+    log = json.loads((sft_adapter / "trainer_state.json").read_text())["log_history"]
+    # App. D's schedule on 16 units: batch 1 x accumulation 16 = one optimizer step per epoch, eval each epoch
+    assert [e["step"] for e in log if "loss" in e] == [1, 2] and all(e["loss"] > 0 for e in log if "loss" in e)
+    assert [e["learning_rate"] for e in log if "loss" in e] == pytest.approx([5e-5, 2.5e-5])
+    assert [e["num_tokens"] for e in log if "loss" in e] == [16 * 512, 32 * 512]  # 16 fitted examples per step
+    evals = {e["step"]: e["eval_loss"] for e in log if "eval_loss" in e and "train_runtime" not in e}
+    assert sorted(evals) == [1, 2]
+    best_step = min(evals, key=evals.get)
+    assert record["best_checkpoint"].endswith(f"checkpoint-{best_step}")
+    assert record["metrics"]["eval_loss"] == pytest.approx(evals[best_step])  # the best checkpoint was reloaded
+    low, high = lora_b_bound(record["best_checkpoint"])
     largest = [float(t.abs().max()) for k, t in load_file(sft_adapter / "adapter_model.safetensors").items()
                if "lora_B" in k]
-    assert all(5e-5 < v <= 7.5e-5 * 1.001 for v in largest)
-    record = read_training_record(sft_adapter)
-    train = load_surveyreview(dataset_dir, "criticalness", split="train").select(range(8))
-    assert (record["stage"], record["dimension"], record["protocol"], record["enable_thinking"]) == \
-        ("sft", "criticalness", "v1.0", False)
-    assert record["data_hash"] == data_hash(train) and record["n_train"] == 8
+    assert len(largest) == 14 and all(low < v <= high for v in largest)
+
+    train = load_surveyreview(dataset_dir, "criticalness", split="train").select(range(16))
+    assert (record["stage"], record["dimension"], record["protocol"], record["enable_thinking"],
+            record["use_knowledge"]) == ("sft", "criticalness", "v1.0", False, True)
+    assert record["data_hash"] == data_hash(train) and (record["n_train"], record["n_eval"]) == (16, 4)
     assert record["length"]["train"]["longest"] <= record["max_length"] == 512
     assert record["adapter"]["ranks"] == [8] and record["adapter"]["modules"] == sorted(SEVEN)
-    log = json.loads((sft_adapter / "trainer_state.json").read_text())["log_history"]
-    assert [e["step"] for e in log if "loss" in e] == [1, 2] and all(e["loss"] > 0 for e in log if "loss" in e)
+    build = json.loads((dataset_dir / "build_report.json").read_text())
+    version = f"surveyreview@{build['input']['sha256'][:12]} seed 42 builder {build['surveyalign_version']}"
+    assert record["data_version"] == version
     card = (sft_adapter / "README.md").read_text()
-    assert f"base_model: {tiny_model_dir}" in card and record["data_hash"] in card and "sample-release" in card
-    shortened = "shortened the survey body of 8/8 training examples"
+    assert f"base_model: {tiny_model_dir}" in card and record["data_hash"] in card
+    assert f"data version: {version}" in card
+    shortened = "shortened the survey body of 16/16 training examples"
     assert shortened in (sft_adapter.parent / "sft.log").read_text()
+
+
+def test_dataset_version_reads_the_build_report(dataset_dir, tmp_path):
+    from surveyalign.training import dataset_version
+
+    build = json.loads((dataset_dir / "build_report.json").read_text())
+    assert dataset_version(dataset_dir) == (f"surveyreview@{build['input']['sha256'][:12]} seed {build['seed']} "
+                                            f"builder {build['surveyalign_version']}")
+    (tmp_path / "build_report.json").write_text(json.dumps({"seed": 7}))
+    assert dataset_version(tmp_path) == "surveyreview@? seed 7 builder ?"
+    assert dataset_version(tmp_path / "missing") is None and dataset_version(None) is None
+
+
+def test_read_training_record_checks_the_keys_evaluation_needs(tmp_path):
+    from surveyalign.training import (
+        RECORD_KEYS,
+        read_training_record,
+        write_training_record,
+    )
+
+    good = {"protocol": "v1.1", "enable_thinking": True, "dimension": "structure", "use_knowledge": False,
+            "stage": "sft"}
+    write_training_record(tmp_path, good)
+    assert read_training_record(tmp_path) == good and set(RECORD_KEYS) <= set(good)
+    for key, bad, message in (("use_knowledge", None, "'use_knowledge' is None, expected a bool"),
+                              ("dimension", "novelty", "'dimension' is 'novelty'"),
+                              ("enable_thinking", "false", "'enable_thinking' is 'false', expected a bool")):
+        write_training_record(tmp_path, {**good, key: bad})
+        with pytest.raises(ValueError, match=message):
+            read_training_record(tmp_path)
+    write_training_record(tmp_path, {k: v for k, v in good.items() if k != "protocol"})
+    with pytest.raises(ValueError, match=r"surveyalign_training.json: field 'protocol' is missing"):
+        read_training_record(tmp_path)
+    with pytest.raises(FileNotFoundError, match="not trained by a surveyalign recipe"):
+        read_training_record(tmp_path / "elsewhere")
 
 
 def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_dir, dataset_dir, tmp_path):
@@ -323,6 +385,7 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
     assert not (out / "ref").exists()  # TRL's frozen reference copy is not part of the result
     log = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
     # step 1 is computed before any update: policy (SFT adapter) and reference (its frozen copy) agree
+    assert [e["step"] for e in log] == [1, 2]
     assert log[0]["rewards/chosen"] == 0.0 and log[0]["rewards/rejected"] == 0.0
     assert log[0]["loss"] == pytest.approx(0.6931472, abs=1e-6)  # -log sigmoid(0)
     assert log[1]["rewards/margins"] != 0.0  # after one update they differ
@@ -332,7 +395,23 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
     record = read_training_record(out)
     assert (record["stage"], record["sft_adapter"], record["pair_origins"]) == ("dpo", str(sft_adapter),
                                                                                 {"sft_sample": 4})
-    assert record["reference"] == "frozen copy of the SFT adapter"
+    assert record["reference"] == "frozen copy of the SFT adapter" and record["use_knowledge"] is True
+    assert record["reference_check"] == {"reference": "frozen copy of the SFT adapter", "adapter": "ref",
+                                         "n_tensors_checked": 28}  # A and B x 7 modules x 2 layers
+    # the step-0 agreement is informative: the adapter-disabled base model answers differently from the SFT
+    # adapter, so a base-model reference would not have given rewards of exactly 0
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    ids = tokenizer.apply_chat_template(pairs[0]["prompt"] + pairs[0]["chosen"], tokenize=True, return_dict=True,
+                                        return_tensors="pt", enable_thinking=False)["input_ids"]
+    policy = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), sft_adapter).eval()
+    with torch.no_grad():
+        with_sft = policy(input_ids=ids).logits
+        with policy.disable_adapter():
+            base = policy(input_ids=ids).logits
+    assert not torch.equal(with_sft, base)
 
 
 # --- CLI and small pieces -------------------------------------------------------------------------------

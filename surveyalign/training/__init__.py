@@ -6,8 +6,10 @@ rule, DPO pair construction, saved-adapter checks, the training record and the m
 """
 
 from surveyalign.training.adapter import (
+    RECORD_KEYS,
     TRAINING_RECORD,
     AdapterReport,
+    dataset_version,
     finalize_adapter,
     hyperparameters,
     init_deepspeed_comm,
@@ -50,6 +52,7 @@ __all__ = [
     "LORA_DROPOUT",
     "LORA_RANK",
     "LORA_TARGET_MODULES",
+    "RECORD_KEYS",
     "TRAINING_RECORD",
     "AdapterReport",
     "DPOScriptArguments",
@@ -60,6 +63,7 @@ __all__ = [
     "choose_rejected",
     "count_chat_tokens",
     "data_hash",
+    "dataset_version",
     "finalize_adapter",
     "fit_survey_text",
     "hyperparameters",

@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 #: File name of the training record inside an adapter folder.
 TRAINING_RECORD = "surveyalign_training.json"
+#: Keys every training record has (and their types): what evaluation must reproduce to judge as in training.
+RECORD_KEYS: dict[str, type] = {"protocol": str, "enable_thinking": bool, "dimension": str, "use_knowledge": bool}
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CARD_TEMPLATE = _REPO_ROOT / "hub_cards" / "model_card.md"
 _LORA_KEY = re.compile(r"\.(?P<module>[A-Za-z0-9_]+)\.lora_(?P<ab>[AB])(?:\.[A-Za-z0-9_]+)?\.weight$")
@@ -112,28 +114,99 @@ def gather_and_save_adapter(trainer, output_dir: str) -> None:
 
 
 def write_training_record(output_dir: str | os.PathLike, record: dict[str, Any]) -> Path:
-    """Write ``surveyalign_training.json`` (sorted keys, indented) into the adapter folder; returns its path."""
+    """Write the training record ``surveyalign_training.json`` into an adapter folder (SurveyReview App. D).
+
+    Args:
+        output_dir: the adapter folder (must exist).
+        record: JSON-serialisable training record; non-JSON values (paths, enums) are written with ``str``.
+            Evaluation needs at least the :data:`RECORD_KEYS` keys (see :func:`read_training_record`).
+
+    Returns:
+        Path of the written file (sorted keys, 2-space indent, UTF-8, trailing newline).
+
+    Raises:
+        OSError: when the folder does not exist or is not writable.
+    """
     path = Path(output_dir) / TRAINING_RECORD
     path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     return path
 
 
 def read_training_record(adapter_dir: str | os.PathLike) -> dict[str, Any]:
-    """Read the training record of an adapter folder (dimension, protocol, enable_thinking, data hash...).
+    """Read and check the training record of an adapter folder (what evaluation must reproduce).
+
+    The returned dict always has these keys, with these types (others, e.g. ``stage``, ``base_model``,
+    ``data_hash``, ``data_version``, ``hyperparameters``, ``metrics``, ``length``, follow as written):
+
+    - ``protocol`` (str): prompt/answer protocol version, e.g. ``"v1.0"`` (``surveyalign.prompts.PROTOCOLS``);
+    - ``enable_thinking`` (bool): the chat template's thinking switch used to render training examples;
+    - ``dimension`` (str): one of ``surveyalign.constants.DIMENSIONS`` (lower case);
+    - ``use_knowledge`` (bool): whether a row's knowledge-augmentation block was put before the survey
+      (Comp-KA / Crit-KA, SurveyAlign §5.2.3).
 
     Args:
         adapter_dir: folder written by a surveyalign recipe.
 
     Returns:
-        The record dict.
+        The record dict (a fresh copy; safe to modify).
 
     Raises:
         FileNotFoundError: naming the folder when it has no record (not trained by a surveyalign recipe).
+        ValueError: naming the file and the field when the record is not a JSON object, lacks one of the four
+            keys above or holds a value of the wrong type or an unknown dimension.
     """
+    from surveyalign.constants import DIMENSIONS
+
     path = Path(adapter_dir) / TRAINING_RECORD
     if not path.is_file():
         raise FileNotFoundError(f"{adapter_dir}: no {TRAINING_RECORD} (adapter not trained by a surveyalign recipe)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    problem = _record_problem(record, DIMENSIONS)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    return record
+
+
+def _record_problem(record: Any, dimensions: tuple[str, ...]) -> str | None:
+    """What is wrong with a parsed training record for evaluation, or None when it is usable."""
+    if not isinstance(record, dict):
+        return "the training record must be a JSON object"
+    for key, kind in RECORD_KEYS.items():
+        if key not in record:
+            return f"field {key!r} is missing (needed to evaluate the adapter as it was trained)"
+        if not isinstance(record[key], kind):
+            return f"field {key!r} is {record[key]!r}, expected a {kind.__name__}"
+    if record["dimension"] not in dimensions:
+        return f"field 'dimension' is {record['dimension']!r}, expected one of {dimensions}"
+    return None
+
+
+def dataset_version(dataset_path: str | os.PathLike | None) -> str | None:
+    """Data version of a SurveyReview dataset folder, read from its ``build_report.json`` (contract 1).
+
+    Args:
+        dataset_path: folder written by ``surveyalign data build`` (None, a Hub id or a folder without a
+            report give None).
+
+    Returns:
+        ``"surveyreview@<first 12 hex of the input sha256> seed <split seed> builder <surveyalign version>"``,
+        e.g. ``"surveyreview@2409c0e94f69 seed 42 builder 0.1.0"``; a part the report lacks reads ``?``.
+        None when there is no readable report.
+    """
+    if not dataset_path:
+        return None
+    path = Path(dataset_path) / "build_report.json"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict):
+        return None
+    sha = str((report.get("input") or {}).get("sha256") or "?")[:12]
+    return f"surveyreview@{sha} seed {report.get('seed', '?')} builder {report.get('surveyalign_version', '?')}"
 
 
 _FALLBACK_CARD = """---
@@ -220,7 +293,21 @@ def render_model_card(record: dict[str, Any], template: str | os.PathLike | None
 
 def write_model_card(output_dir: str | os.PathLike, record: dict[str, Any],
                      template: str | os.PathLike | None = None) -> Path:
-    """Render :func:`render_model_card` into ``README.md`` of the adapter folder; returns its path."""
+    """Write the model card of an adapter into ``README.md`` of its folder (Hub model card, SurveyReview App. D).
+
+    Args:
+        output_dir: the adapter folder (must exist); an existing ``README.md`` is replaced.
+        record: the training record (see :func:`render_model_card` for the fields it reads).
+        template: card template; None uses ``hub_cards/model_card.md`` (or a short built-in card when the
+            repository template is missing).
+
+    Returns:
+        Path of the written ``README.md``.
+
+    Raises:
+        FileNotFoundError: when an explicit ``template`` does not exist.
+        KeyError: when the template uses an unknown placeholder.
+    """
     path = Path(output_dir) / "README.md"
     path.write_text(render_model_card(record, template), encoding="utf-8")
     return path

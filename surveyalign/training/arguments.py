@@ -72,7 +72,9 @@ class SFTScriptArguments:
     )
     data_version: str | None = field(
         default=None,
-        metadata={"help": "Free-text data version for the model card (the data hash is always recorded)."},
+        metadata={"help": "Data version for the model card; default: read from the dataset folder's "
+                          "build_report.json as `surveyreview@<sha12> seed N builder X` (the data hash is always "
+                          "recorded)."},
     )
     model_card_template: str | None = field(
         default=None,
@@ -106,7 +108,9 @@ class DPOScriptArguments:
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N pairs (tiny runs); None keeps all."}
     )
-    data_version: str | None = field(default=None, metadata={"help": "Free-text data version for the card."})
+    data_version: str | None = field(
+        default=None, metadata={"help": "Data version for the card; default: the SFT adapter's recorded one."}
+    )
     model_card_template: str | None = field(
         default=None,
         metadata={"help": "Model card template; defaults to hub_cards/model_card.md of this repository."},

@@ -258,6 +258,7 @@ def make_dpo_pairs(
                     "unit_id": row["unit_id"], "paper_id": row["paper_id"], "review_id": row["review_id"],
                     "source": row.get("source"), "dimension": dimension, "gold_score": gold,
                     "protocol": protocol, "chat_template_kwargs": {"enable_thinking": enable_thinking},
+                    "use_knowledge": bool(use_knowledge),
                     "survey_tokens_removed": removed, "sft_sample_scores": scores,
                     "zero_shot_sample_scores": fb_scores, "adapter": str(adapter),
                     "sampling": {"k": k, "temperature": temperature, "top_p": top_p,
