@@ -104,18 +104,40 @@ class HumanAlignedScore(evaluate.Metric):
 
     # evaluate requires every feature in each call; consistency is optional for HAS, so fill it with None.
     def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of units; ``consistency`` may be left out (all None)."""
+        """Add a batch of units; ``consistency`` may be left out (all None).
+
+        Args:
+            predictions: judge scores in {-2, -1, 1, 2} or None (failed unit).
+            references: human scores in {-2, -1, 1, 2}.
+            **kwargs: ``dimensions`` (one per unit) and optional ``consistency`` (floats in [0, 1] or None).
+        """
         if predictions is not None and kwargs.get("consistency") is None:
             kwargs["consistency"] = [None] * len(predictions)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one unit; ``consistency`` may be left out (None)."""
+        """Add one unit; ``consistency`` may be left out (None).
+
+        Args:
+            prediction: judge score in {-2, -1, 1, 2} or None (failed unit).
+            reference: human score in {-2, -1, 1, 2}.
+            **kwargs: ``dimension`` and optional ``consistency`` (float in [0, 1] or None).
+        """
         kwargs.setdefault("consistency", None)
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Compute HAS over the given and the added units; ``consistency`` may be left out (all None).
+
+        SurveyReview §3 Eq. 6-8; the outputs are listed in ``_KWARGS_DESCRIPTION`` and the metric card.
+
+        Args:
+            predictions: judge scores in {-2, -1, 1, 2} or None (failed unit, counted and left out).
+            references: human scores in {-2, -1, 1, 2}.
+            **kwargs: ``dimensions``, optional ``consistency``, ``alpha``, ``beta``, ``delta_s``.
+
+        Returns:
+            ``{"has": float <= 1 or None, "align", "rqs", "avg_mse", "avg_mae", "per_dimension", ...}``.
         """
         if predictions is not None and kwargs.get("consistency") is None:
             kwargs["consistency"] = [None] * len(predictions)

@@ -538,7 +538,16 @@ def data_files(config: str, rows: dict[tuple[str, str], list[dict]]) -> list[dic
     """``data_files`` entries of one config for the README front matter (paths relative to the folder).
 
     A split without rows has no file and is left out (``datasets`` cannot load an empty split);
-    :func:`surveyalign.data.load_surveyreview` adds it back as an empty split.
+    :func:`surveyalign.data.load_surveyreview` adds it back as an empty split. Layout of contract 1
+    (configs per dimension + "all"; SurveyReview §4).
+
+    Args:
+        config: a dimension name or ``"all"``.
+        rows: ``{(dimension, split): rows}`` as written to the parquet files.
+
+    Returns:
+        ``[{"split": name, "path": "data/<dim>/<split>.parquet"}]`` in train/validation/test order; for
+        ``"all"`` the ``path`` is the list of the four dimensions' files that exist (0-3 entries).
     """
     dims = DIMENSIONS if config == ALL_CONFIG else (config,)
     entries = []

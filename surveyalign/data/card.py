@@ -100,6 +100,13 @@ def front_matter(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]
 def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]) -> str:
     """Full README.md of a dataset folder: front matter + the template filled from ``report``.
 
+    Paths in the card are the release folder's name only (it is published by ``data push``); the input
+    sha256 identifies the release files.
+
+    Args:
+        report: the build report (content of ``build_report.json``; SurveyReview §4, App. A-B counts).
+        rows: ``{(dimension, split): rows}`` as written.
+
     Returns:
         Markdown text starting with ``---``.
     """

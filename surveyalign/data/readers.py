@@ -98,6 +98,15 @@ class Release:
 def normalise_source(value: object, *, path: Path | str, record: str | None, field_name: str) -> str:
     """Map a source name ("F1000Research", "OpenReview", "moprd", ...) onto :data:`SOURCES`.
 
+    Args:
+        value: the raw source value of a record or mapping file (case and spaces ignored).
+        path: file the value came from (named in the error).
+        record: record index or uid (named in the error), or None.
+        field_name: field the value came from (named in the error).
+
+    Returns:
+        One of "f1000", "moprd", "openreview", "unknown" (the sources of SurveyReview §4).
+
     Raises:
         ReleaseFormatError: for any other value.
     """

@@ -50,7 +50,19 @@ class Protocol:
     paired_delimiter: str | None = None
 
     def render_target(self, rationale: str, score: int) -> str:
-        """Write ``rationale`` and an already validated ``score`` in this protocol's answer format."""
+        """Write ``rationale`` and an already validated ``score`` in this protocol's answer format.
+
+        The SFT target of SurveyReview App. C (v1.0 ``Reason$$$X$$$``; v1.1 tagged). Validation of the
+        score and joining of rationale snippets happen in :func:`surveyalign.prompts.format_target`.
+
+        Args:
+            rationale: the rationale text, inserted as is.
+            score: one of -2, -1, 1, 2 (not checked here).
+
+        Returns:
+            The target string, e.g. ``"Clear.$$$1$$$"`` (v1.0) or
+            ``"<reason>Clear.</reason> <score>1</score>"`` (v1.1).
+        """
         return self.target_template.format(rationale=rationale, score=score)
 
 

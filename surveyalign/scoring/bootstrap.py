@@ -184,6 +184,9 @@ def bootstrap_intervals(records: Sequence[dict], *, n_resamples: int = 1000, see
         "rqs", "has", "skill_vs_majority", "per_dimension": {dim: {"mse", "mae", "macro_mae", "qwk",
         "krippendorff_alpha", "skill_vs_majority", "rq"}}}``. An interval is ``None`` when the
         statistic is undefined in more than half of the resamples.
+
+    Raises:
+        ValueError: when ``n_resamples`` < 1.
     """
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")

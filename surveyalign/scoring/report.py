@@ -243,7 +243,19 @@ def render_failures(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
 
 
 def render_comparison(result: Mapping[str, Any], name_a: str, name_b: str) -> Table:
-    """The paired bootstrap test of :func:`~surveyalign.scoring.bootstrap.paired_bootstrap` as a table."""
+    """The paired bootstrap test of :func:`~surveyalign.scoring.bootstrap.paired_bootstrap` as a table.
+
+    Args:
+        result: the dict returned by ``paired_bootstrap`` (``n_both_scored``, ``n_papers``, ``resamples``,
+            ``metrics`` = {name: {a, b, diff, ci95 ([low, high] or None), p_value, better ("a" | "b" |
+            None), lower_is_better}}, optional ``note``). MSE in [0, 16], MAE in [0, 4], HAS <= 1.
+        name_a: judge name of run A (first RUN_DIR of ``surveyalign report --compare``).
+        name_b: judge name of run B.
+
+    Returns:
+        A rich Table, one row per metric: A, B, A - B, 95% CI of the difference, p-value and the judge
+        that is better at 95% (or "no difference at 95%").
+    """
     table = Table(title=f"Paired bootstrap: A = {name_a}  vs  B = {name_b}  "
                         f"({result['n_both_scored']} units scored by both, {result['n_papers']} papers, "
                         f"{result['resamples']} resamples)")
