@@ -2,14 +2,18 @@
 # GPU check of the SFT recipe at the paper's sequence length (SurveyAlign App. D): 20 optimizer steps of a
 # small model with Qwen3's real architecture (random weights, built locally: no download), LoRA r=8 on the seven
 # projections, gradient checkpointing, DeepSpeed ZeRO-3, 16,384-token examples, once in bf16 and once in fp16
-# (the paper's precision). Prints tokens/s and peak GPU memory per run.
+# (the paper's precision). Every survey of the sample release is repeated until its rendered example is longer
+# than MAX_LENGTH (the number of copies is computed with the tokenizer and checked), so the recipe shortens every
+# example to just under MAX_LENGTH; the check fails unless the longest trained example (training record,
+# length.train.longest) is >= 0.95 x MAX_LENGTH. Prints that length, tokens/s and peak GPU memory per run.
 #
 # Usage (from the repository root, on a machine with CUDA):
 #   bash benchmarks/gpu_train_check.sh                 # Qwen3-0.6B architecture, 1 GPU, 20 steps
 #   ARCH=1.7b NPROC=2 STEPS=20 bash benchmarks/gpu_train_check.sh
 # Environment knobs: PYTHON (default .venv/bin/python), ARCH (0.6b | 1.7b | 4b), NPROC (GPUs, default 1),
 # STEPS (default 20), MAX_LENGTH (default 16384), PRECISIONS (default "bf16 fp16"), WORK (default
-# runs/gpu_train_check). Exit status is non-zero when a run fails or saves an empty adapter.
+# runs/gpu_train_check). Exit status is non-zero when a run fails, saves an empty adapter or trains on examples
+# shorter than 0.95 x MAX_LENGTH.
 # Script check without a GPU (tiny architecture, ZeRO-3 on one CPU process; figures meaningless):
 #   ALLOW_CPU=1 ARCH=tiny STEPS=2 MAX_LENGTH=2048 PRECISIONS=fp32 bash benchmarks/gpu_train_check.sh
 set -euo pipefail
@@ -32,9 +36,9 @@ elif ! "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() 
     exit 2
 fi
 mkdir -p "$WORK"
-"$PYTHON" - "$WORK" "$ARCH" <<'PY'
-"""Build the random real-architecture model and a SurveyReview folder whose surveys exceed 16k tokens."""
-import json, sys
+"$PYTHON" - "$WORK" "$ARCH" "$MAX_LENGTH" <<'PY'
+"""Build the random real-architecture model and a SurveyReview folder whose every example exceeds MAX_LENGTH."""
+import json, math, sys
 from pathlib import Path
 
 import torch
@@ -42,21 +46,23 @@ from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 from surveyalign.data import build_dataset, load_surveyreview, sample_release_dir
 from surveyalign.models import build_tiny_model
+from surveyalign.prompts import build_sft_example
+from surveyalign.training import count_chat_tokens
 
-work, arch = Path(sys.argv[1]), sys.argv[2]
+work, arch, max_length = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 sizes = {  # Qwen3 dense configurations (hidden, layers, heads, kv heads, intermediate, head_dim, vocab)
     "0.6b": (1024, 28, 16, 8, 3072, 128, 151936), "1.7b": (2048, 28, 16, 8, 6144, 128, 151936),
     "4b": (2560, 36, 32, 8, 9728, 128, 151936), "tiny": (64, 2, 4, 2, 128, 16, 2048),
 }[arch]
 model_dir = work / f"qwen3-{arch}-random"
-if not (model_dir / "config.json").exists():
-    tiny = build_tiny_model(work / "tiny")  # only for its tokenizer and Qwen3-like chat template
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
+tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(work / "tiny"))  # tokenizer + Qwen3-like chat template
+config_path = model_dir / "config.json"
+if not config_path.exists() or json.loads(config_path.read_text())["vocab_size"] < len(tokenizer):
     hidden, layers, heads, kv, inter, head_dim, vocab = sizes
-    config = Qwen3Config(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                         num_key_value_heads=kv, intermediate_size=inter, head_dim=head_dim,
-                         max_position_embeddings=40960, tie_word_embeddings=True, dtype="bfloat16",
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = Qwen3Config(vocab_size=max(vocab, len(tokenizer)), hidden_size=hidden, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=inter,
+                         head_dim=head_dim, max_position_embeddings=40960, tie_word_embeddings=True,
+                         dtype="bfloat16", eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     torch.manual_seed(0)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
         model = Qwen3ForCausalLM(config).to(torch.bfloat16)
@@ -64,18 +70,39 @@ if not (model_dir / "config.json").exists():
     tokenizer.save_pretrained(model_dir)
     print(f"model: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters -> {model_dir}")
 
-data_dir = work / "surveyreview-long"
+data_dir = work / f"surveyreview-long-{max_length}"  # one folder per MAX_LENGTH: the repeats depend on it
 if not (data_dir / "README.md").exists():
     base = work / "surveyreview"
-    build_dataset(sample_release_dir(), base)
+    if not (base / "build_report.json").exists():
+        build_dataset(sample_release_dir(), base)
     train = load_surveyreview(base, "readability", split="train")
-    long = train.map(lambda row: {"text": "\n\n".join([row["text"]] * 12)})  # ~30k tokens: shortened to fit
+
+    def n_tokens(row, text):  # the rendered example exactly as recipes/sft.py builds it (before fitting)
+        ex = build_sft_example("readability", text, row["rationales"], int(row["score"]), title=row["title"] or None)
+        return len(count_chat_tokens(tokenizer, ex["prompt"] + ex["completion"], enable_thinking=False))
+
+    def lengthen(row):
+        """Repeat the survey body until the example is longer than max_length (computed, then checked)."""
+        once, empty = n_tokens(row, row["text"]), n_tokens(row, "")
+        copies = max(2, math.ceil((max_length - empty) / max(1, once - empty)) + 1)
+        text = "\n\n".join([row["text"]] * copies)
+        while (total := n_tokens(row, text)) <= max_length:
+            copies += 1
+            text = "\n\n".join([row["text"]] * copies)
+        return {"text": text, "copies": copies, "tokens_before_fit": total}
+
+    long = train.map(lengthen)
+    shortest = min(long["tokens_before_fit"])
+    assert shortest > max_length, f"an example has {shortest} <= {max_length} tokens"
+    print(f"data: {len(long)} readability units, {min(long['copies'])}-{max(long['copies'])} copies of the survey, "
+          f"{shortest}-{max(long['tokens_before_fit'])} tokens before fitting to max_length={max_length} -> "
+          f"{data_dir}")
+    long = long.remove_columns(["copies", "tokens_before_fit"])
     (data_dir / "data" / "readability").mkdir(parents=True, exist_ok=True)
     long.to_parquet(str(data_dir / "data" / "readability" / "train.parquet"))
     (data_dir / "README.md").write_text(
         "---\nconfigs:\n- config_name: readability\n  data_files:\n  - split: train\n"
         "    path: data/readability/train.parquet\n---\nLong-survey copy of the sample release for the GPU check.\n")
-    print(f"data: {len(long)} readability units -> {data_dir}")
 PY
 
 ATTN=sdpa
@@ -96,7 +123,7 @@ for PREC in $PRECISIONS; do
     set +e
     "$PYTHON" -m accelerate.commands.launch --config_file "$ACCEL_CONFIG" --num_processes "$NPROC" \
         recipes/sft.py --config configs/sft/readability.yaml \
-        --model_name_or_path "$WORK/qwen3-$ARCH-random" --dataset_path "$WORK/surveyreview-long" --output_dir "$OUT" \
+        --model_name_or_path "$WORK/qwen3-$ARCH-random" --dataset_path "$WORK/surveyreview-long-$MAX_LENGTH" --output_dir "$OUT" \
         --max_steps "$STEPS" --max_length "$MAX_LENGTH" --gradient_accumulation_steps 1 --warmup_steps 2 \
         --eval_strategy no --save_strategy no --load_best_model_at_end false --logging_steps 1 --report_to none \
         --attn_implementation "$ATTN" "${FLAGS[@]}" ${CPU_FLAGS[@]+"${CPU_FLAGS[@]}"} > "$WORK/train-$PREC.log" 2>&1
@@ -122,12 +149,20 @@ except ValueError:
     smi_peak = float("nan")
 rep = inspect_adapter(out)
 ok = not rep.empty and rep.modules == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
-print(f"{prec:5s} attn={attn} gpus={nproc} steps={rec['hyperparameters']['max_steps']} max_length={rec['max_length']} "
+train_len = rec["length"]["train"]  # LengthReport of the examples actually trained (after fitting)
+longest, max_length = train_len["longest"], rec["max_length"]
+long_ok = longest >= 0.95 * max_length and train_len["n_shortened"] == train_len["n_units"]
+if not long_ok:
+    print(f"{prec}: longest trained example has {longest} tokens < 0.95 x max_length={max_length} "
+          f"({train_len['n_shortened']}/{train_len['n_units']} shortened): the check did not run at full length",
+          file=sys.stderr)
+print(f"{prec:5s} attn={attn} gpus={nproc} steps={rec['hyperparameters']['max_steps']} max_length={max_length} "
+      f"longest_example_tokens={longest} ({longest / max_length:.3f} x) "
       f"tokens={tokens:.0f} train_s={runtime:.1f} tokens/s={tokens / runtime:.0f} "
       f"peak_alloc_GiB(rank0)={m.get('peak_gpu_memory_gib')} peak_nvidia-smi_GiB={smi_peak:.1f} "
       f"loss_last={rec['metrics'].get('train_loss', float('nan')):.3f} adapter_tensors={rep.n_tensors} "
-      f"adapter_ok={ok} wall_s={wall}")
-sys.exit(0 if ok else 3)
+      f"adapter_ok={ok} length_ok={long_ok} wall_s={wall}")
+sys.exit(0 if ok and long_ok else 3)
 PY
 ) || STATUS=1
     SUMMARY+=("$LINE")
