@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from surveyalign import __version__
@@ -24,6 +25,11 @@ _COMMAND_MODULES = (
 )
 
 
+#: Exceptions that mean "the input or a step failed", reported as one line. Anything else is a bug and keeps
+#: its traceback.
+_USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError, RuntimeError)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every registered subcommand."""
     parser = argparse.ArgumentParser(
@@ -31,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train and evaluate LLM judges of survey papers against human reviewers (SurveyReview).",
     )
     parser.add_argument("--version", action="version", version=f"surveyalign {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the full Python traceback when a command fails (also SURVEYALIGN_TRACEBACK=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -50,6 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; completed work is saved and a re-run resumes it", file=sys.stderr)
         return 130
+    except _USER_ERRORS as err:
+        # bad input, missing files, failed steps: one clear line instead of a traceback (unless asked for)
+        if args.traceback or os.environ.get("SURVEYALIGN_TRACEBACK"):
+            raise
+        print(f"surveyalign {args.command}: error: {type(err).__name__}: {err}", file=sys.stderr)
+        print("(run with `surveyalign --traceback ...` for the full traceback)", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 

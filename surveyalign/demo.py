@@ -75,7 +75,7 @@ class DemoConfig(BaseModel):
     eval: DemoEvalSettings = Field(default_factory=DemoEvalSettings)
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike | None, overrides: dict[str, Any] | None = None) -> "DemoConfig":
+    def from_yaml(cls, path: str | os.PathLike | None, overrides: dict[str, Any] | None = None) -> DemoConfig:
         """Load a demo config from YAML (``None`` = defaults), then apply ``overrides``.
 
         Raises:
@@ -129,7 +129,7 @@ def _train_adapter(cfg: DemoConfig, model_dir: Path, data_dir: Path, out_dir: Pa
         cmd += ["--num_processes", "1", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     cmd += [str(recipe), "--config", str(sft_yaml), "--model_name_or_path", str(model_dir),
             "--dataset_path", str(data_dir), "--output_dir", str(out_dir), "--seed", str(cfg.seed),
-            *cfg.train_overrides]
+            "--dimension", normalise_dimension(cfg.dimension), *cfg.train_overrides]
     stamp = hashlib.sha256(json.dumps([cmd[3:], sft_yaml.read_text()], sort_keys=True).encode()).hexdigest()
     stamp_file = out_dir / ".demo_stamp"
     if (not cfg.retrain and (out_dir / "adapter_config.json").exists() and stamp_file.exists()
@@ -295,7 +295,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     table = Table(title="the same runs through evaluate.load('metrics/survey_alignment') and ('metrics/has')")
     for col in ("judge", "AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "scored"):
         table.add_column(col, justify="left" if col == "judge" else "right")
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"
     for judge, m in modules.items():
         table.add_row(judge, fmt(m["avg_mse"]), fmt(m["avg_mae"]), fmt(m["rqs"]), fmt(m["align"]), fmt(m["has"]),
                       f"{m['n_scored']}/{m['n']}")
