@@ -191,3 +191,24 @@ def test_report_knows_a_consistency_stage_without_scores(runs, tmp_path):
     assert main(["report", str(run), "--bootstrap", "0", "--json", str(out)]) == 0
     summary = json.loads(out.read_text())["summaries"]["rqs failed"]
     assert summary["has"] is None and "no unit got a consistency score" in summary["has_note"]
+
+
+def test_train_scores_found_from_any_folder_via_recorded_absolute_path(tmp_path, monkeypatch):
+    """run_config.json names a relative dataset (as typed by the user) and the absolute data.path the harness
+    recorded: the report finds the training labels from another working folder."""
+    import json as _json
+
+    from surveyalign.data import build_dataset, load_surveyreview, sample_release_dir
+    from surveyalign.scoring.report import find_train_scores
+
+    data = build_dataset(sample_release_dir(), tmp_path / "work" / "data" / "surveyreview")
+    run = tmp_path / "work" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "run_config.json").write_text(_json.dumps(
+        {"config": {"dataset": "data/surveyreview"}, "data": {"path": str(data.path)}}))
+    monkeypatch.chdir(tmp_path)  # not the folder the relative path was typed in
+    scores, message = find_train_scores(run)
+    train = load_surveyreview(data.path, "all", split="train")
+    assert scores is not None, message
+    assert sum(len(v) for v in scores.values()) == len(train)
+    assert sorted(scores["readability"]) == sorted(r["score"] for r in train if r["dimension"] == "readability")

@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build the dataset folder from release files",
         description="Read a SurveyReview release (per-dimension testset/<dimension>.json + articles JSON, "
         "and/or raw sample files with 'result' lists), drop score 0/-3 units (counted), split papers 75/25 "
-        "by source (validation = 10%% of train papers), strip published peer-review records from the texts, "
+        "by source (validation = 10 percent of train papers), strip published peer-review records from the texts, "
         "and write OUT/README.md (configs per dimension + 'all'), OUT/data/<dimension>/<split>.parquet and "
         "OUT/build_report.json. Load with datasets.load_dataset(OUT, 'readability'); name the folder "
         "'surveyreview' and load_dataset('surveyreview', 'readability') works from its parent folder.",

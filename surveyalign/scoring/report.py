@@ -106,7 +106,11 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
     if "HAS" not in shown and summaries:
         notes.insert(0, "RQS/HAS columns left out")
     if "Skill" not in shown and summaries:
-        notes.append("Skill left out: no training labels")
+        if any(s.get("baselines") for s in summaries.values()):
+            notes.append("Skill left out: undefined for every judge (no scored units, or the majority baseline "
+                          "is perfect on them; see metrics.json)")
+        else:
+            notes.append("Skill left out: no training labels")
     if notes:
         table.caption = "; ".join(notes)
     return table
@@ -325,13 +329,17 @@ def find_train_scores(run_dir: str | Path) -> tuple[dict[str, list[int]] | None,
         config = json.loads(cfg_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         return None, f"{cfg_path}: not valid JSON ({err})"
-    dataset = _find_dataset_path(config)
-    if not dataset:
+    named = _find_dataset_path(config)
+    recorded = (config.get("data") or {}).get("path") if isinstance(config.get("data"), dict) else None
+    if not named and not recorded:
         return None, f"{cfg_path}: names no dataset path"
-    if not Path(dataset).exists() and (Path(run_dir) / dataset).exists():
-        dataset = str(Path(run_dir) / dataset)
-    if not Path(dataset).exists():
-        return None, f"{cfg_path}: dataset {dataset} does not exist here"
+    # the harness records the resolved absolute path under data.path; a relative config path is tried from the
+    # current folder and from the run folder, so the report works from anywhere
+    candidates = [c for c in (recorded, named) if isinstance(c, str) and c]
+    candidates += [str(Path(run_dir) / c) for c in candidates if not Path(c).is_absolute()]
+    dataset = next((c for c in candidates if Path(c).exists()), None)
+    if dataset is None:
+        return None, f"{cfg_path}: dataset {named or recorded} does not exist here (tried {', '.join(candidates)})"
     try:
         return train_scores_from_dataset(dataset), f"training labels from {dataset}"
     except Exception as err:  # noqa: BLE001 - report why, carry on without baselines
