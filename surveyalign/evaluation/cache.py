@@ -1,16 +1,22 @@
 """Append-only JSONL cache of judge calls (``RUN_DIR/calls.jsonl``): what makes a run resumable.
 
 Every completed call is one JSON line, written and flushed as soon as the call returns, so a ``kill -9``
-loses at most the calls in flight. On start the harness reads the file, keeps the last record per key, and
+loses at most the calls in flight. Inside :meth:`CallCache.background` the write and flush happen on a writer
+thread (records that arrive together are written with one system call), so an event loop keeping many API calls
+in flight never blocks on the disk; a ``kill -9`` then also loses the few records still queued (micro-seconds
+old), which are made again on resume like calls in flight. On start the harness reads the file, keeps the last record per key, and
 runs only the calls whose key is absent. A torn last line (the process died mid-write) is counted and
 skipped; the next append starts on a fresh line so it never glues onto the torn one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import queue
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +76,11 @@ def call_key(
     )
 
 
+def _line(record: dict[str, Any]) -> str:
+    """One cache record as a JSON line."""
+    return json.dumps(record, ensure_ascii=False, default=str) + "\n"
+
+
 @dataclass
 class CallCache:
     """The ``calls.jsonl`` of one run folder.
@@ -88,6 +99,7 @@ class CallCache:
     n_lines: int = 0
     n_torn: int = 0
     _fh: Any = field(default=None, repr=False)
+    _writer: Any = field(default=None, repr=False)
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, fsync: bool = False) -> CallCache:
@@ -145,15 +157,47 @@ class CallCache:
             KeyError: if ``record`` has no ``"key"``.
         """
         key = record["key"]
+        if self._writer is not None:
+            self._writer.put(record)  # serialised on the writer thread too
+        else:
+            self._write(_line(record))
+        self.records[key] = record
+
+    def _write(self, text: str) -> None:
         fh = self._open()
-        fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        fh.write(text)
         fh.flush()
         if self.fsync:
             os.fsync(fh.fileno())
-        self.records[key] = record
+
+    @contextlib.contextmanager
+    def background(self) -> Iterator[CallCache]:
+        """Within the block, :meth:`append` queues the record and a writer thread writes and flushes it.
+
+        The record is visible to :meth:`get` at once; lines queued together are written in one go. On exit the
+        queue is drained and the thread joined.
+
+        Yields:
+            This cache.
+
+        Raises:
+            OSError: a write error of the writer thread, re-raised on exit (or on the next append).
+        """
+        if self._writer is not None:  # already in the background: nested use is a no-op
+            yield self
+            return
+        self._writer = _Writer(self)
+        try:
+            yield self
+        finally:
+            writer, self._writer = self._writer, None
+            writer.close()
 
     def close(self) -> None:
-        """Close the file handle (appending again reopens it)."""
+        """Close the file handle (appending again reopens it); pending background writes are finished first."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -163,3 +207,45 @@ class CallCache:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Writer:
+    """The writer thread of :meth:`CallCache.background`: drains queued records, one write + flush per batch."""
+
+    _STOP = object()
+
+    def __init__(self, cache: CallCache) -> None:
+        self.cache = cache
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="surveyalign-calls-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, record: dict[str, Any]) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put(record)
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            lines = [self.queue.get()]
+            while True:
+                try:
+                    lines.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            if any(item is self._STOP for item in lines):
+                stop = True
+                lines = [item for item in lines if item is not self._STOP]
+            if lines and self.error is None:
+                try:
+                    self.cache._write("".join(_line(record) for record in lines))
+                except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
+                    self.error = err
+
+    def close(self) -> None:
+        self.queue.put(self._STOP)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
