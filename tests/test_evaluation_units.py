@@ -100,6 +100,41 @@ def test_cache_roundtrip_tolerates_torn_last_line(tmp_path):
     assert reread.n_torn == 1 and reread.get("c")["text"] == "three" and len(reread.records) == 3
 
 
+def test_cache_background_writer_keeps_every_record_in_order(tmp_path):
+    """Appends from several threads inside ``background()``: visible at once, all on disk after the block."""
+    import threading
+
+    path = tmp_path / "calls.jsonl"
+    cache = CallCache.load(path)
+    cache.append({"key": "first", "n": -1})
+    with cache.background():
+        def work(t: int) -> None:
+            for i in range(50):
+                cache.append({"key": f"{t}-{i}", "n": i})
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert cache.get("3-49") == {"key": "3-49", "n": 49}  # in memory before the writer is done
+    assert cache._writer is None
+    cache.append({"key": "last", "n": 0})  # written synchronously again
+    cache.close()
+    keys = [json.loads(line)["key"] for line in path.read_text().splitlines()]
+    assert len(keys) == 202 and keys[0] == "first" and keys[-1] == "last"
+    for t in range(4):  # each thread's records in its own order
+        assert [k for k in keys if k.startswith(f"{t}-")] == [f"{t}-{i}" for i in range(50)]
+    assert len(CallCache.load(path).records) == 202
+
+
+def test_cache_background_write_error_is_raised(tmp_path):
+    cache = CallCache.load(tmp_path / "missing-dir-is-a-file" / "calls.jsonl")
+    (tmp_path / "missing-dir-is-a-file").write_text("not a folder")
+    with pytest.raises(OSError), cache.background():
+        cache.append({"key": "a"})
+
+
 # ------------------------------------------------------------------------------------------------- config
 
 
@@ -155,13 +190,15 @@ def test_cli_flags_become_overrides(tmp_path):
     args = build_parser().parse_args([
         "evaluate", "--config", "x.yaml", "--set", "generation.temperature=0.7", "--set", "dimensions=[structure]",
         "--limit", "4", "--model", "qwen", "--base-url", "http://127.0.0.1:9/v1", "--no-resume",
+        "--allow-training-mismatch",
     ])
     over = overrides_from_args(args)
     assert over == {"generation.temperature": 0.7, "dimensions": ["structure"], "limit": 4,
                     "backend.options.model": "qwen", "backend.options.base_url": "http://127.0.0.1:9/v1",
-                    "resume": False}
+                    "resume": False, "allow_training_mismatch": True}
     cfg = EvalConfig.from_yaml(_write(tmp_path, MINIMAL), over)
-    assert cfg.dimensions == ["structure"] and cfg.resume is False
+    assert cfg.dimensions == ["structure"] and cfg.resume is False and cfg.allow_training_mismatch is True
+    assert EvalConfig.from_yaml(_write(tmp_path, MINIMAL)).allow_training_mismatch is False
 
 
 def test_secret_options_are_redacted():
@@ -184,7 +221,9 @@ def test_every_shipped_eval_yaml_parses(path):
 def test_baseline_configs_present():
     names = {p.name for p in EVAL_YAMLS}
     assert {"gpt-5.2.yaml", "claude-opus-4.5.yaml", "qwen3-32b-vllm.yaml", "qwen3-32b-api.yaml",
-            "surveyalign-adapter.yaml", "constant-minus1.yaml", "tiny-smoke.yaml"} <= names
+            "surveyalign-adapter.yaml", "constant-minus1.yaml", "constant-plus1.yaml", "tiny-smoke.yaml"} <= names
+    plus = EvalConfig.from_yaml(REPO / "configs/eval/constant-plus1.yaml")
+    assert plus.backend.options["score"] == 1 and plus.run_dir == Path("runs/eval/constant-plus1")
 
 
 # ------------------------------------------------------------------------------------------------- consistency
