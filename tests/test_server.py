@@ -3,6 +3,7 @@ micro-batching that keeps seeded samples identical, and the real CLI process."""
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
@@ -178,3 +179,46 @@ def test_serve_with_adapter(tiny_model_dir, tmp_path):
     assert remote.text == local.text
     assert remote.mean_logprob == pytest.approx(local.mean_logprob, abs=1e-4)
     assert remote.mean_logprob != pytest.approx(base.mean_logprob, abs=1e-3)
+
+
+def test_requests_of_disconnected_clients_are_dropped(tiny_model_dir):
+    """A killed client's queued requests are not generated: a new request waits at most for the batch that was
+    already running, and /health counts the dropped requests."""
+    import threading
+
+    with serve_in_thread(str(tiny_model_dir), device="cpu", batch_size=2) as handle:
+        url = f"{handle.base_url}/chat/completions"
+        start = time.monotonic()
+        calibration = httpx.post(url, json={"messages": P2, "max_tokens": 120, "temperature": 0}, timeout=300)
+        per_token = (time.monotonic() - start) / 120
+        assert calibration.json()["choices"][0]["finish_reason"] == "length"
+        # long requests take >= ~1 s per batch on any CPU, so the 0.3 s clients leave while batch 1 runs
+        long_tokens = min(4000, max(120, math.ceil(1.0 / per_token)))
+        t_long = per_token * long_tokens
+        long_body = {"messages": P2, "max_tokens": long_tokens, "temperature": 0}
+        outcomes: list[str] = []
+
+        def abandoned() -> None:  # a client that gives up (like a killed `surveyalign evaluate`)
+            try:
+                httpx.post(url, json=long_body, timeout=0.3)
+                outcomes.append("answered")
+            except httpx.TimeoutException:
+                outcomes.append("timed out")
+
+        threads = [threading.Thread(target=abandoned) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        start = time.monotonic()
+        small = httpx.post(url, json={"messages": P2, "max_tokens": 4}, timeout=300)
+        elapsed = time.monotonic() - start
+        health = httpx.get(f"http://127.0.0.1:{handle.port}/health", timeout=30).json()
+    assert outcomes == ["timed out"] * 8
+    assert small.status_code == 200 and small.json()["usage"]["completion_tokens"] == 4
+    counts = health["requests"]
+    # batch size 2: at most 2 of the 8 had started when their clients left; the others were never generated
+    assert counts["dropped"] >= 6 and counts["served"] + counts["dropped"] == 1 + 8 + 1 and counts["failed"] == 0
+    assert health["queued"] == 0
+    # without dropping, the small request would wait for 3 more long batches (>= 3 * t_long)
+    assert elapsed < 2 * t_long, (elapsed, t_long)

@@ -5,6 +5,10 @@ seed, logprobs, chat_template_kwargs.enable_thinking), ``GET /v1/models``, ``GET
 requests with the same sampling settings are grouped into one batched ``generate`` call (micro-batching),
 and sampling is seeded per row, so a request's answer does not depend on what it was batched with.
 Bad requests get HTTP 400 with an OpenAI-style ``{"error": {...}}`` body; an unknown model name gets 404.
+A queued request whose client has disconnected (a killed ``surveyalign evaluate``, a client timeout) is dropped
+right before its batch would start, so work nobody waits for does not delay new requests; ``/health`` counts
+served, dropped and failed requests. A batch already generating runs to its end (its ``max_new_tokens`` is the
+cap its own requests asked for: requests with different caps never share a batch).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import contextlib
 import secrets
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -83,16 +87,26 @@ class ChatRequest(BaseModel):
         return messages
 
 
+class _ClientGone(Exception):
+    """Set on a queued request's future when its client disconnected before its batch started."""
+
+
 @dataclass
 class _Pending:
     messages: list[dict[str, str]]
     settings: GenerationSettings
     n: int
     future: asyncio.Future
+    is_disconnected: Callable[[], Awaitable[bool]] | None = None
 
 
 class _MicroBatcher:
-    """Groups concurrent requests with equal settings into one ``generate_detailed`` call."""
+    """Groups concurrent requests with equal settings into one ``generate_detailed`` call.
+
+    Right before a group starts, requests whose client is gone (``is_disconnected()`` true: their future gets
+    :class:`_ClientGone`; or the awaiting handler was cancelled) are dropped and counted in ``stats["dropped"]``;
+    ``stats["served"]`` and ``stats["failed"]`` count requests answered by a batch and requests of failed batches.
+    """
 
     def __init__(self, backend: Any, max_requests: int, wait_s: float) -> None:
         self.backend = backend
@@ -100,14 +114,35 @@ class _MicroBatcher:
         self.wait_s = wait_s
         self._queue: asyncio.Queue[_Pending] | None = None
         self._task: asyncio.Task | None = None
+        self.stats = {"served": 0, "dropped": 0, "failed": 0}
 
-    async def submit(self, messages: list[dict[str, str]], settings: GenerationSettings, n: int) -> list[Any]:
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a batch (not counting the batch being generated)."""
+        return self._queue.qsize() if self._queue is not None else 0
+
+    async def submit(self, messages: list[dict[str, str]], settings: GenerationSettings, n: int,
+                     is_disconnected: Callable[[], Awaitable[bool]] | None = None) -> list[Any]:
         if self._queue is None:
             self._queue = asyncio.Queue()
             self._task = asyncio.get_running_loop().create_task(self._run())
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(messages, settings, n, future))
+        await self._queue.put(_Pending(messages, settings, n, future, is_disconnected))
         return await future
+
+    async def _gone(self, item: _Pending) -> bool:
+        """True (the item's future then holds :class:`_ClientGone`) when nobody waits for its answer any more."""
+        if item.future.done():  # the awaiting handler was cancelled
+            return True
+        if item.is_disconnected is None:
+            return False
+        try:
+            gone = await item.is_disconnected()
+        except Exception:  # noqa: BLE001 - cannot tell: keep the request
+            return False
+        if gone:
+            item.future.set_exception(_ClientGone())
+        return gone
 
     async def _run(self) -> None:
         assert self._queue is not None
@@ -126,15 +161,22 @@ class _MicroBatcher:
             groups: dict[tuple[GenerationSettings, int], list[_Pending]] = {}
             for item in batch:
                 groups.setdefault((item.settings.model_copy(update={"seed": 0}), item.n), []).append(item)
-            for (settings, n), items in groups.items():
+            for (settings, n), waiting in groups.items():
+                # checked per group, right before it starts: earlier groups may have run for a while
+                items = [item for item in waiting if not await self._gone(item)]
+                self.stats["dropped"] += len(waiting) - len(items)
+                if not items:
+                    continue
                 try:
                     rows = await asyncio.to_thread(self.backend.generate_detailed, [i.messages for i in items],
                                                    settings, n, [i.settings.seed for i in items])
                 except Exception as exc:  # noqa: BLE001 - reported to each waiting request as HTTP 500
+                    self.stats["failed"] += len(items)
                     for item in items:
                         if not item.future.done():
                             item.future.set_exception(exc)
                     continue
+                self.stats["served"] += len(items)
                 for item, row in zip(items, rows):
                     if not item.future.done():
                         item.future.set_result(row)
@@ -200,7 +242,9 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         )
         messages = [m.as_dict() for m in req.messages]
         try:
-            details = await batcher.submit(messages, settings, req.n)
+            details = await batcher.submit(messages, settings, req.n, request.is_disconnected)
+        except _ClientGone:  # nobody reads this answer; 499 as nginx logs a closed client
+            return _error(499, "client disconnected before its request was started", kind="client_closed_request")
         except Exception as exc:  # noqa: BLE001 - a failed batch answers HTTP 500, the server keeps going
             return _error(500, f"generation failed: {type(exc).__name__}: {exc}", kind="server_error")
         failed = [d.generation.error for d in details if d.generation.error]
@@ -238,7 +282,9 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
             {"id": served_model_name, "object": "model", "created": created, "owned_by": "surveyalign"}]})
 
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+        # requests: served = answered by a batch, dropped = client gone before its batch started,
+        # failed = their batch raised (HTTP 500); queued = waiting for a batch now
+        return JSONResponse({"status": "ok", "queued": batcher.queued, "requests": dict(batcher.stats)})
 
     return Starlette(routes=[
         Route("/v1/chat/completions", chat, methods=["POST"]),
