@@ -44,6 +44,14 @@ def load_backend(kind: str, **options: Any) -> Backend:
     ``"vllm"`` (model, adapter=None, ...), ``"constant"`` (score, rationale, protocol), ``"scripted"``
     (replies). See each class for the full list.
 
+    Args:
+        kind: one of :data:`BACKENDS` (``"openai"``, ``"transformers"``, ``"vllm"``, ``"constant"``,
+            ``"scripted"``).
+        **options: keyword arguments of that backend's class.
+
+    Returns:
+        The built :class:`Backend` (local models are loaded now).
+
     Raises:
         ValueError: unknown kind, or an option the backend does not take (the message lists valid ones).
         ImportError: the backend's optional dependency is missing (e.g. vllm).

@@ -140,6 +140,11 @@ class Backend(ABC):
 
         Returns:
             A list of P lists, each of ``n`` :class:`Generation` objects, in prompt order.
+
+        Raises:
+            ValueError: ``n < 1`` or a prompt that is not a non-empty list of role/content dicts (a failing
+                request is never raised: it comes back as a :class:`Generation` with ``error`` set).
+            NotImplementedError: the subclass implements neither ``generate`` nor ``agenerate``.
         """
         if type(self).agenerate is Backend.agenerate:
             raise NotImplementedError(f"{type(self).__name__} implements neither generate nor agenerate")
@@ -154,7 +159,24 @@ class Backend(ABC):
 
     async def agenerate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                         ) -> list[list[Generation]]:
-        """Async :meth:`generate`; the default runs the sync version in a worker thread."""
+        """Async :meth:`generate`; the default runs the sync version in a worker thread.
+
+        API backends override this to keep up to ``concurrency`` requests in flight; the evaluation harness
+        calls it once per (unit, sample) (SurveyReview App. E: K samples, sample ``k`` with seed ``seed + k``).
+
+        Args:
+            prompts: P chat prompts, each a list of ``{"role", "content"}`` dicts.
+            settings: sampling settings; defaults to ``GenerationSettings()`` (greedy, 512 new tokens).
+            n: samples per prompt, >= 1; sample ``i`` uses seed ``settings.seed + i``.
+
+        Returns:
+            A list of P lists, each of ``n`` :class:`Generation` objects, in prompt order.
+
+        Raises:
+            ValueError: ``n < 1`` or a prompt that is not a non-empty list of role/content dicts (a failing
+                request is never raised: it comes back as a :class:`Generation` with ``error`` set).
+            NotImplementedError: the subclass implements neither ``generate`` nor ``agenerate``.
+        """
         if type(self).generate is Backend.generate:
             raise NotImplementedError(f"{type(self).__name__} implements neither generate nor agenerate")
         return await asyncio.to_thread(self.generate, prompts, settings, n)
@@ -178,6 +200,14 @@ class Backend(ABC):
 
 def check_request(prompts: Sequence[Messages], settings: GenerationSettings | None, n: int) -> GenerationSettings:
     """Validate the arguments of :meth:`Backend.generate` and return the effective settings.
+
+    Args:
+        prompts: P chat prompts, each a non-empty list of dicts with ``role`` and ``content``.
+        settings: the requested settings, or ``None`` for the defaults.
+        n: samples per prompt; must be an ``int`` >= 1.
+
+    Returns:
+        ``settings``, or ``GenerationSettings()`` when it is ``None``.
 
     Raises:
         ValueError: ``n < 1`` or a prompt that is not a non-empty list of role/content dicts.

@@ -97,6 +97,9 @@ def model_fingerprint(model_dir: str | os.PathLike, *, full_hash_max_bytes: int 
     Returns:
         ``{"local": True, "sha256": 64 hex chars, "weights": "content" | "size+mtime", "weight_files": int,
         "weight_bytes": int}``, or ``{"local": False}`` when ``model_dir`` is not a local folder.
+
+    Raises:
+        OSError: a file of the folder cannot be read.
     """
     root = Path(model_dir)
     if not root.is_dir():

@@ -227,7 +227,18 @@ class TransformersBackend(Backend):
         }
 
     def render(self, messages: Messages, settings: GenerationSettings) -> str:
-        """Render one chat prompt to text with the explicit ``enable_thinking`` switch (contract 2)."""
+        """Render one chat prompt to text with the explicit ``enable_thinking`` switch (contract 2).
+
+        Args:
+            messages: one chat prompt (``{"role", "content"}`` dicts).
+            settings: only ``settings.enable_thinking`` is used.
+
+        Returns:
+            The prompt text, generation prompt included, as the model sees it.
+
+        Raises:
+            jinja2 errors from the tokenizer's chat template (e.g. roles it does not accept).
+        """
         from surveyalign.prompts import render_chat
 
         return render_chat(self.tokenizer, list(messages), enable_thinking=settings.enable_thinking)
@@ -244,6 +255,10 @@ class TransformersBackend(Backend):
         Returns:
             P lists of ``n`` generations with ``finish_reason`` "stop" (end-of-turn token) or "length", and the
             mean raw token log-prob. A prompt longer than the model's context gives a failed generation.
+
+        Raises:
+            ValueError: invalid ``prompts`` or ``n``. A batch that runs out of GPU memory is split in halves;
+                a single row that still does not fit gives a failed generation, not an exception.
         """
         return [[d.generation for d in row] for row in self.generate_detailed(prompts, settings, n)]
 
@@ -254,6 +269,13 @@ class TransformersBackend(Backend):
         Args:
             seeds: optional base seed per prompt, replacing ``settings.seed`` (sample ``i`` of prompt ``p`` uses
                 ``seeds[p] + i``); lets the server batch requests that differ only in their seed.
+
+        Returns:
+            P lists of ``n`` :class:`DetailedGeneration` (generation, token ids, per-token natural-log
+            probabilities, prompt length in tokens).
+
+        Raises:
+            ValueError: invalid ``prompts`` or ``n``, or ``len(seeds) != len(prompts)``.
         """
         settings = check_request(prompts, settings, n)
         if seeds is not None and len(seeds) != len(prompts):

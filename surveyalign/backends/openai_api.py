@@ -61,6 +61,9 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 
     Returns:
         The delay in seconds (>= 0), or ``None`` when absent or unparseable.
+
+    Raises:
+        Nothing: an unparseable value gives ``None``.
     """
     if value is None:
         return None
@@ -271,6 +274,9 @@ class OpenAIBackend(Backend):
         Returns:
             P lists of ``n`` generations; a request that still fails after ``max_retries`` retries (or fails
             permanently, e.g. HTTP 400) yields ``Generation.failed(<reason>)``.
+
+        Raises:
+            ValueError: invalid ``prompts`` or ``n`` (request failures are never raised).
         """
         settings = check_request(prompts, settings, n)
         state = self._state()
@@ -288,6 +294,17 @@ class OpenAIBackend(Backend):
         """Generate the single sample ``sample_index`` (seed ``settings.seed + sample_index``) for one prompt.
 
         The harness can schedule calls one by one with this (e.g. to skip cached samples).
+
+        Args:
+            messages: one chat prompt.
+            settings: sampling settings (default greedy).
+            sample_index: k >= 0; the request is sent with ``seed = settings.seed + k`` and ``n = 1``.
+
+        Returns:
+            One :class:`Generation` (``error`` set when the request failed after its retries).
+
+        Raises:
+            ValueError: an invalid ``messages`` list.
         """
         settings = check_request([messages], settings, 1)
         return await self._one(self._state(), messages, settings, sample_index)

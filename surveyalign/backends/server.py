@@ -202,6 +202,10 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
 
     Returns:
         A Starlette ASGI application.
+
+    Raises:
+        Nothing at build time; per-request problems are answered as OpenAI-style errors (400 bad request or
+        prompt too long, 404 unknown model, 500 failed generation).
     """
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -294,7 +298,18 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
 
 
 def default_served_name(model: str, adapter: str | None = None) -> str:
-    """Default model id: the adapter folder's name when an adapter is served, else the model folder's name."""
+    """Default model id: the adapter folder's name when an adapter is served, else the model folder's name.
+
+    Args:
+        model: base model folder (or hub id).
+        adapter: PEFT adapter folder, or ``None``.
+
+    Returns:
+        The last path component of ``adapter`` (else ``model``) after resolving it, e.g. ``"adapter-readability"``.
+
+    Raises:
+        Nothing: a path that does not exist is still named by its last component.
+    """
     return Path(adapter or model).resolve().name or str(model)
 
 
@@ -325,6 +340,10 @@ def serve_in_thread(model: str | None = None, adapter: str | None = None, *, bac
 
     Yields:
         A :class:`ServerHandle`; the server stops when the block exits.
+
+    Raises:
+        ValueError: neither ``model`` nor ``backend`` is given, or an invalid backend option.
+        OSError: the model folder cannot be loaded, or the port cannot be bound.
     """
     owned = backend is None
     if backend is None:
@@ -347,7 +366,32 @@ def serve_in_thread(model: str | None = None, adapter: str | None = None, *, bac
 def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", port: int = 8000,
           served_model_name: str | None = None, log_level: str = "info", batch_wait_s: float = 0.005,
           default_max_tokens: int = 1024, **backend_options: Any) -> None:
-    """Load the model and serve it in the foreground until interrupted (``surveyalign serve``)."""
+    """Load the model and serve it in the foreground until interrupted (``surveyalign serve``).
+
+    Serves ``POST /v1/chat/completions`` (OpenAI-compatible: temperature, top_p, max_tokens /
+    max_completion_tokens, n, seed, logprobs, ``chat_template_kwargs.enable_thinking``), ``GET /v1/models`` and
+    ``GET /health``, so a local judge or adapter runs through the same openai backend as the API judges
+    (SurveyReview §6.1). Concurrent requests are micro-batched; sampling is seeded per request.
+
+    Args:
+        model: base model folder (or cached hub id) loaded with ``TransformersBackend``.
+        adapter: optional PEFT adapter folder applied on top (merged by default).
+        host: interface to bind; ``127.0.0.1`` keeps the server local.
+        port: TCP port, 1-65535.
+        served_model_name: model id clients send; default :func:`default_served_name` (the adapter or model
+            folder's name).
+        log_level: uvicorn log level (``"critical"``, ``"error"``, ``"warning"``, ``"info"``, ``"debug"``).
+        batch_wait_s: seconds the first queued request waits for others to share its batch (>= 0).
+        default_max_tokens: new-token cap for requests that set none.
+        **backend_options: further ``TransformersBackend`` options (device, dtype, batch_size, ...).
+
+    Returns:
+        ``None``, once uvicorn stops (Ctrl-C / SIGTERM).
+
+    Raises:
+        ValueError: an invalid backend option (dtype, batch_size).
+        OSError: the model or adapter folder cannot be loaded, or the port is in use.
+    """
     import uvicorn
 
     from surveyalign.backends.hf import TransformersBackend

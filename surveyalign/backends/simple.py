@@ -47,7 +47,19 @@ class ConstantBackend(Backend):
 
     def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                  ) -> list[list[Generation]]:
-        """Return ``n`` copies of the constant judgement per prompt (finish_reason "stop", no log-prob)."""
+        """Return ``n`` copies of the constant judgement per prompt (finish_reason "stop", no log-prob).
+
+        Args:
+            prompts: P chat prompts (not read).
+            settings: ignored (the answer is fixed).
+            n: samples per prompt, >= 1.
+
+        Returns:
+            P lists of ``n`` equal generations, text ``format_target(rationale, score, protocol)``.
+
+        Raises:
+            ValueError: invalid ``prompts`` or ``n`` (see :func:`check_request`).
+        """
         check_request(prompts, settings, n)
         return [[Generation(self.text, "stop", None) for _ in range(n)] for _ in prompts]
 
@@ -101,7 +113,20 @@ class ScriptedBackend(Backend):
 
     def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                  ) -> list[list[Generation]]:
-        """Return the next scripted replies, ``n`` per prompt."""
+        """Return the next scripted replies, ``n`` per prompt.
+
+        Args:
+            prompts: P chat prompts (passed to a callable ``replies`` and recorded in :attr:`calls`).
+            settings: sampling settings (passed to a callable ``replies``).
+            n: samples per prompt, >= 1.
+
+        Returns:
+            P lists of ``n`` generations; an exception reply, a raising callable or an exhausted list (without
+            ``cycle``) gives a failed generation instead of raising.
+
+        Raises:
+            ValueError: invalid ``prompts`` or ``n`` (see :func:`check_request`).
+        """
         settings = check_request(prompts, settings, n)
         out: list[list[Generation]] = []
         for messages in prompts:

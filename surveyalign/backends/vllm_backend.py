@@ -132,8 +132,16 @@ class VLLMBackend(Backend):
                  ) -> list[list[Generation]]:
         """Generate ``n`` samples per prompt with vLLM (greedy: one request, copied ``n`` times).
 
+        Args:
+            prompts: P chat prompts, rendered with ``render_chat`` (explicit ``enable_thinking``).
+            settings: sampling settings; sample ``i`` uses seed ``settings.seed + i``.
+            n: samples per prompt, >= 1.
+
         Returns:
             P lists of ``n`` generations; finish_reason is vLLM's ("stop", "length", "abort").
+
+        Raises:
+            ValueError: invalid ``prompts`` or ``n`` (see :func:`~surveyalign.backends.base.check_request`).
         """
         from surveyalign.prompts import render_chat
 

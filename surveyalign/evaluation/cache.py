@@ -60,8 +60,12 @@ def call_key(
         settings: the generation settings (temperature, top_p, max_new_tokens, seed, enable_thinking).
 
     Returns:
-        A 64-character hex key. Changing any input (a new model, another temperature, an edited template)
-        gives a new key, so a stale cached answer is never reused.
+        A 64-character hex key. Changing any input (a new model, another temperature, an edited template,
+        a retrained adapter: ``describe()`` holds content fingerprints) gives a new key, so a stale cached answer
+        is never reused.
+
+    Raises:
+        Nothing: values JSON cannot encode are keyed by their ``str()``.
     """
     return stable_hash(
         {
@@ -104,6 +108,13 @@ class CallCache:
     @classmethod
     def load(cls, path: str | os.PathLike, *, fsync: bool = False) -> CallCache:
         """Read ``path`` if it exists (tolerating torn lines) and return the cache.
+
+        Args:
+            path: the ``calls.jsonl`` file (need not exist yet).
+            fsync: ``os.fsync`` after every append (survives power loss; slower).
+
+        Returns:
+            The cache, with :attr:`records`, :attr:`n_lines` and :attr:`n_torn` filled from the file.
 
         Raises:
             OSError: if the file exists but cannot be read.

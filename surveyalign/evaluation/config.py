@@ -249,6 +249,14 @@ class EvalConfig(_Strict):
     ) -> EvalConfig:
         """Validate a mapping (after applying dotted ``overrides``); errors name ``source`` and the keys.
 
+        Args:
+            data: the configuration mapping (the parsed YAML).
+            overrides: dotted keys replacing values of ``data`` (see :func:`apply_overrides`).
+            source: name of where ``data`` came from, used in error messages (the YAML path).
+
+        Returns:
+            The validated :class:`EvalConfig`.
+
         Raises:
             EvalConfigError: when a key is unknown or a value is invalid.
         """
@@ -282,6 +290,13 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
 
     Nested dict values of ``overrides`` are applied key by key; ``None`` values are skipped (so unset
     command-line flags change nothing). Intermediate mappings are created when missing.
+
+    Args:
+        data: the configuration mapping (not modified).
+        overrides: ``{"dotted.key": value}`` (or nested dicts of the same).
+
+    Returns:
+        A deep copy of ``data`` with the overrides set.
 
     Raises:
         EvalConfigError: when a dotted key walks into a value that is not a mapping.
