@@ -14,7 +14,8 @@ accelerate launch --num_processes 1 recipes/sft.py --config configs/sft/tiny-rea
 
 Any field of the YAML can be overridden on the command line (`--learning_rate 1e-4`). The adapter folder gets
 `adapter_config.json`, `adapter_model.safetensors`, the tokenizer, `README.md` (model card) and
-`surveyalign_training.json` (dimension, protocol, enable_thinking, data hash, hyper-parameters, metrics).
+`surveyalign_training.json` (dimension, protocol, enable_thinking, use_knowledge, data version (default: from
+the dataset folder's build_report.json) and hash, hyper-parameters, metrics).
 A re-run with the same `output_dir` resumes from its last checkpoint.
 """
 
@@ -51,7 +52,9 @@ def main(script_args, training_args, model_args) -> dict:
 
     Raises:
         ValueError: when ``dataset_path`` or ``model_name_or_path`` is missing, a row has another dimension,
-            or an example does not fit ``max_length`` even without survey text.
+            an example does not fit ``max_length`` even without survey text, or the training split (or, with
+            evaluation on, the evaluation split) gives no example, e.g. every unit lacks survey text; the
+            message names the dataset folder, dimension, split and counts.
         RuntimeError: when TRL dropped or cut an example, or the saved adapter is empty.
     """
     import torch
@@ -67,11 +70,13 @@ def main(script_args, training_args, model_args) -> dict:
         check_prepared_lengths,
         data_hash,
         dataset_version,
+        describe_split,
         finalize_adapter,
         hyperparameters,
         init_deepspeed_comm,
         prepare_sft_dataset,
         prompt_hash,
+        require_examples,
     )
 
     if not script_args.dataset_path:
@@ -102,8 +107,16 @@ def main(script_args, training_args, model_args) -> dict:
     train_dataset, train_lengths = prepare_sft_dataset(train_rows, tokenizer, **build)
     eval_dataset, eval_lengths = (prepare_sft_dataset(eval_rows, tokenizer, **build) if eval_rows is not None
                                   else (None, None))
-    print(f"shortened the survey body of {train_lengths.n_shortened}/{train_lengths.n_units} training examples "
-          f"to fit max_length={training_args.max_length} (completions are never cut)", flush=True)
+    # fail before TRL does (a bare StopIteration on an empty split); an empty evaluation split is an error too:
+    # the App. D schedule picks the best checkpoint by eval loss, so we do not silently train without it
+    where = {"dataset_path": script_args.dataset_path, "dimension": script_args.dimension}
+    require_examples(train_lengths, len(train_rows), split=script_args.dataset_train_split, **where)
+    print(describe_split(train_lengths, script_args.dataset_train_split), flush=True)
+    if eval_lengths is not None:
+        require_examples(eval_lengths, len(eval_rows), split=script_args.dataset_eval_split, what="evaluation",
+                         hint="; pass --eval_strategy no --load_best_model_at_end false to train without "
+                              "evaluation, or choose another --dataset_eval_split", **where)
+        print(describe_split(eval_lengths, script_args.dataset_eval_split, what="evaluation"), flush=True)
     if script_args.use_knowledge:
         print(f"{train_lengths.n_with_knowledge}/{train_lengths.n_units} training examples carry a knowledge block"
               + ("" if "knowledge" in train_rows.column_names else " (the dataset has no `knowledge` column)"),

@@ -111,6 +111,30 @@ def test_paper_dpo_yaml_continues_the_criticalness_sft_adapter():
     assert sft_script.use_knowledge  # Crit-KA inputs for both stages (SurveyAlign §5.2.3)
 
 
+#: What a tiny CPU variant may change from its paper config (each is explained in the tiny YAML's header).
+TINY_MAY_CHANGE = {
+    "model_name_or_path", "dataset_path", "pairs_path", "sft_adapter", "output_dir",  # model and inputs
+    "max_train_samples",  # data size
+    "max_steps", "warmup_steps", "logging_steps",  # steps
+    "max_length",  # lengths
+    "use_cpu", "dtype", "fp16", "attn_implementation", "activation_checkpointing", "report_to", "run_name",  # CPU
+}
+
+
+@pytest.mark.parametrize("tiny", [p for p in RECIPE_YAMLS if Path(p).name.startswith("tiny-")])
+def test_tiny_yaml_changes_only_model_data_steps_lengths_and_cpu(tiny):
+    import yaml
+
+    paper_path = REPO / Path(tiny).parent / Path(tiny).name.removeprefix("tiny-")
+    tiny_cfg, paper = (yaml.safe_load((REPO / p).read_text()) for p in (tiny, paper_path))
+    changed = {k for k in set(tiny_cfg) | set(paper) if tiny_cfg.get(k, "<absent>") != paper.get(k, "<absent>")}
+    assert changed <= TINY_MAY_CHANGE, sorted(changed - TINY_MAY_CHANGE)
+    assert (tiny_cfg["per_device_train_batch_size"], tiny_cfg["gradient_accumulation_steps"]) == (1, 16)
+    header = [line for line in (REPO / tiny).read_text().splitlines() if line.startswith("# - ")]
+    for key in ("warmup_steps", "max_length", "logging_steps"):  # every changed setting is explained
+        assert any(key in line for line in header), key
+
+
 def test_unknown_yaml_key_is_rejected(tmp_path):
     from surveyalign.training import parse_recipe_yaml
 

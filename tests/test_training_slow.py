@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_training import ACCELERATE_1, REPO, check_adapter, run_recipe
+from test_training import ACCELERATE_1, REPO, check_adapter, lora_b_bound, run_recipe
 
 pytestmark = pytest.mark.slow
 
@@ -80,10 +80,12 @@ def test_zero3_two_processes_via_torchrun(tiny_model_dir, dataset_dir, tmp_path)
     record = read_training_record(out)
     assert record["hyperparameters"]["world_size"] == 2 and record["hyperparameters"]["deepspeed"] is True
     assert [e["step"] for e in log] == [1, 2]
-    # lora_B starts at 0; Adam's first two steps move each entry by at most lr_1 + lr_2 = 5e-5 + 2.5e-5 (cosine,
-    # max_steps 2), and the largest entries move by about that much: the saved tensors are the trained ones
+    # lora_B starts at 0; Adam moves each entry by lr_1 = 5e-5 at step 1 and at most lr_2 = 2.5e-5 more at step 2
+    # (cosine, max_steps 2); the adapter saved is the best checkpoint by eval loss (test_training.lora_b_bound).
+    # The largest entries move by about that much: the saved tensors are the trained ones, not the 40-byte file
+    low, high = lora_b_bound(record["best_checkpoint"])
     largest = [float(t.abs().max()) for k, t in load_file(out / "adapter_model.safetensors").items() if "lora_B" in k]
-    assert len(largest) == 14 and all(5e-5 < v <= 7.5e-5 * 1.001 for v in largest)
+    assert len(largest) == 14 and all(low < v <= high for v in largest)
 
 
 def test_zero3_dpo_from_the_sft_adapter(plain_sft, tiny_model_dir, dataset_dir, tmp_path):
@@ -106,6 +108,37 @@ def test_zero3_dpo_from_the_sft_adapter(plain_sft, tiny_model_dir, dataset_dir, 
     assert report.n_bytes > 10_000 and not (out / "ref").exists()
     log = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
     assert log[0]["rewards/margins"] == 0.0 and log[0]["loss"] == pytest.approx(0.6931472, abs=1e-6)
+
+
+def test_zero3_dpo_two_processes_via_torchrun(plain_sft, tiny_model_dir, dataset_dir, tmp_path):
+    """DPO from the SFT adapter on 2 ranks, every LoRA tensor partitioned, no 16-bit gather on save (trl 4416)."""
+    from surveyalign.backends import load_backend
+    from surveyalign.training import make_dpo_pairs, read_training_record
+
+    sft_dir, _ = plain_sft
+    pairs = tmp_path / "pairs.jsonl"
+    sampler = load_backend("scripted", replies=lambda m, s, i: "Deep.$$$2$$$" if i else "Shallow.$$$-1$$$")
+    assert make_dpo_pairs(str(dataset_dir), str(sft_dir), pairs, k=2, limit=4, sampler=sampler, max_new_tokens=64,
+                          max_length=2048).n_paired == 4
+    ds_config = json.loads((REPO / "configs/accelerate/ds_zero3.json").read_text())
+    ds_config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
+    ds_config["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] = False
+    ds_path = tmp_path / "ds_zero3_partitioned.json"
+    ds_path.write_text(json.dumps(ds_config))
+    out = tmp_path / "dpo-2"
+    run_recipe([*TORCHRUN_2, "recipes/dpo.py", "--config", "configs/dpo/tiny-criticalness.yaml",
+                "--dimension", "readability", "--sft_adapter", str(sft_dir), "--pairs_path", str(pairs),
+                "--output_dir", str(out), "--deepspeed", str(ds_path)], tmp_path / "dpo-2.log", timeout=900)
+    report = check_adapter(out, tiny_model_dir)
+    assert report.n_bytes > 10_000 and not (out / "ref").exists()
+    record = read_training_record(out)
+    assert record["hyperparameters"]["world_size"] == 2 and record["hyperparameters"]["deepspeed"] is True
+    assert record["reference_check"]["n_tensors_checked"] == 28  # the frozen SFT copy, checked on each rank
+    log = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
+    # 4 pairs over 2 ranks: each step averages both ranks; step 1 precedes any update, so policy = reference
+    assert [e["step"] for e in log] == [1, 2]
+    assert log[0]["rewards/margins"] == 0.0 and log[0]["loss"] == pytest.approx(0.6931472, abs=1e-6)
+    assert log[1]["rewards/margins"] != 0.0
 
 
 def test_wandb_offline_run_is_written(tiny_model_dir, dataset_dir, tmp_path, monkeypatch):

@@ -36,9 +36,11 @@ from surveyalign.training.data import (
     check_prepared_lengths,
     count_chat_tokens,
     data_hash,
+    describe_split,
     fit_survey_text,
     prepare_sft_dataset,
     prompt_hash,
+    require_examples,
 )
 from surveyalign.training.pairs import (
     PairsSummary,
@@ -64,6 +66,7 @@ __all__ = [
     "count_chat_tokens",
     "data_hash",
     "dataset_version",
+    "describe_split",
     "finalize_adapter",
     "fit_survey_text",
     "hyperparameters",
@@ -79,6 +82,7 @@ __all__ = [
     "read_pairs",
     "read_training_record",
     "render_model_card",
+    "require_examples",
     "write_model_card",
     "write_training_record",
 ]

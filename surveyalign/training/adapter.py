@@ -269,7 +269,7 @@ def render_model_card(record: dict[str, Any], template: str | os.PathLike | None
         "stage": record.get("stage", "sft"),
         "protocol": record.get("protocol", "unknown"),
         "enable_thinking": str(record.get("enable_thinking", False)).lower(),
-        "data_version": record.get("data_version") or "not given",
+        "data_version": record.get("data_version") or "not given (no --data_version, no build_report.json)",
         "data_hash": record.get("data_hash", "unknown"),
         "dataset_path": record.get("dataset_path", "unknown"),
         "n_train": record.get("n_train", "unknown"),

@@ -149,7 +149,14 @@ def make_dpo_parser(prog: str | None = None):
 
 
 def recipe_kind(path: str | os.PathLike) -> str:
-    """Say which recipe a YAML belongs to: ``"dpo"`` when a folder of its path is named ``dpo``, else ``"sft"``."""
+    """Say which recipe a YAML belongs to, from its path.
+
+    Args:
+        path: a recipe YAML (e.g. ``configs/dpo/criticalness.yaml``); resolved to an absolute path first.
+
+    Returns:
+        ``"dpo"`` when a folder of the path is named ``dpo``, else ``"sft"``.
+    """
     return "dpo" if "dpo" in Path(path).resolve().parts else "sft"
 
 

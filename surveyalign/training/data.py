@@ -196,15 +196,59 @@ def prepare_sft_dataset(
             "completion": example["completion"],
             "chat_template_kwargs": {"enable_thinking": bool(enable_thinking)},
         })
+    # the caller reports these counts once (the recipe prints one line per split); here only at INFO level
     if report.n_missing_text:
-        logger.warning("left out %d %s units with an empty survey text: %s", report.n_missing_text, dimension,
-                       report.missing_text_unit_ids)
+        logger.info("left out %d %s units with an empty survey text: %s", report.n_missing_text, dimension,
+                    report.missing_text_unit_ids)
     if report.n_shortened:
-        logger.warning(
+        logger.info(
             "shortened the survey body of %d/%d %s examples to fit max_length=%s (%d tokens removed)",
             report.n_shortened, report.n_units, dimension, max_length, report.removed_tokens,
         )
     return Dataset.from_list(rows), report
+
+
+def describe_split(report: LengthReport, split: str, *, what: str = "training") -> str:
+    """One line on how a split's examples were built: shortened bodies and units left out without text.
+
+    Args:
+        report: the :class:`LengthReport` of :func:`prepare_sft_dataset` for that split.
+        split: split name shown in the line (``train``, ``validation``).
+        what: noun for the examples (``training``, ``evaluation``).
+
+    Returns:
+        e.g. ``"shortened the survey body of 3/16 training examples to fit max_length=512 (completions are never
+        cut); 1 train unit without survey text left out"``.
+    """
+    line = (f"shortened the survey body of {report.n_shortened}/{report.n_units} {what} examples to fit "
+            f"max_length={report.max_length} (completions are never cut)")
+    if report.n_missing_text:
+        line += f"; {report.n_missing_text} {split} unit(s) without survey text left out"
+    return line
+
+
+def require_examples(report: LengthReport, n_rows: int, *, dataset_path: str, dimension: str, split: str,
+                     what: str = "training", hint: str = "") -> None:
+    """Fail early, with the counts, when a split gives no example (TRL would stop with a bare StopIteration).
+
+    Args:
+        report: the :class:`LengthReport` of :func:`prepare_sft_dataset` for that split.
+        n_rows: rows of the split handed to it (after ``max_*_samples``).
+        dataset_path: the dataset folder (named in the message).
+        dimension: the dimension trained.
+        split: the split name.
+        what: ``"training"`` or ``"evaluation"``.
+        hint: appended to the message (how to go on without this split).
+
+    Raises:
+        ValueError: e.g. ``no training examples for criticalness in DIR (train split: 1 unit, 1 without survey
+            text)`` when ``report.n_units == 0``.
+    """
+    if report.n_units:
+        return
+    units = f"{n_rows} unit" + ("" if n_rows == 1 else "s")
+    raise ValueError(f"no {what} examples for {dimension} in {dataset_path} ({split} split: {units}, "
+                     f"{report.n_missing_text} without survey text){hint}")
 
 
 def data_hash(dataset: Iterable[dict], columns: tuple[str, ...] = ("unit_id", "score", "rationales", "text",
@@ -251,6 +295,13 @@ def check_prepared_lengths(prepared, n_expected: int, max_length: int | None, na
 
 def prompt_hash(dimension: str, protocol: str) -> str | None:
     """The judge-prompt hash (``JudgePrompt.hash``: template + protocol, not the survey) used for training.
+
+    Recorded in ``surveyalign_training.json`` so evaluation can tell whether it prompts the adapter with the
+    template it was trained on (SurveyAlign §5.1; prompts contract 2).
+
+    Args:
+        dimension: one of ``surveyalign.constants.DIMENSIONS``.
+        protocol: prompt/answer protocol version (``surveyalign.prompts.PROTOCOLS``, e.g. ``"v1.0"``).
 
     Returns:
         The sha256 hex string, or None when the prompt builder does not expose a hash.
