@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from surveyalign.evaluation import CallCache, EvalConfig, run_evaluation
+from surveyalign.evaluation.config import _slug
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,12 +97,18 @@ def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, 
     with serve_in_thread(model=str(tiny_model_dir), device="cpu") as server:
         argv = ["evaluate", "--config", str(REPO / "configs/eval/tiny-smoke.yaml"), "--dataset", str(dataset_dir),
                 "--output-dir", str(out), "--base-url", server.base_url, "--model", server.model, "--limit", "2"]
-        assert main(argv) == 0
-        printed = capsys.readouterr().out
-        run_dir = out / "tiny-smoke"
+        code = main(argv)
+        captured = capsys.readouterr()
+        printed = captured.out
+        label = Path(server.model).name if Path(server.model).exists() else server.model
+        run_dir = out / _slug(f"tiny-smoke [model={label}]")  # --model without --name: name and folder say so
         preds = _read_jsonl(run_dir / "predictions.jsonl")
         expected_units = _first_units(test_rows, 2)
         assert [p["unit_id"] for p in preds] == expected_units  # every unit exactly once, in order
+        # the random tiny model rarely writes a parseable verdict: exit 3 iff some dimension scored no unit
+        unscored = {p["dimension"] for p in preds} - {p["dimension"] for p in preds if p["status"] == "scored"}
+        assert code == (3 if unscored else 0)
+        assert ("FAILED: no unit was scored in" in captured.err) == bool(unscored)
         assert "calls: 8 made (0 with errors), 0 reused" in printed
 
         by_id = {r["unit_id"]: r for r in test_rows}
@@ -137,7 +144,8 @@ def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, 
         # the same command again: everything comes from calls.jsonl
         result = run_evaluation(EvalConfig.from_yaml(REPO / "configs/eval/tiny-smoke.yaml", {
             "dataset": str(dataset_dir), "output_dir": str(out), "backend.options.base_url": server.base_url,
-            "backend.options.model": server.model, "limit": 2}))
+            "backend.options.model": server.model, "limit": 2, "run_name": run_dir.name}))
+    assert cfg["name"] == f"tiny-smoke [model={label}]"
     assert result.calls["made"] == 0 and result.calls["cached"] == 8
     assert result.predictions == preds
 
@@ -415,3 +423,196 @@ def test_resume_ignores_operational_options_and_no_resume_moves_the_cache_aside(
     aside = sorted(p.name for p in fresh.run_dir.glob("calls.*.jsonl"))
     assert len(aside) == 1 and len(_read_jsonl(fresh.run_dir / aside[0])) == 8
     assert len(_read_jsonl(fresh.run_dir / "calls.jsonl")) == 4
+
+
+# ------------------------------------------------------------------------------------------------- user findings
+
+
+@pytest.fixture(scope="module")
+def long_survey_dataset(tmp_path_factory, test_rows) -> tuple[Path, str]:
+    """A dataset whose first readability test unit has a ~170k-character survey (longer than the tiny model's
+    32768-token context); returns the folder and that unit's id."""
+    from surveyalign.data import build_dataset, sample_release_dir
+
+    first = next(r for r in test_rows if r["dimension"] == "readability")
+    release = tmp_path_factory.mktemp("release-long") / "rel"
+    shutil.copytree(sample_release_dir(), release)
+    articles_path = release / "articles" / "articles4test.json"
+    articles = json.loads(articles_path.read_text())
+    paragraph = " ".join(f"Finding {i}: method M{i % 97} improves recall by {i % 13}.{i % 7} points." for i in range(40))
+    articles[first["paper_id"]] = "# A very long survey\n\n" + "\n\n".join(f"## Section {s}\n\n{paragraph}"
+                                                                          for s in range(80))
+    assert len(articles[first["paper_id"]]) > 160_000
+    articles_path.write_text(json.dumps(articles))
+    out = tmp_path_factory.mktemp("surveyreview-long")
+    build_dataset(release, out)
+    return out, first["unit_id"]
+
+
+def _prompt_tokens(tokenizer, messages) -> int:
+    from surveyalign.prompts import render_chat
+
+    return len(tokenizer(render_chat(tokenizer, messages, enable_thinking=False), add_special_tokens=False)["input_ids"])
+
+
+def test_long_survey_is_shortened_to_max_length_or_reported_too_long(tiny_model_dir, long_survey_dataset, tmp_path,
+                                                                     capsys):
+    """Finding: a real survey overflowed the context on every call. Without max_length the over-long unit gets a
+    distinct 'prompt too long' api_error and no call; with max_length its survey body is cut (instruction kept)
+    so prompt + max_new_tokens fit, counted per unit and per dimension in predictions, metrics and run_config."""
+    from rich.console import Console
+    from transformers import AutoTokenizer
+
+    from surveyalign.backends import load_backend
+    from surveyalign.prompts import build_judge_prompt
+
+    dataset, unit_id = long_survey_dataset
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    backend = load_backend("transformers", model=str(tiny_model_dir), device="cpu", batch_size=4)
+    row = next(r for r in _load_rows(dataset) if r["unit_id"] == unit_id)
+    full = build_judge_prompt("readability", row["text"], protocol="v1.0", title=row["title"]).messages()
+    n_full = _prompt_tokens(tok, full)
+    assert n_full + 4 > 32768  # the unshortened prompt does not fit the tiny model's context
+
+    common = {"dimensions": ["readability"], "limit": 1, "generation": {"max_new_tokens": 4},
+              "backend": {"kind": "transformers", "options": {"model": str(tiny_model_dir), "device": "cpu"}}}
+    console = Console(width=250, record=True)
+    overflow = run_evaluation(_config(dataset, tmp_path, run_name="overflow", **common), backend=backend,
+                              console=console)
+    (pred,) = overflow.predictions
+    assert pred["status"] == "api_error" and pred["samples"] == [] and overflow.calls["made"] == 0
+    assert pred["error"].startswith("prompt too long for the model context: ")
+    assert f"{n_full} prompt tokens + max_new_tokens=4 exceed the context of 32768" in pred["error"]
+    assert pred["prompt_tokens"] == n_full and pred["shortened_tokens"] == 0
+    printed = console.export_text()
+    assert "1 unit(s) with a prompt too long to fit (model context or max_length)" in printed
+    assert "1 x api_error: prompt too long for the model context" in printed  # finding 2: top errors listed
+
+    fitted = run_evaluation(_config(dataset, tmp_path, run_name="fitted", max_length=600, **common), backend=backend,
+                            console=console)
+    (pred,) = fitted.predictions
+    assert pred["status"] in ("scored", "parse_failed") and fitted.calls["made"] == 1
+    assert 400 < pred["prompt_tokens"] <= 600 - 4
+    survey_ids = tok(row["text"], add_special_tokens=False)["input_ids"]
+    kept = tok.decode(survey_ids[:len(survey_ids) - pred["shortened_tokens"]])
+    cut = build_judge_prompt("readability", kept, protocol="v1.0", title=row["title"]).messages()
+    assert _prompt_tokens(tok, cut) == pred["prompt_tokens"]
+    assert cut[0]["content"].startswith(full[0]["content"][:200])  # the instruction is never cut
+    call = _read_jsonl(fitted.run_dir / "calls.jsonl")[0]
+    from surveyalign.evaluation.cache import stable_hash
+
+    assert call["prompt_hash"] == stable_hash(cut)
+    expected = {"max_length": 600, "max_length_source": "config", "model_context": 32768, "n_counted": 1,
+                "n_shortened": 1, "removed_tokens": pred["shortened_tokens"], "n_too_long": 0,
+                "longest_prompt": pred["prompt_tokens"]}
+    metrics = json.loads((fitted.run_dir / "metrics.json").read_text())
+    per_dim = metrics["harness"]["prompt_length"]["per_dimension"]["readability"]
+    assert {k: per_dim[k] for k in expected} == expected
+    run_cfg = json.loads((fitted.run_dir / "run_config.json").read_text())
+    assert run_cfg["prompt_length"]["per_dimension"]["readability"] == per_dim
+    assert run_cfg["config"]["max_length"] == 600
+    printed = console.export_text()
+    assert "shortened survey body" in printed and "readability 1/1 (max_length=600" in printed
+
+
+def test_max_length_defaults_to_the_adapters_training_record(tiny_model_dir, long_survey_dataset, tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from surveyalign.training import write_training_record
+
+    dataset, _ = long_survey_dataset
+    torch.manual_seed(0)
+    adapter = tmp_path / "adapter"
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+                   LoraConfig(r=2, target_modules=["q_proj"], task_type="CAUSAL_LM")).save_pretrained(adapter)
+    write_training_record(adapter, {"stage": "sft", "dimension": "readability", "protocol": "v1.0",
+                                    "enable_thinking": False, "use_knowledge": False, "max_length": 512})
+    result = run_evaluation(_config(dataset, tmp_path, dimensions=["readability"], limit=1,
+                                    generation={"max_new_tokens": 4},
+                                    backend={"kind": "transformers", "options": {
+                                        "model": str(tiny_model_dir), "adapter": str(adapter), "device": "cpu"}}))
+    (pred,) = result.predictions
+    assert pred["status"] != "api_error" and 400 < pred["prompt_tokens"] <= 508 and pred["shortened_tokens"] > 0
+    entry = result.metrics["harness"]["prompt_length"]["per_dimension"]["readability"]
+    assert entry["max_length"] == 512 and entry["max_length_source"] == f"training record of {adapter}"
+
+
+def _load_rows(dataset: Path) -> list[dict]:
+    from surveyalign.data import load_surveyreview
+
+    return list(load_surveyreview(dataset, split="test"))
+
+
+def _write_yaml(path: Path, data: dict) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_all_calls_failing_lists_the_errors_and_exits_3(dataset_dir, tmp_path, capsys):
+    """Finding: every call failed (server down / wrong model name) yet evaluate printed no reason and exited 0."""
+    import socket
+
+    import yaml
+
+    from surveyalign.backends.testing import FakeChatServer
+    from surveyalign.cli import main
+
+    with socket.socket() as sock:  # a port nothing listens on: connection refused
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    cfg = _write_yaml(tmp_path / "api.yaml", {
+        "name": "api judge", "dataset": str(dataset_dir), "output_dir": str(tmp_path / "runs"), "limit": 2,
+        "dimensions": ["readability", "structure"], "progress": False, "bootstrap": 0,
+        "backend": {"kind": "openai", "options": {"model": "m", "api_key_env": None, "max_retries": 0,
+                                                  "base_url": f"http://127.0.0.1:{closed}/v1"}}})
+    assert main(["evaluate", "--config", str(cfg)]) == 3
+    captured = capsys.readouterr()
+    assert "most common errors of the 4 failed unit(s):" in captured.out
+    assert "  4 x api_error: " in captured.out and "connect" in captured.out.lower()
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith("surveyalign evaluate: FAILED: no unit was scored in readability (2 unit(s) with calls, "
+                           "all failed), structure (2 unit(s)")
+
+    with FakeChatServer(always_status=404) as server:  # e.g. a wrong model name
+        assert main(["evaluate", "--config", str(cfg), "--base-url", server.base_url, "--run-name", "r404"]) == 3
+    captured = capsys.readouterr()
+    assert "  4 x api_error: " in captured.out and "404" in captured.out
+    assert "FAILED: no unit was scored" in captured.err.strip().splitlines()[-1]
+
+    # every unit scored: exit 0 and no error list
+    ok = _write_yaml(tmp_path / "ok.yaml", {**yaml.safe_load(cfg.read_text()),
+                                             "backend": {"kind": "constant", "options": {"score": 1}}})
+    assert main(["evaluate", "--config", str(ok), "--run-name", "ok"]) == 0
+    captured = capsys.readouterr()
+    assert "most common errors" not in captured.out and "FAILED" not in captured.err
+
+
+def test_unscored_dimensions_ignore_missing_text_and_need_one_scored_unit():
+    from surveyalign.evaluation.cli import _unscored_dimensions
+
+    preds = [{"dimension": "readability", "status": "api_error"}, {"dimension": "readability", "status": "scored"},
+             {"dimension": "structure", "status": "parse_failed"}, {"dimension": "structure", "status": "api_error"},
+             {"dimension": "structure", "status": "missing_text"}, {"dimension": "criticalness", "status": "missing_text"}]
+    assert _unscored_dimensions(preds) == {"structure": 2}
+
+
+def test_missing_dimension_error_lists_the_dimensions_that_have_units(dataset_dir, tmp_path):
+    import yaml
+
+    copy = tmp_path / "ds"
+    shutil.copytree(dataset_dir, copy)
+    # the test split of config "all" without the structure file (the dataset card's YAML header lists the files)
+    _, header, body = (copy / "README.md").read_text().split("---\n", 2)
+    card = yaml.safe_load(header)
+    (entry,) = [c for c in card["configs"] if c["config_name"] == "all"]
+    (test,) = [f for f in entry["data_files"] if f["split"] == "test"]
+    test["path"] = [x for x in test["path"] if "/structure/" not in x]
+    card.pop("dataset_info", None)  # its recorded split sizes would no longer match
+    (copy / "README.md").write_text("---\n" + yaml.safe_dump(card, sort_keys=False) + "---\n" + body)
+    with pytest.raises(ValueError, match=r"no units for dimension\(s\) structure; .*--dimensions "
+                                         r"readability,comprehensiveness,criticalness"):
+        run_evaluation(_config(copy, tmp_path / "runs"))

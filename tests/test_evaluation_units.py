@@ -201,6 +201,36 @@ def test_cli_flags_become_overrides(tmp_path):
     assert EvalConfig.from_yaml(_write(tmp_path, MINIMAL)).allow_training_mismatch is False
 
 
+def test_model_and_samples_overrides_rename_the_judge_and_its_run_folder(tmp_path):
+    """Finding: two runs with other --model (or --samples 1 of a K=5 config) were labelled and stored alike."""
+    from surveyalign.cli import build_parser
+    from surveyalign.evaluation.cli import _name_from_overrides
+
+    def resolved(yaml_text: str, *flags: str) -> EvalConfig:
+        args = build_parser().parse_args(["evaluate", "--config", str(_write(tmp_path, yaml_text)), *flags])
+        return _name_from_overrides(EvalConfig.from_yaml(args.config, overrides_from_args(args)), args)
+
+    server = "name: Qwen3-32B (zero-shot, server)\ndataset: d\nbackend:\n  kind: openai\n  options: {model: q}\n"
+    a = resolved(server, "--model", "Qwen/Qwen3-8B")
+    b = resolved(server, "--model", "Qwen/Qwen3-14B", "--samples", "1")
+    assert a.name == "Qwen3-32B (zero-shot, server) [model=Qwen/Qwen3-8B]"
+    assert b.name == "Qwen3-32B (zero-shot, server) [model=Qwen/Qwen3-14B, K=1]"
+    assert a.run_dir == Path("runs/eval/Qwen3-32B-zero-shot-server-model-Qwen-Qwen3-8B")
+    assert a.run_dir != b.run_dir != resolved(server).run_dir
+    assert resolved(server).name == "Qwen3-32B (zero-shot, server)"  # no override: unchanged
+    assert resolved(server, "--model", "x", "--name", "mine").name == "mine"  # --name wins
+
+    k5 = "name: SurveyAlign (LoRA, K=5)\nrun_name: sa-k5\nsamples_per_unit: 5\ndataset: d\nbackend:\n" \
+         "  kind: transformers\n  options: {model: q}\n"
+    one = resolved(k5, "--samples", "1")
+    assert one.name == "SurveyAlign (LoRA, K=1)" and one.samples_per_unit == 1
+    assert one.run_dir == Path("runs/eval/sa-k5-K-1")  # the YAML's run_name gets the suffix
+    adapter = tmp_path / "crit-dpo"
+    adapter.mkdir()
+    both = resolved(k5, "--adapter", str(adapter), "--samples", "3", "--run-name", "keep")
+    assert both.name == "SurveyAlign (LoRA, K=3) [adapter=crit-dpo]" and both.run_dir == Path("runs/eval/keep")
+
+
 def test_secret_options_are_redacted():
     cfg = EvalConfig.from_dict(json.loads(json.dumps({
         "name": "t", "dataset": "d",

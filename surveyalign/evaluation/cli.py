@@ -50,6 +50,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model name or folder (overrides `backend.options.model`)")
     p.add_argument("--adapter", help="PEFT adapter folder (overrides `backend.options.adapter`)")
     p.add_argument("--base-url", help="OpenAI-compatible API root (overrides `backend.options.base_url`)")
+    p.add_argument("--max-length", type=int, metavar="TOKENS",
+                   help="token budget of prompt + max_new_tokens; longer prompts get their survey body cut "
+                   "(overrides `max_length`; default: the adapter's training max_length, else no cut)")
+    p.add_argument("--tokenizer", metavar="DIR",
+                   help="tokenizer folder to count prompt tokens with (overrides `tokenizer`; needed to shorten "
+                   "prompts for API backends)")
     p.add_argument("--concurrency", type=int, help="calls in flight for async backends (overrides `concurrency`)")
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -96,6 +102,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "backend.options.adapter": args.adapter,
         "backend.options.base_url": args.base_url,
         "concurrency": args.concurrency,
+        "max_length": getattr(args, "max_length", None),
+        "tokenizer": getattr(args, "tokenizer", None),
         "resume": False if args.no_resume else None,
         "progress": False if args.no_progress else None,
         "allow_training_mismatch": True if getattr(args, "allow_training_mismatch", False) else None,
@@ -125,6 +133,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except (FileNotFoundError, EvalConfigError, ValueError) as err:
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 2
+    config = _name_from_overrides(config, args)
     from rich.console import Console
 
     # the leaderboard is wide: do not squeeze it to 80 columns when the output is a file or a pipe
@@ -134,4 +143,63 @@ def _evaluate(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, RuntimeError) as err:
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 1
-    return 0 if result.counts.get("total", 0) else 1
+    if not result.counts.get("total", 0):
+        return 1
+    unscored = _unscored_dimensions(result.predictions)
+    if unscored:
+        parts = ", ".join(f"{d} ({n} unit(s) with calls, all failed)" for d, n in unscored.items())
+        print(f"surveyalign evaluate: FAILED: no unit was scored in {parts}; the most common errors are listed "
+              f"above and in {result.run_dir / 'predictions.jsonl'} (`error`)", file=sys.stderr)
+        return 3
+    return 0
+
+
+def _unscored_dimensions(predictions: list[dict[str, Any]]) -> dict[str, int]:
+    """Dimensions that had units to call (status other than ``missing_text``) but none scored: {dim: n units}."""
+    called: dict[str, int] = {}
+    scored: set[str] = set()
+    for p in predictions:
+        if p["status"] == "missing_text":
+            continue
+        called[p["dimension"]] = called.get(p["dimension"], 0) + 1
+        if p["status"] == "scored":
+            scored.add(p["dimension"])
+    return {d: n for d, n in called.items() if d not in scored}
+
+
+def _name_from_overrides(config: Any, args: argparse.Namespace) -> Any:
+    """With ``--model``/``--adapter``/``--samples`` and no ``--name``, a judge name (and run folder) that says so.
+
+    ``"<config name> [model=X, K=1]"`` (a local folder shows as its last path part); the run folder follows:
+    ``run_name`` from the YAML gets the same suffix, otherwise the folder is the new name's slug. ``--run-name``
+    still wins. Without this, runs with other models or K were labelled and stored as the config's judge.
+    """
+    import re
+    from pathlib import Path
+
+    from surveyalign.evaluation.config import _slug
+
+    if getattr(args, "name", None):
+        return config
+    name = config.name
+    parts = []
+    for flag, label in (("model", "model"), ("adapter", "adapter")):
+        value = getattr(args, flag, None)
+        if value:
+            path = Path(value)
+            parts.append(f"{label}={path.name if path.exists() and path.name else value}")
+    samples = getattr(args, "samples", None)
+    k_in_name = re.compile(r"\bK\s*=\s*\d+")
+    k_named = bool(samples and k_in_name.search(name))
+    if samples:
+        if k_named:  # "X (LoRA, K=5)" run with --samples 1 -> "X (LoRA, K=1)"
+            name = k_in_name.sub(f"K={samples}", name)
+        parts.append(f"K={samples}")
+    if not parts:
+        return config
+    suffix = ", ".join(parts)
+    shown = [part for part in parts if not (part.startswith("K=") and k_named)]
+    update: dict[str, Any] = {"name": f"{name} [{', '.join(shown)}]" if shown else name}
+    if not getattr(args, "run_name", None) and config.run_name:
+        update["run_name"] = f"{config.run_name}-{_slug(suffix.replace(', ', '-'))}"
+    return config.model_copy(update=update)

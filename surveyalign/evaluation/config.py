@@ -178,6 +178,19 @@ class EvalConfig(_Strict):
     progress: bool = Field(True, description="show a progress bar with rate and ETA")
     bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for confidence intervals in metrics")
     rqs: RQSConfig | None = Field(None, description="optional reason-quality (consistency) stage")
+    max_length: int | None = Field(
+        None,
+        ge=2,
+        description="token budget of a judge call: prompt + generation.max_new_tokens. A longer prompt gets its "
+        "survey body cut at a token boundary (its end removed; the instruction never) by the training length rule "
+        "(surveyalign.training.fit_survey_text). Default: the adapter's training record `max_length` when it "
+        "has one, else no shortening",
+    )
+    tokenizer: str | None = Field(
+        None,
+        description="tokenizer folder used to count prompt tokens for `max_length` (default: the local backend's "
+        "own tokenizer; API backends are shortened only when this is set)",
+    )
     allow_training_mismatch: bool = Field(
         False,
         description="evaluate an adapter even when its training record (surveyalign_training.json) disagrees "

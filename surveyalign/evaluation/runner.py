@@ -119,6 +119,10 @@ class _Unit:
     dimension: str
     messages: list[dict[str, str]] | None  # None = missing text, no call
     prompt_hash: str | None
+    knowledge: str | None = None  # the knowledge block put before the survey (None: none)
+    prompt_tokens: int | None = None  # rendered prompt length, when a tokenizer counted it
+    shortened_tokens: int = 0  # survey tokens cut to fit max_length
+    too_long: str | None = None  # why no call is made: the prompt cannot fit (error text of the unit)
 
 
 @dataclass
@@ -195,6 +199,8 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
 
     # backends: one instance per distinct option set (per-dimension adapters)
     judges, judge_of_dim = _build_backends(config.backend, config.dimensions, backend, config.protocol)
+    # the training length rule: survey bodies cut so prompt + max_new_tokens fit max_length
+    prompt_length = _fit_prompts(config, units, judges, judge_of_dim, backend, console)
     rqs_cfg = config.rqs if (config.rqs is not None and config.rqs.enabled) else None
     rqs_judges: dict[str, Any] = {}
     if rqs_cfg is not None:
@@ -204,6 +210,7 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
                                  argv, started)
         run_config["training_records"] = training_records
         run_config["allow_training_mismatch"] = config.allow_training_mismatch
+        run_config["prompt_length"] = prompt_length
         _write_json(run_dir / "run_config.json", run_config)
 
         cache = CallCache.load(calls_path, fsync=config.fsync)
@@ -242,6 +249,8 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
     rqs_counts = _rqs_counts(predictions) if rqs_cfg is not None else {}
     metrics = _metrics(config, predictions, train_scores, rqs_cfg is not None)
     metrics.setdefault("harness", {"status_counts": counts, "calls": calls, "rqs_counts": rqs_counts})
+    if isinstance(metrics.get("harness"), dict):
+        metrics["harness"]["prompt_length"] = prompt_length
     _write_json(run_dir / "metrics.json", metrics)
 
     run_config["finished"] = _now()
@@ -251,7 +260,8 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
         run_config["rqs_counts"] = rqs_counts
     _write_json(run_dir / "run_config.json", _scrub(run_config))
 
-    _print_summary(console, config, metrics, predictions, counts, calls, rqs_counts, run_dir)
+    _print_summary(console, config, metrics, predictions, counts, calls, rqs_counts, run_dir,
+                   prompt_length=prompt_length)
     return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
 
 
@@ -282,7 +292,10 @@ def _load_units(config: EvalConfig) -> tuple[list[_Unit], dict[str, list[int]], 
     present = set(ds.unique("dimension")) if len(ds) else set()
     missing_dims = [d for d in config.dimensions if d not in present]
     if missing_dims and len(ds):
-        raise ValueError(f"{root} ({config.split}): no units for dimension(s) {', '.join(missing_dims)}")
+        have = [d for d in config.dimensions if d in present] or sorted(present)
+        raise ValueError(f"{root} ({config.split}): no units for dimension(s) {', '.join(missing_dims)}; "
+                         f"evaluate the dimensions that have units with --dimensions {','.join(have)} "
+                         f"(config key: dimensions)")
     has_knowledge = "knowledge" in ds.column_names
 
     by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
@@ -307,7 +320,8 @@ def _load_units(config: EvalConfig) -> tuple[list[_Unit], dict[str, list[int]], 
                 dim, text, protocol=config.protocol, knowledge=knowledge or None, title=row.get("title") or None
             )
             messages = prompt.messages()
-            units.append(_Unit(row=row, dimension=dim, messages=messages, prompt_hash=stable_hash(messages)))
+            units.append(_Unit(row=row, dimension=dim, messages=messages, prompt_hash=stable_hash(messages),
+                               knowledge=knowledge or None))
 
     train_scores: dict[str, list[int]] = {}
     try:
@@ -543,6 +557,142 @@ def _native_async(backend: Any) -> bool:
     return own is not None and own is not getattr(Backend, "agenerate", None)
 
 
+# ---------------------------------------------------------------------------------------------- prompt length
+
+#: Start of the error text of a unit whose prompt cannot fit the model context (no call is made for it).
+PROMPT_TOO_LONG = "prompt too long for the model context"
+
+
+def _max_length_for(config: EvalConfig, dimension: str, given: Any | None) -> tuple[int | None, str | None]:
+    """The token budget (prompt + max_new_tokens) of ``dimension`` and where it comes from.
+
+    ``config.max_length`` when set, else the ``max_length`` of the adapter's training record (top level or
+    under ``hyperparameters``), else ``(None, None)``: no shortening.
+    """
+    if config.max_length is not None:
+        return config.max_length, "config"
+    adapter = _adapter_for(config, dimension, given)
+    record = _read_record(adapter) if adapter else None
+    if record:
+        value = record.get("max_length")
+        if value is None and isinstance(record.get("hyperparameters"), dict):
+            value = record["hyperparameters"].get("max_length")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, f"training record of {adapter}"
+    return None, None
+
+
+def _context_length(backend: Any) -> int | None:
+    """The model context (tokens) of a local backend: ``max_positions`` (transformers) or vLLM's
+    ``max_model_len``; ``None`` when unknown (API backends)."""
+    for getter in (lambda b: b.max_positions, lambda b: b.max_model_len,
+                   lambda b: b.llm.llm_engine.model_config.max_model_len):
+        try:
+            value = getter(backend)
+        except Exception:  # noqa: BLE001, S112 - attribute absent or engine internals differ
+            continue
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _fit_prompts(config: EvalConfig, units: list[_Unit], judges: dict[str, Any], judge_of_dim: dict[Any, str],
+                 given: Any | None, console: Any) -> dict[str, Any]:
+    """Cut survey bodies so that prompt + ``generation.max_new_tokens`` fit the token budget (SurveyAlign App. D).
+
+    The same length rule as training (:func:`surveyalign.training.fit_survey_text`): the end of the survey body is
+    removed at a token boundary; the instruction and the knowledge block are never cut. Tokens are counted on the
+    prompt rendered with the chat template (``enable_thinking`` as configured), by ``config.tokenizer`` when set,
+    else the local backend's own tokenizer (API backends without ``tokenizer``: no counting, no shortening).
+    A unit whose prompt still does not fit (the instruction alone exceeds the budget, or prompt +
+    ``max_new_tokens`` exceeds a known model context) gets ``too_long`` set and no call.
+
+    Units are changed in place (``messages``, ``prompt_hash``, ``prompt_tokens``, ``shortened_tokens``,
+    ``too_long``).
+
+    Returns:
+        ``{"max_new_tokens": int, "per_dimension": {dim: {"max_length", "max_length_source", "tokenizer",
+        "model_context", "n_counted", "n_shortened", "removed_tokens", "n_too_long", "longest_prompt"}},
+        "n_shortened": int, "n_too_long": int}`` for ``run_config.json`` and ``metrics.json`` (``harness``).
+
+    Raises:
+        ValueError: ``config.tokenizer`` cannot be loaded.
+    """
+    from surveyalign.prompts import build_judge_prompt, render_chat
+    from surveyalign.training import fit_survey_text
+
+    max_new = config.generation.max_new_tokens
+    thinking = config.generation.enable_thinking
+    shared_tok = None
+    if config.tokenizer:
+        from transformers import AutoTokenizer
+
+        try:
+            shared_tok = AutoTokenizer.from_pretrained(config.tokenizer)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"tokenizer {config.tokenizer!r} (config key: tokenizer) cannot be loaded: {err}") from None
+
+    per_dim: dict[str, Any] = {}
+    for dim in config.dimensions:
+        judge = judges[judge_of_dim[dim]]
+        budget, source = _max_length_for(config, dim, given)
+        tok = shared_tok if shared_tok is not None else getattr(judge, "tokenizer", None)
+        tok_name = config.tokenizer or (getattr(judge, "tokenizer_path", None) or getattr(judge, "model_path", None)
+                                        if tok is not None else None)
+        context = _context_length(judge)
+        entry = per_dim[dim] = {"max_length": budget, "max_length_source": source, "tokenizer": tok_name,
+                                "model_context": context, "n_counted": 0, "n_shortened": 0, "removed_tokens": 0,
+                                "n_too_long": 0, "longest_prompt": 0}
+        if tok is None:
+            if budget is not None:
+                console.print(f"[yellow]{dim}: max_length={budget} is not applied: no tokenizer to count prompt "
+                              "tokens with (API backend); set `tokenizer: FOLDER` (CLI: --tokenizer)[/]")
+            continue
+        limit = None if budget is None else budget - max_new
+        for unit in units:
+            if unit.dimension != dim or unit.messages is None:
+                continue
+
+            def build(text: str, unit: _Unit = unit, dim: str = dim) -> list[dict[str, str]]:
+                return build_judge_prompt(dim, text, protocol=config.protocol, knowledge=unit.knowledge,
+                                          title=unit.row.get("title") or None).messages()
+
+            def count(text: str, build: Callable = build, tok: Any = tok) -> int:
+                rendered = render_chat(tok, build(text), enable_thinking=thinking)
+                return len(tok(rendered, add_special_tokens=False)["input_ids"])
+
+            text = unit.row.get("text") or ""
+            if limit is not None and limit <= 0:
+                unit.too_long = (f"{PROMPT_TOO_LONG}: max_length={budget} leaves no room for a prompt with "
+                                 f"max_new_tokens={max_new}")
+            else:
+                try:
+                    text, n_tokens, removed = fit_survey_text(text, count, limit, tok)
+                except ValueError:
+                    unit.too_long = (f"{PROMPT_TOO_LONG}: the prompt needs {count('')} tokens with an empty survey "
+                                     f"body, more than max_length={budget} - max_new_tokens={max_new}")
+                else:
+                    unit.prompt_tokens, unit.shortened_tokens = n_tokens, removed
+                    entry["n_counted"] += 1
+                    entry["longest_prompt"] = max(entry["longest_prompt"], n_tokens)
+                    if removed:
+                        entry["n_shortened"] += 1
+                        entry["removed_tokens"] += removed
+                        unit.messages = build(text)
+                        unit.prompt_hash = stable_hash(unit.messages)
+                    if context is not None and n_tokens + max_new > context:
+                        cut = (f" after cutting {removed} survey tokens to max_length={budget}" if removed
+                               else f"; set max_length (CLI: --max-length) to at most {context} to shorten the "
+                               "survey body")
+                        unit.too_long = (f"{PROMPT_TOO_LONG}: {n_tokens} prompt tokens + max_new_tokens={max_new} "
+                                         f"exceed the context of {context}{cut}")
+            if unit.too_long:
+                entry["n_too_long"] += 1
+    return {"max_new_tokens": max_new, "per_dimension": per_dim,
+            "n_shortened": sum(e["n_shortened"] for e in per_dim.values()),
+            "n_too_long": sum(e["n_too_long"] for e in per_dim.values())}
+
+
 # ---------------------------------------------------------------------------------------------- jobs
 
 
@@ -552,7 +702,7 @@ def _judge_jobs(config, units, judge_of_dim, identities, cache) -> tuple[list[_J
     jobs: list[_Job] = []
     cached = 0
     for unit in units:
-        if unit.messages is None:
+        if unit.messages is None or unit.too_long:
             continue
         group = judge_of_dim[unit.dimension]
         for k in range(config.samples_per_unit):
@@ -778,7 +928,14 @@ def _assemble(config, units, cache, judge_of_dim, identities) -> list[dict[str, 
         }
         if unit.messages is None:
             out.append({**base, "prediction": None, "status": "missing_text", "rationale": "",
-                        "error": "empty survey text: no call made", "samples": [], "consistency": None})
+                        "error": "empty survey text: no call made", "samples": [], "consistency": None,
+                        "prompt_tokens": None, "shortened_tokens": 0})
+            continue
+        base["prompt_tokens"] = unit.prompt_tokens
+        base["shortened_tokens"] = unit.shortened_tokens
+        if unit.too_long:
+            out.append({**base, "prediction": None, "status": "api_error", "rationale": "",
+                        "error": f"{unit.too_long} (no call made)", "samples": [], "consistency": None})
             continue
         identity = identities[judge_of_dim[unit.dimension]]
         views = []
@@ -855,7 +1012,8 @@ def _metrics(config, predictions, train_scores, consistency_available: bool) -> 
                                  seed=config.generation.seed)
 
 
-def _print_summary(console, config, metrics, predictions, counts, calls, rqs_counts, run_dir) -> None:
+def _print_summary(console, config, metrics, predictions, counts, calls, rqs_counts, run_dir, *,
+                   prompt_length: dict[str, Any] | None = None) -> None:
     from rich.table import Table
 
     try:
@@ -885,7 +1043,52 @@ def _print_summary(console, config, metrics, predictions, counts, calls, rqs_cou
         line += (f"; RQS: {rqs_counts['scored']}/{rqs_counts['eligible']} rated, "
                  f"{rqs_counts['parse_failed']} parse_failed, {rqs_counts['api_error']} api_error")
     console.print(line)
+    for note in _length_notes(prompt_length or {}):
+        console.print(note, markup=False)
+    for note in _error_notes(predictions):
+        console.print(note, markup=False)
     console.print(f"run folder: {run_dir}")
+
+
+def _length_notes(prompt_length: dict[str, Any]) -> list[str]:
+    """Summary lines on shortened and too-long prompts (per dimension), from :func:`_fit_prompts`'s report."""
+    per_dim = prompt_length.get("per_dimension") or {}
+    notes: list[str] = []
+    shortened = {d: e for d, e in per_dim.items() if e.get("n_shortened")}
+    if shortened:
+        parts = ", ".join(f"{d} {e['n_shortened']}/{e['n_counted']} (max_length={e['max_length']}, "
+                          f"{e['removed_tokens']} tokens cut)" for d, e in shortened.items())
+        notes.append(f"shortened survey body (prompt + max_new_tokens={prompt_length.get('max_new_tokens')} fitted "
+                     f"to max_length): {parts}")
+    too_long = {d: e["n_too_long"] for d, e in per_dim.items() if e.get("n_too_long")}
+    if too_long:
+        notes.append(f"{sum(too_long.values())} unit(s) with a prompt too long to fit (model context or max_length) "
+                     f"even with the survey body shortened, no call made (api_error): "
+                     + ", ".join(f"{d} {n}" for d, n in too_long.items())
+                     + "; the error texts below say why (max_length, CLI --max-length, sets the token budget)")
+    return notes
+
+
+def _error_notes(predictions: list[dict[str, Any]], top: int = 3) -> list[str]:
+    """The ``top`` most common error texts of the units that failed (api_error / parse_failed), with counts.
+
+    Texts that differ only in their numbers (token counts, ports) are counted together; the first one is shown.
+    """
+    failed = [p for p in predictions if p["status"] in ("api_error", "parse_failed")]
+    if not failed:
+        return []
+    groups: Counter[str] = Counter()
+    shown: dict[str, str] = {}
+    for p in failed:
+        text = f"{p['status']}: {p.get('error') or 'no error text'}"
+        key = re.sub(r"\d+", "N", text)
+        groups[key] += 1
+        shown.setdefault(key, text if len(text) <= 300 else text[:297] + "...")
+    lines = [f"most common errors of the {len(failed)} failed unit(s):"]
+    lines += [f"  {n} x {shown[key]}" for key, n in groups.most_common(top)]
+    if len(groups) > top:
+        lines.append(f"  ... and {len(groups) - top} other error text(s) (see predictions.jsonl `error`)")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------- provenance
