@@ -515,6 +515,38 @@ def test_long_survey_is_shortened_to_max_length_or_reported_too_long(tiny_model_
     assert "shortened survey body" in printed and "readability 1/1 (max_length=600" in printed
 
 
+def test_served_model_overflow_is_explained_and_a_tokenizer_lets_api_judges_shorten(tiny_model_dir,
+                                                                                   long_survey_dataset, tmp_path):
+    """The user's case: a local model behind `surveyalign serve`; the over-long survey fails at the server with a
+    hint to set max_length + tokenizer, and with them the API judge's prompt is cut to fit."""
+    from rich.console import Console
+
+    from surveyalign.backends.server import serve_in_thread
+
+    dataset, _ = long_survey_dataset
+    console = Console(width=250, record=True)
+    with serve_in_thread(model=str(tiny_model_dir), device="cpu") as server:
+        def cfg(name, **fields):
+            return _config(dataset, tmp_path, run_name=name, dimensions=["readability"], limit=1,
+                           generation={"max_new_tokens": 4}, backend={"kind": "openai", "options": {
+                               "base_url": server.base_url, "model": server.model, "api_key_env": None,
+                               "max_retries": 0}}, **fields)
+
+        failed = run_evaluation(cfg("whole"), console=console)
+        (pred,) = failed.predictions
+        assert pred["status"] == "api_error" and "exceeds the model context of 32768" in pred["error"]
+        assert pred["prompt_tokens"] is None  # no tokenizer: nothing counted
+        printed = console.export_text()
+        assert "1 call(s) failed on the prompt length at the server: set `max_length`" in printed
+        assert "most common errors of the 1 failed unit(s):" in printed
+
+        fitted = run_evaluation(cfg("fitted", max_length=600, tokenizer=str(tiny_model_dir)), console=console)
+    (pred,) = fitted.predictions
+    assert pred["status"] != "api_error" and 400 < pred["prompt_tokens"] <= 596 and pred["shortened_tokens"] > 0
+    entry = fitted.metrics["harness"]["prompt_length"]["per_dimension"]["readability"]
+    assert entry["tokenizer"] == str(tiny_model_dir) and entry["model_context"] is None and entry["n_shortened"] == 1
+
+
 def test_max_length_defaults_to_the_adapters_training_record(tiny_model_dir, long_survey_dataset, tmp_path):
     import torch
     from peft import LoraConfig, get_peft_model

@@ -1047,6 +1047,14 @@ def _print_summary(console, config, metrics, predictions, counts, calls, rqs_cou
         console.print(note, markup=False)
     for note in _error_notes(predictions):
         console.print(note, markup=False)
+    overflow = re.compile(r"context|too long|maximum .*length", re.IGNORECASE)
+    n_overflow = sum(1 for p in predictions if p["status"] == "api_error" and p.get("shortened_tokens", 0) == 0
+                     and not str(p.get("error") or "").startswith(PROMPT_TOO_LONG)
+                     and overflow.search(str(p.get("error") or "")))
+    if n_overflow:
+        console.print(f"{n_overflow} call(s) failed on the prompt length at the server: set `max_length` (CLI "
+                      "--max-length) and, for API judges, `tokenizer` (CLI --tokenizer DIR: the served model's "
+                      "tokenizer) so survey bodies are cut to fit", markup=False)
     console.print(f"run folder: {run_dir}")
 
 
