@@ -3,7 +3,10 @@
 ``run_evaluation(config)`` does, in order:
 
 1. read the dataset split (contract 1) and build one judge prompt per unit with the shared prompt builder
-   (contract 2); a unit with an empty survey text gets status ``missing_text`` and no call;
+   (contract 2); a unit with an empty survey text gets status ``missing_text`` and no call; with a token budget
+   (``max_length``, default: the adapter's training ``max_length``) the survey body is cut by the training length
+   rule so prompt + ``max_new_tokens`` fit, and a prompt that cannot fit the budget or the model context gets
+   status ``api_error`` ("prompt too long ...") and no call;
 2. for every unit and sample k < K, look the call up in ``RUN_DIR/calls.jsonl`` by its key (unit, dimension,
    k, prompt hash, backend identity, generation settings) and run only the missing calls, concurrently for
    async backends (the API client keeps ``concurrency`` requests in flight) and in batches for local ones,
