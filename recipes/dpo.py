@@ -67,7 +67,8 @@ def main(script_args, training_args, model_args) -> dict:
         rewards), ``adapter``...).
 
     Raises:
-        ValueError: when ``pairs_path`` or the base model is missing, no pair is usable, a pair's dimension,
+        ValueError: when ``pairs_path`` or the base model is missing, no pair is usable (the message counts the
+            file's paired / no_pair records), ``eval_pairs_path`` holds no pair, a pair's dimension,
             protocol or thinking switch disagrees with the SFT adapter, or a pair exceeds ``max_length``.
         RuntimeError: when TRL dropped pairs, the reference is not the frozen SFT adapter, or the saved adapter
             is empty.
@@ -116,8 +117,13 @@ def main(script_args, training_args, model_args) -> dict:
     pairs = [r for r in all_records if r["status"] == "paired"]
     if script_args.max_train_samples is not None:
         pairs = pairs[: script_args.max_train_samples]
-    if not pairs:
-        raise ValueError(f"{script_args.pairs_path}: no pair to train on ({len(all_records)} units, none paired)")
+    if not pairs:  # fail before TRL does (a bare StopIteration on an empty dataset)
+        statuses = Counter(r["status"] for r in all_records)
+        limit = (f", max_train_samples={script_args.max_train_samples}"
+                 if script_args.max_train_samples is not None else "")
+        raise ValueError(f"no DPO pairs for {script_args.dimension} in {script_args.pairs_path} "
+                         f"({len(all_records)} records: {statuses['paired']} paired, {statuses['no_pair']} "
+                         f"no_pair{limit}); see the no_pair records' reason and samples")
     for number, pair in enumerate(pairs, 1):
         if pair["dimension"] != script_args.dimension:
             raise ValueError(f"{script_args.pairs_path}: pair {number} ({pair['unit_id']}) has dimension "
@@ -153,6 +159,11 @@ def main(script_args, training_args, model_args) -> dict:
     eval_dataset = None
     if script_args.eval_pairs_path and training_args.eval_strategy != "no":
         eval_pairs = read_pairs(script_args.eval_pairs_path)
+        if not eval_pairs:  # an error, not a silent run without evaluation (as in recipes/sft.py)
+            total = len(read_pairs(script_args.eval_pairs_path, paired_only=False))
+            raise ValueError(f"no evaluation pairs in {script_args.eval_pairs_path} ({total} records, none "
+                             "paired); pass --eval_strategy no or drop --eval_pairs_path to train without "
+                             "evaluation")
         eval_dataset = Dataset.from_list([{c: p[c] for c in columns} for p in eval_pairs])
 
     # Policy: the SFT adapter, trainable (TRL copies it as the frozen reference, checked below), or a fresh
@@ -282,7 +293,7 @@ def make_parser():
     """
     from surveyalign.training import make_dpo_parser
 
-    return make_dpo_parser(prog="recipes/dpo.py")
+    return make_dpo_parser(prog="recipes/dpo.py", description=__doc__)
 
 
 if __name__ == "__main__":

@@ -194,7 +194,7 @@ def make_parser():
     """
     from surveyalign.training import make_sft_parser
 
-    return make_sft_parser(prog="recipes/sft.py")
+    return make_sft_parser(prog="recipes/sft.py", description=__doc__)
 
 
 if __name__ == "__main__":

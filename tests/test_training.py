@@ -341,7 +341,9 @@ def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny
     assert f"base_model: {tiny_model_dir}" in card and record["data_hash"] in card
     assert f"data version: {version}" in card
     shortened = "shortened the survey body of 16/16 training examples"
-    assert shortened in (sft_adapter.parent / "sft.log").read_text()
+    log_text = (sft_adapter.parent / "sft.log").read_text()
+    assert shortened in log_text
+    assert log_text.count("shortened the survey body") == 2  # once per split: train, then validation
 
 
 def test_dataset_version_reads_the_build_report(dataset_dir, tmp_path):
@@ -400,6 +402,7 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
     again = make_dpo_pairs(str(dataset_dir), str(sft_adapter), pairs_file, k=2, limit=6, sampler=sampler,
                            max_new_tokens=64, max_length=2048)
     assert (again.n_skipped_existing, again.n_paired) == (6, 0)  # resumed: nothing sampled twice
+    assert (again.n_paired_in_file, again.origins_in_file) == (6, {"sft_sample": 6})
 
     out = tmp_path / "dpo"
     run_recipe([*ACCELERATE_1, "recipes/dpo.py", "--config", "configs/dpo/tiny-criticalness.yaml",
@@ -480,6 +483,16 @@ def test_push_to_hub_is_wired_to_the_hub_client(tmp_path, monkeypatch):
         push_adapter_to_hub(tmp_path, "someone/surveyalign-readability")
 
 
+def _recipe(kind: str):
+    """Import recipes/<kind>.py as a module (the recipes are scripts, not package modules)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_recipe_{kind}", REPO / "recipes" / f"{kind}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("kind", ["sft", "dpo"])
 def test_recipe_help_renders_with_our_fields(kind):
     from surveyalign.training import make_dpo_parser, make_sft_parser
@@ -489,3 +502,115 @@ def test_recipe_help_renders_with_our_fields(kind):
         ("--pairs_path", "--sft_adapter", "--beta")
     for flag in (*ours, "--max_length", "--lora_r", "--dimension"):
         assert flag in text, flag
+
+
+@pytest.mark.parametrize("kind", ["sft", "dpo"])
+def test_recipe_help_starts_with_the_docstring_usage_and_lists_config(kind):
+    recipe = _recipe(kind)
+    parser = recipe.make_parser()
+    text = parser.format_help()
+    assert text.startswith(f"usage: recipes/{kind}.py --config YAML [--FIELD VALUE ...]\n\n")
+    tiny = f"accelerate launch --num_processes 1 recipes/{kind}.py --config configs/{kind}/tiny-"
+    assert tiny in text and "```" not in text
+    assert "\\\n    --model_name_or_path .cache/tiny-qwen3" in text  # the docstring's continued command lines
+    first_ours = "--dataset_path" if kind == "sft" else "--pairs_path"
+    assert text.index("--config YAML ") < text.index(first_ours) < text.index("--learning_rate")
+    # --config is only for the help: parsing still gives the three dataclasses, the YAML under the flags
+    parsed = parser.parse_args_and_config(["--config", f"configs/{kind}/tiny-criticalness.yaml", "--max_steps", "7"])
+    assert len(parsed) == 3 and parsed[1].max_steps == 7 and parsed[0].dimension == "criticalness"
+
+
+def _without_text(dataset_dir: Path, out: Path, split: str) -> Path:
+    """A copy of the dataset folder whose criticalness ``split`` has an empty survey text in every row."""
+    import shutil
+
+    from surveyalign.data import load_surveyreview
+
+    shutil.copytree(dataset_dir, out, copy_function=shutil.copy)  # new mtimes: the datasets cache key for local files
+    rows = load_surveyreview(dataset_dir, "criticalness", split=split).map(lambda row: {"text": " \n"})
+    rows.to_parquet(str(out / "data" / "criticalness" / f"{split}.parquet"))
+    return out
+
+
+@pytest.mark.parametrize(("split", "limit", "message"), [
+    ("train", ["--max_train_samples", "1"],
+     "no training examples for criticalness in {dir} (train split: 1 unit, 1 without survey text)"),
+    ("validation", ["--max_eval_samples", "2"],
+     ("no evaluation examples for criticalness in {dir} (validation split: 2 units, 2 without survey text); pass "
+      "--eval_strategy no --load_best_model_at_end false")),
+])
+def test_sft_recipe_fails_early_without_examples(tiny_model_dir, dataset_dir, tmp_path, split, limit, message):
+    folder = _without_text(dataset_dir, tmp_path / f"surveyreview-no-{split}-text", split)
+    recipe = _recipe("sft")
+    args = recipe.make_parser().parse_args_and_config([
+        "--config", "configs/sft/tiny-criticalness.yaml", "--model_name_or_path", str(tiny_model_dir),
+        "--dataset_path", str(folder), "--output_dir", str(tmp_path / "out"), *limit])
+    with pytest.raises(ValueError) as caught:
+        recipe.main(*args)
+    assert str(caught.value).startswith(message.format(dir=folder))
+    assert not (tmp_path / "out").exists()  # nothing was trained
+
+
+def test_dpo_recipe_fails_early_without_pairs(tiny_model_dir, tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"status": "no_pair", "unit_id": f"u{i}"}) + "\n" for i in range(2)))
+    recipe = _recipe("dpo")
+    args = recipe.make_parser().parse_args_and_config([
+        "--config", "configs/dpo/tiny-criticalness.yaml", "--model_name_or_path", str(tiny_model_dir),
+        "--pairs_path", str(pairs), "--output_dir", str(tmp_path / "out")])
+    with pytest.raises(ValueError, match=r"^no DPO pairs for criticalness in .*pairs.jsonl \(2 records: 0 paired, "
+                                         r"2 no_pair, max_train_samples=8\)"):
+        recipe.main(*args)
+
+
+@pytest.fixture()
+def recorded_adapter(tmp_path, tiny_model_dir) -> Path:
+    """An adapter folder holding only the training record (make_dpo_pairs reads its settings from it)."""
+    adapter = tmp_path / "crit-adapter"
+    adapter.mkdir()
+    (adapter / "surveyalign_training.json").write_text(json.dumps(
+        {"dimension": "criticalness", "protocol": "v1.0", "enable_thinking": False, "use_knowledge": True,
+         "base_model": str(tiny_model_dir)}))
+    return adapter
+
+
+def test_no_pair_records_keep_sample_texts_and_the_summary_counts_the_file(recorded_adapter, dataset_dir, tmp_path):
+    from surveyalign.backends import load_backend
+    from surveyalign.training import make_dpo_pairs, read_pairs
+
+    rambling = "I think this survey is " + "quite long " * 40  # 463 characters, no score
+    sampler = load_backend("scripted", replies=lambda m, s, i: rambling if i == 0 else "Fine.$$$7$$$")
+    out = tmp_path / "pairs.jsonl"
+    first = make_dpo_pairs(str(dataset_dir), str(recorded_adapter), out, k=2, limit=2, max_new_tokens=64,
+                           max_length=2048, sampler=sampler)
+    second = make_dpo_pairs(str(dataset_dir), str(recorded_adapter), out, k=2, limit=3, max_new_tokens=64,
+                            max_length=2048, sampler=sampler)
+    assert (first.n_no_pair, first.n_no_pair_in_file) == (2, 2)
+    assert (second.n_no_pair, second.n_skipped_existing, second.n_no_pair_in_file, second.n_paired_in_file) == \
+        (1, 2, 3, 0)
+    assert second.describe().splitlines() == [
+        "this run: 0 paired, 1 no_pair, 2 already in the file, 0 without survey text (of 3 units)",
+        f"in {out}: 0 paired, 3 no_pair"]
+    records = read_pairs(out, paired_only=False)
+    assert [r["status"] for r in records] == ["no_pair"] * 3
+    for record in records:
+        assert "(2 of 2 unparseable or failed; see sft_samples" in record["reason"]
+        kept, invalid = record["sft_samples"]
+        assert kept["text"] == rambling[:300] and kept["text_chars"] == len(rambling) == 463
+        assert kept["score"] is None and kept["error"] and kept["finish_reason"] == "stop"
+        assert invalid["text"] == "Fine.$$$7$$$" and invalid["score"] is None and invalid["error"]
+        assert record["zero_shot_samples"] is None
+
+
+def test_dpo_pairs_setting_mismatch_is_a_one_line_error(recorded_adapter, dataset_dir, tmp_path, capsys):
+    from surveyalign.cli import main
+
+    code = main(["train", "dpo-pairs", "--adapter", str(recorded_adapter), "--dataset", str(dataset_dir),
+                 "--out", str(tmp_path / "p.jsonl"), "--dimension", "Readability"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines()[0] == (
+        f"surveyalign train: error: ValueError: --dimension readability differs from the 'criticalness' the "
+        f"adapter {recorded_adapter} was trained with (surveyalign_training.json); pairs must use the SFT setting: "
+        "drop --dimension or give an adapter trained with it")
+    assert not (tmp_path / "p.jsonl").exists()

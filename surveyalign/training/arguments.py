@@ -9,6 +9,7 @@ re-declared here. SurveyReview App. D / SurveyAlign §5.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,32 +121,71 @@ class DPOScriptArguments:
         self.dimension = _check_dimension(self.dimension)
 
 
-def make_sft_parser(prog: str | None = None):
+_RECIPE_EPILOG = """\
+Every option above is also a key of the YAML given with --config; options on the command line override it.
+The option list is TRL's and transformers' (SFTConfig/DPOConfig, ModelConfig) plus ours (dataset, dimension,
+protocol, ...); `surveyalign train {sft,dpo} --config YAML` launches a recipe with accelerate."""
+
+
+def _recipe_parser(dataclass_types: tuple, prog: str | None, description: str | None):
+    """A ``TrlParser`` whose help starts with the recipe's usage examples and lists ``--config`` first.
+
+    ``--config`` is read (and removed from the arguments) by ``TrlParser.parse_args_and_config`` itself; it is
+    declared here only for ``--help``, with a suppressed default so it never reaches the dataclasses.
+    """
+    import argparse
+
+    from trl import TrlParser
+
+    class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+        pass
+
+    text = None
+    if description:  # the recipe's module docstring, without the markdown code fences
+        lines = [line for line in description.strip().splitlines() if not line.startswith("```")]
+        # a `\`-newline in a (non-raw) docstring joins a shell command's lines: break them again for display
+        text = "\n".join(re.sub(r" {3,}(?=--)", " \\\n    ", line) for line in lines)
+    parser = TrlParser(dataclass_types, prog=prog, description=text, epilog=_RECIPE_EPILOG,
+                       formatter_class=_Formatter, usage="%(prog)s --config YAML [--FIELD VALUE ...]")
+    action = parser.add_argument(
+        "--config", metavar="YAML", default=argparse.SUPPRESS,
+        help="recipe YAML (configs/sft/*.yaml or configs/dpo/*.yaml) whose keys are the options below",
+    )
+    group = parser._optionals._group_actions  # list --config right after -h/--help, before TRL's long list
+    group.remove(action)
+    group.insert(1, action)
+    return parser
+
+
+def make_sft_parser(prog: str | None = None, description: str | None = None):
     """Return the ``TrlParser`` of ``recipes/sft.py`` over (SFTScriptArguments, SFTConfig, ModelConfig).
 
     Args:
         prog: program name shown in ``--help``.
+        description: text shown at the top of ``--help`` (the recipe passes its module docstring: usage
+            examples), markdown code fences removed.
 
     Returns:
         ``trl.TrlParser``; ``parse_args_and_config()`` returns the three dataclass instances in that order.
     """
-    from trl import ModelConfig, SFTConfig, TrlParser
+    from trl import ModelConfig, SFTConfig
 
-    return TrlParser((SFTScriptArguments, SFTConfig, ModelConfig), prog=prog)
+    return _recipe_parser((SFTScriptArguments, SFTConfig, ModelConfig), prog, description)
 
 
-def make_dpo_parser(prog: str | None = None):
+def make_dpo_parser(prog: str | None = None, description: str | None = None):
     """Return the ``TrlParser`` of ``recipes/dpo.py`` over (DPOScriptArguments, DPOConfig, ModelConfig).
 
     Args:
         prog: program name shown in ``--help``.
+        description: text shown at the top of ``--help`` (the recipe's module docstring), code fences removed.
 
     Returns:
         ``trl.TrlParser``; ``parse_args_and_config()`` returns the three dataclass instances in that order.
     """
-    from trl import DPOConfig, ModelConfig, TrlParser
+    from trl import DPOConfig, ModelConfig
 
-    return TrlParser((DPOScriptArguments, DPOConfig, ModelConfig), prog=prog)
+    return _recipe_parser((DPOScriptArguments, DPOConfig, ModelConfig), prog, description)
 
 
 def recipe_kind(path: str | os.PathLike) -> str:

@@ -68,6 +68,7 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, device=args.device,
     )
     print(json.dumps(summary.to_dict(), indent=2))
+    print(summary.describe(), flush=True)
     return 0
 
 

@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 #: ``origin`` values of a made pair.
 ORIGIN_SFT = "sft_sample"
 ORIGIN_ZERO_SHOT = "zero_shot_sample"
+#: Characters of each sampled answer kept in a record (``sft_samples``/``zero_shot_samples``) for debugging.
+SAMPLE_TEXT_CHARS = 300
 
 
 @dataclass
@@ -40,6 +42,9 @@ class PairsSummary:
         n_no_pair: units recorded without a pair in this run.
         n_missing_text: units left out because their survey text is empty.
         origins: origin -> number of pairs made in this run.
+        n_paired_in_file, n_no_pair_in_file: records of each status in ``out`` after this run (earlier runs
+            included).
+        origins_in_file: origin -> pairs in ``out`` after this run.
     """
 
     out: str
@@ -49,10 +54,43 @@ class PairsSummary:
     n_no_pair: int = 0
     n_missing_text: int = 0
     origins: dict[str, int] = field(default_factory=dict)
+    n_paired_in_file: int = 0
+    n_no_pair_in_file: int = 0
+    origins_in_file: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable copy."""
         return dict(self.__dict__)
+
+    def describe(self) -> str:
+        """Two lines: what this run added, and what the file holds now (earlier runs included)."""
+        run = (f"this run: {self.n_paired} paired, {self.n_no_pair} no_pair, {self.n_skipped_existing} already in "
+               f"the file, {self.n_missing_text} without survey text (of {self.n_units} units)")
+        if self.origins:
+            run += f"; origins {self.origins}"
+        held = f"in {self.out}: {self.n_paired_in_file} paired, {self.n_no_pair_in_file} no_pair"
+        if self.origins_in_file:
+            held += f"; origins {self.origins_in_file}"
+        return f"{run}\n{held}"
+
+
+def _sample_records(samples: Sequence[Any], protocol: str) -> list[dict[str, Any]]:
+    """What a record keeps of each sampled answer: parsed score, why it failed, and the start of its text."""
+    from surveyalign.prompts import parse_judgement
+
+    kept = []
+    for sample in samples:
+        text = getattr(sample, "text", "") or ""
+        failure = getattr(sample, "error", None)
+        parsed = None if failure else parse_judgement(text, protocol=protocol)
+        kept.append({
+            "score": parsed.score if parsed else None,
+            "error": failure or (parsed.error if parsed else None),  # request failure or parse error
+            "finish_reason": getattr(sample, "finish_reason", None),
+            "text": text[:SAMPLE_TEXT_CHARS],
+            "text_chars": len(text),  # the full length; text keeps the first SAMPLE_TEXT_CHARS characters
+        })
+    return kept
 
 
 def choose_rejected(samples: Sequence[Any], gold: int, protocol: str) -> tuple[int | None, list[int | None]]:
@@ -174,6 +212,7 @@ def make_dpo_pairs(
         ValueError: when explicit settings disagree with the adapter's training record, or k < 1.
     """
     from surveyalign.backends import GenerationSettings
+    from surveyalign.constants import normalise_dimension
     from surveyalign.data import load_surveyreview
     from surveyalign.prompts import build_sft_example
     from surveyalign.training.adapter import TRAINING_RECORD
@@ -183,10 +222,13 @@ def make_dpo_pairs(
         raise ValueError(f"k must be >= 1, got {k}")
     record_path = Path(adapter) / TRAINING_RECORD
     trained = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    dimension = normalise_dimension(dimension) if dimension is not None else None
     for name, given in (("dimension", dimension), ("protocol", protocol), ("enable_thinking", enable_thinking)):
         if given is not None and name in trained and trained[name] != given:
-            raise ValueError(f"{name}={given!r} differs from the adapter's training value {trained[name]!r} "
-                             f"({record_path}); pairs must use the SFT setting")
+            shown = str(given).lower() if isinstance(given, bool) else given
+            raise ValueError(f"--{name.replace('_', '-')} {shown} differs from the {trained[name]!r} the adapter "
+                             f"{adapter} was trained with ({TRAINING_RECORD}); pairs must use the SFT setting: drop "
+                             f"--{name.replace('_', '-')} or give an adapter trained with it")
     dimension = dimension or trained.get("dimension") or "criticalness"
     protocol = protocol or trained.get("protocol") or "v1.0"
     enable_thinking = bool(trained.get("enable_thinking", False) if enable_thinking is None else enable_thinking)
@@ -261,13 +303,18 @@ def make_dpo_pairs(
                     "use_knowledge": bool(use_knowledge),
                     "survey_tokens_removed": removed, "sft_sample_scores": scores,
                     "zero_shot_sample_scores": fb_scores, "adapter": str(adapter),
+                    "sft_samples": _sample_records(samples, protocol),
+                    "zero_shot_samples": _sample_records(chosen_samples, protocol) if fb_scores is not None else None,
                     "sampling": {"k": k, "temperature": temperature, "top_p": top_p,
                                  "max_new_tokens": max_new_tokens, "seed": seed},
                 }
                 if index is None:
                     tried = "the SFT samples" + (" and the zero-shot samples" if fallback_model else "")
+                    unparsed = sum(s is None for s in scores + (fb_scores or []))
                     record.update(status="no_pair", origin=None,
-                                  reason=f"no parseable sampled score differs from gold {gold} among {tried}")
+                                  reason=f"no parseable sampled score differs from gold {gold} among {tried} "
+                                         f"({unparsed} of {len(scores) + len(fb_scores or [])} unparseable or "
+                                         "failed; see sft_samples / zero_shot_samples)")
                     summary.n_no_pair += 1
                 else:
                     rejected = chosen_samples[index]
@@ -282,6 +329,10 @@ def make_dpo_pairs(
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             handle.flush()
     summary.origins = dict(origins)
+    held = read_pairs(out, paired_only=False) if out.exists() else []
+    summary.n_paired_in_file = sum(r["status"] == "paired" for r in held)
+    summary.n_no_pair_in_file = sum(r["status"] == "no_pair" for r in held)
+    summary.origins_in_file = dict(Counter(r["origin"] for r in held if r["status"] == "paired"))
     Path(f"{out}.summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
     logger.info("dpo-pairs: %s", summary.to_dict())
     return summary
