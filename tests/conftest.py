@@ -31,6 +31,19 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def dataset_dir(tmp_path_factory) -> Path:
+    """The shipped made-up sample release built once per session into ``.../data/surveyreview`` (contract 1).
+
+    Shared read-only by the evaluation, training and report tests; a test that changes a dataset builds its own.
+    """
+    from surveyalign.data import build_dataset, sample_release_dir
+
+    out = tmp_path_factory.mktemp("data") / "surveyreview"
+    build_dataset(sample_release_dir(), out)
+    return out
+
+
+@pytest.fixture(scope="session")
 def shared_real() -> Path:
     """../shared/real (real third-party inputs); tests using it skip when it is absent."""
     if not SHARED_REAL.is_dir():

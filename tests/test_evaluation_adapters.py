@@ -14,16 +14,6 @@ from surveyalign.evaluation import EvalConfig, TrainingMismatchError, run_evalua
 
 
 @pytest.fixture(scope="module")
-def dataset_dir(tmp_path_factory) -> Path:
-    """The shipped made-up sample release built into a dataset folder (contract 1)."""
-    from surveyalign.data import build_dataset, sample_release_dir
-
-    out = tmp_path_factory.mktemp("surveyreview")
-    build_dataset(sample_release_dir(), out)
-    return out
-
-
-@pytest.fixture(scope="module")
 def lora_adapter(tiny_model_dir, tmp_path_factory) -> Path:
     """A LoRA adapter with random non-zero weights on the tiny model (no training), saved with PEFT."""
     import torch

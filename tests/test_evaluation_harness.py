@@ -24,16 +24,6 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def dataset_dir(tmp_path_factory) -> Path:
-    """The shipped made-up sample release built into a dataset folder (contract 1)."""
-    from surveyalign.data import build_dataset, sample_release_dir
-
-    out = tmp_path_factory.mktemp("surveyreview")
-    build_dataset(sample_release_dir(), out)
-    return out
-
-
-@pytest.fixture(scope="module")
 def test_rows(dataset_dir) -> list[dict]:
     from surveyalign.data import load_surveyreview
 

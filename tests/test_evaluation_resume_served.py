@@ -4,20 +4,8 @@ leaves api_error calls, the resumed run makes exactly those again, a third run m
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import pytest
 
 from surveyalign.evaluation import CallCache, EvalConfig, run_evaluation
-
-
-@pytest.fixture(scope="module")
-def dataset_dir(tmp_path_factory) -> Path:
-    from surveyalign.data import build_dataset, sample_release_dir
-
-    out = tmp_path_factory.mktemp("surveyreview")
-    build_dataset(sample_release_dir(), out)
-    return out
 
 
 class _Outage:

@@ -14,15 +14,6 @@ from surveyalign.cli import main
 from surveyalign.scoring import render_leaderboard, summarize_predictions
 
 
-@pytest.fixture(scope="module")
-def dataset_dir(tmp_path_factory) -> Path:
-    from surveyalign.data import build_dataset, sample_release_dir
-
-    out = tmp_path_factory.mktemp("data") / "surveyreview"
-    build_dataset(sample_release_dir(), out)
-    return out
-
-
 def _write_run(folder: Path, name: str, records: list[dict], dataset: Path | None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

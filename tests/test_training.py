@@ -59,16 +59,6 @@ def check_adapter(adapter_dir: Path, base_dir: Path):
     return report
 
 
-@pytest.fixture(scope="module")
-def dataset_dir(tmp_path_factory) -> Path:
-    """The SurveyReview folder built from the shipped made-up sample release."""
-    from surveyalign.data import build_dataset, sample_release_dir
-
-    out = tmp_path_factory.mktemp("surveyreview")
-    build_dataset(sample_release_dir(), out)
-    return out
-
-
 # --- configs --------------------------------------------------------------------------------------------
 
 

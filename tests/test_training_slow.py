@@ -20,15 +20,6 @@ ZERO3_CPU = [sys.executable, "-m", "accelerate.commands.launch", "--config_file"
 TORCHRUN_2 = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29637"]
 
 
-@pytest.fixture(scope="module")
-def dataset_dir(tmp_path_factory) -> Path:
-    from surveyalign.data import build_dataset, sample_release_dir
-
-    out = tmp_path_factory.mktemp("surveyreview")
-    build_dataset(sample_release_dir(), out)
-    return out
-
-
 def _sft(launcher, tiny_model_dir, dataset_dir, out: Path, *extra: str) -> list[dict]:
     run_recipe([*launcher, "recipes/sft.py", "--config", "configs/sft/tiny-readability.yaml",
                 "--model_name_or_path", str(tiny_model_dir), "--dataset_path", str(dataset_dir),
