@@ -84,6 +84,10 @@ def test_stats_numbers(built):
         "unknown": {"papers": 1, "reviews": 1, "units": 2},
     }
     assert sum(read["per_split"].values()) == 5
+    # e5 has no article text: its readability, structure and criticalness units are kept with text == ""
+    assert {d: v["n_without_text"] for d, v in stats["dimensions"].items()} == {
+        "readability": 1, "structure": 1, "comprehensiveness": 0, "criticalness": 1}
+    assert stats["overall"]["n_without_text"] == 3
 
 
 def test_stats_cli(built, capsys):
@@ -99,6 +103,7 @@ def test_stats_cli(built, capsys):
     text = console.export_text()
     assert "comprehensiveness" in text and "tr/va/te" in text and "…" not in text
     assert re.search(r"readability\s+5\s+0\s+4\s+1\s+0\s+-0\.60\s+0\.80\s+1\.00\s", text)
+    assert "3 units have no survey text" in " ".join(text.split())
     assert main(["data", "stats", str(FIXTURES)]) == 2
 
 

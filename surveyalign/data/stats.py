@@ -20,8 +20,9 @@ def dataset_stats(path: str | os.PathLike) -> dict[str, Any]:
 
     Returns:
         ``{"dimensions": {dim: {"n", "distribution" {score: count}, "mean", "std", "avg_rationales",
-        "per_split" {split: n}}}, "overall": {...same keys...}, "per_source": {source: {"papers",
-        "reviews", "units"}}}``. ``std`` is the population standard deviation (ddof=0); means and stds are
+        "per_split" {split: n}, "n_without_text"}}, "overall": {...same keys...}, "per_source": {source:
+        {"papers", "reviews", "units"}}}``. ``n_without_text`` counts units kept with an empty survey text
+        (the evaluation harness marks them ``missing_text``; training leaves them out). ``std`` is the population standard deviation (ddof=0); means and stds are
         None for an empty dimension.
     """
     from .load import load_surveyreview
@@ -35,10 +36,12 @@ def dataset_stats(path: str | os.PathLike) -> dict[str, Any]:
         scores: list[int] = []
         n_r: list[int] = []
         per_split = {}
+        without_text = 0
         for split in SPLITS:
             ds = dd[split]
             per_split[split] = len(ds)
             cols = ds.select_columns(["score", "rationales", "source", "paper_id", "review_id"]).to_dict()
+            without_text += sum(1 for t in ds["text"] if not t)
             scores += cols["score"]
             n_r += [len(r) for r in cols["rationales"]]
             for src, paper, review in zip(cols["source"], cols["paper_id"], cols["review_id"]):
@@ -48,12 +51,15 @@ def dataset_stats(path: str | os.PathLike) -> dict[str, Any]:
                 entry["units"] += 1
         dims[dim] = _summary(scores, n_r)
         dims[dim]["per_split"] = per_split
+        dims[dim]["n_without_text"] = without_text
         all_scores += scores
         all_r += n_r
     ordered = [s for s in SOURCES if s in per_source] + sorted(set(per_source) - set(SOURCES))
+    overall = _summary(all_scores, all_r)
+    overall["n_without_text"] = sum(d["n_without_text"] for d in dims.values())
     return {
         "dimensions": dims,
-        "overall": _summary(all_scores, all_r),
+        "overall": overall,
         "per_source": {
             s: {"papers": len(per_source[s]["papers"]), "reviews": len(per_source[s]["reviews"]),
                 "units": per_source[s]["units"]}
@@ -109,6 +115,11 @@ def render_stats(stats: dict[str, Any]):
         row(dim, s, [s["per_split"][x] for x in SPLITS])
     row("all", stats["overall"], [sum(d["per_split"][x] for d in stats["dimensions"].values()) for x in SPLITS],
         style="bold")
+    missing = stats["overall"].get("n_without_text", 0)
+    if missing:
+        per_dim = ", ".join(f"{d} {s['n_without_text']}" for d, s in stats["dimensions"].items() if s["n_without_text"])
+        table.caption = (f"{missing} units have no survey text ({per_dim}): evaluation marks them missing_text, "
+                         "training leaves them out; see build_report.json")
     sources = Table(title="Per source", box=box.SIMPLE_HEAD)
     for col in ("source", "papers", "reviews", "units"):
         sources.add_column(col, justify="left" if col == "source" else "right")
