@@ -391,3 +391,27 @@ def test_output_folder_safety(tmp_path):
     build_dataset(FIXTURES / "per_dimension", out)  # an earlier build is replaced as a whole
     assert not (out / "data" / "stale.parquet").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "precious"]  # no leftover temporary folder
+
+
+def test_release_with_one_dimension_builds_loads_and_has_stats(tmp_path):
+    """A release covering only readability: no config is declared for the other dimensions, they load empty
+    through load_surveyreview, and `data stats` reports n = 0 for them instead of failing."""
+    from datasets import load_dataset
+
+    from surveyalign.data.stats import dataset_stats
+
+    release = tmp_path / "release"
+    shutil.copytree(FIXTURES / "per_dimension" / "articles", release / "articles")
+    (release / "testset").mkdir()
+    shutil.copy(FIXTURES / "per_dimension" / "testset" / "readability.json", release / "testset")
+    out = build_dataset(release, tmp_path / "surveyreview").path
+    readme = (out / "README.md").read_text()
+    assert "config_name: readability" in readme and "config_name: structure" not in readme
+    n_read = sum(len(split) for split in load_dataset(str(out), "readability").values())
+    assert n_read == 5  # the 5 readability units of the fixture (see test_stats_numbers in test_data_cli.py)
+    empty = load_surveyreview(out, "structure")
+    assert {name: len(ds) for name, ds in empty.items()} == {"train": 0, "validation": 0, "test": 0}
+    stats = dataset_stats(out)
+    assert stats["dimensions"]["readability"]["n"] == 5
+    assert stats["dimensions"]["structure"]["n"] == 0 and stats["dimensions"]["structure"]["mean"] is None
+    assert stats["overall"]["n"] == 5

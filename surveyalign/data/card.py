@@ -75,6 +75,8 @@ def front_matter(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]
     configs, infos = [], []
     for config in sorted((*DIMENSIONS, ALL_CONFIG)):
         dims = DIMENSIONS if config == ALL_CONFIG else (config,)
+        if config != ALL_CONFIG and not any(rows.get((config, split)) for split in SPLITS):
+            continue  # a dimension the release has no units for gets no config (datasets cannot load one)
         entry: dict[str, Any] = {"config_name": config, "data_files": data_files(config, rows)}
         if config == ALL_CONFIG:
             entry["default"] = True

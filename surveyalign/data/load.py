@@ -51,7 +51,10 @@ def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, spli
 
     from .schema import surveyreview_features
 
-    loaded = load_dataset(str(folder), config)
+    if config != ALL_CONFIG and config not in _declared_configs(folder):
+        loaded = {}  # the release has no unit of this dimension: every split comes back empty
+    else:
+        loaded = load_dataset(str(folder), config)
     splits = {}
     for name in SPLITS:  # a split without rows has no data file; give it back empty
         if name in loaded:
@@ -62,3 +65,15 @@ def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, spli
     if split is not None:
         return splits[split]
     return DatasetDict(splits)
+
+
+def _declared_configs(folder: Path) -> set[str]:
+    """Config names declared in the dataset folder's README front matter (``configs: - config_name: ...``)."""
+    import yaml
+
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return set()
+    front = text.split("---", 2)[1]
+    meta = yaml.safe_load(front) or {}
+    return {c.get("config_name") for c in meta.get("configs", []) if isinstance(c, dict)}
