@@ -27,7 +27,7 @@ _COMMAND_MODULES = (
 
 #: Exceptions that mean "the input or a step failed", reported as one line. Anything else is a bug and keeps
 #: its traceback.
-_USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError, RuntimeError)
+_USER_ERRORS = (ValueError, OSError, RuntimeError)  # OSError covers missing files, folders, permissions
 
 
 def build_parser() -> argparse.ArgumentParser:

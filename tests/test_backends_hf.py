@@ -202,3 +202,10 @@ def test_cuda_greedy_matches_cpu(tiny_model_dir, backend):
     sampled = gpu.generate([P1, P2], GenerationSettings(temperature=1.0, max_new_tokens=6, seed=3), n=2)
     assert all(g.error is None and g.finish_reason == "length" for row in sampled for g in row)
     gpu.close()
+
+
+def test_missing_local_model_or_adapter_folder_is_named(tiny_model_dir, tmp_path):
+    with pytest.raises(FileNotFoundError, match="model folder /nonexistent/model does not exist"):
+        load_backend("transformers", model="/nonexistent/model", device="cpu")
+    with pytest.raises(FileNotFoundError, match=f"adapter folder {tmp_path / 'nope'} does not exist"):
+        load_backend("transformers", model=str(tiny_model_dir), adapter=str(tmp_path / "nope"), device="cpu")

@@ -320,3 +320,15 @@ def test_shipped_eval_yaml_backend_options_are_accepted(path):
         valid = set(inspect.signature(cls.__init__).parameters) - {"self"}
         for dim in [None, *cfg_backend.per_dimension]:
             assert set(cfg_backend.options_for(dim)) <= valid, (path.name, dim)
+
+
+def test_adapter_flag_replaces_per_dimension_adapters(repo_root):
+    from surveyalign.evaluation import EvalConfig
+    from surveyalign.evaluation.cli import adapter_for_every_dimension
+
+    config = EvalConfig.from_yaml(repo_root / "configs" / "eval" / "surveyalign-adapter.yaml")
+    assert config.backend.per_dimension, "the shipped config names one adapter per dimension"
+    swapped = adapter_for_every_dimension(config, "runs/my-adapter")
+    for dimension in config.dimensions:
+        assert swapped.backend.options_for(dimension)["adapter"] == "runs/my-adapter"
+    assert config.backend.options_for("readability")["adapter"] != "runs/my-adapter"  # the original is untouched

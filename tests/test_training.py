@@ -442,11 +442,14 @@ def test_train_cli_prints_the_launch_commands(capsys):
     line = capsys.readouterr().out.strip()
     assert "-m accelerate.commands.launch --num_processes 1 --num_machines 1 --mixed_precision no" in line
     assert line.endswith("recipes/sft.py --config configs/sft/tiny-readability.yaml --max_steps 1")
-    assert main(["train", "dpo", "--config", "c.yaml", "--nproc", "2", "--dry-run"]) == 0
+    assert main(["train", "dpo", "--config", "configs/dpo/tiny-criticalness.yaml", "--nproc", "2", "--dry-run"]) == 0
     assert "-m torch.distributed.run --nproc_per_node 2" in capsys.readouterr().out
-    assert main(["train", "sft", "--config", "c.yaml", "--accelerate-config", "configs/accelerate/zero3.yaml",
-                 "--dry-run"]) == 0
+    assert main(["train", "sft", "--config", "configs/sft/readability.yaml", "--accelerate-config",
+                 "configs/accelerate/zero3.yaml", "--dry-run"]) == 0
     assert "launch --config_file configs/accelerate/zero3.yaml" in capsys.readouterr().out
+    # a missing file is named before anything is launched
+    assert main(["train", "sft", "--config", "c.yaml", "--dry-run"]) == 2
+    assert "--config c.yaml: no such file" in capsys.readouterr().err
 
 
 def test_read_pairs_names_file_and_line_of_a_bad_record(tmp_path):

@@ -10,6 +10,7 @@ end-of-turn token when the answer stopped (SurveyReview App. E tie-break, SPEC Â
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -166,6 +167,9 @@ class TransformersBackend(Backend):
             raise ValueError(f"transformers backend: batch_size must be >= 1, got {batch_size}")
         self.model_path = str(model)
         self.adapter_path = str(adapter) if adapter else None
+        for label, path in (("model", self.model_path), ("adapter", self.adapter_path)):
+            if path and _looks_local(path) and not Path(path).is_dir():
+                raise FileNotFoundError(f"transformers backend: {label} folder {path} does not exist")
         self.device = _resolve_device(device)
         self.torch_dtype = _resolve_dtype(dtype, self.device)
         self.batch_size = int(batch_size)
@@ -360,3 +364,8 @@ class TransformersBackend(Backend):
                            mean_logprob=mean_or_none(row_logprobs)),
                 token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row])))
         return details
+
+
+def _looks_local(name: str) -> bool:
+    """True when ``name`` is meant as a local folder (absolute, ./ or ../, ~, or more than one '/'), not a hub id."""
+    return name.startswith(("/", "./", "../", "~")) or name.count("/") > 1 or os.sep == "\\" and "\\" in name

@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, help="at most this many units per dimension (smoke runs)")
     p.add_argument("--samples", type=int, help="K samples per unit (overrides `samples_per_unit`)")
     p.add_argument("--model", help="model name or folder (overrides `backend.options.model`)")
-    p.add_argument("--adapter", help="PEFT adapter folder (overrides `backend.options.adapter`)")
+    p.add_argument("--adapter", help="PEFT adapter folder for every dimension (overrides `backend.options.adapter` "
+                   "and any per-dimension adapter of the YAML)")
     p.add_argument("--base-url", help="OpenAI-compatible API root (overrides `backend.options.base_url`)")
     p.add_argument("--max-length", type=int, metavar="TOKENS",
                    help="token budget of prompt + max_new_tokens; longer prompts get their survey body cut "
@@ -133,6 +134,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     except (FileNotFoundError, EvalConfigError, ValueError) as err:
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 2
+    if args.adapter:
+        config = adapter_for_every_dimension(config, args.adapter)
     config = _name_from_overrides(config, args)
     from rich.console import Console
 
@@ -140,7 +143,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
         result = run_evaluation(config, console=console, argv=_command_line(args))
-    except (FileNotFoundError, ValueError, RuntimeError) as err:
+    except (FileNotFoundError, ValueError, OSError) as err:  # bad input: a path, a dataset, a model folder
+        print(f"surveyalign evaluate: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # a step that failed (e.g. the run folder is locked by another process)
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 1
     if not result.counts.get("total", 0):
@@ -152,6 +158,25 @@ def _evaluate(args: argparse.Namespace) -> int:
               f"above and in {result.run_dir / 'predictions.jsonl'} (`error`)", file=sys.stderr)
         return 3
     return 0
+
+
+def adapter_for_every_dimension(config: Any, adapter: str) -> Any:
+    """``config`` with ``adapter`` as the adapter of every dimension (``--adapter``).
+
+    Args:
+        config: a validated ``EvalConfig``.
+        adapter: a PEFT adapter folder.
+
+    Returns:
+        A copy whose ``backend.options.adapter`` is ``adapter`` and whose per-dimension option sets, if any,
+        name it too (a YAML with one adapter per dimension, e.g. configs/eval/surveyalign-adapter.yaml,
+        would otherwise keep its own adapters).
+    """
+    backend = config.backend
+    per_dimension = {d: {**opts, "adapter": adapter} for d, opts in backend.per_dimension.items()}
+    new_backend = backend.model_copy(update={"options": {**backend.options, "adapter": adapter},
+                                             "per_dimension": per_dimension})
+    return config.model_copy(update={"backend": new_backend})
 
 
 def _unscored_dimensions(predictions: list[dict[str, Any]]) -> dict[str, int]:

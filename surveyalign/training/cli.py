@@ -47,6 +47,11 @@ def launch_command(recipe: str, config: str, *, accelerate_config: str | None = 
 
 
 def _cmd_launch(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    for label, path in (("--config", args.config), ("--accelerate-config", args.accelerate_config)):
+        if path and not Path(path).is_file():
+            raise FileNotFoundError(f"{label} {path}: no such file")
     extra = [a for a in args.recipe_args if a != "--"]
     cmd = launch_command(args.recipe, args.config, accelerate_config=args.accelerate_config, nproc=args.nproc,
                          extra=extra)
