@@ -185,3 +185,77 @@ def test_invalid_options_are_named():
         load_backend("openai", model="m", transport="urllib")
     with pytest.raises(ValueError, match="'model' is required"):
         load_backend("openai", model="")
+
+
+class _ModelsServer:
+    """A real HTTP server on 127.0.0.1 answering only ``GET /v1/models`` with ``status`` and ``data``; records the
+    headers of each request."""
+
+    def __init__(self, data: list[dict], status: int = 200) -> None:
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        from surveyalign.backends._http import _UvicornThread
+
+        self.headers: list[dict[str, str]] = []
+
+        async def models(request):
+            self.headers.append(dict(request.headers))
+            return JSONResponse({"object": "list", "data": data}, status_code=status)
+
+        self._thread = _UvicornThread(Starlette(routes=[Route("/v1/models", models, methods=["GET"])]))
+
+    def __enter__(self):
+        self._thread.start()
+        self.base_url = f"http://127.0.0.1:{self._thread.port}/v1"
+        return self
+
+    def __exit__(self, *exc):
+        self._thread.stop()
+
+
+def test_server_fingerprint_is_read_once_for_the_configured_model(monkeypatch):
+    secret = "sk-test-FP-777"
+    monkeypatch.setenv("SURVEYALIGN_TEST_KEY", secret)
+    data = [{"id": "other", "surveyalign": {"fingerprint": "a" * 64}},
+            {"id": "judge", "object": "model", "surveyalign": {"fingerprint": "0123456789abcdef" * 4}}]
+    with _ModelsServer(data) as server:
+        backend = load_backend("openai", base_url=server.base_url + "/", model="judge",
+                               api_key_env="SURVEYALIGN_TEST_KEY")
+        assert backend.describe()["server_fingerprint"] == "0123456789abcdef" * 4
+        assert backend.describe()["server_fingerprint"] == "0123456789abcdef" * 4
+        assert len(server.headers) == 1  # fetched once per instance
+        assert server.headers[0]["authorization"] == f"Bearer {secret}"
+        assert secret not in json.dumps(backend.describe())
+        other = load_backend("openai", base_url=server.base_url, model="other", api_key_env=None)
+        assert other.describe()["server_fingerprint"] == "a" * 64
+        assert "authorization" not in server.headers[1]
+        # a model the server does not list has no fingerprint
+        missing = load_backend("openai", base_url=server.base_url, model="absent", api_key_env=None)
+        assert missing.describe()["server_fingerprint"] is None
+
+
+@pytest.mark.parametrize("data, status", [
+    ([{"id": "judge", "surveyalign": {"fingerprint": "not-hex"}}], 200),
+    ([{"id": "judge", "surveyalign": "x"}], 200),
+    ({"judge": 1}, 200),
+    ([{"id": "judge", "surveyalign": {"fingerprint": "b" * 64}}], 404),
+])
+def test_unreadable_fingerprint_is_none(data, status):
+    with _ModelsServer(data, status=status) as server:
+        backend = load_backend("openai", base_url=server.base_url, model="judge", api_key_env=None)
+        assert backend.describe()["server_fingerprint"] is None
+
+
+def test_server_without_fingerprint_or_unreachable_gives_none():
+    with FakeChatServer(replies=["x$$$1$$$"]) as server, _backend(server) as backend:  # lists models, no field
+        assert backend.describe()["server_fingerprint"] is None
+        assert backend.generate([USER])[0][0].text == "x$$$1$$$"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    refused = load_backend("openai", base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key_env=None)
+    t0 = time.monotonic()
+    assert refused.describe()["server_fingerprint"] is None
+    assert time.monotonic() - t0 < 5.0

@@ -63,3 +63,60 @@ def test_outage_then_resume_against_served_tiny_model(tiny_model_dir, dataset_di
     assert cache.n_lines == 11 and len(cache.records) == 8  # 8 first answers + 3 retried ones, last one wins
     errors = [json.loads(line)["error"] for line in (second.run_dir / "calls.jsonl").read_text().splitlines()]
     assert sum(e is not None for e in errors) == 3
+
+
+def test_retrained_adapter_behind_the_same_server_is_not_served_from_the_cache(tiny_model_dir, dataset_dir,
+                                                                              tmp_path):
+    """Same URL, same served name, adapter weights changed in place and the server restarted: the openai
+    backend's identity carries the server's fingerprint, so the resumed evaluation makes its calls again."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForCausalLM
+
+    from surveyalign.backends.fingerprint import served_fingerprint
+    from surveyalign.backends.server import serve_in_thread
+
+    torch.manual_seed(0)
+    adapter = tmp_path / "judge-adapter"
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+                   LoraConfig(r=4, lora_alpha=32, target_modules=["q_proj", "v_proj"], init_lora_weights=False,
+                              task_type="CAUSAL_LM")).save_pretrained(adapter)
+
+    def config(base_url: str) -> EvalConfig:
+        return EvalConfig.from_dict({
+            "name": "served-adapter", "dataset": str(dataset_dir), "output_dir": str(tmp_path / "runs"),
+            "progress": False, "bootstrap": 0, "limit": 2, "dimensions": ["readability"],
+            "backend": {"kind": "openai", "options": {"base_url": base_url, "model": "judge-adapter",
+                                                      "api_key_env": None, "max_retries": 0}},
+            "generation": {"max_new_tokens": 4},
+        })
+
+    def described(result) -> dict:
+        backend = json.loads((result.run_dir / "run_config.json").read_text())["backend"]
+        return backend.get("per_dimension", {}).get("readability", backend)
+
+    with serve_in_thread(model=str(tiny_model_dir), adapter=str(adapter), device="cpu") as server:
+        port, url = server.port, server.base_url
+        old = served_fingerprint(server.backend.describe())
+        first = run_evaluation(config(url))
+        again = run_evaluation(config(url))
+    assert (first.calls["made"], first.calls["cached"]) == (2, 0)
+    assert (again.calls["made"], again.calls["cached"]) == (0, 2)
+    assert described(first)["server_fingerprint"] == old
+
+    weights = adapter / "adapter_model.safetensors"
+    save_file({k: v + 0.5 * torch.ones_like(v) for k, v in load_file(str(weights)).items()}, str(weights))
+    with serve_in_thread(model=str(tiny_model_dir), adapter=str(adapter), device="cpu", port=port) as server:
+        assert server.base_url == url and server.model == "judge-adapter"
+        new = served_fingerprint(server.backend.describe())
+        retrained = run_evaluation(config(url))
+    assert new != old
+    assert (retrained.calls["made"], retrained.calls["cached"]) == (2, 0)
+    assert retrained.run_dir == first.run_dir
+    before, after = described(first), described(retrained)
+    assert after["server_fingerprint"] == new
+    assert {k: v for k, v in after.items() if k != "server_fingerprint"} == \
+        {k: v for k, v in before.items() if k != "server_fingerprint"}
+    cache = CallCache.load(first.run_dir / "calls.jsonl")
+    assert cache.n_lines == 4 and len(cache.records) == 4  # two keys per fingerprint, none overwritten

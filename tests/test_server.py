@@ -3,6 +3,7 @@ micro-batching that keeps seeded samples identical, and the real CLI process."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import socket
@@ -95,6 +96,24 @@ def test_models_endpoint(server):
     assert [m["id"] for m in r.json()["data"]] == [server.model] == [os.path.basename(server.backend.model_path)]
 
 
+def test_served_fingerprint_in_models_header_and_openai_describe(server, client):
+    """The served model's content digest is listed, sent with each completion and becomes the client's identity."""
+    from surveyalign.backends.fingerprint import served_fingerprint
+
+    expected = served_fingerprint(server.backend.describe())
+    assert expected is not None and len(expected) == 64
+    [entry] = httpx.get(f"{server.base_url}/models").json()["data"]
+    assert entry["surveyalign"] == {"fingerprint": expected}
+    assert str(server.backend.model_path) not in json.dumps(entry)  # digests only, no paths
+    body = {"model": server.model, "messages": P2, "max_tokens": 1}
+    r = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200 and r.headers["x-surveyalign-fingerprint"] == expected
+    assert client.describe()["server_fingerprint"] == expected
+    # another served name in the client config: not this model's fingerprint
+    other = load_backend("openai", base_url=server.base_url, model="not-served", api_key_env=None)
+    assert other.describe()["server_fingerprint"] is None
+
+
 @pytest.mark.parametrize("body, status, fragment", [
     ({"messages": []}, 400, "messages"),
     ({"messages": [{"role": "user", "content": "x"}], "temperature": -1}, 400, "temperature"),
@@ -162,6 +181,8 @@ def test_serve_with_adapter(tiny_model_dir, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
+    from surveyalign.backends.fingerprint import adapter_fingerprint, served_fingerprint
+
     torch.manual_seed(1)
     peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
                                 LoraConfig(r=4, lora_alpha=32, target_modules=["q_proj", "v_proj"],
@@ -173,9 +194,14 @@ def test_serve_with_adapter(tiny_model_dir, tmp_path):
         assert handle.model == "crit-adapter"
         backend = load_backend("openai", base_url=handle.base_url, model="crit-adapter", api_key_env=None)
         [[remote]] = backend.generate([P1], settings)
+        adapted_fingerprint = backend.describe()["server_fingerprint"]
         backend.close()
         [[local]] = handle.backend.generate([P1], settings)
-    base = load_backend("transformers", model=str(tiny_model_dir), device="cpu").generate([P1], settings)[0][0]
+        assert adapted_fingerprint == served_fingerprint(handle.backend.describe())
+        assert handle.backend.describe()["fingerprints"]["adapter"] == adapter_fingerprint(adapter)
+    base_backend = load_backend("transformers", model=str(tiny_model_dir), device="cpu")
+    assert adapted_fingerprint != served_fingerprint(base_backend.describe())
+    base = base_backend.generate([P1], settings)[0][0]
     assert remote.text == local.text
     assert remote.mean_logprob == pytest.approx(local.mean_logprob, abs=1e-4)
     assert remote.mean_logprob != pytest.approx(base.mean_logprob, abs=1e-3)

@@ -16,21 +16,37 @@ adapter's cached answers. What is hashed:
 
 A path that is not a local folder (a hub id resolved from the cache) gets ``{"local": False}``: its identity
 is its name (and the revision a caller passes), as before. Fingerprints never contain file contents, only digests.
+
+A model served by ``surveyalign serve`` is judged through the ``openai`` backend, whose own settings (model name,
+base URL) say nothing about the weights behind the server. The server therefore publishes
+:func:`served_fingerprint` (one digest of the served backend's answer-determining ``describe()`` entries) in
+``GET /v1/models`` and in the :data:`FINGERPRINT_HEADER` response header, and the ``openai`` backend puts it
+into its own ``describe()`` as ``server_fingerprint``: retraining the adapter behind the same server changes
+the cache key of a resumed evaluation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "FINGERPRINT_HEADER",
     "FULL_HASH_MAX_BYTES",
     "adapter_fingerprint",
     "model_fingerprint",
+    "served_fingerprint",
     "tokenizer_fingerprint",
 ]
+
+#: Response header of ``surveyalign serve`` chat completions carrying :func:`served_fingerprint`.
+FINGERPRINT_HEADER = "x-surveyalign-fingerprint"
+
+#: ``describe()`` entries of a local backend that, besides ``fingerprints``, change its answers.
+_SERVED_IDENTITY_KEYS = ("dtype", "merge_adapter", "sampling")
 
 #: Weight files of a base model are hashed in full below this total size (bytes); above it, size + mtime.
 FULL_HASH_MAX_BYTES = 64 * 1024 * 1024
@@ -137,3 +153,35 @@ def tokenizer_fingerprint(tokenizer_dir: str | os.PathLike) -> dict[str, Any]:
         return {"local": False}
     files = [root / name for name in _TOKENIZER_FILES if (root / name).is_file()]
     return {"local": True, "sha256": _hash_files(files), "files": [p.name for p in files]}
+
+
+def served_fingerprint(description: dict[str, Any]) -> str | None:
+    """One digest identifying what a served local backend answers with (``surveyalign serve``).
+
+    Hashes the backend's content ``fingerprints`` (model, adapter, tokenizer digests), the entries that change
+    its answers (``dtype``, ``merge_adapter``, ``sampling``) and, for a part that is not a local folder (a hub id:
+    ``{"local": False}``), its name. Folder paths of local parts, the device and the batch size are left out:
+    moving a folder or serving on another machine keeps the identity, like the local judges' cache keys.
+
+    Args:
+        description: ``TransformersBackend.describe()`` (or the vLLM backend's): a dict with ``"fingerprints"``
+            ``{"model": {...}, "adapter": {...} | None, "tokenizer": {...}}`` and the paths under ``"model"``,
+            ``"adapter"``, ``"tokenizer"``.
+
+    Returns:
+        64 hex characters (sha256 of canonical JSON), or ``None`` when ``description`` holds no ``fingerprints``.
+
+    Raises:
+        Nothing: values JSON cannot encode are hashed by their ``str()``.
+    """
+    fingerprints = description.get("fingerprints")
+    if not isinstance(fingerprints, dict):
+        return None
+    content: dict[str, Any] = {"fingerprints": fingerprints}
+    content.update({key: description.get(key) for key in _SERVED_IDENTITY_KEYS})
+    for part in ("model", "adapter", "tokenizer"):
+        part_print = fingerprints.get(part)
+        if isinstance(part_print, dict) and not part_print.get("local", True):
+            content[f"{part}_id"] = description.get(part)
+    blob = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()

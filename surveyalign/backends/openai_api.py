@@ -4,6 +4,10 @@ One async HTTP session per event loop (``aiohttp`` when installed, else ``httpx`
 retries with exponential backoff and jitter (``tenacity``) on 429, 408, 5xx, timeouts and connection errors, ``Retry-After`` honoured, one request per
 sample with seed ``settings.seed + i`` (many servers ignore ``n``). The API key is read from an environment
 variable whose *name* is configured; the key itself is never written anywhere or returned by ``describe()``.
+
+``describe()`` carries ``server_fingerprint``: the content fingerprint a ``surveyalign serve`` server publishes for
+the model it serves (read once per backend instance from ``GET {base_url}/models``; ``None`` for any other
+server), so the evaluation cache key changes when the adapter behind the same server is retrained.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import json
 import math
 import os
 import random
+import re
+import threading
 import time
 import weakref
 from collections.abc import Sequence
@@ -38,6 +44,13 @@ from surveyalign.backends.base import (
 
 #: HTTP status codes worth retrying: rate limit, request timeout, conflicts/locks and server errors.
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
+
+
+#: Seconds (connect + read, at most) the one ``GET {base_url}/models`` for ``server_fingerprint`` may take.
+FINGERPRINT_TIMEOUT = 5.0
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_UNSET = object()
 
 
 class _RetryableError(Exception):
@@ -240,10 +253,16 @@ class OpenAIBackend(Backend):
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
         self.stats = {"attempts": 0, "retries": 0, "failed": 0}
+        self._server_fingerprint: Any = _UNSET
+        self._fingerprint_lock = threading.Lock()
 
     # ------------------------------------------------------------------ public API
     def describe(self) -> dict[str, Any]:
-        """Return the client settings for ``run_config.json``: no key, no headers (only the variable's name)."""
+        """Return the client settings for ``run_config.json``: no key, no headers (only the variable's name).
+
+        ``server_fingerprint`` is :meth:`server_fingerprint` (a ``surveyalign serve`` server's content digest of
+        the served model + adapter + tokenizer, else ``None``); the first call makes one short HTTP request.
+        """
         return {
             "backend": self.name,
             "model": self.model,
@@ -260,7 +279,29 @@ class OpenAIBackend(Backend):
             "extra_body": self.extra_body,
             "request_logprobs": self.request_logprobs,
             "transport": self.transport,
+            "server_fingerprint": self.server_fingerprint(),
         }
+
+    def server_fingerprint(self) -> str | None:
+        """The served model's content fingerprint, as ``surveyalign serve`` lists it in ``GET {base_url}/models``.
+
+        Fetched once per instance (later calls return the remembered value, ``None`` included) with a sync GET of
+        at most :data:`FINGERPRINT_TIMEOUT` seconds (or ``timeout`` when shorter), sending the usual
+        ``Authorization`` header when a key is set and following no redirect. The value is read from the listed
+        entry whose ``id`` equals ``model``, field ``surveyalign.fingerprint``.
+
+        Returns:
+            64 lower-case hex characters (:func:`surveyalign.backends.fingerprint.served_fingerprint`), or
+            ``None`` when the server lists no such field (the OpenAI API, vLLM...), the model is not listed, or
+            the request fails, times out or answers something unreadable.
+
+        Raises:
+            Nothing.
+        """
+        with self._fingerprint_lock:
+            if self._server_fingerprint is _UNSET:
+                self._server_fingerprint = self._fetch_server_fingerprint()
+            return self._server_fingerprint
 
     async def agenerate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                         ) -> list[list[Generation]]:
@@ -325,6 +366,28 @@ class OpenAIBackend(Backend):
         super().close()
 
     # ------------------------------------------------------------------ internals
+    def _fetch_server_fingerprint(self) -> str | None:
+        import httpx
+
+        headers = {}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        try:
+            response = httpx.get(f"{self.base_url}/models", headers=headers,
+                                 timeout=min(FINGERPRINT_TIMEOUT, self.timeout), follow_redirects=False)
+            if response.status_code != 200:
+                return None
+            entries = response.json().get("data")
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict) and entry.get("id") == self.model:
+                    extra = entry.get("surveyalign")
+                    value = extra.get("fingerprint") if isinstance(extra, dict) else None
+                    return value if isinstance(value, str) and _HEX64.fullmatch(value) else None
+        except Exception:  # noqa: BLE001 - any failure only means "no fingerprint"
+            return None
+        return None
+
     async def _aclose_state(self, loop: asyncio.AbstractEventLoop) -> None:
         state = self._states.pop(loop, None)
         if state is not None:

@@ -9,6 +9,11 @@ A queued request whose client has disconnected (a killed ``surveyalign evaluate`
 right before its batch would start, so work nobody waits for does not delay new requests; ``/health`` counts
 served, dropped and failed requests. A batch already generating runs to its end (its ``max_new_tokens`` is the
 cap its own requests asked for: requests with different caps never share a batch).
+
+The served backend's content fingerprint (:func:`~surveyalign.backends.fingerprint.served_fingerprint`: model,
+adapter and tokenizer digests, no paths) is published as ``"surveyalign": {"fingerprint": ...}`` in the
+``/v1/models`` entry and in the ``x-surveyalign-fingerprint`` header of chat completions, so the ``openai``
+backend's cache identity follows the weights behind the server.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from surveyalign.backends._http import _UvicornThread
 from surveyalign.backends.base import GenerationSettings
+from surveyalign.backends.fingerprint import FINGERPRINT_HEADER, served_fingerprint
 
 #: Largest ``n`` one request may ask for.
 MAX_N = 64
@@ -201,7 +207,10 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         default_max_tokens: token cap when a request sets neither ``max_tokens`` nor ``max_completion_tokens``.
 
     Returns:
-        A Starlette ASGI application.
+        A Starlette ASGI application. When ``backend.describe()`` holds content ``fingerprints``, their digest
+        (:func:`~surveyalign.backends.fingerprint.served_fingerprint`) is listed in the ``/v1/models`` entry as
+        ``"surveyalign": {"fingerprint": <64 hex>}`` and sent in the ``x-surveyalign-fingerprint`` header of
+        every chat completion.
 
     Raises:
         Nothing at build time; per-request problems are answered as OpenAI-style errors (400 bad request or
@@ -214,6 +223,13 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
 
     batcher = _MicroBatcher(backend, max_requests=getattr(backend, "batch_size", 8), wait_s=batch_wait_s)
     created = int(time.time())
+    describe = getattr(backend, "describe", None)
+    fingerprint = served_fingerprint(describe()) if callable(describe) else None
+    fingerprint_headers = {FINGERPRINT_HEADER: fingerprint} if fingerprint else None
+    model_entry: dict[str, Any] = {"id": served_model_name, "object": "model", "created": created,
+                                   "owned_by": "surveyalign"}
+    if fingerprint:
+        model_entry["surveyalign"] = {"fingerprint": fingerprint}
     token_text: dict[int, str] = {}
 
     def piece(token_id: int) -> str:
@@ -279,11 +295,10 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
             "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
-        })
+        }, headers=fingerprint_headers)
 
     async def models(request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [
-            {"id": served_model_name, "object": "model", "created": created, "owned_by": "surveyalign"}]})
+        return JSONResponse({"object": "list", "data": [model_entry]})
 
     async def health(request: Request) -> JSONResponse:
         # requests: served = answered by a batch, dropped = client gone before its batch started,
