@@ -19,7 +19,7 @@ from pathlib import Path
 __all__ = ["METRIC_NAMES", "default_metrics_dir", "register_metrics"]
 
 #: The evaluate modules shipped in the repository's ``metrics/`` folder.
-METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has")
+METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has", "prism")
 
 
 def default_metrics_dir() -> Path:
