@@ -2,7 +2,7 @@
 
 Public surface::
 
-    from surveyalign.data import build_dataset, load_surveyreview, sample_release_dir
+    from surveyalign.data import build_dataset, load_surveyreview, sample_release_dir, parse_jats
 
 Heavy libraries (datasets, pyarrow) are imported inside the functions, so importing this package is cheap.
 """
@@ -10,6 +10,7 @@ Heavy libraries (datasets, pyarrow) are imported inside the functions, so import
 from __future__ import annotations
 
 from .build import BuildResult, build_dataset
+from .jats import JatsArticle, SubArticle, parse_jats
 from .leakage import find_verbatim, strip_review_record
 from .load import load_surveyreview, sample_release_dir
 from .readers import read_release
@@ -27,10 +28,13 @@ __all__ = [
     "COLUMNS",
     "SPLITS",
     "BuildResult",
+    "JatsArticle",
     "ReleaseFormatError",
+    "SubArticle",
     "build_dataset",
     "find_verbatim",
     "load_surveyreview",
+    "parse_jats",
     "read_release",
     "sample_release_dir",
     "split_papers",
