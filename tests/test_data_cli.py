@@ -31,7 +31,8 @@ def test_build_prints_summary(built, capsys, tmp_path):
     # e5 has no text in the fixture; its three kept units (readability, structure, criticalness) are listed
     assert "  articles without text: e5\n" in printed
     assert "  units without text: e5-r1::criticalness, e5-r1::readability, e5-r1::structure\n" in printed
-    assert "1 texts cleaned; 0 gold snippets still verbatim in the inputs (before guard: 2)" in printed
+    assert ("1 texts cleaned (0 top boxes, 1 appended review records, 0 running headers); gold snippets still in "
+            "the inputs: 0 verbatim, 0 near-verbatim (before guard: 2 / 2)") in printed
 
 
 def test_missing_ids_are_cut_after_five():

@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.data import build_dataset, find_verbatim, strip_review_record
-from surveyalign.data.leakage import verbatim_hits
+from surveyalign.data import (
+    build_dataset,
+    find_verbatim,
+    strip_review_record,
+    verbatim_hits,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 
@@ -93,19 +97,29 @@ def test_build_reports_guard_and_no_guard(tmp_path):
         "cleaned_ids": ["a1"],
         "status_lines_removed": 1,
         "record_sections_removed": 1,
+        "top_boxes_removed": 0,
+        "records_removed": {"f1000": 1, "openreview": 0, "moprd": 0},
+        "running_headers_removed": 0,
+        "status_marks_removed": 0,
         "chars_removed": on["chars_removed"],
+        "matching": on["matching"],
+        "near_verbatim_threshold": 90.0,
         "snippets_checked": 22,  # distinct rationales of the 19 kept units: a1 5, b2 4, c3 5, d4 2, e5 3, f6 3
         "snippets_too_short": 0,
         "snippets_verbatim_before_guard": 2,
         "snippets_verbatim_in_inputs": 0,
+        "snippets_near_verbatim_before_guard": 2,
+        "snippets_near_verbatim_in_inputs": 0,
         "units_with_verbatim_snippets": [],
+        "units_with_near_verbatim_snippets": [],
     }
     assert on["chars_removed"] > 200
     off_result = build_dataset(FIXTURES / "per_dimension", tmp_path / "off", leakage_guard=False)
     off = off_result.report["leakage_guard"]
     assert off["enabled"] is False and off["texts_cleaned"] == 0
-    assert off["snippets_verbatim_in_inputs"] == 2
+    assert off["snippets_verbatim_in_inputs"] == 2 and off["snippets_near_verbatim_in_inputs"] == 2
     assert off["units_with_verbatim_snippets"] == ["a1-r1::criticalness", "a1-r2::comprehensiveness"]
+    assert off["units_with_near_verbatim_snippets"] == ["a1-r1::criticalness", "a1-r2::comprehensiveness"]
     card = (tmp_path / "off" / "README.md").read_text()
     assert "OFF (built with --no-leakage-guard)" in card and "leakage guard off" in card
 

@@ -1,4 +1,4 @@
-"""SurveyReview as a Hugging Face dataset: release readers, paper-level split, leakage guard, card (contract 1).
+"""SurveyReview as a Hugging Face dataset: release readers, split policies, leakage guard, card.
 
 Public surface::
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .build import BuildResult, build_dataset
 from .jats import JatsArticle, SubArticle, parse_jats
-from .leakage import find_verbatim, strip_review_record
+from .leakage import RECORD_KINDS, LeakageEdit, strip_review_record
 from .load import load_surveyreview, sample_release_dir
 from .readers import read_release
 from .schema import (
@@ -22,22 +22,41 @@ from .schema import (
     surveyreview_features,
 )
 from .split import split_papers
+from .verbatim import (
+    MIN_SNIPPET_CHARS,
+    NEAR_VERBATIM_THRESHOLD,
+    find_verbatim,
+    layout_verbatim_hits,
+    near_verbatim_hits,
+    near_verbatim_scores,
+    normalise_for_match,
+    verbatim_hits,
+)
 
 __all__ = [
     "ALL_CONFIG",
     "COLUMNS",
+    "MIN_SNIPPET_CHARS",
+    "NEAR_VERBATIM_THRESHOLD",
+    "RECORD_KINDS",
     "SPLITS",
     "BuildResult",
     "JatsArticle",
+    "LeakageEdit",
     "ReleaseFormatError",
     "SubArticle",
     "build_dataset",
     "find_verbatim",
+    "layout_verbatim_hits",
     "load_surveyreview",
+    "near_verbatim_hits",
+    "near_verbatim_scores",
+    "normalise_for_match",
     "parse_jats",
     "read_release",
     "sample_release_dir",
     "split_papers",
     "strip_review_record",
     "surveyreview_features",
+    "verbatim_hits",
 ]

@@ -25,7 +25,7 @@ from typing import Any
 from surveyalign import __version__
 from surveyalign.constants import DIMENSIONS
 
-from .leakage import strip_review_record, verbatim_hits
+from .leakcheck import MAX_LISTED, check_leaks, guard_texts, raise_on_leak
 from .readers import (
     EXCLUDED_SCORES,
     RawUnit,
@@ -36,9 +36,7 @@ from .readers import (
 from .schema import ALL_CONFIG, COLUMNS, SPLITS, ReleaseFormatError, arrow_schema
 from .split import split_papers
 from .text import extract_abstract, extract_references, extract_title, fingerprint
-
-#: Examples of ids listed in build_report.json before the list is cut.
-_MAX_LISTED = 200
+from .verbatim import NEAR_VERBATIM_THRESHOLD
 
 
 @dataclass
@@ -103,6 +101,8 @@ def build_dataset(
     sources: str | os.PathLike | None = None,
     seed: int = 42,
     leakage_guard: bool = True,
+    fail_on_leak: bool = False,
+    near_verbatim_threshold: float = NEAR_VERBATIM_THRESHOLD,
     drop_missing_text: bool = False,
     test_fraction: float = 0.25,
     validation_fraction: float = 0.10,
@@ -133,7 +133,12 @@ def build_dataset(
         out: output folder; replaced when it exists and ``overwrite`` is True.
         sources: optional ``{uid or paper key: source}`` JSON mapping.
         seed: split seed (deterministic).
-        leakage_guard: strip status lines and review-record sections from texts (recorded in the report).
+        leakage_guard: strip the published review material from the texts (:func:`surveyalign.data.strip_review_record`;
+            recorded in the report).
+        fail_on_leak: raise instead of writing when any gold snippet is still verbatim or near-verbatim in an
+            input text after the guard.
+        near_verbatim_threshold: rapidfuzz partial-ratio score (0-100) from which a snippet counts as
+            near-verbatim in its own text (default :data:`surveyalign.data.NEAR_VERBATIM_THRESHOLD`).
         drop_missing_text: leave units without text out of the data files (still reported).
         test_fraction: share of papers per source in test.
         validation_fraction: share of training papers per source in validation.
@@ -145,6 +150,7 @@ def build_dataset(
 
     Raises:
         ReleaseFormatError: malformed release records (naming file, record and field) or duplicate units.
+        LeakError: ``fail_on_leak`` and gold snippets remain after the guard (a ValueError).
         FileExistsError: ``out`` is non-empty and ``overwrite`` is False or it is not an earlier build.
         ValueError: ``out`` and the release overlap.
     """
@@ -184,20 +190,7 @@ def build_dataset(
     for unit in release.units:
         if unit.text is not None:
             inputs[f"record:{unit.review_id}"] = unit.text
-    cleaned: dict[str, str] = {}
-    leak_counts = Counter()
-    cleaned_ids: list[str] = []
-    for key, text in inputs.items():
-        if leakage_guard:
-            new, edit = strip_review_record(text)
-            if edit.changed:
-                cleaned_ids.append(key)
-                leak_counts["status_lines_removed"] += edit.status_lines
-                leak_counts["record_sections_removed"] += edit.record_sections
-                leak_counts["chars_removed"] += edit.chars_removed
-            cleaned[key] = new
-        else:
-            cleaned[key] = text
+    cleaned, cleaned_ids, guard_summary = guard_texts(inputs, enabled=leakage_guard)
 
     lap("leakage_guard")
 
@@ -349,28 +342,14 @@ def build_dataset(
 
     lap("rows")
 
-    # 8. leakage check: gold snippets still verbatim in any input text
-    snippets = sorted({r for items in rows.values() for row in items for r in row["rationales"]})
-    input_keys = list(inputs)
-    before = verbatim_hits(snippets, [inputs[k] for k in input_keys])
-    after = before
-    if leakage_guard:
-        # Cleaning only deletes text: a snippet stays verbatim if it occurs in an unchanged text, or occurs in a
-        # changed text after cleaning (including a new match across a deletion seam).
-        cleaned_set = set(cleaned_ids)
-        changed = [i for i, k in enumerate(input_keys) if k in cleaned_set]
-        changed_set = set(changed)
-        seam = verbatim_hits(snippets, [cleaned[input_keys[i]] for i in changed]) if changed else []
-        after = []
-        for n, hit in enumerate(before):
-            if hit is None:
-                after.append(None)
-            else:
-                after.append({j for j in hit if j not in changed_set} | {changed[j] for j in (seam[n] if seam else ())})
-    leaked_after = [s for s, hit in zip(snippets, after) if hit]
-    leaked_units = sorted(
-        row["unit_id"] for items in rows.values() for row in items if set(row["rationales"]) & set(leaked_after)
+    # 8. leakage check: gold snippets still (near-)verbatim in the input texts
+    row_key = {kept[i].review_id + "::" + kept[i].dimension: unit_key[i] for i in range(len(kept))}
+    leak_check = check_leaks(
+        [(row["unit_id"], row_key.get(row["unit_id"]), row["rationales"]) for items in rows.values() for row in items],
+        inputs, cleaned, cleaned_ids, threshold=near_verbatim_threshold,
     )
+    if fail_on_leak:
+        raise_on_leak(leak_check)
 
     lap("verbatim_check")
 
@@ -444,22 +423,10 @@ def build_dataset(
             "reviews_given_text_of_same_paper": sorted(text_from_same_paper),
             "units": len(missing_units),
             "articles": len(missing_articles),
-            "article_ids": sorted(missing_articles)[:_MAX_LISTED],
-            "unit_ids": sorted(missing_units)[:_MAX_LISTED],
+            "article_ids": sorted(missing_articles)[:MAX_LISTED],
+            "unit_ids": sorted(missing_units)[:MAX_LISTED],
         },
-        "leakage_guard": {
-            "enabled": leakage_guard,
-            "texts_cleaned": len(cleaned_ids),
-            "cleaned_ids": sorted(cleaned_ids)[:_MAX_LISTED],
-            "status_lines_removed": leak_counts["status_lines_removed"],
-            "record_sections_removed": leak_counts["record_sections_removed"],
-            "chars_removed": leak_counts["chars_removed"],
-            "snippets_checked": sum(1 for h in after if h is not None),
-            "snippets_too_short": sum(1 for h in after if h is None),
-            "snippets_verbatim_before_guard": sum(1 for h in before if h),
-            "snippets_verbatim_in_inputs": len(leaked_after),
-            "units_with_verbatim_snippets": leaked_units[:_MAX_LISTED],
-        },
+        "leakage_guard": {**guard_summary, **leak_check},
         "counts": counts,
         "format": "parquet",
         "build_seconds": None,

@@ -142,20 +142,22 @@ def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]
         f"{report['split']['validation_fraction']:.0%} of the remaining training papers. All reviews of a paper "
         "share one split.\n\n" + _md_table(["split", "papers", "reviews", "units", "per source"], split_rows)
     )
+    found = (f"Gold rationale snippets found in the input texts (of {leak['snippets_checked']} checked; "
+             f"near-verbatim = partial ratio >= {leak['near_verbatim_threshold']:g}): "
+             f"{leak['snippets_verbatim_before_guard']} verbatim and {leak['snippets_near_verbatim_before_guard']} "
+             f"near-verbatim before the guard, {leak['snippets_verbatim_in_inputs']} verbatim and "
+             f"{leak['snippets_near_verbatim_in_inputs']} near-verbatim after it.")
     if leak["enabled"]:
+        records = ", ".join(f"{k} {v}" for k, v in leak["records_removed"].items() if v) or "none"
         leakage = (
-            f"On. Peer-review status lines and published review records were removed from "
-            f"{leak['texts_cleaned']} texts ({leak['status_lines_removed']} status lines, "
-            f"{leak['record_sections_removed']} record sections, {leak['chars_removed']} characters). "
-            f"Gold rationale snippets found verbatim in the input texts: {leak['snippets_verbatim_before_guard']} "
-            f"before the guard, {leak['snippets_verbatim_in_inputs']} after (of {leak['snippets_checked']} checked)."
+            f"On. Review material was removed from {leak['texts_cleaned']} texts: {leak['top_boxes_removed']} top "
+            f"boxes, appended review records ({records}), {leak['running_headers_removed']} running headers, "
+            f"{leak['status_lines_removed']} status brackets, {leak['status_marks_removed']} status-mark lines "
+            f"({leak['chars_removed']} characters). " + found
         )
     else:
-        leakage = (
-            "OFF (built with --no-leakage-guard): texts may contain the venue's published referee reports. "
-            f"{leak['snippets_verbatim_in_inputs']} of {leak['snippets_checked']} gold rationale snippets occur "
-            "verbatim in the input texts."
-        )
+        leakage = ("OFF (built with --no-leakage-guard): texts may contain the venue's published referee reports. "
+                   + found)
     summary = {k: report[k] for k in ("seed", "papers", "reviews")}
     summary["units_kept"] = units["kept"]
     values = {

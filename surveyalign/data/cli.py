@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--no-leakage-guard", action="store_true",
                        help="keep peer-review status lines and referee reports in the texts (recorded in the "
                        "report and the card)")
+    build.add_argument("--fail-on-leak", action="store_true",
+                       help="stop with an error (nothing written) when any gold rationale snippet is still verbatim "
+                       "or near-verbatim in an input text after the leakage guard")
+    build.add_argument("--near-verbatim-threshold", type=float, default=None, metavar="SCORE",
+                       help="rapidfuzz partial-ratio score (0-100) from which a snippet counts as near-verbatim "
+                       "in its own text (default 90)")
     build.add_argument("--drop-missing-text", action="store_true",
                        help="leave units whose survey text is missing out of the data files (still reported); "
                        "default keeps them with text ''")
@@ -79,6 +85,8 @@ def _build(args: argparse.Namespace) -> int:
             sources=args.sources,
             seed=args.seed,
             leakage_guard=not args.no_leakage_guard,
+            fail_on_leak=args.fail_on_leak,
+            **({} if args.near_verbatim_threshold is None else {"near_verbatim_threshold": args.near_verbatim_threshold}),
             drop_missing_text=args.drop_missing_text,
             test_fraction=args.test_fraction,
             validation_fraction=args.validation_fraction,
@@ -99,9 +107,11 @@ def _build(args: argparse.Namespace) -> int:
         print(f"  articles without text: {_first_ids(missing['article_ids'], missing['articles'])}")
     if missing["units"]:
         print(f"  units without text: {_first_ids(missing['unit_ids'], missing['units'])}")
-    print(f"leakage guard {'on' if leak['enabled'] else 'OFF'}: {leak['texts_cleaned']} texts cleaned; "
-          f"{leak['snippets_verbatim_in_inputs']} gold snippets still verbatim in the inputs "
-          f"(before guard: {leak['snippets_verbatim_before_guard']})")
+    print(f"leakage guard {'on' if leak['enabled'] else 'OFF'}: {leak['texts_cleaned']} texts cleaned "
+          f"({leak['top_boxes_removed']} top boxes, {sum(leak['records_removed'].values())} appended review records, "
+          f"{leak['running_headers_removed']} running headers); gold snippets still in the inputs: "
+          f"{leak['snippets_verbatim_in_inputs']} verbatim, {leak['snippets_near_verbatim_in_inputs']} near-verbatim "
+          f"(before guard: {leak['snippets_verbatim_before_guard']} / {leak['snippets_near_verbatim_before_guard']})")
     print(f"build took {rep['build_seconds']:.2f} s; report: {result.path / 'build_report.json'}")
     return 0
 

@@ -1,16 +1,33 @@
-"""Leakage guard: remove the venue's published review record from survey texts (SurveyReview §4.1-4.2).
+"""Leakage guard: remove the venues' published review material from survey texts (SurveyReview §4.1-4.2).
 
-F1000Research publishes the referee reports with the article: a status line such as
-"[version 1; peer review: 2 approved]" next to the title and an "Open Peer Review" section (first-page box
-and/or the full referee reports at the end). Those reports are the very reviews whose sentences are the gold
-rationales, so a judge reading them would copy the answer. :func:`strip_review_record` removes both;
-:func:`find_verbatim` counts gold snippets that still occur verbatim in any input text.
+The survey texts of the release are PDF-to-markdown conversions, and several venues print the peer-review
+record into the PDF. Those reviews are the very ones whose sentences are the gold rationales, so a judge
+reading them would copy the answer. The guard recognises the record *structurally*, by the markers each
+venue's layout carries, never by looking for the gold sentences:
+
+* **F1000Research** prints the record twice. Near the top an "Open Peer Review" box (reviewer status marks,
+  invited reviewers, versions, closing with "... follow the article"); after the references the whole record
+  to the end of the file ("Open Peer Review", "Current Peer Review Status", per referee "Reviewer Report
+  <date>", a 10.5256 DOI, the referee's name and report, a questionnaire, "Competing Interests:", "Reviewer
+  Expertise:", a confirmation line with the verdict, author/reviewer responses, the publisher's footer).
+  Running page headers ("F1000Research 2021, 10:412 Last updated: ...") fall anywhere, and the title carries a
+  status bracket "[version 1; peer review: 2 approved]".
+* **OpenReview** PDFs may end with an appended review/decision page ("Official Review of Submission...",
+  "Paper Decision", "Meta Review ...") whose form fields (Rating:, Confidence:, Strengths And Weaknesses:,
+  Recommendation:, ...) confirm it.
+* **MOPRD** texts (PeerJ-style journals) may end with the review history ("Peer Review History", "Decision
+  letter", "Reviewer 1", the form sections Basic reporting / Experimental design / Validity of the findings /
+  Additional comments, "Rebuttal letter").
+
+:func:`strip_review_record` removes the top box, everything from the start of an appended record to the end
+of the text, running headers, status brackets and lines of status marks, and keeps the article whole
+(including the authors' own "Competing interests" section, which is not review material).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: "[version 2; peer review: 1 approved, 1 approved with reservations]" and the older
 #: "[version 1; referees: 2 approved]" forms.
@@ -19,223 +36,265 @@ _STATUS_RE = re.compile(
     re.IGNORECASE,
 )
 
-#: A line that opens the published review record.
-_RECORD_START_RE = re.compile(
-    r"^[ \t]*(?:#{1,6}\s*)?[*_]*\s*(?:open\s+peer\s+review|referee\s+(?:report|status|responses?)|"
-    r"reviewer\s+(?:report|status|responses?)|peer\s+review\s+(?:report|history|status))\b[^\n]*$",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-#: Headings that still belong to the review record (reports, responses, reviewer metadata).
-_RECORD_HEADING_RE = re.compile(
-    r"referee|reviewer|peer\s+review|author\s+response|response\s+to|report|approved|competing\s+interests|"
-    r"version\s+\d|invited|comments?\b|expertise|reader\s+comments|reservations",
+#: Running page headers and footers of the PDF exports (compared with the line's plain form).
+_RUNNING_HEADER_RE = re.compile(
+    r"^(?:f1000research\s+\d{4},\s*\d+\s*:\s*\d+\s+last\s+updated\s*:.*"
+    r"|(?:under\s+review|published)\s+as\s+a\s+conference\s+paper\s+at\s+\S+\s+\d{4}"
+    r"|page\s+\d+\s+of\s+\d+)$",
     re.IGNORECASE,
 )
 
-_HEADING_RE = re.compile(r"^\s*#{1,6}\s+(.*)$")
+#: A line made only of reviewer status marks (ticks, question marks, crosses).
+_MARKS_RE = re.compile(r"^[\s✓✔✗✘×?!]*[✓✔✗✘×][\s✓✔✗✘×?!]*$")
+
+# ---- F1000Research --------------------------------------------------------------------------------
+#: One referee report opens with "Reviewer Report <date>" / "Referee Report 1" (or the bare words).
+_F1000_REPORT_RE = re.compile(r"^(?:reviewer|referee)\s+report(?:\s+\d.*)?$", re.IGNORECASE)
+_F1000_STATUS_RE = re.compile(r"^current\s+(?:peer\s+review|referee|reviewer)\s+status\b.*$", re.IGNORECASE)
+#: Lines directly above the first report that still belong to the record.
+_F1000_LEAD_RE = re.compile(
+    r"^(?:open\s+peer\s+review|version\s+\d+|current\s+(?:peer\s+review|referee|reviewer)\s+status\b.*|"
+    r"(?:reviewer|referee)s?\s+status\b.*|approval\s+status\b.*)$",
+    re.IGNORECASE,
+)
+_F1000_CONFIRM_RE = re.compile(
+    r"10\.5256/f1000research|reviewer\s+expertise\s*:|i\s+confirm\s+that\s+i\s+have\s+read\s+this\s+submission|"
+    r"competing\s+interests\s*:|current\s+(?:peer\s+review|referee)\s+status",
+    re.IGNORECASE,
+)
+#: First line of the top box.
+_BOX_START_RE = re.compile(
+    r"^(?:open\s+peer\s+review|(?:reviewer|referee)s?\s+status\b.*|approval\s+status\b.*|"
+    r"invited\s+(?:reviewers|referees)\b.*)$",
+    re.IGNORECASE,
+)
+#: Lines that only occur inside the top box.
+_BOX_LINE_RE = re.compile(
+    r"^(?:open\s+peer\s+review|(?:reviewer|referee)s?\s+status\b.*|approval\s+status\b.*|"
+    r"invited\s+(?:reviewers|referees)\b.*|version\s+\d+\b.*|(?:report\s*)+|\d+\.\s.*|comments\s+on\s+this\s+article.*|"
+    r"all\s+comments.*|add\s+a\s+comment.*|sign\s+up\s+for\s+content\s+alerts.*)$",
+    re.IGNORECASE,
+)
+#: The sentence that closes the top box.
+_BOX_END_RE = re.compile(
+    r"(?:reports?|responses|comments).{0,80}(?:follow\s+the\s+article|(?:found|given)\s+at\s+the\s+end\s+of\s+"
+    r"(?:the|this)\s+article)",
+    re.IGNORECASE,
+)
+#: Box evidence beyond its first line (a lone "Open peer review" heading is an ordinary section).
+_BOX_EVIDENCE_RE = re.compile(r"status|invited|report|✓|✔|✗|✘|follow\s+the\s+article|end\s+of\s+the\s+article",
+                              re.IGNORECASE)
+_BOX_WINDOW = 60  # lines searched for the closing sentence
+
+# ---- OpenReview -------------------------------------------------------------------------------------
+_OPENREVIEW_START_RE = re.compile(
+    r"^(?:paper\s+decision|official\s+review(?:\s+of\s+.+)?|meta[\s-]?review(?:\s+of\s+.+)?|"
+    r"decision(?:\s+by\s+.+)?|official\s+comment(?:\s+by\s+.+)?)\s*:?$",
+    re.IGNORECASE,
+)
+_OPENREVIEW_FIELD_RE = re.compile(
+    r"^(rating|confidence|recommendation|decision|summary\s+of\s+the\s+paper|summary\s+of\s+the\s+review|"
+    r"strengths\s+and\s+weaknesses|strengths|weaknesses|questions|limitations|soundness|presentation|"
+    r"contribution|correctness|clarity,\s+quality,\s+novelty\s+and\s+reproducibility|metareview|"
+    r"technical\s+novelty\s+and\s+significance|empirical\s+novelty\s+and\s+significance|flag\s+for\s+ethics\s+review)"
+    r"\s*:",
+    re.IGNORECASE,
+)
+
+# ---- MOPRD (PeerJ-style review history) -------------------------------------------------------------
+_MOPRD_START_RE = re.compile(
+    r"^(?:peer\s+review\s+history|review\s+history|decision\s+letter|reviewer\s+\d+\b.*|rebuttal\s+letter|"
+    r"version\s+\d+\.\d+\s+\((?:original\s+submission|accepted|revision).*\).*)$",
+    re.IGNORECASE,
+)
+_MOPRD_FIELD_RE = re.compile(
+    r"^(basic\s+reporting|experimental\s+design|validity\s+of\s+the\s+findings|additional\s+comments|"
+    r"decision\s+letter|rebuttal\s+letter|academic\s+editor|reviewer\s+guidelines|cite\s+this\s+review|"
+    r"version\s+\d+\.\d+\s+\()",
+    re.IGNORECASE,
+)
+_CONFIRM_WINDOW = 120  # lines after a start line searched for its form fields
+
+_REFERENCES_RE = re.compile(r"^(?:\d+\.?\s*)?(?:references|bibliography|works\s+cited|literature\s+cited)$",
+                            re.IGNORECASE)
+_HEADING_RE = re.compile(r"^\s*#{1,6}\s")
+
+#: Sources of appended records, in :attr:`LeakageEdit.records` order.
+RECORD_KINDS = ("f1000", "openreview", "moprd")
 
 
 @dataclass
 class LeakageEdit:
-    """What :func:`strip_review_record` removed from one text.
+    """What :func:`strip_review_record` removed from one text (the guard's report for that text).
 
     Attributes:
-        status_lines: number of peer-review status brackets removed.
-        record_sections: number of review-record sections removed.
+        status_lines: peer-review status brackets removed ("[version 1; peer review: ...]").
+        record_sections: review-record blocks removed (top boxes + appended records).
+        top_boxes: F1000Research "Open Peer Review" boxes removed near the top (0 or 1).
+        records: kind of each appended record removed to the end of the text ("f1000", "openreview",
+            "moprd"); at most one, since it runs to the end.
+        running_headers: running page header/footer lines removed.
+        status_marks: lines made only of status marks (✓ ? ✗) removed.
+        lines_removed: lines removed in total.
         chars_removed: characters removed in total (>= 0).
     """
 
     status_lines: int = 0
     record_sections: int = 0
+    top_boxes: int = 0
+    records: list[str] = field(default_factory=list)
+    running_headers: int = 0
+    status_marks: int = 0
+    lines_removed: int = 0
     chars_removed: int = 0
 
     @property
     def changed(self) -> bool:
         """True when anything was removed."""
-        return self.status_lines > 0 or self.record_sections > 0
+        return bool(self.status_lines or self.record_sections or self.running_headers or self.status_marks)
+
+
+def _plain(line: str) -> str:
+    """The line without markdown decoration (heading hashes, emphasis, table bars), spaces collapsed."""
+    text = re.sub(r"<[^>]+>", " ", line)
+    text = re.sub(r"[#*_|>`]", " ", text)
+    return " ".join(text.split())
+
+
+def _confirmed(plains: list[str], start: int, pattern: re.Pattern, needed: int) -> bool:
+    """True when ``needed`` distinct form fields of ``pattern`` occur in the lines after ``start``."""
+    found = set()
+    for p in plains[start + 1 : start + 1 + _CONFIRM_WINDOW]:
+        m = pattern.match(p)
+        if m:
+            found.add(re.sub(r"\W+", " ", m.group(1).lower()))
+            if len(found) >= needed:
+                return True
+    return False
+
+
+def _references_line(plains: list[str], lines: list[str]) -> int | None:
+    """Index of the last references heading, or None."""
+    found = None
+    for i, (p, raw) in enumerate(zip(plains, lines)):
+        if _REFERENCES_RE.match(p) and (_HEADING_RE.match(raw) or raw.strip().startswith("**")):
+            found = i
+    return found
+
+
+def _f1000_record_start(plains: list[str], refs: int | None) -> int | None:
+    """Start of the F1000Research back-matter record, or None."""
+    for i, p in enumerate(plains):
+        if not (_F1000_REPORT_RE.match(p) or _F1000_STATUS_RE.match(p)):
+            continue
+        start = i
+        while start > 0 and (not plains[start - 1] or _F1000_LEAD_RE.match(plains[start - 1])
+                             or _RUNNING_HEADER_RE.match(plains[start - 1])):
+            start -= 1
+        while start < i and not plains[start]:
+            start += 1
+        led = any(re.match(r"open\s+peer\s+review$", p, re.IGNORECASE) for p in plains[start:i])
+        confirmed = any(_F1000_CONFIRM_RE.search(p) for p in plains[i : i + _CONFIRM_WINDOW])
+        if led or confirmed or (refs is not None and i > refs):
+            return start
+    return None
+
+
+def _form_record_start(plains: list[str], start_re: re.Pattern, field_re: re.Pattern) -> int | None:
+    """First line matching ``start_re`` followed by two distinct form fields of ``field_re``."""
+    for i, p in enumerate(plains):
+        if start_re.match(p) and _confirmed(plains, i, field_re, 2):
+            return i
+    return None
+
+
+def _top_box(plains: list[str], limit: int) -> tuple[int, int] | None:
+    """``(first, last)`` line indices of the F1000Research top box before line ``limit``, or None."""
+    for i in range(limit):
+        if not _BOX_START_RE.match(plains[i]):
+            continue
+        end = None
+        for j in range(i, min(limit, i + _BOX_WINDOW)):
+            if _BOX_END_RE.search(plains[j]):
+                end = j
+                break
+        if end is None:  # no closing sentence: the run of box-like lines
+            end = i
+            j = i + 1
+            while j < limit and (not plains[j] or _BOX_LINE_RE.match(plains[j]) or _MARKS_RE.match(plains[j])):
+                if plains[j]:
+                    end = j
+                j += 1
+        evidence = " ".join(plains[i + 1 : end + 1]) + " " + plains[i][len("open peer review"):]
+        if end > i and _BOX_EVIDENCE_RE.search(evidence):
+            return i, end
+    return None
 
 
 def strip_review_record(text: str) -> tuple[str, LeakageEdit]:
-    """Remove the peer-review status line(s) and the published review record from a survey text.
+    """Remove the published peer-review material from a survey text, by its layout markers.
 
-    A review-record section starts at a line reading "Open Peer Review", "Referee Report ...", "Reviewer
-    Report ...", "Referee Status" or "Reviewer Status" (bold or as a markdown heading) and runs to the next
-    markdown heading that is not itself part of the record (a heading naming referees, reports, responses,
-    approvals, competing interests, ...), or to the end of the text.
+    Removes (see the module docstring for each venue's markers): the F1000Research top box, everything from
+    the start of an appended review record (F1000Research back matter, OpenReview review/decision page, MOPRD
+    review history) to the end of the text, running page headers anywhere, peer-review status brackets and
+    lines of status marks. A text without such markers comes back unchanged.
 
     Args:
-        text: survey full text (markdown).
+        text: survey full text (markdown, typically converted from the venue's PDF).
 
     Returns:
-        ``(cleaned_text, edit)``; ``cleaned_text`` equals ``text`` when nothing matched.
+        ``(cleaned_text, edit)``; ``cleaned_text`` equals ``text`` when nothing matched, and ``edit`` says
+        what was removed (:class:`LeakageEdit`).
     """
     edit = LeakageEdit()
     original_len = len(text)
-    text, edit.status_lines = _STATUS_RE.subn("", text)
-    lowered = text.lower()
-    if any(w in lowered for w in ("peer review", "referee", "reviewer")) and _RECORD_START_RE.search(text):
-        lines = text.split("\n")
-        kept: list[str] = []
-        i = 0
-        while i < len(lines):
-            if _RECORD_START_RE.match(lines[i]):
-                edit.record_sections += 1
-                i += 1
-                while i < len(lines):
-                    heading = _HEADING_RE.match(lines[i])
-                    if heading and not _RECORD_HEADING_RE.search(heading.group(1)):
-                        break
-                    i += 1
-                continue
-            kept.append(lines[i])
-            i += 1
-        if edit.record_sections:
-            text = "\n".join(kept).rstrip() + "\n"
-    if edit.changed:
-        text = re.sub(r"[ \t]+\n", "\n", text)
-    edit.chars_removed = max(0, original_len - len(text))
-    return text, edit
-
-
-_ANCHORS = (32, 16)  # bytes hashed per candidate position: long anchor first, short one for short snippets
-_MULT = 0x9E3779B97F4A7C15
-_MASK = 0xFFFFFFFFFFFFFFFF
-
-
-def _key_of(anchor: bytes) -> int:
-    """Hash of an anchor (length a multiple of 8) with the same arithmetic as :func:`_keys_at`."""
-    key = 0
-    for i in range(0, len(anchor), 8):
-        key = ((key * _MULT) & _MASK) ^ int.from_bytes(anchor[i : i + 8], "little")
-    return key
-
-
-def _keys_at(words, pos, length: int):
-    """Hash of ``length`` bytes starting at every position in ``pos`` (numpy, vectorised)."""
-    import numpy as np
-
-    key = np.zeros(len(pos), dtype=np.uint64)
-    mult = np.uint64(_MULT)
-    with np.errstate(over="ignore"):
-        for i in range(0, length, 8):
-            key = (key * mult) ^ words[pos + i]
-    return key
-
-
-def find_verbatim(snippets: list[str], texts: list[str], *, min_chars: int = 20) -> list[int | None]:
-    """For every snippet, find one text that contains it verbatim (exact substring).
-
-    Args:
-        snippets: gold rationale snippets.
-        texts: input texts.
-        min_chars: snippets shorter than this (after stripping) are not checked: a very short
-            snippet ("Yes.") occurs anywhere and says nothing about leakage.
-
-    Returns:
-        One entry per snippet: the smallest index of a text holding it, -1 when no text does, or None when
-        the snippet was too short to check.
-    """
-    hits = verbatim_hits(snippets, texts, min_chars=min_chars)
-    return [None if h is None else (min(h) if h else -1) for h in hits]
-
-
-def verbatim_hits(snippets: list[str], texts: list[str], *, min_chars: int = 20) -> list[set[int] | None]:
-    """For every snippet, the set of texts that contain it verbatim (exact substring).
-
-    Runs in roughly linear time in the total text size: every position after a space in the concatenated
-    texts is keyed by a hash of the 32 (or 16) bytes that follow it and matched against the same hash taken
-    after the first space of each snippet (a bitmap of the snippets' first 8 anchor bytes filters the
-    positions first); each key hit is confirmed by exact comparison. Snippets too short for a 16-byte anchor
-    fall back to ``bytes.find``.
-
-    Args:
-        snippets: gold rationale snippets.
-        texts: input texts.
-        min_chars: snippets shorter than this (after stripping) are not checked.
-
-    Returns:
-        One entry per snippet: the set of indices of texts holding it (empty when none), or None when the
-        snippet was too short to check.
-    """
-    import bisect
-
-    import numpy as np
-
-    result: list[set[int] | None] = [None] * len(snippets)
-    if not snippets:
-        return result
-    encoded = [t.encode("utf-8") for t in texts]
-    big = b"\x00".join(encoded)
-    starts: list[int] = []
-    offset = 0
-    for e in encoded:
-        starts.append(offset)
-        offset += len(e) + 1
-
-    def text_of(pos: int) -> int:
-        return bisect.bisect_right(starts, pos) - 1
-
-    by_anchor: dict[int, dict[int, list[tuple[int, int, bytes]]]] = {a: {} for a in _ANCHORS}
-    bits = 22
-    bitmap = np.zeros(1 << bits, dtype=bool)
-    fallback: list[tuple[int, bytes]] = []
-    for k, snippet in enumerate(snippets):
-        s = snippet.strip()
-        if len(s) < min_chars:
+    lines = text.split("\n")
+    plains = [_plain(line) for line in lines]
+    n = len(lines)
+    refs = _references_line(plains, lines)
+    starts = {
+        "f1000": _f1000_record_start(plains, refs),
+        "openreview": _form_record_start(plains, _OPENREVIEW_START_RE, _OPENREVIEW_FIELD_RE),
+        "moprd": _form_record_start(plains, _MOPRD_START_RE, _MOPRD_FIELD_RE),
+    }
+    found = {kind: s for kind, s in starts.items() if s is not None}
+    cut = n
+    if found:
+        kind = min(found, key=lambda k: (found[k], RECORD_KINDS.index(k)))
+        cut = found[kind]
+        edit.records.append(kind)
+    drop = [False] * n
+    for i in range(cut, n):
+        drop[i] = True
+    box = _top_box(plains, cut)
+    if box is not None:
+        edit.top_boxes = 1
+        for i in range(box[0], box[1] + 1):
+            drop[i] = True
+    edit.record_sections = edit.top_boxes + len(edit.records)
+    for i in range(cut):
+        if drop[i] or not plains[i]:
             continue
-        sb = s.encode("utf-8")
-        result[k] = set()
-        space = sb.find(b" ")
-        length = next((a for a in _ANCHORS if space >= 0 and len(sb) >= space + 1 + a), None)
-        if length is None:
-            fallback.append((k, sb))
+        if _RUNNING_HEADER_RE.match(plains[i]):
+            drop[i] = True
+            edit.running_headers += 1
+        elif _MARKS_RE.match(plains[i]):
+            drop[i] = True
+            edit.status_marks += 1
+    kept = []
+    for i, line in enumerate(lines):
+        if drop[i]:
+            edit.lines_removed += 1
             continue
-        anchor = sb[space + 1 : space + 1 + length]
-        by_anchor[length].setdefault(_key_of(anchor), []).append((k, space, sb))
-        bitmap[_low_bits(int.from_bytes(anchor[:8], "little"), bits)] = True
-
-    def add(k: int, begin: int, size: int) -> None:
-        first = text_of(begin)
-        if first == text_of(begin + size - 1):  # a match may not run across the separator of two texts
-            result[k].add(first)
-
-    for k, sb in fallback:
-        found = big.find(sb)
-        while found >= 0:
-            add(k, found, len(sb))
-            found = big.find(sb, found + 1)
-
-    n = len(big)
-    if any(by_anchor.values()) and n > 8:
-        words = np.ndarray(shape=(n - 7,), dtype="<u8", buffer=big, offset=0, strides=(1,))
-        pos = np.flatnonzero(np.frombuffer(big, dtype=np.uint8) == 32) + 1
-        pos = pos[pos + 8 <= n]
-        first = words[pos]
-        with np.errstate(over="ignore"):
-            pos = pos[bitmap[((first * np.uint64(_MULT)) >> np.uint64(64 - bits)).astype(np.int64)]]
-        for length, table in by_anchor.items():
-            if not table:
-                continue
-            cand = pos[pos + length <= n]
-            keys = _keys_at(words, cand, length)
-            full = np.zeros(1 << bits, dtype=bool)  # second filter on the full anchor hash
-            full[[_low_bits(key, bits) for key in table]] = True
-            with np.errstate(over="ignore"):
-                keep = full[((keys * np.uint64(_MULT)) >> np.uint64(64 - bits)).astype(np.int64)]
-            cand, keys = cand[keep], keys[keep]
-            wanted = np.array(sorted(table), dtype=np.uint64)
-            idx = np.searchsorted(wanted, keys)
-            idx[idx >= len(wanted)] = 0
-            for h in np.flatnonzero(wanted[idx] == keys).tolist():
-                p = int(cand[h]) - 1  # the space before the anchor
-                for k, space, sb in table[int(keys[h])]:
-                    begin = p - space
-                    if begin >= 0 and big[begin : begin + len(sb)] == sb:
-                        add(k, begin, len(sb))
-    return result
-
-
-def _low_bits(word: int, bits: int) -> int:
-    """Bucket of a uint64 word in the prefilter bitmap (multiplicative hashing, top ``bits`` bits)."""
-    return ((word * _MULT) & _MASK) >> (64 - bits)
+        new, k = _STATUS_RE.subn("", line)
+        if k:
+            edit.status_lines += k
+            new = re.sub(r"[ \t]+(\*\*|__|\*|_)(?=\s|$)", r"\1", new)  # "**Title [version 1; ...]**"
+        kept.append(new)
+    if not edit.changed:
+        return text, edit
+    cleaned = "\n".join(kept)
+    cleaned = re.sub(r"[ \t]+\n", "\n", cleaned)
+    cleaned = re.sub(r"\n{3,}", "\n\n", cleaned).strip("\n") + "\n"
+    edit.chars_removed = max(0, original_len - len(cleaned))
+    return cleaned, edit

@@ -1,0 +1,255 @@
+"""Gold snippets still in the input texts: layout-insensitive verbatim and near-verbatim matches.
+
+A PDF export breaks a quoted sentence across lines, hyphenates words at line ends, wraps parts in markdown
+emphasis and uses typographic quotes and ligatures, so an exact substring test misses most real leaks. Both
+sides are first brought to one form (:func:`normalise_for_match`); a snippet is *verbatim* when its form is
+a substring of a text's form, and *near-verbatim* when some window of its own text matches it with a
+``rapidfuzz`` partial ratio of at least :data:`NEAR_VERBATIM_THRESHOLD` (case folded).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from rapidfuzz import fuzz
+
+#: Smallest partial-ratio score (0-100, ``rapidfuzz.fuzz.partial_ratio`` on case-folded normalised forms) at
+#: which a snippet counts as near-verbatim in a text. 90 lets about one character in ten differ (a running
+#: header cut into the quote, a dropped word, OCR slips) while unrelated sentences of the same text score
+#: far lower (measured in tests/test_data_leakage.py: the fixture's gold snippets score 100 before the guard
+#: and below 70 after it).
+NEAR_VERBATIM_THRESHOLD = 90.0
+
+#: Snippets shorter than this (characters, after normalisation) are not checked: a very short snippet
+#: ("Yes.") occurs anywhere and says nothing about leakage.
+MIN_SNIPPET_CHARS = 20
+
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"',
+                         "‟": '"', "″": '"', "«": '"', "»": '"', "‐": "-", "‑": "-", "‒": "-", "–": "-",
+                         "—": "-", "―": "-", "−": "-", "\u00ad": None, "\u200b": None, "\u200c": None,
+                         "\u200d": None, "\ufeff": None})
+_LINE_HYPHEN_RE = re.compile(r"(\w)-[ \t]*\n[ \t]*(\w)")
+_WORD_HYPHEN_RE = re.compile(r"(?<=\w)-(?=\w)")
+_MARKUP_RE = re.compile(r"<[^>\n]+>|^[ \t]*#{1,6}[ \t]+|^[ \t]*>[ \t]?|[*_`~|]", re.MULTILINE)
+_SPACE_RE = re.compile(r"\s+")
+
+
+def normalise_for_match(text: str) -> str:
+    """One layout-free form of a text for leak matching (applied to snippets and texts alike).
+
+    Steps: Unicode NFKC (ligatures, full-width forms), typographic quotes and dashes to ASCII, soft hyphens and
+    zero-width characters dropped, a word hyphenated at a line end joined, hyphens inside words dropped (so
+    "well-\\nchosen", "well-chosen" and "wellchosen" agree), markdown emphasis, headings, quotes, table bars and
+    HTML tags dropped, every run of whitespace and line breaks turned into one space. Case is kept.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The normalised text (no leading/trailing space).
+    """
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = _LINE_HYPHEN_RE.sub(r"\1\2", text)
+    text = _MARKUP_RE.sub(" ", text)
+    text = _WORD_HYPHEN_RE.sub("", text)
+    return _SPACE_RE.sub(" ", text).strip()
+
+
+def layout_verbatim_hits(snippets: Sequence[str], texts: Sequence[str], *,
+                         min_chars: int = MIN_SNIPPET_CHARS) -> list[set[int] | None]:
+    """For every snippet, the texts holding it once both are normalised (:func:`normalise_for_match`).
+
+    Args:
+        snippets: gold rationale snippets.
+        texts: input texts.
+        min_chars: snippets shorter than this after normalisation are not checked.
+
+    Returns:
+        One entry per snippet: the set of indices of texts holding it (empty when none), or None when the
+        snippet was too short to check.
+    """
+    return verbatim_hits([normalise_for_match(s) for s in snippets], [normalise_for_match(t) for t in texts],
+                         min_chars=min_chars)
+
+
+def near_verbatim_scores(pairs: Sequence[tuple[str, str]], *, min_chars: int = MIN_SNIPPET_CHARS) -> list[float | None]:
+    """Best fuzzy window score of each snippet in its text (``rapidfuzz.fuzz.partial_ratio``).
+
+    Args:
+        pairs: ``(snippet, text)`` pairs; the text is the one the snippet's unit is judged on.
+        min_chars: snippets shorter than this after normalisation get None.
+
+    Returns:
+        One score in [0, 100] per pair (100 = the snippet's normalised, case-folded form occurs in the text's),
+        or None for a snippet too short to check.
+    """
+    cache: dict[str, str] = {}
+    out: list[float | None] = []
+    for snippet, text in pairs:
+        s = normalise_for_match(snippet).casefold()
+        if len(s) < min_chars:
+            out.append(None)
+            continue
+        if text not in cache:
+            cache[text] = normalise_for_match(text).casefold()
+        out.append(float(fuzz.partial_ratio(s, cache[text])) if cache[text] else 0.0)
+    return out
+
+
+def near_verbatim_hits(pairs: Sequence[tuple[str, str]], *, threshold: float = NEAR_VERBATIM_THRESHOLD,
+                       min_chars: int = MIN_SNIPPET_CHARS) -> list[bool | None]:
+    """Whether each snippet occurs near-verbatim in its text (score >= ``threshold``).
+
+    Args:
+        pairs: ``(snippet, text)`` pairs.
+        threshold: smallest :func:`near_verbatim_scores` score that counts (0-100).
+        min_chars: snippets shorter than this after normalisation get None.
+
+    Returns:
+        One entry per pair: True/False, or None when the snippet was too short to check.
+    """
+    return [None if s is None else s >= threshold for s in near_verbatim_scores(pairs, min_chars=min_chars)]
+
+
+_ANCHORS = (32, 16)  # bytes hashed per candidate position: long anchor first, short one for short snippets
+_MULT = 0x9E3779B97F4A7C15
+_MASK = 0xFFFFFFFFFFFFFFFF
+
+
+def _key_of(anchor: bytes) -> int:
+    """Hash of an anchor (length a multiple of 8) with the same arithmetic as :func:`_keys_at`."""
+    key = 0
+    for i in range(0, len(anchor), 8):
+        key = ((key * _MULT) & _MASK) ^ int.from_bytes(anchor[i : i + 8], "little")
+    return key
+
+
+def _keys_at(words, pos, length: int):
+    """Hash of ``length`` bytes starting at every position in ``pos`` (numpy, vectorised)."""
+    import numpy as np  # lazy: importing surveyalign.data stays light
+
+    key = np.zeros(len(pos), dtype=np.uint64)
+    mult = np.uint64(_MULT)
+    with np.errstate(over="ignore"):
+        for i in range(0, length, 8):
+            key = (key * mult) ^ words[pos + i]
+    return key
+
+
+def find_verbatim(snippets: Sequence[str], texts: Sequence[str], *, min_chars: int = MIN_SNIPPET_CHARS) -> list[int | None]:
+    """For every snippet, find one text that contains it verbatim, layout aside (:func:`normalise_for_match`).
+
+    Args:
+        snippets: gold rationale snippets.
+        texts: input texts.
+        min_chars: snippets shorter than this (after normalisation) are not checked: a very short
+            snippet ("Yes.") occurs anywhere and says nothing about leakage.
+
+    Returns:
+        One entry per snippet: the smallest index of a text holding it, -1 when no text does, or None when
+        the snippet was too short to check.
+    """
+    hits = layout_verbatim_hits(snippets, texts, min_chars=min_chars)
+    return [None if h is None else (min(h) if h else -1) for h in hits]
+
+
+def verbatim_hits(snippets: Sequence[str], texts: Sequence[str], *, min_chars: int = MIN_SNIPPET_CHARS) -> list[set[int] | None]:
+    """For every snippet, the set of texts that contain it as an exact substring (no normalisation).
+
+    Runs in roughly linear time in the total text size: every position after a space in the concatenated
+    texts is keyed by a hash of the 32 (or 16) bytes that follow it and matched against the same hash taken
+    after the first space of each snippet (a bitmap of the snippets' first 8 anchor bytes filters the
+    positions first); each key hit is confirmed by exact comparison. Snippets too short for a 16-byte anchor
+    fall back to ``bytes.find``.
+
+    Args:
+        snippets: gold rationale snippets.
+        texts: input texts.
+        min_chars: snippets shorter than this (after stripping) are not checked.
+
+    Returns:
+        One entry per snippet: the set of indices of texts holding it (empty when none), or None when the
+        snippet was too short to check.
+    """
+    import numpy as np  # lazy: importing surveyalign.data stays light
+
+    result: list[set[int] | None] = [None] * len(snippets)
+    if not snippets:
+        return result
+    encoded = [t.encode("utf-8") for t in texts]
+    big = b"\x00".join(encoded)
+    starts: list[int] = []
+    offset = 0
+    for e in encoded:
+        starts.append(offset)
+        offset += len(e) + 1
+
+    def text_of(pos: int) -> int:
+        return bisect.bisect_right(starts, pos) - 1
+
+    by_anchor: dict[int, dict[int, list[tuple[int, int, bytes]]]] = {a: {} for a in _ANCHORS}
+    bits = 22
+    bitmap = np.zeros(1 << bits, dtype=bool)
+    fallback: list[tuple[int, bytes]] = []
+    for k, snippet in enumerate(snippets):
+        s = snippet.strip()
+        if len(s) < min_chars:
+            continue
+        sb = s.encode("utf-8")
+        result[k] = set()
+        space = sb.find(b" ")
+        length = next((a for a in _ANCHORS if space >= 0 and len(sb) >= space + 1 + a), None)
+        if length is None:
+            fallback.append((k, sb))
+            continue
+        anchor = sb[space + 1 : space + 1 + length]
+        by_anchor[length].setdefault(_key_of(anchor), []).append((k, space, sb))
+        bitmap[_low_bits(int.from_bytes(anchor[:8], "little"), bits)] = True
+
+    def add(k: int, begin: int, size: int) -> None:
+        first = text_of(begin)
+        if first == text_of(begin + size - 1):  # a match may not run across the separator of two texts
+            result[k].add(first)
+
+    for k, sb in fallback:
+        found = big.find(sb)
+        while found >= 0:
+            add(k, found, len(sb))
+            found = big.find(sb, found + 1)
+
+    n = len(big)
+    if any(by_anchor.values()) and n > 8:
+        words = np.ndarray(shape=(n - 7,), dtype="<u8", buffer=big, offset=0, strides=(1,))
+        pos = np.flatnonzero(np.frombuffer(big, dtype=np.uint8) == 32) + 1
+        pos = pos[pos + 8 <= n]
+        first = words[pos]
+        with np.errstate(over="ignore"):
+            pos = pos[bitmap[((first * np.uint64(_MULT)) >> np.uint64(64 - bits)).astype(np.int64)]]
+        for length, table in by_anchor.items():
+            if not table:
+                continue
+            cand = pos[pos + length <= n]
+            keys = _keys_at(words, cand, length)
+            full = np.zeros(1 << bits, dtype=bool)  # second filter on the full anchor hash
+            full[[_low_bits(key, bits) for key in table]] = True
+            with np.errstate(over="ignore"):
+                keep = full[((keys * np.uint64(_MULT)) >> np.uint64(64 - bits)).astype(np.int64)]
+            cand, keys = cand[keep], keys[keep]
+            wanted = np.array(sorted(table), dtype=np.uint64)
+            idx = np.searchsorted(wanted, keys)
+            idx[idx >= len(wanted)] = 0
+            for h in np.flatnonzero(wanted[idx] == keys).tolist():
+                p = int(cand[h]) - 1  # the space before the anchor
+                for k, space, sb in table[int(keys[h])]:
+                    begin = p - space
+                    if begin >= 0 and big[begin : begin + len(sb)] == sb:
+                        add(k, begin, len(sb))
+    return result
+
+
+def _low_bits(word: int, bits: int) -> int:
+    """Bucket of a uint64 word in the prefilter bitmap (multiplicative hashing, top ``bits`` bits)."""
+    return ((word * _MULT) & _MASK) >> (64 - bits)
