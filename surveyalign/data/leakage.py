@@ -62,16 +62,13 @@ _F1000_CONFIRM_RE = re.compile(
     r"competing\s+interests\s*:|current\s+(?:peer\s+review|referee)\s+status",
     re.IGNORECASE,
 )
+_BOX_OPENERS = (r"open\s+peer\s+review|(?:reviewer|referee)s?\s+status\b.*|approval\s+status\b.*|"
+                r"invited\s+(?:reviewers|referees)\b.*")
 #: First line of the top box.
-_BOX_START_RE = re.compile(
-    r"^(?:open\s+peer\s+review|(?:reviewer|referee)s?\s+status\b.*|approval\s+status\b.*|"
-    r"invited\s+(?:reviewers|referees)\b.*)$",
-    re.IGNORECASE,
-)
+_BOX_START_RE = re.compile(rf"^(?:{_BOX_OPENERS})$", re.IGNORECASE)
 #: Lines that only occur inside the top box.
 _BOX_LINE_RE = re.compile(
-    r"^(?:open\s+peer\s+review|(?:reviewer|referee)s?\s+status\b.*|approval\s+status\b.*|"
-    r"invited\s+(?:reviewers|referees)\b.*|version\s+\d+\b.*|(?:report\s*)+|\d+\.\s.*|comments\s+on\s+this\s+article.*|"
+    rf"^(?:{_BOX_OPENERS}|version\s+\d+\b.*|(?:report\s*)+|\d+\.\s.*|comments\s+on\s+this\s+article.*|"
     r"all\s+comments.*|add\s+a\s+comment.*|sign\s+up\s+for\s+content\s+alerts.*)$",
     re.IGNORECASE,
 )
