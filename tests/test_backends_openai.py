@@ -129,7 +129,10 @@ def test_request_logprobs_option_overrides_settings():
         with _backend(server, request_logprobs=True) as backend:
             [[on]] = backend.generate([USER], GenerationSettings(want_logprobs=False))
         with _backend(server, request_logprobs=False) as backend:
-            [[off]] = backend.generate([USER], GenerationSettings(want_logprobs=True))
+            [[off]] = backend.generate([USER], GenerationSettings(want_logprobs=False))
+            # a recorded want_logprobs=true that request_logprobs=false would drop is refused, not ignored
+            with pytest.raises(ValueError, match="request_logprobs is false"):
+                backend.generate([USER], GenerationSettings(want_logprobs=True))
     assert [body.get("logprobs") for body in server.requests] == [True, None]
     assert (on.mean_logprob, off.mean_logprob) == (-1.5, None)
 

@@ -591,19 +591,21 @@ def test_all_calls_failing_lists_the_errors_and_exits_3(dataset_dir, tmp_path, c
         "dimensions": ["readability", "structure"], "progress": False, "bootstrap": 0,
         "backend": {"kind": "openai", "options": {"model": "m", "api_key_env": None, "max_retries": 0,
                                                   "base_url": f"http://127.0.0.1:{closed}/v1"}}})
-    assert main(["evaluate", "--config", str(cfg)]) == 3
+    # nothing listens: the pre-flight GET /models stops the run at once (exit 2, the URL named), no call is made
+    assert main(["evaluate", "--config", str(cfg)]) == 2
+    captured = capsys.readouterr()
+    assert f"no server answers at http://127.0.0.1:{closed}/v1/models" in captured.err
+    assert not (tmp_path / "runs" / "api-judge" / "calls.jsonl").exists() or not (
+        tmp_path / "runs" / "api-judge" / "calls.jsonl").read_text().strip()
+
+    with FakeChatServer(always_status=404) as server:  # the server answers, but every call fails (wrong model)
+        assert main(["evaluate", "--config", str(cfg), "--base-url", server.base_url, "--run-name", "r404"]) == 3
     captured = capsys.readouterr()
     assert "most common errors of the 4 failed unit(s):" in captured.out
-    assert "  4 x api_error: " in captured.out and "connect" in captured.out.lower()
+    assert "  4 x api_error: " in captured.out and "404" in captured.out
     last = captured.err.strip().splitlines()[-1]
     assert last.startswith("surveyalign evaluate: FAILED: no unit was scored in readability (2 unit(s) with calls, "
                            "all failed), structure (2 unit(s)")
-
-    with FakeChatServer(always_status=404) as server:  # e.g. a wrong model name
-        assert main(["evaluate", "--config", str(cfg), "--base-url", server.base_url, "--run-name", "r404"]) == 3
-    captured = capsys.readouterr()
-    assert "  4 x api_error: " in captured.out and "404" in captured.out
-    assert "FAILED: no unit was scored" in captured.err.strip().splitlines()[-1]
 
     # every unit scored: exit 0 and no error list
     ok = _write_yaml(tmp_path / "ok.yaml", {**yaml.safe_load(cfg.read_text()),

@@ -11,7 +11,13 @@ import importlib
 import inspect
 from typing import Any
 
-from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages
+from surveyalign.backends.base import (
+    Backend,
+    Generation,
+    GenerationSettings,
+    Messages,
+    preflight,
+)
 from surveyalign.backends.server import ServerHandle, serve_in_thread
 
 #: Backend kinds and the ``module:Class`` implementing each (imported lazily).
@@ -74,5 +80,6 @@ __all__ = [
     "ServerHandle",
     "backend_class",
     "load_backend",
+    "preflight",
     "serve_in_thread",
 ]

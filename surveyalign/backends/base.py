@@ -63,12 +63,18 @@ class Generation:
             server-reported reason, or ``None`` when unknown / failed.
         mean_logprob: mean natural-log probability of the generated tokens (<= 0), ``None`` when unavailable.
         error: ``None`` on success; otherwise a one-line description (the harness records ``api_error``).
+        reasoning: the model's reasoning when the server returned it apart from the answer (``reasoning_content``,
+            thinking / reasoning parts); kept for inspection, never read for a score. ``None`` when absent.
+        refusal: the server's refusal text when the model declined to answer (``message.refusal``); the answer is
+            then a parse failure with this text as its reason. ``None`` when absent.
     """
 
     text: str
     finish_reason: str | None
     mean_logprob: float | None
     error: str | None = None
+    reasoning: str | None = None
+    refusal: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -76,7 +82,7 @@ class Generation:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict with the four fields."""
+        """Return a JSON-serialisable dict with every field."""
         return asdict(self)
 
     @classmethod
@@ -185,6 +191,26 @@ class Backend(ABC):
         """Return a JSON-serialisable description for ``run_config.json`` (never keys or headers)."""
         return {"backend": self.name}
 
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Refuse generation settings this backend cannot apply (every recorded setting must take effect).
+
+        The default accepts everything; backends override it (e.g. ``enable_thinking`` without a way to pass it
+        to the chat template). :meth:`generate` calls it, and :func:`preflight` before a run starts.
+
+        Args:
+            settings: the settings a run would record in ``run_config.json``.
+
+        Raises:
+            ValueError: naming the setting and what would make it apply.
+        """
+
+    def check_ready(self) -> None:
+        """Check, before a run starts, that the backend can answer now (the default: nothing to check).
+
+        Raises:
+            OSError: the backend's server does not answer (API backends), with the URL and the error.
+        """
+
     def close(self) -> None:
         """Release clients, threads and models held by the backend (idempotent)."""
         runner = self.__dict__.pop("_loop_thread", None)
@@ -221,3 +247,23 @@ def check_request(prompts: Sequence[Messages], settings: GenerationSettings | No
             if not isinstance(message, dict) or "role" not in message or "content" not in message:
                 raise ValueError(f"prompt {index}, message {j}: expected a dict with 'role' and 'content'")
     return settings if settings is not None else GenerationSettings()
+
+
+def preflight(backends: Sequence[Backend], settings: GenerationSettings) -> None:
+    """Check every backend of a run before its first call: the settings apply, and the server answers.
+
+    Args:
+        backends: the run's backends (objects without ``check_settings`` / ``check_ready`` are skipped).
+        settings: the generation settings the run records.
+
+    Raises:
+        ValueError: a backend cannot apply one of ``settings`` (:meth:`Backend.check_settings`).
+        OSError: a backend's server does not answer (:meth:`Backend.check_ready`).
+    """
+    for backend in backends:
+        check = getattr(backend, "check_settings", None)
+        if callable(check):
+            check(settings)
+        ready = getattr(backend, "check_ready", None)
+        if callable(ready):
+            ready()

@@ -230,6 +230,23 @@ class TransformersBackend(Backend):
             "sampling": "per-row seeded Gumbel-max; seed = settings.seed + sample index",
         }
 
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Refuse a setting this backend cannot apply: ``enable_thinking=True`` with a template lacking the switch.
+
+        Temperature, top_p, max_new_tokens and seed drive the seeded sampler; ``want_logprobs`` needs nothing
+        (log-probs are always computed); ``enable_thinking`` goes to the chat template call.
+
+        Args:
+            settings: the recorded generation settings.
+
+        Raises:
+            ValueError: the chat template of the tokenizer has no ``enable_thinking`` switch and it is true.
+        """
+        from surveyalign.prompts import check_template_settings
+
+        check_template_settings(self.tokenizer, enable_thinking=settings.enable_thinking,
+                                where=f"transformers backend ({self.tokenizer_path})")
+
     def render(self, messages: Messages, settings: GenerationSettings) -> str:
         """Render one chat prompt to text with the explicit ``enable_thinking`` switch (contract 2).
 
@@ -282,6 +299,7 @@ class TransformersBackend(Backend):
             ValueError: invalid ``prompts`` or ``n``, or ``len(seeds) != len(prompts)``.
         """
         settings = check_request(prompts, settings, n)
+        self.check_settings(settings)
         if seeds is not None and len(seeds) != len(prompts):
             raise ValueError(f"got {len(seeds)} seeds for {len(prompts)} prompts")
         base = list(seeds) if seeds is not None else [settings.seed] * len(prompts)

@@ -7,20 +7,25 @@ variable whose *name* is configured; the key itself is never written anywhere or
 
 ``describe()`` carries ``server_fingerprint``: the content fingerprint a ``surveyalign serve`` server publishes for
 the model it serves (read once per backend instance from ``GET {base_url}/models``; ``None`` for any other
-server), so the evaluation cache key changes when the adapter behind the same server is retrained.
+server), so the evaluation cache key changes when the adapter behind the same server is retrained. The same one
+GET is the pre-flight check (:meth:`OpenAIBackend.check_ready`): nothing listening stops a run at once, with the
+URL and the error, instead of minutes of retries.
+
+Replies are normalised by :func:`surveyalign.backends.responses.normalise_message` (string content, typed parts,
+``reasoning_content``, ``refusal``): the answer text is what gets parsed; reasoning and refusal travel apart.
+Every generation setting goes into the request body; ``enable_thinking`` as ``chat_template_kwargs`` (see
+``send_chat_template_kwargs``); a setting the configured server cannot take is refused with ``ValueError``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import math
 import os
 import random
 import re
 import threading
-import time
+import urllib.parse
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,137 +46,30 @@ from surveyalign.backends.base import (
     check_request,
     mean_or_none,
 )
+from surveyalign.backends.responses import normalise_message
+from surveyalign.backends.transport import (
+    RETRY_STATUS,
+    AiohttpTransport,
+    FatalError,
+    HttpxTransport,
+    RetryableError,
+    Transport,
+    default_transport,
+    parse_retry_after,
+)
 
-#: HTTP status codes worth retrying: rate limit, request timeout, conflicts/locks and server errors.
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
-
-
-#: Seconds (connect + read, at most) the one ``GET {base_url}/models`` for ``server_fingerprint`` may take.
+#: Seconds (connect + read, at most) the one ``GET {base_url}/models`` (pre-flight + fingerprint) may take.
 FINGERPRINT_TIMEOUT = 5.0
+#: Hosts of hosted APIs known to reject ``chat_template_kwargs`` (HTTP 400 "unrecognized request argument").
+NO_TEMPLATE_KWARGS_HOSTS = ("api.openai.com", ".openai.azure.com")
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _UNSET = object()
 
 
-class _RetryableError(Exception):
-    """A transient failure; ``retry_after`` (seconds) is set when the server asked for a delay."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class _FatalError(Exception):
-    """A failure that retrying cannot fix (4xx other than the retryable ones, malformed reply)."""
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Parse an HTTP ``Retry-After`` header (RFC 9110 §10.2.3).
-
-    Args:
-        value: the header value: delay seconds (``"3"``, ``"0.5"``) or an HTTP date; ``None`` when absent.
-        now: current Unix time for the date form (defaults to ``time.time()``).
-
-    Returns:
-        The delay in seconds (>= 0), or ``None`` when absent or unparseable.
-
-    Raises:
-        Nothing: an unparseable value gives ``None``.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if math.isnan(seconds):
-        return None
-    return max(0.0, seconds)
-
-
-class _Transport:
-    """POST JSON and return ``(status, retry_after_header, text)``; transient network failures raise
-    :class:`_RetryableError`."""
-
-    async def post(self, url: str, body: dict[str, Any]) -> tuple[int, str | None, str]:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
-
-
-class _AiohttpTransport(_Transport):
-    # aiohttp costs ~0.5 ms CPU per call at 32 connections; httpx's pool ~4 ms (its request-to-connection
-    # assignment scans every queued request against every connection), which caps throughput below 160/s.
-    def __init__(self, headers: dict[str, str], concurrency: int, timeout: float) -> None:
-        import aiohttp
-
-        self._aiohttp = aiohttp
-        self.timeout = timeout
-        self.session = aiohttp.ClientSession(
-            headers=headers,
-            connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency),
-            timeout=aiohttp.ClientTimeout(total=timeout),
-            trust_env=True,  # honour HTTP(S)_PROXY / NO_PROXY like httpx does
-        )
-
-    async def post(self, url: str, body: dict[str, Any]) -> tuple[int, str | None, str]:
-        try:
-            async with self.session.post(url, json=body) as response:
-                return response.status, response.headers.get("Retry-After"), await response.text()
-        except TimeoutError as exc:
-            raise _RetryableError(f"timeout after {self.timeout:g} s") from exc
-        except self._aiohttp.ClientError as exc:
-            raise _RetryableError(f"connection error: {type(exc).__name__}: {exc}") from exc
-
-    async def aclose(self) -> None:
-        await self.session.close()
-
-
-class _HttpxTransport(_Transport):
-    def __init__(self, headers: dict[str, str], concurrency: int, timeout: float) -> None:
-        import httpx
-
-        self._httpx = httpx
-        self.timeout = timeout
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout),
-            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-            headers=headers,
-        )
-
-    async def post(self, url: str, body: dict[str, Any]) -> tuple[int, str | None, str]:
-        httpx = self._httpx
-        try:
-            response = await self.client.post(url, json=body)
-        except httpx.TimeoutException as exc:
-            raise _RetryableError(f"timeout after {self.timeout:g} s") from exc
-        except httpx.TransportError as exc:
-            raise _RetryableError(f"connection error: {type(exc).__name__}: {exc}") from exc
-        return response.status_code, response.headers.get("retry-after"), response.text
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
-
-def _default_transport() -> str:
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        return "httpx"
-    return "aiohttp"
-
-
 @dataclass
 class _LoopState:
-    transport: _Transport
+    transport: Transport
     semaphore: asyncio.Semaphore
 
 
@@ -192,8 +90,11 @@ class OpenAIBackend(Backend):
         backoff_max: cap of the exponential backoff in seconds.
         max_retry_after: cap (seconds) on a server's ``Retry-After`` request.
         max_tokens_field: body field for the token cap (``"max_tokens"`` or ``"max_completion_tokens"``).
-        send_chat_template_kwargs: send ``chat_template_kwargs={"enable_thinking": ...}`` (vLLM and
-            ``surveyalign serve`` understand it; the OpenAI API rejects it).
+        send_chat_template_kwargs: send ``chat_template_kwargs={"enable_thinking": ...}`` (vLLM, SGLang and
+            ``surveyalign serve`` apply it to the chat template). ``None`` (default): send it except to the hosts
+            in :data:`NO_TEMPLATE_KWARGS_HOSTS` (the OpenAI API rejects the field). Where it is not sent,
+            ``enable_thinking=True`` is refused (it could not take effect); ``describe()`` records the resolved
+            value, so run_config says whether ``enable_thinking`` reached the server.
         extra_body: extra JSON fields merged into every request body.
         request_logprobs: ``None`` follows ``settings.want_logprobs``; ``True``/``False`` always / never asks
             for token log-probs (lets a config turn them on without touching the generation settings).
@@ -217,7 +118,7 @@ class OpenAIBackend(Backend):
         backoff_max: float = 60.0,
         max_retry_after: float = 300.0,
         max_tokens_field: str = "max_tokens",
-        send_chat_template_kwargs: bool = False,
+        send_chat_template_kwargs: bool | None = None,
         extra_body: dict[str, Any] | None = None,
         request_logprobs: bool | None = None,
         transport: str = "auto",
@@ -236,7 +137,7 @@ class OpenAIBackend(Backend):
         if transport not in ("auto", "aiohttp", "httpx"):
             raise ValueError(f"openai backend: transport must be auto, aiohttp or httpx, got {transport!r}")
         self.model = model
-        self.transport = _default_transport() if transport == "auto" else transport
+        self.transport = default_transport() if transport == "auto" else transport
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.concurrency = int(concurrency)
@@ -246,6 +147,10 @@ class OpenAIBackend(Backend):
         self.backoff_max = float(backoff_max)
         self.max_retry_after = float(max_retry_after)
         self.max_tokens_field = max_tokens_field
+        if send_chat_template_kwargs is None:
+            host = (urllib.parse.urlsplit(self.base_url).hostname or "").lower()
+            send_chat_template_kwargs = not any(host == h or (h.startswith(".") and host.endswith(h))
+                                                for h in NO_TEMPLATE_KWARGS_HOSTS)
         self.send_chat_template_kwargs = bool(send_chat_template_kwargs)
         self.extra_body = dict(extra_body or {})
         self.request_logprobs = request_logprobs
@@ -298,10 +203,43 @@ class OpenAIBackend(Backend):
         Raises:
             Nothing.
         """
-        with self._fingerprint_lock:
-            if self._server_fingerprint is _UNSET:
-                self._server_fingerprint = self._fetch_server_fingerprint()
-            return self._server_fingerprint
+        return self._probe().get("fingerprint")
+
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Refuse settings this client cannot put on the wire (``Backend.check_settings``).
+
+        Args:
+            settings: the generation settings of a run.
+
+        Raises:
+            ValueError: ``enable_thinking=True`` while ``chat_template_kwargs`` is not sent (the server would
+                never see it), or ``want_logprobs=True`` while ``request_logprobs=False``; the message names the
+                option that makes it reach the server.
+        """
+        if settings.enable_thinking and not self.send_chat_template_kwargs:
+            raise ValueError(f"openai backend ({self.base_url}): enable_thinking=true cannot reach the server because "
+                             "chat_template_kwargs is not sent; set the backend option send_chat_template_kwargs: "
+                             "true (vLLM, SGLang, surveyalign serve) or use enable_thinking: false")
+        if settings.want_logprobs and self.request_logprobs is False:
+            raise ValueError("openai backend: want_logprobs=true but the backend option request_logprobs is false; "
+                             "drop request_logprobs or set want_logprobs: false")
+
+    def check_ready(self) -> None:
+        """Pre-flight check before a run: one short ``GET {base_url}/models`` must be answered.
+
+        Raises:
+            ConnectionError: (an ``OSError``) nothing answers at the URL (refused, timed out, unknown host); the
+                message holds the URL and the error.
+            PermissionError: the server answers 401/403 (a missing or wrong key in ``api_key_env``).
+        """
+        probe = self._probe()
+        url = f"{self.base_url}/models"
+        if probe.get("error") is not None:
+            raise ConnectionError(f"no server answers at {url}: {probe['error']} (start the server, e.g. "
+                                  "`surveyalign serve --model DIR`, or fix base_url / --base-url)")
+        if probe.get("status") in (401, 403):
+            raise PermissionError(f"{url} answered HTTP {probe['status']}: the API key in "
+                                  f"${self.api_key_env or '(no api_key_env)'} is missing or not accepted")
 
     async def agenerate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                         ) -> list[list[Generation]]:
@@ -320,6 +258,7 @@ class OpenAIBackend(Backend):
             ValueError: invalid ``prompts`` or ``n`` (request failures are never raised).
         """
         settings = check_request(prompts, settings, n)
+        self.check_settings(settings)
         state = self._state()
         tasks = [
             [asyncio.ensure_future(self._one(state, messages, settings, i)) for i in range(n)]
@@ -348,6 +287,7 @@ class OpenAIBackend(Backend):
             ValueError: an invalid ``messages`` list.
         """
         settings = check_request([messages], settings, 1)
+        self.check_settings(settings)
         return await self._one(self._state(), messages, settings, sample_index)
 
     async def aclose(self) -> None:
@@ -366,27 +306,38 @@ class OpenAIBackend(Backend):
         super().close()
 
     # ------------------------------------------------------------------ internals
-    def _fetch_server_fingerprint(self) -> str | None:
+    def _probe(self) -> dict[str, Any]:
+        """The one ``GET {base_url}/models`` of this instance: ``{"status", "error", "fingerprint"}`` (cached)."""
+        with self._fingerprint_lock:
+            if self._server_fingerprint is _UNSET:
+                self._server_fingerprint = self._fetch_models()
+            return self._server_fingerprint
+
+    def _fetch_models(self) -> dict[str, Any]:
         import httpx
 
         headers = {}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        out: dict[str, Any] = {"status": None, "error": None, "fingerprint": None}
         try:
             response = httpx.get(f"{self.base_url}/models", headers=headers,
                                  timeout=min(FINGERPRINT_TIMEOUT, self.timeout), follow_redirects=False)
-            if response.status_code != 200:
-                return None
-            entries = response.json().get("data")
-            for entry in entries if isinstance(entries, list) else []:
-                if isinstance(entry, dict) and entry.get("id") == self.model:
-                    extra = entry.get("surveyalign")
-                    value = extra.get("fingerprint") if isinstance(extra, dict) else None
-                    return value if isinstance(value, str) and _HEX64.fullmatch(value) else None
-        except Exception:  # noqa: BLE001 - any failure only means "no fingerprint"
-            return None
-        return None
+        except httpx.HTTPError as exc:  # refused, timed out, unknown host: nothing answers
+            out["error"] = f"{type(exc).__name__}: {exc}"
+            return out
+        out["status"] = response.status_code
+        try:
+            entries = response.json().get("data") if response.status_code == 200 else None
+        except Exception:  # noqa: BLE001 - an unreadable listing only means "no fingerprint"
+            entries = None
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == self.model:
+                extra = entry.get("surveyalign")
+                value = extra.get("fingerprint") if isinstance(extra, dict) else None
+                out["fingerprint"] = value if isinstance(value, str) and _HEX64.fullmatch(value) else None
+        return out
 
     async def _aclose_state(self, loop: asyncio.AbstractEventLoop) -> None:
         state = self._states.pop(loop, None)
@@ -401,7 +352,7 @@ class OpenAIBackend(Backend):
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if key:
                 headers["Authorization"] = f"Bearer {key}"
-            cls = _AiohttpTransport if self.transport == "aiohttp" else _HttpxTransport
+            cls = AiohttpTransport if self.transport == "aiohttp" else HttpxTransport
             state = _LoopState(transport=cls(headers, self.concurrency, self.timeout),
                                semaphore=asyncio.Semaphore(self.concurrency))
             self._states[loop] = state
@@ -426,7 +377,7 @@ class OpenAIBackend(Backend):
 
     def _wait(self, retry_state: RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if isinstance(exc, _RetryableError) and exc.retry_after is not None:
+        if isinstance(exc, RetryableError) and exc.retry_after is not None:
             return min(exc.retry_after, self.max_retry_after)
         delay = min(self.backoff_max, self.backoff_initial * 2 ** (retry_state.attempt_number - 1))
         return delay / 2 + random.uniform(0.0, delay / 2)
@@ -437,7 +388,7 @@ class OpenAIBackend(Backend):
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._wait,
-            retry=retry_if_exception_type(_RetryableError),
+            retry=retry_if_exception_type(RetryableError),
             before_sleep=self._count_retry,
             reraise=True,
         )
@@ -445,10 +396,10 @@ class OpenAIBackend(Backend):
             async for attempt in retrying:
                 with attempt:
                     return await self._post(state, body)
-        except _RetryableError as exc:
+        except RetryableError as exc:
             self.stats["failed"] += 1
             return Generation.failed(f"gave up after {self.max_retries + 1} attempts: {exc}")
-        except _FatalError as exc:
+        except FatalError as exc:
             self.stats["failed"] += 1
             return Generation.failed(str(exc))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -463,16 +414,16 @@ class OpenAIBackend(Backend):
         if status != 200:
             detail = f"HTTP {status} from {self._url}: {text[:300]}"
             if status in RETRY_STATUS:
-                raise _RetryableError(detail, parse_retry_after(retry_after))
-            raise _FatalError(detail)
+                raise RetryableError(detail, parse_retry_after(retry_after))
+            raise FatalError(detail)
         try:
             payload = json.loads(text)
             choice = payload["choices"][0]
-            message = choice.get("message") or {}
-            content = message.get("content") or ""
+            message = normalise_message(choice.get("message"))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise _FatalError(f"malformed reply from {self._url}: {type(exc).__name__}: {text[:300]}") from exc
-        return Generation(text=content, finish_reason=choice.get("finish_reason"), mean_logprob=_mean_logprob(choice))
+            raise FatalError(f"malformed reply from {self._url}: {type(exc).__name__}: {exc}: {text[:300]}") from exc
+        return Generation(text=message.text, finish_reason=choice.get("finish_reason"),
+                          mean_logprob=_mean_logprob(choice), reasoning=message.reasoning, refusal=message.refusal)
 
 
 def _mean_logprob(choice: dict[str, Any]) -> float | None:

@@ -32,7 +32,9 @@ class FakeChatServer:
 
     Args:
         delay: seconds to wait before answering each request (``asyncio.sleep``; many requests overlap).
-        replies: canned reply texts, used in turn (cycled); or a callable ``body -> str``.
+        replies: canned replies, used in turn (cycled); or a callable ``body -> reply``. A reply is the answer text
+            (sent as a string ``content``) or a dict ``{"message": {...}, "finish_reason": ...}`` sent as the
+            choice as is (typed content parts, ``reasoning_content``, ``refusal``: every shape servers use).
         fail_first: number of initial requests answered with ``fail_status`` before normal replies.
         fail_status: HTTP status for those failures (default 429).
         retry_after: ``Retry-After`` header value sent with failures (``None``: no header).
@@ -54,7 +56,7 @@ class FakeChatServer:
         self,
         *,
         delay: float = 0.0,
-        replies: list[str] | Callable[[dict[str, Any]], str] | None = None,
+        replies: list[str | dict[str, Any]] | Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
         fail_first: int = 0,
         fail_status: int = 429,
         retry_after: str | None = "0",
@@ -117,7 +119,7 @@ class FakeChatServer:
             self.max_in_flight = 0
 
     # ------------------------------------------------------------------ app
-    def _next_reply(self, body: dict[str, Any]) -> str:
+    def _next_reply(self, body: dict[str, Any]) -> str | dict[str, Any]:
         if self._cycle is not None:
             with self._lock:
                 return next(self._cycle)
@@ -150,12 +152,18 @@ class FakeChatServer:
                     headers = {"Retry-After": self.retry_after} if self.retry_after is not None else None
                     return JSONResponse({"error": {"message": f"scripted failure {status}", "type": "fake"}},
                                         status_code=status, headers=headers)
-                text = self._next_reply(body)
-                choice: dict[str, Any] = {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": self.finish_reason,
-                }
+                reply = self._next_reply(body)
+                if isinstance(reply, dict):
+                    choice = {"index": 0, "finish_reason": self.finish_reason, **reply}
+                    content = choice.get("message", {}).get("content")
+                    text = content if isinstance(content, str) else ""
+                else:
+                    text = reply
+                    choice = {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": self.finish_reason,
+                    }
                 if body.get("logprobs") and self.logprob is not None:
                     choice["logprobs"] = {"content": [{"token": word, "logprob": self.logprob}
                                                       for word in text.split()]}

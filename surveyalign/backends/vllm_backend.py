@@ -118,6 +118,20 @@ class VLLMBackend(Backend):
             "vllm_version": getattr(self._vllm, "__version__", None),
         }
 
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Refuse ``enable_thinking=True`` when the tokenizer's chat template has no such switch.
+
+        Args:
+            settings: the recorded generation settings (the others go into ``SamplingParams``).
+
+        Raises:
+            ValueError: the setting could not take effect.
+        """
+        from surveyalign.prompts import check_template_settings
+
+        check_template_settings(self.tokenizer, enable_thinking=settings.enable_thinking,
+                                where=f"vllm backend ({self.model_path})")
+
     def _params(self, settings: GenerationSettings, n: int, seed: int) -> Any:
         return self._vllm.SamplingParams(
             n=n,
@@ -146,6 +160,7 @@ class VLLMBackend(Backend):
         from surveyalign.prompts import render_chat
 
         settings = check_request(prompts, settings, n)
+        self.check_settings(settings)
         texts = [render_chat(self.tokenizer, list(m), enable_thinking=settings.enable_thinking) for m in prompts]
         inputs = [{"prompt_token_ids": self.tokenizer(text, add_special_tokens=False)["input_ids"]} for text in texts]
         distinct = 1 if settings.greedy else n

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign import __version__
+from surveyalign.backends import preflight
 from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
 from surveyalign.evaluation.config import BackendConfig, EvalConfig, GenerationConfig
 from surveyalign.evaluation.consistency import (
@@ -209,6 +210,10 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
     if rqs_cfg is not None:
         rqs_judges, _ = _build_backends(rqs_cfg.backend, [None], rqs_backend)
     try:
+        # before the first call: every recorded setting applies, and each API server answers (no minutes of retries)
+        preflight(list(judges.values()), _settings(config.generation, 0))
+        if rqs_cfg is not None:
+            preflight(list(rqs_judges.values()), _settings(rqs_cfg.generation, 0))
         run_config = _run_config(config, run_dir, data_info, template_hashes, judges, judge_of_dim, rqs_judges,
                                  argv, started)
         run_config["training_records"] = training_records
@@ -781,6 +786,8 @@ def _execute(jobs: list[_Job], backends: dict[str, Any], config: EvalConfig, cac
             "finish_reason": getattr(generation, "finish_reason", None),
             "mean_logprob": getattr(generation, "mean_logprob", None),
             "error": getattr(generation, "error", None),
+            "refusal": getattr(generation, "refusal", None),
+            "reasoning": getattr(generation, "reasoning", None),
             "seconds": round(seconds, 4),
             "time": _now(),
         }
@@ -899,7 +906,7 @@ def _run_sync(backend: Any, jobs: list[_Job], batch_size: int, record: Callable[
 
 def _sample_view(rec: dict[str, Any] | None, protocol: str) -> dict[str, Any]:
     """One sample of a unit: parsed score, rationale and the raw answer (contract 4 ``samples`` entry + extras)."""
-    from surveyalign.prompts import parse_judgement
+    from surveyalign.prompts import parse_generation
 
     if rec is None:  # cannot happen after a completed stage; kept explicit rather than dropped
         return {"score": None, "text": "", "finish_reason": None, "mean_logprob": None,
@@ -908,7 +915,7 @@ def _sample_view(rec: dict[str, Any] | None, protocol: str) -> dict[str, Any]:
         return {"score": None, "text": rec.get("text") or "", "finish_reason": rec.get("finish_reason"),
                 "mean_logprob": rec.get("mean_logprob"), "error": rec["error"], "_rationale": "",
                 "_parse_error": None}
-    parsed = parse_judgement(rec.get("text") or "", protocol=protocol)
+    parsed = parse_generation(rec, protocol=protocol)  # a truncated or refused answer is a parse failure
     return {"score": parsed.score, "text": rec.get("text") or "", "finish_reason": rec.get("finish_reason"),
             "mean_logprob": rec.get("mean_logprob"), "error": None, "_rationale": parsed.rationale or "",
             "_parse_error": None if parsed.score is not None else (parsed.error or "no score")}
@@ -978,7 +985,9 @@ def _attach_consistency(gen, units, predictions, identity, cache) -> None:
         elif rec.get("error"):
             pred["consistency_error"] = f"api_error: {rec['error']}"
         else:
-            parsed = parse_consistency(rec.get("text"))
+            from surveyalign.prompts import parse_generation
+
+            parsed = parse_generation(rec, parse=parse_consistency)  # truncated / refused: parse_failed
             pred["consistency"] = parsed.score
             pred["consistency_error"] = None if parsed.score is not None else f"parse_failed: {parsed.error}"
 

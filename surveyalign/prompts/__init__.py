@@ -3,18 +3,22 @@
 Public surface::
 
     from surveyalign.prompts import (
-        build_judge_prompt, format_target, build_sft_example, parse_judgement, render_chat,
+        build_judge_prompt, format_target, build_sft_example, parse_judgement, parse_generation, render_chat,
         Judgement, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
     )
 
 Training (SFT/DPO data) and evaluation both build prompts with :func:`build_judge_prompt`, so the two can
-never drift apart; :func:`parse_judgement` is the only reader of judge answers.
+never drift apart; :func:`parse_judgement` is the only reader of judge answer texts and :func:`parse_generation` the only reader of
+generated answers (a truncated or refused answer is never scored).
 """
 
+from surveyalign.prompts.answers import TRUNCATED, answer_failure, parse_generation
 from surveyalign.prompts.builder import (
     JudgePrompt,
     build_judge_prompt,
     build_sft_example,
+    chat_template_variables,
+    check_template_settings,
     format_target,
     render_chat,
     validate_score,
@@ -33,14 +37,19 @@ __all__ = [
     "PROTOCOLS",
     "RUBRICS",
     "TEMPLATE_VERSION",
+    "TRUNCATED",
     "DimensionRubric",
     "JudgePrompt",
     "Judgement",
     "Protocol",
+    "answer_failure",
     "build_judge_prompt",
     "build_sft_example",
+    "chat_template_variables",
+    "check_template_settings",
     "format_target",
     "get_protocol",
+    "parse_generation",
     "parse_judgement",
     "render_chat",
     "validate_score",

@@ -303,3 +303,48 @@ def render_chat(
     if not isinstance(rendered, str):  # pragma: no cover - defensive against API changes
         raise TypeError(f"apply_chat_template returned {type(rendered).__name__}, expected str")
     return rendered
+
+
+def chat_template_variables(tokenizer: Any) -> set[str]:
+    """Names a tokenizer's chat template reads from its caller (e.g. ``{"messages", "enable_thinking"}``).
+
+    Used by local backends to refuse a chat-template setting the template ignores (``enable_thinking=True``
+    with a template that has no such switch would be recorded but change nothing).
+
+    Args:
+        tokenizer: a transformers tokenizer; its ``chat_template`` may be a string or a ``{name: template}`` dict.
+
+    Returns:
+        The undeclared variables of every template (jinja2's ``meta.find_undeclared_variables``); an empty set
+        when the tokenizer has no chat template.
+
+    Raises:
+        jinja2.TemplateSyntaxError: the template does not parse.
+    """
+    from jinja2 import meta
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    templates = getattr(tokenizer, "chat_template", None) or {}
+    if isinstance(templates, str):
+        templates = {"default": templates}
+    env = ImmutableSandboxedEnvironment(extensions=["jinja2.ext.loopcontrols"])
+    names: set[str] = set()
+    for template in templates.values():
+        names |= meta.find_undeclared_variables(env.parse(template))
+    return names
+
+
+def check_template_settings(tokenizer: Any, *, enable_thinking: bool, where: str) -> None:
+    """Refuse ``enable_thinking=True`` when the tokenizer's chat template has no ``enable_thinking`` switch.
+
+    Args:
+        tokenizer: the local backend's tokenizer.
+        enable_thinking: the recorded setting.
+        where: what is rendering (named in the message), e.g. ``"transformers backend (models/x)"``.
+
+    Raises:
+        ValueError: ``enable_thinking`` is true and the template never reads it (the setting could not apply).
+    """
+    if enable_thinking and "enable_thinking" not in chat_template_variables(tokenizer):
+        raise ValueError(f"{where}: enable_thinking=true has no effect: the tokenizer's chat template has no "
+                         "enable_thinking switch; use enable_thinking: false or a model whose template has one")

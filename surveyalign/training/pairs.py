@@ -76,16 +76,16 @@ class PairsSummary:
 
 def _sample_records(samples: Sequence[Any], protocol: str) -> list[dict[str, Any]]:
     """What a record keeps of each sampled answer: parsed score, why it failed, and the start of its text."""
-    from surveyalign.prompts import parse_judgement
+    from surveyalign.prompts import parse_generation
 
     kept = []
     for sample in samples:
         text = getattr(sample, "text", "") or ""
         failure = getattr(sample, "error", None)
-        parsed = None if failure else parse_judgement(text, protocol=protocol)
+        parsed = None if failure else parse_generation(sample, protocol=protocol)
         kept.append({
             "score": parsed.score if parsed else None,
-            "error": failure or (parsed.error if parsed else None),  # request failure or parse error
+            "error": failure or (parsed.error if parsed else None),  # request failure, truncation or parse error
             "finish_reason": getattr(sample, "finish_reason", None),
             "text": text[:SAMPLE_TEXT_CHARS],
             "text_chars": len(text),  # the full length; text keeps the first SAMPLE_TEXT_CHARS characters
@@ -102,14 +102,13 @@ def choose_rejected(samples: Sequence[Any], gold: int, protocol: str) -> tuple[i
         protocol: answer protocol passed to ``parse_judgement``.
 
     Returns:
-        (index of the chosen sample or None, parsed score of every sample - None for a failed request or an
-        answer without a valid score). Unparseable answers are never used as rejected.
+        (index of the chosen sample or None, parsed score of every sample - None for a failed request, a
+        truncated (``finish_reason == "length"``) or refused answer, or an answer without a valid score).
+        Such answers are never used as rejected (:func:`surveyalign.prompts.parse_generation`).
     """
-    from surveyalign.prompts import parse_judgement
+    from surveyalign.prompts import parse_generation
 
-    scores: list[int | None] = []
-    for sample in samples:
-        scores.append(None if getattr(sample, "error", None) else parse_judgement(sample.text, protocol=protocol).score)
+    scores: list[int | None] = [parse_generation(sample, protocol=protocol).score for sample in samples]
     for index, score in enumerate(scores):
         if score is not None and score != gold:
             return index, scores
