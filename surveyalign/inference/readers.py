@@ -1,0 +1,317 @@
+"""Read a survey a user wants reviewed: markdown, a LaTeX project, a PDF, or a folder of them.
+
+Every reader returns a :class:`Document` whose ``text`` is markdown, the form SurveyReview stores survey texts in
+(SurveyReview §4.2: full text as markdown), with the venue's published review record removed by the same
+leakage guard the dataset build applies (:func:`surveyalign.data.strip_review_record`), so a survey is judged on
+the same kind of input as the benchmark. The training length rule is applied later, when the prompt is built.
+
+* markdown (``.md``, ``.markdown``, ``.txt``): read as is.
+* LaTeX (``.tex``, the main file): includes resolved, user macros expanded with ``pylatexenc``, the bibliography
+  rendered as a ``## References`` list and kept raw for knowledge augmentation
+  (:mod:`surveyalign.inference.latex`).
+* PDF: ``pypdf`` (BSD licence) by default; ``extractor="pymupdf4llm"`` (AGPL) or ``"marker"`` (GPL) use those
+  optional packages when installed. pypdf's text gets its end-of-line hyphenation undone and its lone
+  "Abstract"/"References" and numbered heading lines marked as markdown headings.
+* a folder: the documents found by :func:`find_documents` (``read_documents``), or the single one
+  (``read_document``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from surveyalign.data import strip_review_record
+from surveyalign.data.leakage import LeakageEdit
+from surveyalign.data.text import extract_references, extract_title
+from surveyalign.inference.latex import latex_to_markdown
+
+__all__ = ["DOCUMENT_SUFFIXES", "PDF_EXTRACTORS", "Document", "find_documents", "read_document", "read_documents"]
+
+#: File suffix -> document format.
+DOCUMENT_SUFFIXES: dict[str, str] = {".md": "markdown", ".markdown": "markdown", ".txt": "markdown",
+                                     ".tex": "latex", ".pdf": "pdf"}
+#: PDF text extractors: the default (permissive licence) first; the others are optional extras.
+PDF_EXTRACTORS = ("pypdf", "pymupdf4llm", "marker")
+
+DocumentFormat = Literal["markdown", "latex", "pdf"]
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_HYPHEN_RE = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
+_NUMBERED_HEADING_RE = re.compile(r"^(?P<num>\d{1,2}(?:\.\d{1,2}){0,2})\.?[ \t]+(?P<title>[A-Z][^\n]{1,80})$",
+                                  re.MULTILINE)
+_LONE_SECTION_RE = re.compile(r"^[ \t]*(?P<name>Abstract|References|Bibliography|Acknowledge?ments?)[ \t]*$",
+                              re.MULTILINE | re.IGNORECASE)
+
+
+@dataclass
+class Document:
+    """A survey read from disk, as the judge will see it.
+
+    Attributes:
+        text: the survey as markdown, with the published review record removed (leakage guard).
+        format: ``"markdown"``, ``"latex"`` or ``"pdf"``.
+        title: the survey's title (``\\title``, PDF metadata, else the first heading or line).
+        source: the file read (the main ``.tex`` for LaTeX).
+        bibliography: raw bibliography for knowledge augmentation (LaTeX: the ``.bib`` text or the
+            ``thebibliography`` block); ``None`` for markdown and PDF, whose references are in ``text``.
+        bibliography_paths: the ``.bib``/``.bbl`` files read.
+        bibliography_format: ``"bibtex"``, ``"thebibliography"``, ``"markdown"`` (the reference list is part of
+            ``text``) or ``None`` (no reference list found).
+        cited_keys: LaTeX citation keys in citation order (empty for other formats).
+        files: every file read (LaTeX: the main file and its includes).
+        extractor: the PDF extractor used (``None`` for other formats).
+        leakage: what the leakage guard removed.
+        warnings: problems met while reading (unresolved ``\\input``, missing ``.bib``, pages without text...).
+    """
+
+    text: str
+    format: DocumentFormat
+    title: str
+    source: Path
+    bibliography: str | None = None
+    bibliography_paths: list[Path] = field(default_factory=list)
+    bibliography_format: str | None = None
+    cited_keys: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    extractor: str | None = None
+    leakage: LeakageEdit = field(default_factory=LeakageEdit)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def bibliography_path(self) -> Path | None:
+        """The first bibliography file read, or ``None``."""
+        return self.bibliography_paths[0] if self.bibliography_paths else None
+
+    def to_dict(self, *, with_text: bool = False) -> dict[str, Any]:
+        """A JSON-serialisable description (paths as strings; the text only when ``with_text``).
+
+        Args:
+            with_text: include ``text`` and ``bibliography``.
+
+        Returns:
+            Dict with format, title, source, files, bibliography paths/format, number of cited keys, extractor,
+            characters, leakage counts and warnings.
+        """
+        out: dict[str, Any] = {
+            "format": self.format, "title": self.title, "source": str(self.source),
+            "files": [str(p) for p in self.files], "bibliography_paths": [str(p) for p in self.bibliography_paths],
+            "bibliography_format": self.bibliography_format, "n_cited_keys": len(self.cited_keys),
+            "extractor": self.extractor, "chars": len(self.text),
+            "leakage": {"status_lines": self.leakage.status_lines, "record_sections": self.leakage.record_sections,
+                        "chars_removed": self.leakage.chars_removed},
+            "warnings": list(self.warnings),
+        }
+        if with_text:
+            out["text"], out["bibliography"] = self.text, self.bibliography
+        return out
+
+
+def _is_latex_main(path: Path) -> bool:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        head = handle.read(200_000)
+    return re.search(r"^[^%\n]*\\documentclass", head, re.MULTILINE) is not None
+
+
+def find_documents(folder: Path | str) -> list[Path]:
+    """The survey files under ``folder`` (recursively, hidden folders skipped), sorted by path.
+
+    A ``.tex`` file counts only when it is a main file (it has ``\\documentclass``); the files it includes are
+    read as part of it. A ``.md``/``.txt`` file next to a PDF or main ``.tex`` of the same stem is kept too (it is
+    a document of its own: the caller decides).
+
+    Args:
+        folder: a directory.
+
+    Returns:
+        Paths of the markdown, main LaTeX and PDF files found.
+
+    Raises:
+        NotADirectoryError: ``folder`` is not a directory.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{folder} is not a folder")
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts) or not path.is_file():
+            continue
+        kind = DOCUMENT_SUFFIXES.get(path.suffix.lower())
+        if kind is None or (kind == "latex" and not _is_latex_main(path)):
+            continue
+        found.append(path)
+    return found
+
+
+def _guarded(document: Document) -> Document:
+    document.text, document.leakage = strip_review_record(document.text)
+    if document.leakage.changed:
+        document.warnings.append(
+            f"leakage guard removed {document.leakage.status_lines} peer-review status line(s) and "
+            f"{document.leakage.record_sections} review-record section(s) ({document.leakage.chars_removed} chars)")
+    return document
+
+
+def _markdown_bibliography(text: str) -> str | None:
+    return "markdown" if extract_references(text) else None
+
+
+def _read_markdown(path: Path) -> Document:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not text.strip():
+        raise ValueError(f"{path}: the file is empty")
+    return Document(text=text, format="markdown", title="", source=path, files=[path],
+                    bibliography_format=_markdown_bibliography(text))
+
+
+def _read_latex(path: Path) -> Document:
+    result = latex_to_markdown(path)
+    return Document(text=result.text, format="latex", title=result.title, source=path,
+                    bibliography=result.bibliography, bibliography_paths=result.bibliography_paths,
+                    bibliography_format=result.bibliography_format, cited_keys=result.cited_keys,
+                    files=result.files, warnings=result.warnings)
+
+
+def _pypdf_markdown(path: Path, warnings: list[str]) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise ValueError(f"{path}: the PDF is encrypted; decrypt it first (e.g. qpdf --decrypt)")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        meta_title = (reader.metadata.title or "").strip() if reader.metadata else ""
+    except PdfReadError as exc:
+        raise ValueError(f"{path}: not a readable PDF ({exc})") from exc
+    empty = [i + 1 for i, page in enumerate(pages) if not page.strip()]
+    if len(empty) == len(pages):
+        raise ValueError(f"{path}: no extractable text in {len(pages)} page(s) (a scanned PDF?); run OCR first or "
+                         f"use --pdf-extractor marker (pip install surveyalign[pdf-marker])")
+    if empty:
+        warnings.append(f"{path.name}: {len(empty)} of {len(pages)} page(s) have no extractable text: "
+                        f"{', '.join(map(str, empty[:20]))}")
+    text = _HYPHEN_RE.sub("", _CONTROL_RE.sub("", "\n\n".join(page.strip() for page in pages)))
+
+    def heading(match: re.Match) -> str:
+        title = match.group("title").strip()
+        if len(title.split()) > 12 or title[-1] in ".,;:" or re.search(r"\d{3,}", title):
+            return match.group(0)
+        depth = match.group("num").count(".") + 2
+        return f"\n{'#' * depth} {match.group('num')} {title}\n"
+
+    text = _NUMBERED_HEADING_RE.sub(heading, text)
+    text = _LONE_SECTION_RE.sub(lambda m: f"\n## {m.group('name').strip()}\n", text)
+    # the title becomes the level-1 heading: the first line when it is the metadata title (or there is none)
+    first = re.search(r"^[ \t]*(\S[^\n]*)$", text, re.MULTILINE)
+    if first and (not meta_title or " ".join(first.group(1).split()) == " ".join(meta_title.split())):
+        text = f"{text[:first.start()]}# {first.group(1).strip()}\n{text[first.end():]}"
+    elif meta_title:
+        text = f"# {meta_title}\n\n{text}"
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def _optional_pdf_markdown(path: Path, extractor: str) -> str:
+    try:
+        if extractor == "pymupdf4llm":
+            import pymupdf4llm
+
+            return pymupdf4llm.to_markdown(str(path))
+        from marker.converters.pdf import PdfConverter
+        from marker.models import create_model_dict
+        from marker.output import text_from_rendered
+    except ImportError as exc:
+        extra = "pdf-mupdf" if extractor == "pymupdf4llm" else "pdf-marker"
+        raise ImportError(f"PDF extractor {extractor!r} is not installed: pip install surveyalign[{extra}] "
+                          f"(its licence is {'AGPL' if extra == 'pdf-mupdf' else 'GPL'}; pypdf is the default)"
+                          ) from exc
+    rendered = PdfConverter(artifact_dict=create_model_dict())(str(path))
+    return text_from_rendered(rendered)[0]
+
+
+def _read_pdf(path: Path, extractor: str) -> Document:
+    warnings: list[str] = []
+    text = _pypdf_markdown(path, warnings) if extractor == "pypdf" else _optional_pdf_markdown(path, extractor)
+    return Document(text=text, format="pdf", title="", source=path, files=[path], extractor=extractor,
+                    bibliography_format=_markdown_bibliography(text), warnings=warnings)
+
+
+def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool = True) -> Document:
+    """Read one survey from a markdown, LaTeX or PDF file, or from a folder holding exactly one.
+
+    Args:
+        path: a ``.md``/``.markdown``/``.txt``, main ``.tex`` or ``.pdf`` file, or a folder with one of them
+            (e.g. a LaTeX project folder).
+        pdf_extractor: one of :data:`PDF_EXTRACTORS`; ``"pypdf"`` (default, BSD), ``"pymupdf4llm"`` (AGPL extra
+            ``surveyalign[pdf-mupdf]``) or ``"marker"`` (GPL extra ``surveyalign[pdf-marker]``).
+        guard: apply the leakage guard (:func:`surveyalign.data.strip_review_record`), as the dataset build does;
+            turn off only to inspect the raw conversion.
+
+    Returns:
+        The :class:`Document` (markdown text, title, bibliography, files read, leakage counts, warnings).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: unsupported suffix, empty file, a ``.tex`` that is not a main file, an unreadable, encrypted
+            or text-less PDF, an unknown extractor, or a folder with no or several documents (the message names
+            the path and what was found).
+        ImportError: an optional PDF extractor that is not installed (the message names the extra).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"survey {path} does not exist")
+    if pdf_extractor not in PDF_EXTRACTORS:
+        raise ValueError(f"unknown PDF extractor {pdf_extractor!r}; choose one of {list(PDF_EXTRACTORS)}")
+    if path.is_dir():
+        found = find_documents(path)
+        if len(found) != 1:
+            listed = ", ".join(str(p.relative_to(path)) for p in found[:10]) or "none"
+            raise ValueError(f"{path}: expected one survey in the folder, found {len(found)} ({listed}); "
+                             f"pass a file, or read them all with read_documents")
+        path = found[0]
+    kind = DOCUMENT_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; expected one of "
+                         f"{sorted(DOCUMENT_SUFFIXES)}")
+    if kind == "markdown":
+        document = _read_markdown(path)
+    elif kind == "latex":
+        document = _read_latex(path)
+    else:
+        document = _read_pdf(path, pdf_extractor)
+    document = _guarded(document) if guard else document
+    document.title = document.title or extract_title(document.text)
+    return document
+
+
+def read_documents(paths: Iterable[Path | str], *, pdf_extractor: str = "pypdf", guard: bool = True
+                   ) -> list[Document]:
+    """Read several surveys; a folder contributes every document :func:`find_documents` finds in it.
+
+    Args:
+        paths: files and/or folders.
+        pdf_extractor: see :func:`read_document`.
+        guard: see :func:`read_document`.
+
+    Returns:
+        One :class:`Document` per survey file, in the order given (folders in sorted path order).
+
+    Raises:
+        FileNotFoundError, ValueError, ImportError: as :func:`read_document` (the first failing file is named);
+            a folder without any document raises ``ValueError``.
+    """
+    files: list[Path] = []
+    for item in paths:
+        item = Path(item)
+        if item.is_dir():
+            found = find_documents(item)
+            if not found:
+                raise ValueError(f"{item}: no survey found (looked for {', '.join(sorted(DOCUMENT_SUFFIXES))}; "
+                                 f".tex files count only with \\documentclass)")
+            files.extend(found)
+        else:
+            files.append(item)
+    return [read_document(path, pdf_extractor=pdf_extractor, guard=guard) for path in files]
