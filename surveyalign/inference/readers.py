@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from surveyalign.data import strip_review_record
-from surveyalign.data.leakage import LeakageEdit
+from surveyalign.data import LeakageEdit, strip_review_record
 from surveyalign.data.text import extract_references, extract_title
 from surveyalign.inference.latex import latex_to_markdown
 
@@ -101,8 +100,7 @@ class Document:
             "files": [str(p) for p in self.files], "bibliography_paths": [str(p) for p in self.bibliography_paths],
             "bibliography_format": self.bibliography_format, "n_cited_keys": len(self.cited_keys),
             "extractor": self.extractor, "chars": len(self.text),
-            "leakage": {"status_lines": self.leakage.status_lines, "record_sections": self.leakage.record_sections,
-                        "chars_removed": self.leakage.chars_removed},
+            "leakage": asdict(self.leakage),
             "warnings": list(self.warnings),
         }
         if with_text:
