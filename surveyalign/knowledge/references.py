@@ -1,0 +1,316 @@
+"""A survey's reference list R (SurveyReview §5.2.1) from BibTeX, LaTeX, markdown or GROBID TEI.
+
+Every reader returns a :class:`ReferenceList`: the typed :class:`Reference` entries in source order, plus the
+entries it could not read (``problems``, one line each with the entry's position), so nothing is dropped
+silently. :func:`cited_keys` lists the keys a LaTeX text cites with the ``\\cite`` family of commands, so a
+BibTeX file can be cut down to what the survey really cites.
+
+Readers: :func:`parse_bibtex` (``bibtexparser`` 2), :func:`parse_latex_bibliography` (``\\bibitem``),
+:func:`parse_markdown_references` (numbered ``[n]`` or author-year), :func:`parse_tei_references` (GROBID),
+and :func:`read_references`, which picks one from a file's suffix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import bibtexparser
+from bibtexparser.middlewares import LatexDecodingMiddleware
+from bibtexparser.model import DuplicateBlockKeyBlock
+
+from surveyalign.knowledge.papers import (
+    Reference,
+    ReferenceList,
+    normalise_arxiv,
+    normalise_doi,
+    year_in_text,
+)
+from surveyalign.knowledge.tei import parse_tei_references
+
+__all__ = [
+    "cited_keys",
+    "parse_bibtex",
+    "parse_latex_bibliography",
+    "parse_markdown_references",
+    "parse_tei_references",
+    "read_references",
+]
+
+
+_DOI_IN_TEXT = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>{}]+)", re.IGNORECASE)
+_ARXIV_IN_TEXT = re.compile(r"(?:arxiv[:\s./a-z]*?)(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE)
+_CITE = re.compile(
+    r"\\(?:[a-zA-Z]*cite[a-zA-Z]*|citealp|citeauthor)\*?\s*(?:\[[^\]]*\]\s*){0,2}\{([^}]*)\}"
+)
+_COMMENT = re.compile(r"(?<!\\)%.*")
+
+
+def _clean(text: str) -> str:
+    """Collapse whitespace and strip the braces and stray markup that BibTeX / LaTeX leave in a field."""
+    text = re.sub(r"\\(?:emph|textit|textbf|textsc|em|it|bf|url|href)\b\s*", "", text)
+    text = text.replace("{", "").replace("}", "").replace("~", " ")
+    return re.sub(r"\s+", " ", text).strip().strip(",;")
+
+
+def _ids_in(text: str) -> tuple[str | None, str | None]:
+    doi = _DOI_IN_TEXT.search(text)
+    arxiv = _ARXIV_IN_TEXT.search(text)
+    return (normalise_doi(doi.group(1)) if doi else None, normalise_arxiv(arxiv.group(1)) if arxiv else None)
+
+
+def cited_keys(latex: str, *, include_comments: bool = False) -> list[str]:
+    """Keys cited in a LaTeX text by ``\\cite``-family commands, in order of first citation, without repeats.
+
+    Handles ``\\cite``, ``\\citep``, ``\\citet``, ``\\citeauthor``, ``\\parencite``, ``\\textcite``,
+    ``\\autocite``, ``\\nocite`` (and starred forms) with up to two optional ``[...]`` arguments and
+    comma-separated key lists; ``\\nocite{*}`` is ignored. By default only what LaTeX typesets counts:
+    commented-out text (``%`` to end of line, not ``\\%``) and anything after ``\\end{document}`` are
+    skipped.
+
+    Args:
+        latex: the LaTeX source (with ``\\input`` files already inlined when they cite too).
+        include_comments: also count keys in comments and after ``\\end{document}`` (every ``\\cite``
+            written in the file).
+
+    Returns:
+        The distinct keys as written, e.g. ``["vaswani2017", "devlin2019"]`` (BibTeX keys are
+        case-insensitive: :meth:`ReferenceList.select` matches them so).
+    """
+    text = latex
+    if not include_comments:
+        text = text.split("\\end{document}", 1)[0]
+        text = "\n".join(_COMMENT.sub("", line) for line in text.splitlines())
+    keys: list[str] = []
+    seen: set[str] = set()
+    for group in _CITE.findall(text):
+        for key in group.split(","):
+            key = key.strip()
+            if key and key != "*" and key not in seen:
+                seen.add(key)
+                keys.append(key)
+    return keys
+
+
+def _bib_authors(value: str) -> list[str]:
+    return [_clean(name) for name in re.split(r"\s+and\s+", value.replace("\n", " ")) if _clean(name)]
+
+
+def parse_bibtex(text: str, *, path: str | None = None) -> ReferenceList:
+    """Read BibTeX entries with ``bibtexparser`` 2 (LaTeX accents such as ``{\\"a}`` decoded).
+
+    Args:
+        text: the ``.bib`` file's text.
+        path: the file name, recorded in the result and in problem lines.
+
+    Returns:
+        A :class:`ReferenceList` with one :class:`Reference` per entry (key = citation key; title, authors,
+        year, DOI, arXiv id from ``doi`` / ``eprint`` / ``arxiv`` / ``url`` fields, venue from
+        ``journal`` / ``booktitle`` / ``publisher``); blocks the parser failed on are listed in ``problems``.
+    """
+    library = bibtexparser.parse_string(text, append_middleware=[LatexDecodingMiddleware()])
+    where = path or "bibtex"
+    problems = []
+    for block in library.failed_blocks:
+        line = (block.start_line or 0) + 1
+        if isinstance(block, DuplicateBlockKeyBlock):
+            problems.append(f"{where}: line {line}: duplicate key {block.key!r} (the first entry is kept)")
+        else:
+            problems.append(f"{where}: line {line}: entry could not be parsed ({type(block).__name__})")
+    refs: list[Reference] = []
+    for entry in library.entries:
+        fields = {name.lower(): str(value) for name, value in entry.fields_dict.items()
+                  for value in [entry.fields_dict[name].value]}
+        ids_text = " ".join(fields.get(name, "") for name in ("doi", "url", "eprint", "arxiv", "note", "journal"))
+        doi, arxiv = _ids_in(ids_text)
+        refs.append(Reference(
+            key=entry.key,
+            title=_clean(fields.get("title", "")),
+            authors=_bib_authors(fields.get("author", "")),
+            year=year_in_text(fields.get("year", "") or fields.get("date", "")),
+            doi=normalise_doi(fields.get("doi")) or doi,
+            arxiv_id=normalise_arxiv(fields.get("eprint")) or arxiv,
+            venue=_clean(fields.get("journal") or fields.get("booktitle") or fields.get("publisher") or ""),
+            raw=entry.raw if hasattr(entry, "raw") else "",
+            source="bibtex",
+        ))
+    return ReferenceList(refs, problems, "bibtex", path)
+
+
+def _split_authors(segment: str) -> list[str]:
+    segment = re.sub(r"\bet al\.?", "", segment)
+    parts = re.split(r",\s*(?:and\s+)?|\s+and\s+|;\s*", segment)
+    return [_clean(part) for part in parts if _clean(part) and len(_clean(part)) > 1]
+
+
+def _parse_free_entry(text: str, key: str, source: str) -> Reference:
+    """Read title, authors, year and ids from one free-text entry (IEEE, ACM/ACL or plain styles)."""
+    raw = re.sub(r"\s+", " ", text).strip()
+    doi, arxiv = _ids_in(raw)
+    quoted = re.search(r"[\"“``]{1,2}(.+?)[,.]?[\"”'']{1,2}", raw)
+    title, authors_text = "", ""
+    year_dot = re.search(r"(?:^|[.,]\s)((?:19|20)\d\d)[a-z]?\.\s", raw)  # ACM / ACL: "Authors. 2020. Title."
+    if quoted:  # IEEE: A. Author, B. Author, "Title," Venue, 2020.
+        title = quoted.group(1)
+        authors_text = raw[:quoted.start()]
+    elif year_dot:
+        authors_text = raw[:year_dot.start(1)]
+        title = re.split(r"(?<![A-Z])[.?!]\s+", raw[year_dot.end():], maxsplit=1)[0]
+    else:  # Authors. Title. Venue, Year.
+        parts = re.split(r"(?<=[a-z\d)])\.\s+", raw)
+        authors_text = parts[0] if len(parts) > 1 else ""
+        title = parts[1] if len(parts) > 1 else raw
+    return Reference(key=key, title=_clean(title).rstrip("."), authors=_split_authors(authors_text.rstrip(". ")),
+                     year=year_in_text(raw), doi=doi, arxiv_id=arxiv, raw=raw, source=source)
+
+
+def parse_latex_bibliography(latex: str, *, path: str | None = None) -> ReferenceList:
+    """Read the ``\\bibitem`` entries of ``thebibliography`` environments in a LaTeX text.
+
+    Entries run from one ``\\bibitem[label]{key}`` to the next (or to ``\\end{thebibliography}``);
+    ``\\newblock`` separates authors, title and venue when present. Commented-out lines are ignored.
+
+    Args:
+        latex: the LaTeX source.
+        path: the file name, recorded in the result.
+
+    Returns:
+        A :class:`ReferenceList` (``source="latex"``, key = the ``\\bibitem`` key).
+    """
+    text = "\n".join(_COMMENT.sub("", line) for line in latex.splitlines())
+    refs: list[Reference] = []
+    problems: list[str] = []
+    for env in re.findall(r"\\begin\{thebibliography\}(.*?)(?:\\end\{thebibliography\}|\Z)", text, re.DOTALL):
+        items = re.split(r"\\bibitem\s*(?:\[[^\]]*\])?\s*\{([^}]*)\}", env)
+        for number, (key, body) in enumerate(zip(items[1::2], items[2::2], strict=True), start=len(refs) + 1):
+            blocks = [block.strip() for block in re.split(r"\\newblock", body) if block.strip()]
+            if not blocks:
+                problems.append(f"{path or 'latex'}: \\bibitem {key!r} (entry {number}) is empty")
+                continue
+            if len(blocks) >= 2:
+                ref = _parse_free_entry(" ".join(blocks), key.strip(), "latex")
+                ref.authors = _split_authors(_clean(blocks[0]).rstrip("."))
+                ref.title = _clean(blocks[1]).rstrip(".")
+                ref.venue = _clean(" ".join(blocks[2:]))
+            else:
+                ref = _parse_free_entry(_clean(blocks[0]), key.strip(), "latex")
+            refs.append(ref)
+    return ReferenceList(refs, problems, "latex", path)
+
+
+_REF_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?:\d+[.\s]*)?(references|bibliography|works cited|literature cited)"
+                          r"\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _reference_section(markdown: str) -> str | None:
+    headings = list(_REF_HEADING.finditer(markdown))
+    if not headings:
+        return None
+    rest = markdown[headings[-1].end():]
+    following = re.search(r"^\s{0,3}#{1,6}\s+\S", rest, re.MULTILINE)
+    if following and re.match(r"\s{0,3}#{1,6}\s*(appendix|[A-Z]\s)", rest[following.start():].strip(),
+                              re.IGNORECASE):
+        rest = rest[:following.start()]
+    return rest
+
+
+def _numbered_entries(section: str) -> list[tuple[str, str]]:
+    """Split ``[1] ... [2] ...`` (or ``1. ...`` at line starts) into (number, text), following the numbering.
+
+    A marker is taken only when its number is the next one expected, so bracketed numbers inside an entry
+    (``[S]u``, ``[3]`` in a title) do not start a new entry.
+    """
+    markers = [(m.start(), m.end(), int(m.group(1))) for m in re.finditer(r"\[(\d{1,4})\]", section)]
+    if not markers:
+        markers = [(m.start(), m.end(), int(m.group(1)))
+                   for m in re.finditer(r"(?m)^\s*(\d{1,4})\.\s", section)]
+    chosen: list[tuple[int, int, int]] = []
+    expected = None
+    for start, end, number in markers:
+        if expected is None and number in (0, 1) or expected is not None and number == expected:
+            chosen.append((start, end, number))
+            expected = number + 1
+    entries = []
+    for i, (_, end, number) in enumerate(chosen):
+        stop = chosen[i + 1][0] if i + 1 < len(chosen) else len(section)
+        entries.append((str(number), section[end:stop]))
+    return entries
+
+
+def _author_year_entries(section: str) -> list[str]:
+    """Split an author-year list (``Authors. 2023a. Title. Venue.``) into entries, also when run together."""
+    text = re.sub(r"\s+", " ", section).strip()
+    years = list(re.finditer(r"(?<=\.)\s((?:19|20)\d\d[a-z]?)\.\s", text))
+    if not years:
+        return [para.strip() for para in re.split(r"\n\s*\n", section) if para.strip()]
+    starts = [0]
+    for prev, cur in itertools.pairwise(years):
+        between = text[prev.end():cur.start()]
+        # the next entry's authors are the last sentence before its year: split on ". " before a capital
+        cut = list(re.finditer(r"(?<=[a-z\d)\]])\.\s+(?=[A-Z])", between))
+        starts.append(prev.end() + cut[-1].end() if cut else cur.start())
+    return [text[a:b].strip() for a, b in zip(starts, starts[1:] + [len(text)], strict=True)]
+
+
+def parse_markdown_references(markdown: str, *, path: str | None = None) -> ReferenceList:
+    """Read the reference section of a markdown survey (the last ``References`` / ``Bibliography`` heading).
+
+    Numbered styles (``[n] ...``, also several entries run together on one line as PDF converters leave
+    them, or ``n. ...`` at line starts) are split by following the numbering 1, 2, 3...; otherwise the
+    section is read as an author-year list (``Authors. 2023. Title. Venue.``).
+
+    Args:
+        markdown: the survey's markdown text.
+        path: the file name, recorded in the result and in problem lines.
+
+    Returns:
+        A :class:`ReferenceList` (``source="markdown"``; key = the number label, or ``"ref-N"`` for
+        author-year entries). A text without a reference heading gives an empty list and one problem line.
+    """
+    where = path or "markdown"
+    section = _reference_section(markdown)
+    if section is None:
+        return ReferenceList([], [f"{where}: no 'References' / 'Bibliography' heading found"], "markdown", path)
+    numbered = _numbered_entries(section)
+    refs: list[Reference] = []
+    problems: list[str] = []
+    if numbered:
+        for number, body in numbered:
+            if not body.strip():
+                problems.append(f"{where}: reference [{number}] is empty")
+                continue
+            refs.append(_parse_free_entry(body, number, "markdown"))
+    else:
+        for i, body in enumerate(_author_year_entries(section), start=1):
+            refs.append(_parse_free_entry(body, f"ref-{i}", "markdown"))
+    return ReferenceList(refs, problems, "markdown", path)
+
+
+def read_references(path: str | Path) -> ReferenceList:
+    """Read a reference list from a file, choosing the reader from its suffix.
+
+    ``.bib`` -> :func:`parse_bibtex`; ``.tex`` / ``.bbl`` -> :func:`parse_latex_bibliography`; ``.md`` /
+    ``.markdown`` / ``.txt`` -> :func:`parse_markdown_references`; ``.xml`` / ``.tei`` -> :func:`parse_tei_references`.
+
+    Args:
+        path: the file.
+
+    Returns:
+        The :class:`ReferenceList`, with ``path`` set.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: an unknown suffix (the message lists the known ones), or malformed TEI XML.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    readers = {".bib": parse_bibtex, ".tex": parse_latex_bibliography, ".bbl": parse_latex_bibliography,
+               ".md": parse_markdown_references, ".markdown": parse_markdown_references,
+               ".txt": parse_markdown_references, ".xml": parse_tei_references, ".tei": parse_tei_references}
+    if suffix not in readers:
+        raise ValueError(f"{path}: cannot tell the reference format from suffix {suffix!r}; "
+                         f"known: {sorted(readers)}")
+    if suffix in (".xml", ".tei"):
+        return parse_tei_references(path.read_bytes(), path=str(path))
+    return readers[suffix](path.read_text(encoding="utf-8", errors="replace"), path=str(path))
