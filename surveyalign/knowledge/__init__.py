@@ -23,7 +23,6 @@ from surveyalign.knowledge.clients import (
     s2_paper_to_paper,
 )
 from surveyalign.knowledge.http import (
-    RETRY_STATUSES,
     HttpStats,
     HTTPStatusError,
     NotFoundError,
@@ -67,7 +66,6 @@ __all__ = [
     "OPENALEX_URL",
     "REFERENCE_FORMATS",
     "REFERENCE_STATUSES",
-    "RETRY_STATUSES",
     "S2_URL",
     "HTTPStatusError",
     "HttpStats",

@@ -9,7 +9,8 @@
 2. a rate limit: at most ``requests_per_second`` requests *reach the network* (cache hits are free).
 3. ``httpx``'s HTTP transport.
 
-Retries (``tenacity``) cover 429, 500, 502, 503, 504 and transport errors: the wait is the server's
+Retries (``tenacity``) cover the statuses of ``surveyalign.backends.transport.RETRY_STATUS`` (429, 5xx...)
+and transport errors: the wait is the server's
 ``Retry-After`` (seconds or an HTTP date) when it sends one, otherwise an exponential backoff with full
 jitter. A 404 raises :class:`NotFoundError` at once; other 4xx raise :class:`HTTPStatusError` at once.
 API keys are read from environment variables named by the caller, never taken as arguments, and never
@@ -39,19 +40,14 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from surveyalign.backends.transport import parse_retry_after
+from surveyalign.backends.transport import RETRY_STATUS, parse_retry_after
 
 __all__ = [
-    "RETRY_STATUSES",
     "HTTPStatusError",
     "HttpStats",
     "NotFoundError",
     "PoliteClient",
 ]
-
-#: Statuses that are retried (after Retry-After or a jittered backoff).
-RETRY_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504})
-
 
 class HTTPStatusError(RuntimeError):
     """A request failed for good: a non-retried 4xx, or a retried status / transport error after the last try.
@@ -258,7 +254,7 @@ class PoliteClient:
                 response.read()
             except httpx.TransportError as err:
                 raise _Retryable(None, None, f"{type(err).__name__}: {err}") from err
-            if response.status_code in RETRY_STATUSES:
+            if response.status_code in RETRY_STATUS:
                 raise _Retryable(response.status_code, parse_retry_after(response.headers.get("retry-after")),
                                  f"HTTP {response.status_code}")
             return response
