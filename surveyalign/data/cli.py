@@ -1,4 +1,4 @@
-"""`surveyalign data build|stats|push`: build, inspect and publish the SurveyReview dataset folder."""
+"""`surveyalign data build|fetch-texts|stats|push`: build, fill, inspect and publish the SurveyReview dataset."""
 
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="share of training papers in validation (default 0.10)")
     build.set_defaults(handler=_build)
 
+    _register_fetch(sub)
+
     stats = sub.add_parser(
         "stats",
         help="per-dimension statistics of a built folder (Table 6 shape)",
@@ -72,6 +74,72 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="environment variable holding the token (default HF_TOKEN)")
     push.add_argument("--dry-run", action="store_true", help="validate and list the files; upload nothing")
     push.set_defaults(handler=_push)
+
+
+def _register_fetch(sub: argparse._SubParsersAction) -> None:
+    from .fetch.apis import EUROPEPMC_URL, OPENREVIEW_URL
+
+    fetch = sub.add_parser(
+        "fetch-texts",
+        help="fetch, convert and guard the survey texts of a release (JATS / PDF)",
+        description="Resolve every paper of a release (F1000Research and PeerJ/MOPRD through Europe PMC, "
+        "OpenReview submissions through OpenReview) with the safe matching rule, fetch its JATS XML or PDF, "
+        "convert it to markdown without referee reports, apply the leakage guard and the verbatim check, and "
+        "write OUT/articles/articles_part_fetched_NNN.json plus OUT/fetch_report.json. Papers whose text the "
+        "release already holds are skipped; a re-run fetches only what is still missing. Pass the release folder "
+        "as OUT so `surveyalign data build --official` reads the texts with the reviews.",
+    )
+    fetch.add_argument("--official", required=True, metavar="DIR", help="release folder (e.g. data/v1.0-paper)")
+    fetch.add_argument("--out", required=True, metavar="DIR", help="output folder (may be the release folder)")
+    fetch.add_argument("--sources", metavar="FILE", help="JSON {uid: source} mapping (as for data build)")
+    fetch.add_argument("--cache-dir", metavar="DIR", help="HTTP cache and PDFs (default OUT/.fetch_cache)")
+    fetch.add_argument("--europepmc-url", default=EUROPEPMC_URL, metavar="URL", help="Europe PMC REST root")
+    fetch.add_argument("--openreview-url", default=OPENREVIEW_URL, metavar="URL", help="OpenReview API root")
+    fetch.add_argument("--requests-per-second", type=float, default=2.0, metavar="R",
+                       help="network requests per second per service (default 2; 0 = unlimited)")
+    fetch.add_argument("--max-attempts", type=int, default=6, metavar="N",
+                       help="tries per request on 429/5xx/transport errors (default 6)")
+    fetch.add_argument("--contact", metavar="EMAIL", help="contact address sent in the User-Agent (polite use)")
+    fetch.add_argument("--pdf-extractor", default="pypdf", metavar="NAME",
+                       help="PDF extractor for OpenReview PDFs: pypdf (default), pymupdf4llm or marker")
+    fetch.add_argument("--shard-size", type=int, default=100, metavar="N", help="uids per articles shard")
+    fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
+    fetch.set_defaults(handler=_fetch)
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    from surveyalign import __version__
+
+    from .fetch import fetch_texts
+    from .schema import ReleaseFormatError
+
+    agent = f"surveyalign/{__version__}" + (f" (mailto:{args.contact})" if args.contact else "")
+    try:
+        result = fetch_texts(
+            args.official, args.out, sources=args.sources, europepmc_url=args.europepmc_url,
+            openreview_url=args.openreview_url, cache_dir=args.cache_dir,
+            requests_per_second=args.requests_per_second, max_attempts=args.max_attempts,
+            http_options={"headers": {"User-Agent": agent}}, pdf_extractor=args.pdf_extractor,
+            shard_size=args.shard_size, progress=not args.no_progress,
+        )
+    except (ReleaseFormatError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    rep = result.report
+    for source, c in rep["per_source"].items():
+        print(f"{source}: {c['papers']} papers, {c['present']} present, {c['resolved']} resolved, "
+              f"{c['fetched']} fetched, {c['converted']} converted, {c['failed']} failed, "
+              f"{c['unresolved']} unresolved")
+    for failure in rep["failures"][:_SHOWN_IDS]:
+        print(f"  {failure['stage']} {failure['key']} ({', '.join(failure['uids'])}): {failure['reason']}")
+    if rep["n_failures"] > _SHOWN_IDS:
+        print(f"  ... {rep['n_failures'] - _SHOWN_IDS} more, see {args.out}/fetch_report.json")
+    written = sum(c["uids_written"] for c in rep["per_source"].values())
+    verbatim = rep["verbatim"]
+    print(f"wrote {written} texts to {len(result.shards)} shard(s) in {result.out / 'articles'}; gold snippets "
+          f"verbatim in fetched texts: {verbatim['snippets_found']} (in {verbatim['papers_with_snippets']} papers)")
+    print(f"report: {result.out / 'fetch_report.json'}")
+    return 0
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -36,8 +36,13 @@ _SOURCE_ALIASES = {
 }
 _UID_SOURCE_RE = re.compile(r"^(f1000|moprd|openreview)[-_]", re.IGNORECASE)
 #: MOPRD review uids "<source>-<paper>-<version>-r<reviewer>" encode the paper.
-_UID_PAPER_RE = re.compile(r"^(?P<paper>[A-Za-z0-9]+[-_][A-Za-z0-9.]+)[-_](?:v?\d+)[-_]r\d+$")
+_UID_PAPER_RE = re.compile(r"^(?P<paper>[A-Za-z0-9]+[-_][A-Za-z0-9.]+)[-_](?:v?(?P<version>\d+))[-_]r\d+$")
 _F1000_DOI_RE = re.compile(r"10\.12688/f1000research\.\d+", re.IGNORECASE)
+#: Files our own commands write next to release files (`data fetch-texts` may write into the release folder);
+#: never read as release data.
+FETCH_REPORT_FILE = "fetch_report.json"
+FETCH_STATE_FILE = "fetch_state.jsonl"
+TOOL_REPORT_FILES = ("build_report.json", FETCH_REPORT_FILE, FETCH_STATE_FILE)
 _TEXT_FIELDS = ("paper_text", "paper_content", "paper_markdown", "text", "markdown")
 
 
@@ -128,6 +133,12 @@ def paper_key_from_uid(uid: str) -> str | None:
     """Paper key encoded by a MOPRD-style review uid ("moprd-9001-1-r1" -> "moprd-9001"), else None."""
     m = _UID_PAPER_RE.match(uid)
     return m.group("paper") if m else None
+
+
+def version_from_uid(uid: str) -> int | None:
+    """Paper version a MOPRD-style review uid names ("moprd-9001-2-r1" -> 2), else None."""
+    m = _UID_PAPER_RE.match(uid)
+    return int(m.group("version")) if m else None
 
 
 def source_from_text(text: str) -> str | None:
@@ -222,7 +233,7 @@ def read_release(path: Path | str, *, sources: Path | str | None = None) -> Rele
         release.source_map = load_source_map(sources_path)
         release.files.append(sources_path)
     for file in files:
-        if file.name in ("build_report.json",):
+        if file.name in TOOL_REPORT_FILES:
             continue
         if file.name == "sources.json":
             if sources_path is None:

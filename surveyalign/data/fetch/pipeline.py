@@ -1,0 +1,276 @@
+"""`surveyalign data fetch-texts`: the first stage of dataset construction, the survey texts (SurveyReview §4, App. A).
+
+For every paper of a release (:func:`~surveyalign.data.fetch.targets.release_targets`): identify it
+(:mod:`~surveyalign.data.fetch.identify`), fetch its JATS XML (Europe PMC) or PDF (OpenReview), convert it to
+markdown (:func:`surveyalign.data.jats.parse_jats` without the sub-articles; PDFs with
+:func:`surveyalign.inference.read_document`), pass it through the leakage guard
+(:func:`surveyalign.data.strip_review_record`) and count the gold rationales still verbatim in it. Output::
+
+    OUT/articles/articles_part_fetched_NNN.json   {uid: markdown}, read by `surveyalign data build` unchanged
+    OUT/fetch_report.json                         per source: papers, resolved / fetched / converted / failed
+    OUT/fetch_state.jsonl                         one line per paper and attempt (resume; last line wins)
+    OUT/.fetch_cache/                             HTTP cache and downloaded PDFs
+
+A re-run reuses every converted paper and retries the others; the HTTP cache answers what was asked before.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from surveyalign import __version__
+from surveyalign.inference import read_document
+from surveyalign.knowledge.http import HTTPStatusError, PoliteClient
+
+from ..jats import JatsError, parse_jats
+from ..leakage import strip_review_record, verbatim_hits
+from ..readers import FETCH_REPORT_FILE as FETCH_REPORT
+from ..readers import FETCH_STATE_FILE as FETCH_STATE
+from .apis import EUROPEPMC_URL, OPENREVIEW_URL, EuropePMC, OpenReview
+from .identify import JATS_SOURCES, candidates_for, decide
+from .targets import PaperTarget, release_targets
+
+#: Shards written by this command (the release's own ``articles_part*.json`` are never touched).
+SHARD_PATTERN = "articles_part_fetched_{:03d}.json"
+#: Paper outcomes, in pipeline order.
+STATUSES = ("present", "unresolved", "failed", "converted")
+_LISTED = 200
+
+
+@dataclass
+class FetchResult:
+    """What :func:`fetch_texts` did.
+
+    Attributes:
+        out: the output folder.
+        report: the content of ``fetch_report.json``.
+        shards: the article shards written.
+    """
+
+    out: Path
+    report: dict[str, Any]
+    shards: list[Path]
+
+
+def _read_state(path: Path) -> dict[str, dict]:
+    state: dict[str, dict] = {}
+    if path.is_file():
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path} line {n}: not valid JSON ({exc}); delete the line to re-fetch it")
+            state[record["key"]] = record
+    return state
+
+
+def _own_shards(out: Path) -> list[Path]:
+    return sorted((out / "articles").glob(SHARD_PATTERN.replace("{:03d}", "*")))
+
+
+def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: OpenReview, pdf_dir: Path,
+             pdf_extractor: str) -> tuple[str, dict[str, Any]]:
+    """Fetch and convert one identified paper; returns (markdown, details). Raises _StageError."""
+    cand = ident.candidate
+    if target.source in JATS_SOURCES:
+        if not cand.pmcid:
+            raise _StageError("fetch", f"{cand.paper.doi}: no PMCID, so Europe PMC holds no full text")
+        try:
+            xml = europepmc.full_text_xml(cand.pmcid)
+        except (HTTPStatusError, ValueError) as exc:
+            raise _StageError("fetch", str(exc)) from exc
+        try:
+            article = parse_jats(xml, source=f"{cand.pmcid}/fullTextXML")
+        except JatsError as exc:
+            raise _StageError("convert", str(exc)) from exc
+        if not article.sections:
+            raise _StageError("convert", f"{cand.pmcid}: the JATS XML has no body (metadata only)")
+        removed = Counter(s.article_type or "untyped" for s in article.sub_articles)
+        return article.to_markdown(), {"format": "jats", "bytes": len(xml), "sections": len(article.sections),
+                                       "references": len(article.references),
+                                       "sub_articles_removed": dict(sorted(removed.items()))}
+    try:
+        body = openreview.pdf(cand.forum)
+    except (HTTPStatusError, ValueError) as exc:
+        raise _StageError("fetch", str(exc)) from exc
+    pdf_dir.mkdir(parents=True, exist_ok=True)
+    path = pdf_dir / f"{cand.forum}.pdf"
+    path.write_bytes(body)
+    try:
+        doc = read_document(path, pdf_extractor=pdf_extractor, guard=False)
+    except (ValueError, ImportError) as exc:
+        raise _StageError("convert", str(exc)) from exc
+    return doc.text, {"format": "pdf", "bytes": len(body), "extractor": doc.extractor, "warnings": doc.warnings}
+
+
+class _StageError(Exception):
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage, self.reason = stage, reason
+
+
+def _process(target: PaperTarget, europepmc: EuropePMC, openreview: OpenReview, pdf_dir: Path,
+             pdf_extractor: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"key": target.key, "source": target.source, "uids": target.missing,
+                              "title": target.title}
+    if target.source not in (*JATS_SOURCES, "openreview"):
+        return {**record, "status": "unresolved", "stage": "resolve",
+                "reason": f"source {target.source!r}: no service to search (f1000, moprd or openreview)"}
+    if not target.title:
+        return {**record, "status": "unresolved", "stage": "resolve", "reason": "the release gives no title"}
+    try:
+        ident = decide(target, candidates_for(target, europepmc, openreview))
+    except (HTTPStatusError, ValueError) as exc:
+        return {**record, "status": "failed", "stage": "resolve", "reason": f"search failed: {exc}"}
+    record.update(match={"method": ident.method, "score": ident.score, "reason": ident.reason,
+                         "candidates": ident.candidates, "uid_doi_agrees": ident.uid_doi_agrees},
+                  version=ident.version)
+    if ident.status != "resolved":
+        return {**record, "status": "unresolved", "stage": "resolve", "reason": ident.reason}
+    cand = ident.candidate
+    record["identifier"] = {"doi": cand.paper.doi, "pmcid": cand.pmcid, "forum": cand.forum,
+                            "title": cand.paper.title, "year": cand.paper.year}
+    try:
+        text, details = _convert(target, ident, europepmc, openreview, pdf_dir, pdf_extractor)
+    except _StageError as exc:
+        return {**record, "status": "failed", "stage": exc.stage, "reason": exc.reason}
+    cleaned, edit = strip_review_record(text)
+    hits = verbatim_hits(target.rationales, [cleaned])
+    found = [s for s, h in zip(target.rationales, hits) if h]
+    if not cleaned.strip():
+        return {**record, "status": "failed", "stage": "convert", "reason": "the converted text is empty"}
+    return {**record, "status": "converted", "stage": "done", "reason": "", "conversion": details,
+            "leakage_guard": {"status_lines": edit.status_lines, "record_sections": edit.record_sections,
+                              "chars_removed": edit.chars_removed},
+            "verbatim": {"checked": sum(h is not None for h in hits), "found": len(found), "snippets": found[:5]},
+            "chars": len(cleaned), "text": cleaned}
+
+
+def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | None = None,
+                europepmc_url: str = EUROPEPMC_URL, openreview_url: str = OPENREVIEW_URL,
+                cache_dir: Path | str | None = None, requests_per_second: float = 2.0, max_attempts: int = 6,
+                http_options: dict[str, Any] | None = None, pdf_extractor: str = "pypdf",
+                shard_size: int = 100, progress: bool = True) -> FetchResult:
+    """Resolve, fetch, convert and guard the survey text of every paper of a release.
+
+    Args:
+        official: release folder (raw/grouped sample files; its own ``articles*.json`` count as present).
+        out: output folder; may be the release folder itself, so `surveyalign data build --official` reads both.
+        sources: optional ``{uid: source}`` mapping file.
+        europepmc_url: Europe PMC REST root.
+        openreview_url: OpenReview API root.
+        cache_dir: HTTP cache and PDF folder (default ``OUT/.fetch_cache``).
+        requests_per_second: network requests per second per service (> 0; cache hits are free).
+        max_attempts: tries per request on 429 / 5xx / transport errors (>= 1).
+        http_options: further :class:`~surveyalign.knowledge.http.PoliteClient` arguments (backoff, timeout,
+            headers such as a User-Agent with a contact address).
+        pdf_extractor: PDF extractor of :func:`surveyalign.inference.read_document` ("pypdf", "marker", ...).
+        shard_size: uids per articles shard (>= 1).
+        progress: show a progress bar.
+
+    Returns:
+        A :class:`FetchResult`; every paper is in the report, failures with their stage and reason.
+
+    Raises:
+        FileNotFoundError, ReleaseFormatError: the release cannot be read.
+        ValueError: ``shard_size < 1`` or a corrupt state file (the message names file and line).
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be >= 1, got {shard_size}")
+    started = time.perf_counter()
+    out = Path(out)
+    (out / "articles").mkdir(parents=True, exist_ok=True)
+    cache = Path(cache_dir) if cache_dir else out / ".fetch_cache"
+    own_keys = {k for p in _own_shards(out) for k in json.loads(p.read_text(encoding="utf-8"))}
+    targets = release_targets(official, sources=sources)
+    for t in targets:  # texts this command wrote earlier do not count as the release's own
+        t.present = [u for u in t.present if u not in own_keys]
+    state_path = out / FETCH_STATE
+    state = _read_state(state_path)
+    opts = {"requests_per_second": requests_per_second, "max_attempts": max_attempts, **(http_options or {})}
+    with PoliteClient(europepmc_url, cache_dir=cache / "europepmc", **opts) as epmc_http, \
+            PoliteClient(openreview_url, cache_dir=cache / "openreview", **opts) as or_http:
+        europepmc, openreview = EuropePMC(epmc_http), OpenReview(or_http)
+        todo = [t for t in targets if t.missing and state.get(t.key, {}).get("status") != "converted"]
+        with state_path.open("a", encoding="utf-8") as log:
+            for target in tqdm(todo, desc="fetch-texts", unit="paper", disable=not progress):
+                record = _process(target, europepmc, openreview, cache / "pdf", pdf_extractor)
+                record["attempted_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                log.write(json.dumps(record, ensure_ascii=False) + "\n")
+                log.flush()
+                state[target.key] = record
+        http = {"europepmc": epmc_http.stats.to_dict(), "openreview": or_http.stats.to_dict()}
+    shards = _write_shards(out, targets, state, shard_size)
+    report = _report(official, targets, state, shards, http, time.perf_counter() - started)
+    (out / FETCH_REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return FetchResult(out=out, report=report, shards=shards)
+
+
+def _write_shards(out: Path, targets: list[PaperTarget], state: dict[str, dict], shard_size: int) -> list[Path]:
+    texts: dict[str, str] = {}
+    for t in targets:
+        record = state.get(t.key, {})
+        if record.get("status") == "converted":
+            texts.update({u: record["text"] for u in t.missing})
+    for old in _own_shards(out):
+        old.unlink()
+    uids = sorted(texts)
+    shards = []
+    for i in range(0, len(uids), shard_size):
+        path = out / "articles" / SHARD_PATTERN.format(i // shard_size + 1)
+        path.write_text(json.dumps({u: texts[u] for u in uids[i:i + shard_size]}, ensure_ascii=False, indent=1)
+                        + "\n", encoding="utf-8")
+        shards.append(path)
+    return shards
+
+
+def _report(official, targets: list[PaperTarget], state: dict[str, dict], shards: list[Path],
+            http: dict[str, Any], seconds: float) -> dict[str, Any]:
+    per_source: dict[str, Counter] = {}
+    failures, versions, verbatim = [], [], []
+    guard = Counter()
+    for t in targets:
+        c = per_source.setdefault(t.source, Counter())
+        c["papers"] += 1
+        c["uids"] += len(t.uids)
+        c["uids_present"] += len(t.present)
+        record = state.get(t.key) if t.missing else {"status": "present"}
+        status = (record or {}).get("status", "not attempted")
+        c[status] += 1
+        if status in ("converted", "failed"):
+            c["resolved"] += 1
+        if status == "converted" or (status == "failed" and record.get("stage") == "convert"):
+            c["fetched"] += 1
+        if status in ("unresolved", "failed"):
+            failures.append({k: record.get(k) for k in ("key", "source", "uids", "title", "stage", "reason")})
+        if status == "converted":
+            c["uids_written"] += len(t.missing)
+            versions.append({"key": t.key, **record.get("version", {})})
+            for name, value in record.get("leakage_guard", {}).items():
+                guard[name] += value
+            guard["texts_cleaned"] += any(record.get("leakage_guard", {}).values())
+            for kind, n in record.get("conversion", {}).get("sub_articles_removed", {}).items():
+                guard[f"sub_articles_removed:{kind}"] += n
+            if record["verbatim"]["found"]:
+                verbatim.append({"key": t.key, "uids": t.missing, **record["verbatim"]})
+    names = ("papers", "uids", "uids_present", "present", "resolved", "unresolved", "fetched", "converted",
+             "failed", "uids_written")
+    return {
+        "surveyalign_version": __version__, "official": str(official), "papers": len(targets),
+        "uids": sum(len(t.uids) for t in targets),
+        "per_source": {s: {n: c.get(n, 0) for n in names} for s, c in sorted(per_source.items())},
+        "failures": failures[:_LISTED], "n_failures": len(failures), "versions": versions[:_LISTED],
+        "leakage_guard": dict(sorted(guard.items())),
+        "verbatim": {"papers_with_snippets": len(verbatim), "snippets_found": sum(v["found"] for v in verbatim),
+                     "papers": verbatim[:_LISTED]},
+        "shards": [p.name for p in shards], "http": http, "seconds": round(seconds, 2),
+    }

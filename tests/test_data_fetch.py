@@ -1,0 +1,310 @@
+"""`surveyalign data fetch-texts` against a local server answering like Europe PMC and OpenReview.
+
+The fake services answer in the documented shapes: Europe PMC ``/search?format=json&resultType=core``
+(``{"hitCount", "resultList": {"result": [...]}}``) and ``/{PMCID}/fullTextXML`` (JATS), OpenReview API 2
+``/notes/search`` (``{"notes": [{"id", "forum", "content": {"title": {"value"}}, ...}], "count"}``) and ``/pdf?id=``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from fpdf import FPDF
+
+from surveyalign.cli import main
+from surveyalign.data import build_dataset, load_surveyreview
+from surveyalign.data.fetch import EuropePMC, fetch_texts, release_targets
+from surveyalign.data.text import fingerprint
+
+F1000_TITLE = "Soil carbon under cover crops: a review"
+F1000_ABSTRACT = "We pooled field trials of winter cover crops and measured the change in topsoil organic carbon."
+PEERJ_TITLE = "Acoustic monitoring of bats: a review"
+PEERJ_ABSTRACT = "Passive acoustic detectors record bat calls; we review detector placement and call classifiers."
+OR_TITLE = "Token merging for vision transformers: a survey"
+OR_ABSTRACT = "Token merging shortens the sequence a vision transformer attends over; we survey merging rules."
+REPORT_SENTENCE = "The search strategy missed the grey literature entirely."
+QUOTED = "Token merging reduces the cost of attention in every layer."
+
+
+def jats(title: str, doi: str, pmcid: str, body: str, refs: list[str], report: str | None) -> bytes:
+    """A small JATS article; ``report`` becomes a ref-report sub-article."""
+    ref_xml = "".join(f'<ref id="r{i}"><mixed-citation>{r}</mixed-citation></ref>' for i, r in enumerate(refs, 1))
+    sub = (f'<sub-article article-type="ref-report" id="rep1"><front-stub><title-group><article-title>Referee '
+           f'report</article-title></title-group></front-stub><body><p>{report}</p></body></sub-article>'
+           if report else "")
+    return (f'<?xml version="1.0" encoding="UTF-8"?><article><front><article-meta>'
+            f'<article-id pub-id-type="doi">{doi}</article-id><article-id pub-id-type="pmcid">{pmcid}</article-id>'
+            f'<title-group><article-title>{title}</article-title><fn-group content-type="pub-status"><fn><p>'
+            f'[version 1; peer review: 2 approved]</p></fn></fn-group></title-group>'
+            f'<abstract><p>Abstract text.</p></abstract></article-meta></front><body>{body}</body>'
+            f'<back><ref-list>{ref_xml}</ref-list></back>{sub}</article>').encode()
+
+
+def pdf(lines: list[str]) -> bytes:
+    doc = FPDF()
+    doc.add_page()
+    doc.set_font("helvetica", size=11)
+    for line in lines:
+        doc.multi_cell(0, 6, line, new_x="LMARGIN", new_y="NEXT")
+    return bytes(doc.output())
+
+
+def epmc_hit(title: str, doi: str, pmcid: str | None, year: int, abstract: str, journal: str) -> dict:
+    return {"id": pmcid or doi, "source": "PMC" if pmcid else "MED", "pmcid": pmcid, "doi": doi,
+            "title": f"{title}.", "authorString": "Okafor A, Lindqvist P.", "pubYear": str(year),
+            "abstractText": f"<h4>Summary</h4>{abstract}", "journalInfo": {"journal": {"title": journal}},
+            "isOpenAccess": "Y", "inEPMC": "Y" if pmcid else "N"}
+
+
+def or_note(forum: str, title: str, abstract: str) -> dict:
+    return {"id": forum, "forum": forum, "invitations": ["ICLR.cc/2024/Conference/-/Submission"],
+            "cdate": 1695000000000, "content": {"title": {"value": title}, "abstract": {"value": abstract},
+                                                "authors": {"value": ["Mei Tanaka", "Omar Haddad"]},
+                                                "pdf": {"value": f"/pdf/{forum}.pdf"}}}
+
+
+class FakeServices:
+    """Europe PMC under /epmc and OpenReview under /or on 127.0.0.1; answers and failures set per test.
+
+    Attributes:
+        searches: Europe PMC query (or OpenReview term) -> list of hits.
+        files: path ("/epmc/PMC1/fullTextXML", "/or/pdf?id=X") -> (content type, bytes).
+        fail: path -> statuses to answer first (429 comes with ``Retry-After: 0``).
+        log: every request path with its query, in order.
+    """
+
+    def __init__(self) -> None:
+        self.searches: dict[str, list[dict]] = {}
+        self.files: dict[str, tuple[str, bytes]] = {}
+        self.fail: dict[str, list[int]] = {}
+        self.log: list[str] = []
+        services = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                url = urlsplit(self.path)
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                key = url.path + (f"?id={query['id']}" if url.path == "/or/pdf" else "")
+                services.log.append(key + (f" {query.get('query') or query.get('term')}" if "search" in key else ""))
+                pending = services.fail.get(key)
+                if pending:
+                    status = pending.pop(0)
+                    return self._send(status, "application/json", b'{"error": "busy"}',
+                                      {"Retry-After": "0"} if status == 429 else {})
+                if url.path == "/epmc/search":
+                    hits = services.searches.get(query["query"], [])
+                    body = {"version": "6.9", "hitCount": len(hits), "request": {"queryString": query["query"]},
+                            "resultList": {"result": hits}}
+                    return self._send(200, "application/json", json.dumps(body).encode())
+                if url.path == "/or/notes/search":
+                    hits = services.searches.get(query["term"], [])
+                    return self._send(200, "application/json", json.dumps({"notes": hits, "count": len(hits)}).encode())
+                if key in services.files:
+                    kind, data = services.files[key]
+                    return self._send(200, kind, data)
+                return self._send(404, "application/json", b'{"name": "NotFoundError", "message": "not found"}')
+
+            def _send(self, status, kind, data, headers=None):
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def services():
+    fake = FakeServices()
+    yield fake
+    fake.close()
+
+
+def review(uid: str, source: str, title: str, abstract: str, reasons: dict[str, tuple[float, list[str]]]) -> dict:
+    return {"uid": uid, "paper_title": title, "paper_abstract": abstract, "review_content": " ".join(
+        r for _, rs in reasons.values() for r in rs), "source": source, "paper_title_zh": "",
+            "paper_abstract_zh": "", "review_content_zh": "",
+            "result": [{"dimension": d, "score": s, "reasons": rs} for d, (s, rs) in reasons.items()]}
+
+
+def write_release(root: Path) -> Path:
+    """A made-up release in the v1.0-paper layout: train papers without texts, test papers with texts."""
+    train = [
+        review("f1000-7001", "f1000", F1000_TITLE, F1000_ABSTRACT,
+               {"Readability": (-1.0, ["the tables are hard to read."]), "Structure": (1.0, ["Well organised"])}),
+        review("moprd-9001-1-r1", "moprd", PEERJ_TITLE, PEERJ_ABSTRACT,
+               {"Comprehensiveness": (-1.0, [REPORT_SENTENCE]), "Readability": (1.0, ["Reads well."])}),
+        review("moprd-9001-1-r2", "moprd", PEERJ_TITLE, PEERJ_ABSTRACT,
+               {"Structure": (-2.0, ["Sections repeat one another."]), "Readability": (2.0, ["Very clear."])}),
+        review("openreview-101", "openreview", OR_TITLE, OR_ABSTRACT,
+               {"Criticalness": (-1.0, [QUOTED]), "Structure": (1.0, ["Good taxonomy."])}),
+    ]
+    test = [
+        review("openreview-201", "openreview", "Sparse attention: a survey", "Abstract of sparse attention.",
+               {"Structure": (-2.0, ["The taxonomy is unclear."]), "Readability": (1.0, ["Clear."])}),
+        review("f1000-7002", "f1000", "Telehealth for rural stroke care: a review", "Abstract of telehealth.",
+               {"Readability": (1.0, ["Clear"]), "Comprehensiveness": (2.0, ["complete."])}),
+    ]
+    for folder, name, records in (("raw", "train_samples.json", train), ("train", "grouped_trainset.json", train),
+                                  ("raw", "test_samples.json", test), ("test", "grouped_testset.json", test)):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / name).write_text(json.dumps(records, indent=1))
+    (root / "articles").mkdir()
+    (root / "articles" / "articles_part1.json").write_text(json.dumps({
+        "openreview-201": "# Sparse attention: a survey\n\n## Introduction\n\nSparse patterns.\n",
+        "f1000-7002": "# Telehealth for rural stroke care: a review\n\n## Background\n\nRural clinics.\n"}))
+    return root
+
+
+def serve_release(s: FakeServices) -> None:
+    """Each paper of :func:`write_release` as the services hold it, with a 429 and a wrong-paper top hit."""
+    f1000_doi1, f1000_doi2 = "10.12688/f1000research.70001.1", "10.12688/f1000research.70001.2"
+    s.searches[EuropePMC.title_query(F1000_TITLE)] = [
+        # wrong-paper top hit: similar title, other journal and other abstract
+        epmc_hit("Soil carbon under cover crops: a meta-analysis", "10.1016/j.geoderma.2020.1", "PMC1111",
+                 2020, "Unrelated abstract about grassland.", "Geoderma"),
+        epmc_hit(F1000_TITLE, f1000_doi2, "PMC7000002", 2022, F1000_ABSTRACT, "F1000Research"),
+        epmc_hit(F1000_TITLE, f1000_doi1, "PMC7000001", 2021, F1000_ABSTRACT, "F1000Research"),
+    ]
+    body = ("<sec><title>Introduction</title><p>Cover crops add carbon to topsoil.</p></sec>"
+            "<sec><title>Results</title><p>Carbon rose in most trials.</p>"
+            "<fig id='f1'><label>Figure 1.</label><caption><p>Carbon gain per trial.</p></caption></fig></sec>")
+    refs = ["Smith J: Cover crops and carbon. Soil Biol. 2019.",
+            "Lee K: Rye and vetch [version 2; peer review: 2 approved]. F1000Research. 2018."]
+    s.files["/epmc/PMC7000001/fullTextXML"] = ("application/xml", jats(
+        F1000_TITLE, f1000_doi1, "PMC7000001", body, refs, "The tables are hard to read and the figure is small."))
+    s.files["/epmc/PMC7000002/fullTextXML"] = ("application/xml", jats(
+        F1000_TITLE, f1000_doi2, "PMC7000002", "<sec><title>Second version</title><p>v2.</p></sec>", refs, None))
+    s.fail["/epmc/PMC7000001/fullTextXML"] = [429]
+    peerj = epmc_hit(PEERJ_TITLE, "10.7717/peerj.9001", "PMC8000001", 2020, PEERJ_ABSTRACT, "PeerJ")
+    s.searches['DOI:"10.7717/peerj.9001"'] = [peerj]
+    s.searches[EuropePMC.title_query(PEERJ_TITLE)] = [peerj]
+    s.files["/epmc/PMC8000001/fullTextXML"] = ("application/xml", jats(
+        PEERJ_TITLE, "10.7717/peerj.9001", "PMC8000001",
+        "<sec><title>Detectors</title><p>Detectors were placed at roost exits.</p></sec>", ["Bat ref. 2015."],
+        REPORT_SENTENCE))
+    s.searches[OR_TITLE] = [or_note("WrOng01", "Token pruning for language models", "Pruning tokens."),
+                            or_note("TokMrg42", OR_TITLE, OR_ABSTRACT)]
+    s.files["/or/pdf?id=TokMrg42"] = ("application/pdf", pdf(
+        [OR_TITLE, "Abstract", OR_ABSTRACT, "1 Introduction", QUOTED, "References", "[1] A. Author. Merge. 2023."]))
+
+
+def run(release: Path, out: Path, s: FakeServices, **kw):
+    return fetch_texts(release, out, europepmc_url=f"{s.url}/epmc", openreview_url=f"{s.url}/or",
+                       requests_per_second=0, http_options={"backoff_initial": 0.01}, progress=False, **kw)
+
+
+def test_targets_group_reviews_of_one_paper(tmp_path):
+    targets = {t.key: t for t in release_targets(write_release(tmp_path / "rel"))}
+    assert sorted(targets) == sorted([
+        "moprd-9001-v1", f"f1000-{fingerprint(F1000_TITLE)[:16]}", f"openreview-{fingerprint(OR_TITLE)[:16]}",
+        f"f1000-{fingerprint('Telehealth for rural stroke care: a review')[:16]}",
+        f"openreview-{fingerprint('Sparse attention: a survey')[:16]}"])
+    peerj = targets["moprd-9001-v1"]
+    assert (peerj.uids, peerj.paper_id, peerj.version, peerj.present) == (
+        ["moprd-9001-1-r1", "moprd-9001-1-r2"], "9001", 1, [])
+    assert peerj.rationales == [REPORT_SENTENCE, "Reads well.", "Sections repeat one another.", "Very clear."]
+    by_uid = {u: t for t in targets.values() for u in t.uids}
+    assert len(by_uid) == 6 and len(targets) == 5
+    assert by_uid["f1000-7002"].present == ["f1000-7002"] and by_uid["f1000-7001"].present == []
+    assert by_uid["openreview-101"].source == "openreview" and by_uid["openreview-101"].version is None
+
+
+def test_end_to_end_fetch_convert_guard_then_build(tmp_path, services):
+    release = write_release(tmp_path / "rel")
+    serve_release(services)
+    result = run(release, release, services)
+    rep = result.report
+    assert rep["per_source"] == {
+        "f1000": {"papers": 2, "uids": 2, "uids_present": 1, "present": 1, "resolved": 1, "unresolved": 0,
+                  "fetched": 1, "converted": 1, "failed": 0, "uids_written": 1},
+        "moprd": {"papers": 1, "uids": 2, "uids_present": 0, "present": 0, "resolved": 1, "unresolved": 0,
+                  "fetched": 1, "converted": 1, "failed": 0, "uids_written": 2},
+        "openreview": {"papers": 2, "uids": 2, "uids_present": 1, "present": 1, "resolved": 1, "unresolved": 0,
+                       "fetched": 1, "converted": 1, "failed": 0, "uids_written": 1},
+    }
+    assert rep["n_failures"] == 0 and rep["shards"] == ["articles_part_fetched_001.json"]
+    texts = json.loads((release / "articles" / "articles_part_fetched_001.json").read_text())
+    assert sorted(texts) == ["f1000-7001", "moprd-9001-1-r1", "moprd-9001-1-r2", "openreview-101"]
+    f1000 = texts["f1000-7001"]
+    assert f1000.startswith(f"# {F1000_TITLE}\n\n## Abstract\n\nAbstract text.\n\n## Introduction\n")
+    assert "**Figure 1.** Carbon gain per trial." in f1000 and "Second version" not in f1000  # version 1 taken
+    assert "2. Lee K: Rye and vetch. F1000Research. 2018." in f1000  # status bracket removed by the guard
+    assert "tables are hard to read" not in f1000 and "peer review" not in f1000  # report left out by element
+    assert texts["moprd-9001-1-r1"] == texts["moprd-9001-1-r2"] and REPORT_SENTENCE not in texts["moprd-9001-1-r1"]
+    assert texts["openreview-101"].startswith(f"# {OR_TITLE}") and "## 1 Introduction" in texts["openreview-101"]
+    assert rep["leakage_guard"] == {"chars_removed": 38, "record_sections": 0, "status_lines": 1,
+                                    "sub_articles_removed:ref-report": 2, "texts_cleaned": 1}
+    assert rep["verbatim"]["snippets_found"] == 1 and rep["verbatim"]["papers"][0]["snippets"] == [QUOTED]
+    versions = {v["key"].split("-")[0]: v for v in rep["versions"]}
+    assert versions["f1000"]["taken"] == 1 and "first version taken (found: [1, 2])" in versions["f1000"]["rule"]
+    assert versions["moprd"]["requested"] == 1 and versions["moprd"]["taken"] == "published"
+    assert rep["http"]["europepmc"]["retries"] == 1  # the 429 was retried after its Retry-After
+    state = [json.loads(x) for x in (release / "fetch_state.jsonl").read_text().splitlines()]
+    f1000_state = next(r for r in state if r["source"] == "f1000")
+    assert f1000_state["identifier"]["pmcid"] == "PMC7000001"
+    assert f1000_state["match"]["candidates"][0]["reason"].startswith("10.1016/j.geoderma.2020.1 is not a f1000")
+    moprd_state = next(r for r in state if r["source"] == "moprd")
+    assert moprd_state["match"]["uid_doi_agrees"] is True
+
+    # `data build` reads the release folder unchanged and gives every unit a text
+    built = build_dataset(release, tmp_path / "ds")
+    assert built.report["missing_text"]["units"] == 0
+    ds = load_surveyreview(tmp_path / "ds", "readability")
+    rows = [r for split in ("train", "validation", "test") for r in ds[split]]
+    assert len(rows) == 5 and all(r["text"].strip() for r in rows)
+
+
+def test_failures_are_listed_and_a_rerun_fetches_only_what_is_missing(tmp_path, services):
+    release = write_release(tmp_path / "rel")
+    serve_release(services)
+    del services.files["/epmc/PMC8000001/fullTextXML"]  # PeerJ full text: 404
+    services.searches[OR_TITLE] = [or_note("WrOng01", "Token pruning for language models", "Pruning tokens.")]
+    out = tmp_path / "out"
+    rep = run(release, out, services).report
+    assert rep["per_source"]["moprd"]["failed"] == 1 and rep["per_source"]["openreview"]["unresolved"] == 1
+    fails = {f["source"]: f for f in rep["failures"]}
+    assert fails["moprd"]["stage"] == "fetch" and "404" in fails["moprd"]["reason"]
+    assert fails["moprd"]["uids"] == ["moprd-9001-1-r1", "moprd-9001-1-r2"]
+    assert fails["openreview"]["stage"] == "resolve"
+    assert fails["openreview"]["reason"].startswith("1 hit(s), none accepted; best: title similarity")
+    assert json.loads((out / "articles" / "articles_part_fetched_001.json").read_text()).keys() == {"f1000-7001"}
+
+    serve_release(services)  # the services recover
+    services.log.clear()
+    rep = run(release, out, services).report
+    assert rep["n_failures"] == 0 and sum(s["converted"] for s in rep["per_source"].values()) == 3
+    assert not [p for p in services.log if "PMC7000001" in p or F1000_TITLE in p]  # converted before: not asked
+    written = json.loads((out / "articles" / "articles_part_fetched_001.json").read_text())
+    assert sorted(written) == ["f1000-7001", "moprd-9001-1-r1", "moprd-9001-1-r2", "openreview-101"]
+
+
+def test_cli_fetch_texts(tmp_path, services, capsys):
+    release = write_release(tmp_path / "rel")
+    serve_release(services)
+    code = main(["data", "fetch-texts", "--official", str(release), "--out", str(tmp_path / "out"),
+                 "--europepmc-url", f"{services.url}/epmc", "--openreview-url", f"{services.url}/or",
+                 "--requests-per-second", "0", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "f1000: 2 papers, 1 present, 1 resolved, 1 fetched, 1 converted, 0 failed" in out
+    assert "wrote 4 texts to 1 shard(s)" in out
+    assert main(["data", "fetch-texts", "--official", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")]) == 2
