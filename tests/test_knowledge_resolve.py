@@ -84,3 +84,31 @@ def test_search_top_hit_is_never_taken_blindly():
     assert got.paper_id == "S2" and got.n_candidates == 2  # not S1, the first hit
     only_wrong = resolve_by_search(_ref(), lambda query: hits[:1])
     assert only_wrong.paper_id is None and only_wrong.reason.startswith("best candidate rejected: title similarity")
+
+
+def test_an_agreeing_abstract_confirms_a_title_match_when_year_and_author_are_unknown():
+    """Release records carry a title and an abstract only (SurveyReview App. A)."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Record:
+        title: str
+        abstract: str
+        year: int | None = None
+        doi: str | None = None
+        arxiv_id: str | None = None
+        first_author_surname: str | None = None
+
+    abstract = ("We pooled forty field trials of winter cover crops and measured how much organic carbon the "
+                "topsoil gained over five years")
+    hit = Paper(id="PMC1", title="Soil carbon under cover crops: a review.", year=2021,
+                abstract=f"Background {abstract}. Conclusions More trials are needed.")
+    ok = same_paper(Record("Soil carbon under cover crops: a review", abstract), hit)
+    assert (ok.same, ok.method, ok.reason) == (True, "title+abstract", "title 100.0 confirmed by abstract")
+    other = Paper(id="PMC2", title=hit.title, year=2021,
+                  abstract="Grassland soils were sampled at twelve sites to compare nitrogen cycling under grazing "
+                           "and mowing regimes across three seasons")
+    bad = same_paper(Record("Soil carbon under cover crops: a review", abstract), other)
+    assert not bad.same and bad.reason.startswith("similar title (100.0) but abstracts (similarity ")
+    short = same_paper(Record("Soil carbon under cover crops: a review", "Abstract of soil carbon."), hit)
+    assert not short.same and "nor an abstract" in short.reason  # too short to confirm anything

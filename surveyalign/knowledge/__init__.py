@@ -50,6 +50,8 @@ from surveyalign.knowledge.references import (
 from surveyalign.knowledge.resolve import (
     DEFAULT_MIN_TITLE_SCORE,
     DEFAULT_YEAR_TOLERANCE,
+    MIN_ABSTRACT_SCORE,
+    MIN_ABSTRACT_WORDS,
     MatchDecision,
     Resolution,
     Resolver,
@@ -63,6 +65,8 @@ from surveyalign.knowledge.resolve import (
 __all__ = [
     "DEFAULT_MIN_TITLE_SCORE",
     "DEFAULT_YEAR_TOLERANCE",
+    "MIN_ABSTRACT_SCORE",
+    "MIN_ABSTRACT_WORDS",
     "OPENALEX_URL",
     "REFERENCE_FORMATS",
     "REFERENCE_STATUSES",

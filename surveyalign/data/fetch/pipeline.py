@@ -30,9 +30,10 @@ from surveyalign.inference import read_document
 from surveyalign.knowledge.http import HTTPStatusError, PoliteClient
 
 from ..jats import JatsError, parse_jats
-from ..leakage import strip_review_record, verbatim_hits
+from ..leakcheck import check_leaks, guard_texts
 from ..readers import FETCH_REPORT_FILE as FETCH_REPORT
 from ..readers import FETCH_STATE_FILE as FETCH_STATE
+from ..verbatim import layout_verbatim_hits
 from .apis import EUROPEPMC_URL, OPENREVIEW_URL, EuropePMC, OpenReview
 from .identify import JATS_SOURCES, candidates_for, decide
 from .targets import PaperTarget, release_targets
@@ -143,16 +144,17 @@ def _process(target: PaperTarget, europepmc: EuropePMC, openreview: OpenReview, 
         text, details = _convert(target, ident, europepmc, openreview, pdf_dir, pdf_extractor)
     except _StageError as exc:
         return {**record, "status": "failed", "stage": exc.stage, "reason": exc.reason}
-    cleaned, edit = strip_review_record(text)
-    hits = verbatim_hits(target.rationales, [cleaned])
-    found = [s for s, h in zip(target.rationales, hits) if h]
-    if not cleaned.strip():
+    if not text.strip():
         return {**record, "status": "failed", "stage": "convert", "reason": "the converted text is empty"}
+    cleaned, changed, guard = guard_texts({target.key: text}, enabled=True)
+    check = check_leaks([(target.key, target.key, target.rationales)], {target.key: text}, cleaned, changed)
+    text = cleaned[target.key]
+    found = [r for r, hit in zip(target.rationales, layout_verbatim_hits(target.rationales, [text])) if hit]
     return {**record, "status": "converted", "stage": "done", "reason": "", "conversion": details,
-            "leakage_guard": {"status_lines": edit.status_lines, "record_sections": edit.record_sections,
-                              "chars_removed": edit.chars_removed},
-            "verbatim": {"checked": sum(h is not None for h in hits), "found": len(found), "snippets": found[:5]},
-            "chars": len(cleaned), "text": cleaned}
+            "leakage_guard": {k: v for k, v in guard.items() if k not in ("enabled", "cleaned_ids")},
+            "verbatim": {"checked": check["snippets_checked"], "found": check["snippets_verbatim_in_inputs"],
+                         "near_verbatim": check["snippets_near_verbatim_in_inputs"], "snippets": found[:5]},
+            "chars": len(text), "text": text}
 
 
 def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | None = None,
@@ -237,7 +239,7 @@ def _report(official, targets: list[PaperTarget], state: dict[str, dict], shards
             http: dict[str, Any], seconds: float) -> dict[str, Any]:
     per_source: dict[str, Counter] = {}
     failures, versions, verbatim = [], [], []
-    guard = Counter()
+    guard, sub_articles = Counter(), Counter()
     for t in targets:
         c = per_source.setdefault(t.source, Counter())
         c["papers"] += 1
@@ -256,11 +258,14 @@ def _report(official, targets: list[PaperTarget], state: dict[str, dict], shards
             c["uids_written"] += len(t.missing)
             versions.append({"key": t.key, **record.get("version", {})})
             for name, value in record.get("leakage_guard", {}).items():
-                guard[name] += value
-            guard["texts_cleaned"] += any(record.get("leakage_guard", {}).values())
+                if isinstance(value, dict):
+                    for kind, n in value.items():
+                        guard[f"{name}:{kind}"] += n
+                else:
+                    guard[name] += value
             for kind, n in record.get("conversion", {}).get("sub_articles_removed", {}).items():
-                guard[f"sub_articles_removed:{kind}"] += n
-            if record["verbatim"]["found"]:
+                sub_articles[kind] += n
+            if record["verbatim"]["found"] or record["verbatim"]["near_verbatim"]:
                 verbatim.append({"key": t.key, "uids": t.missing, **record["verbatim"]})
     names = ("papers", "uids", "uids_present", "present", "resolved", "unresolved", "fetched", "converted",
              "failed", "uids_written")
@@ -269,8 +274,9 @@ def _report(official, targets: list[PaperTarget], state: dict[str, dict], shards
         "uids": sum(len(t.uids) for t in targets),
         "per_source": {s: {n: c.get(n, 0) for n in names} for s, c in sorted(per_source.items())},
         "failures": failures[:_LISTED], "n_failures": len(failures), "versions": versions[:_LISTED],
-        "leakage_guard": dict(sorted(guard.items())),
+        "sub_articles_removed": dict(sorted(sub_articles.items())), "leakage_guard": dict(sorted(guard.items())),
         "verbatim": {"papers_with_snippets": len(verbatim), "snippets_found": sum(v["found"] for v in verbatim),
+                     "snippets_near_verbatim": sum(v["near_verbatim"] for v in verbatim),
                      "papers": verbatim[:_LISTED]},
         "shards": [p.name for p in shards], "http": http, "seconds": round(seconds, 2),
     }
