@@ -8,6 +8,7 @@ The fake services answer in the documented shapes: Europe PMC ``/search?format=j
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -267,8 +268,11 @@ def test_end_to_end_fetch_convert_guard_then_build(tmp_path, services):
     moprd_state = next(r for r in state if r["source"] == "moprd")
     assert moprd_state["match"]["uid_doi_agrees"] is True
 
-    # `data build` reads the release folder unchanged and gives every unit a text
-    built = build_dataset(release, tmp_path / "ds")
+    # `data build` reads the fetched shards unchanged and gives every unit a text (built from the grouped files:
+    # a build reads one annotation set, and the builder on main does not choose one yet)
+    grouped = tmp_path / "grouped"
+    shutil.copytree(release, grouped, ignore=shutil.ignore_patterns("raw", ".fetch_cache"))
+    built = build_dataset(grouped, tmp_path / "ds")
     assert built.report["missing_text"]["units"] == 0
     ds = load_surveyreview(tmp_path / "ds", "readability")
     rows = [r for split in ("train", "validation", "test") for r in ds[split]]
