@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "surveyalign.scoring.cli",
     "surveyalign.backends.cli",
     "surveyalign.training.cli",
+    "surveyalign.prism.cli",
 )
 
 

@@ -24,6 +24,10 @@ def _parse(rel: str):
         from surveyalign.evaluation import EvalConfig
 
         return EvalConfig.from_yaml(path)
+    if rel.startswith("configs/prism/"):
+        from surveyalign.prism import PrismConfig
+
+        return PrismConfig.from_yaml(path)
     if rel.startswith("configs/accelerate/"):
         from accelerate.commands.config.config_args import load_config_from_file
 

@@ -6,9 +6,20 @@ Public surface:
 - units: :class:`ADU`, :class:`NoveltyClaim`, :class:`PairVerdict`, :class:`Flaw`, :class:`RankedCritique`,
   :class:`ReviewComment` and the label sets (:data:`ASPECTS`, :data:`STANCES`, :data:`SEVERITY_WEIGHTS`, ...);
 - formulas: :func:`depth_of_analysis`, :func:`claim_score` / :data:`CLAIM_POLICIES`, :func:`novelty_scores`,
-  :func:`flaw_recall`, :func:`ncps` / :func:`quote_position`, :func:`constructiveness`.
+  :func:`flaw_recall`, :func:`ncps` / :func:`quote_position`, :func:`constructiveness`, and their column forms
+  (``*_by_review``) behind ``metrics/prism``;
+- inputs: :class:`Paper`, :class:`Review`, :func:`read_paper`, :func:`read_reviews` (OpenReview JSON, JATS
+  referee reports, plain text);
+- extraction: :class:`Extractor` (shared backends + call cache), :func:`extract_units`, :class:`ExtractionLog`,
+  the prompts (:func:`build_messages`, :data:`GROUNDING_RUBRICS`) and strict parsers (``parse_*``);
+- novelty retrieval: :class:`PriorWorkSearch` (prior-only filter, de-duplication, MMR, cache);
+- a run: :class:`PrismConfig`, :func:`run_prism`, :func:`score_reviews`, :func:`comparison_rows`,
+  :data:`REFERENCE_FIGURES`.
+
+CLI: ``surveyalign prism PAPER REVIEWS... --judge CONFIG``.
 """
 
+from surveyalign.prism.calls import CallRequest, Extractor
 from surveyalign.prism.columns import (
     constructiveness_by_review,
     depth_by_review,
@@ -26,7 +37,49 @@ from surveyalign.prism.flaws import (
     ncps,
     quote_position,
 )
+from surveyalign.prism.inputs import REVIEW_SOURCES, Paper, PaperSection, Review
 from surveyalign.prism.novelty import CLAIM_POLICIES, claim_score, novelty_scores
+from surveyalign.prism.parsing import (
+    Parsed,
+    parse_adus,
+    parse_claims,
+    parse_comments,
+    parse_flaws,
+    parse_groups,
+    parse_json_object,
+    parse_validation,
+    parse_verdict,
+)
+from surveyalign.prism.pipeline import (
+    ExtractionLog,
+    PaperUnits,
+    PriorPaper,
+    PriorWorkRetriever,
+    extract_units,
+)
+from surveyalign.prism.prompts import (
+    GROUNDING_RUBRICS,
+    STAGES,
+    build_messages,
+    stage_of,
+)
+from surveyalign.prism.readers import (
+    SECTION_ALIASES,
+    ReviewFile,
+    read_paper,
+    read_reviews,
+    split_review_sections,
+)
+from surveyalign.prism.report import (
+    HEADLINE_METRICS,
+    REFERENCE_FIGURES,
+    comparison_rows,
+    format_comparison,
+    score_reviews,
+    write_run,
+)
+from surveyalign.prism.retrieval import PriorWorkSearch, is_prior, mmr_select
+from surveyalign.prism.run import NoveltyConfig, PrismConfig, PrismRun, run_prism
 from surveyalign.prism.units import (
     ADU,
     ASPECTS,
@@ -56,29 +109,71 @@ __all__ = [
     "FUZZY_MIN_RATIO",
     "GROUNDING_LEVELS",
     "GROUNDING_MAX",
+    "GROUNDING_RUBRICS",
+    "HEADLINE_METRICS",
+    "REFERENCE_FIGURES",
     "REVIEW_SECTIONS",
+    "REVIEW_SOURCES",
     "ROLES",
+    "SECTION_ALIASES",
     "SEVERITY_WEIGHTS",
+    "STAGES",
     "STANCES",
     "VERDICT_SCORES",
+    "CallRequest",
+    "ExtractionLog",
+    "Extractor",
     "Flaw",
     "NoveltyClaim",
+    "NoveltyConfig",
     "PairVerdict",
+    "Paper",
+    "PaperSection",
+    "PaperUnits",
+    "Parsed",
+    "PriorPaper",
+    "PriorWorkRetriever",
+    "PriorWorkSearch",
+    "PrismConfig",
+    "PrismRun",
     "RankedCritique",
+    "Review",
     "ReviewComment",
+    "ReviewFile",
+    "build_messages",
     "claim_score",
+    "comparison_rows",
     "constructiveness",
     "constructiveness_by_review",
     "cps",
     "depth_by_review",
     "depth_of_analysis",
+    "extract_units",
     "flaw_recall",
     "flaws_by_reviewer",
+    "format_comparison",
     "harmonic_mean",
+    "is_prior",
     "mean_over_reviews",
+    "mmr_select",
     "ncps",
     "novelty_by_review",
     "novelty_scores",
+    "parse_adus",
+    "parse_claims",
+    "parse_comments",
+    "parse_flaws",
+    "parse_groups",
+    "parse_json_object",
+    "parse_validation",
+    "parse_verdict",
     "prioritisation_by_review",
     "quote_position",
+    "read_paper",
+    "read_reviews",
+    "run_prism",
+    "score_reviews",
+    "split_review_sections",
+    "stage_of",
+    "write_run",
 ]

@@ -1,0 +1,85 @@
+"""``surveyalign prism``: PRISM review-quality metrics of the reviews of one paper."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+_EPILOG = """\
+examples:
+  surveyalign prism paper.json reviews.json DeepReview=deepreview.txt --judge configs/prism/api.yaml
+  surveyalign prism article.xml article.xml --judge configs/prism/api.yaml --no-novelty   # F1000 JATS + reports
+
+PAPER: .json (OpenReview submission note or {title, abstract, text | sections, submission_date}), .xml (JATS)
+or markdown / text. REVIEWS: .json / .jsonl (OpenReview notes or flat records), .xml (JATS ref-report
+sub-articles) or a text file; NAME=PATH marks the file's reviews as written by the system NAME (otherwise a
+record is human unless it says "source": "system").
+
+The run folder holds calls.jsonl (re-running the same command makes only missing or failed calls),
+reviews/<id>.json, paper.json, comparison.md / comparison.json (each system against the mean of the human
+reviewers, with the project page's figures beside it), extraction.json (every unparseable answer, default and
+left-out item) and run_config.json.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``surveyalign prism`` to the top-level parser."""
+    p = subparsers.add_parser(
+        "prism", help="PRISM review-quality metrics of a paper's reviews (depth, novelty, flaws, constructiveness)",
+        description="Score human and system peer reviews of one paper with PRISM: depth of analysis, novelty "
+        "verification against prior work, flaw recall and prioritisation (nCPS), constructiveness. An LLM "
+        "judge extracts the units; the scores are computed from them.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paper", metavar="PAPER", help="the reviewed paper (.json, .xml JATS, .md / .txt)")
+    p.add_argument("reviews", metavar="REVIEWS", nargs="+", help="review files; NAME=PATH for a system's reviews")
+    p.add_argument("--judge", required=True, metavar="CONFIG", help="PRISM judge YAML (see configs/prism/)")
+    p.add_argument("--out", metavar="DIR", help="run folder (default: runs/prism/<paper id>)")
+    p.add_argument("--paper-id", help="paper identifier (default: from the file)")
+    p.add_argument("--submission-date", metavar="YYYY-MM-DD", help="submission date (prior work must be older)")
+    p.add_argument("--grounding-rubric", choices=("seed", "specificity"), help="overrides `grounding_rubric`")
+    p.add_argument("--claim-policy", help="novelty claim-score policy (overrides `claim_policy`)")
+    p.add_argument("--no-novelty", action="store_true", help="skip prior-work retrieval (novelty not assessed)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(handler=_prism)
+
+
+def _review_files(items: list[str]):
+    from surveyalign.prism.readers import read_reviews
+
+    reviews, skipped = [], []
+    for item in items:
+        name, sep, path = item.partition("=")
+        if sep and not Path(item).exists():
+            got = read_reviews(path, system=name)
+        else:
+            got = read_reviews(item)
+        reviews += got.reviews
+        skipped += [f"{got.path}: {s}" for s in got.skipped]
+    return reviews, skipped
+
+
+def _prism(args: argparse.Namespace) -> int:
+    from surveyalign.prism.readers import read_paper
+    from surveyalign.prism.report import comparison_rows, format_comparison
+    from surveyalign.prism.run import PrismConfig, run_prism
+
+    overrides = {"grounding_rubric": args.grounding_rubric, "claim_policy": args.claim_policy,
+                 "novelty.enabled": False if args.no_novelty else None}
+    config = PrismConfig.from_yaml(args.judge, overrides)
+    paper = read_paper(args.paper, paper_id=args.paper_id, submission_date=args.submission_date)
+    reviews, skipped = _review_files(args.reviews)
+    for line in skipped:
+        print(f"not a review, skipped: {line}", file=sys.stderr)
+    out = Path(args.out) if args.out else Path("runs") / "prism" / paper.paper_id
+    run = run_prism(paper, reviews, config, out, progress=not args.no_progress,
+                    command=["surveyalign", "prism", *sys.argv[2:]])
+    print(format_comparison(comparison_rows(run.scores)), end="")
+    log = run.units.log
+    made = sum(c["made"] for c in run.calls.values())
+    cached = sum(c["cached"] for c in run.calls.values())
+    print(f"{len(reviews)} reviews ({sum(r.source == 'human' for r in reviews)} human); calls: {made} made, "
+          f"{cached} cached; unparseable or failed extractions: {log.n_failed}; defaults: {len(log.defaults)}; "
+          f"left-out items: {len(log.invalid)}; skipped records: {len(skipped)}")
+    print(f"run folder: {out}")
+    return 0

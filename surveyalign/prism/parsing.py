@@ -1,0 +1,238 @@
+"""Strict readers of the extraction answers (one JSON object per answer; PRISM pipelines).
+
+:func:`parse_json_object` is the one reader of an answer: the whole visible answer must be one JSON object
+(closed ``<think>`` blocks are removed first; a single surrounding markdown fence is tolerated); anything else
+is a failure with a reason, never a guess. The per-stage readers then check each item: an item with a bad
+label falls back to the documented default and the fallback is recorded in ``defaults``; an item that cannot
+be used at all is left out and recorded in ``invalid``. Nothing is filled silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from surveyalign.prism.units import (
+    ADU,
+    ASPECTS,
+    COMMENT_TYPES,
+    CONSTRUCTIVENESS_AXES,
+    GROUNDING_LEVELS,
+    REVIEW_SECTIONS,
+    ROLES,
+    SEVERITY_WEIGHTS,
+    STANCES,
+    VERDICT_SCORES,
+    ReviewComment,
+)
+
+__all__ = [
+    "Parsed",
+    "parse_adus",
+    "parse_claims",
+    "parse_comments",
+    "parse_flaws",
+    "parse_groups",
+    "parse_json_object",
+    "parse_validation",
+    "parse_verdict",
+]
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^```(?:json)?[ \t]*\n(.*)\n```$", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass
+class Parsed:
+    """The result of reading one answer.
+
+    Attributes:
+        value: the extracted value (a list of units, a verdict, ...); None when the answer was unusable.
+        error: why the answer was unusable (None on success).
+        defaults: one line per item field that fell back to its default (e.g. ``"unit 3: role 'fact' -> claim"``).
+        invalid: one line per item that was left out (e.g. ``"comment 2: tone 5 not in {0, 1, 2}"``).
+    """
+
+    value: Any = None
+    error: str | None = None
+    defaults: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the answer was read (items may still have defaults or be invalid)."""
+        return self.error is None
+
+
+def parse_json_object(text: str | None, key: str | None = None) -> Parsed:
+    """Read an answer that must be exactly one JSON object.
+
+    Args:
+        text: the model's answer.
+        key: a key the object must have (its value is returned), or None to return the whole object.
+
+    Returns:
+        :class:`Parsed` with ``value`` the object (or ``object[key]``) or ``error`` saying what was wrong.
+    """
+    if text is None or not text.strip():
+        return Parsed(error="empty answer")
+    visible = _THINK.sub("", text).strip()
+    if re.search(r"<think>", visible, re.IGNORECASE):
+        return Parsed(error="answer cut off inside <think> (no closing tag)")
+    fenced = _FENCE.match(visible)
+    if fenced:
+        visible = fenced.group(1).strip()
+    try:
+        obj = json.loads(visible)
+    except json.JSONDecodeError as err:
+        return Parsed(error=f"not one JSON object: {err.msg} at char {err.pos}")
+    if not isinstance(obj, dict):
+        return Parsed(error=f"expected a JSON object, got {type(obj).__name__}")
+    if key is not None:
+        if key not in obj:
+            return Parsed(error=f"JSON object has no key {key!r} (keys: {sorted(obj)})")
+        return Parsed(value=obj[key])
+    return Parsed(value=obj)
+
+
+def _items(text: str | None, key: str) -> tuple[Parsed, list[Any]]:
+    parsed = parse_json_object(text, key)
+    if parsed.ok and not isinstance(parsed.value, list):
+        return Parsed(error=f"{key!r} must be a list, got {type(parsed.value).__name__}"), []
+    return parsed, (parsed.value if parsed.ok else [])
+
+
+def _label(value: Any) -> str:
+    return str(value).strip().lower().replace("_", " ") if value is not None else ""
+
+
+def parse_adus(text: str | None) -> Parsed:
+    """ADUs of a review: a bad role / aspect becomes claim / other (recorded, :attr:`ADU.defaulted`); a bad
+    premise grounding becomes None (ungraded, recorded); a unit without text is left out (recorded)."""
+    parsed, items = _items(text, "units")
+    if not parsed.ok:
+        return parsed
+    out = Parsed(value=[])
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
+            out.invalid.append(f"unit {i}: no text")
+            continue
+        role, aspect, defaulted = _label(item.get("role")), _label(item.get("aspect")), False
+        if role not in ROLES or aspect not in ASPECTS:
+            out.defaults.append(f"unit {i}: role {item.get('role')!r} / aspect {item.get('aspect')!r} -> claim / other")
+            role, aspect, defaulted = "claim", "other", True
+        grounding = item.get("grounding")
+        if role == "claim":
+            grounding = None
+        elif isinstance(grounding, bool) or grounding not in GROUNDING_LEVELS:
+            out.defaults.append(f"unit {i}: premise grounding {grounding!r} -> ungraded")
+            grounding = None
+        out.value.append(ADU(str(item["text"]).strip(), role, aspect, grounding, defaulted))
+    return out
+
+
+def parse_claims(text: str | None) -> Parsed:
+    """Novelty claims as ``(text, stance)``; a bad stance becomes "somewhat novel" (recorded)."""
+    parsed, items = _items(text, "claims")
+    if not parsed.ok:
+        return parsed
+    out = Parsed(value=[])
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
+            out.invalid.append(f"claim {i}: no text")
+            continue
+        stance = _label(item.get("stance"))
+        if stance not in STANCES:
+            out.defaults.append(f"claim {i}: stance {item.get('stance')!r} -> somewhat novel")
+            stance = "somewhat novel"
+        out.value.append((str(item["text"]).strip(), stance))
+    return out
+
+
+def parse_verdict(text: str | None) -> Parsed:
+    """A (claim, prior paper) verdict -> its score in -2..2 (an unknown verdict is a failure, never 0)."""
+    parsed = parse_json_object(text, "verdict")
+    if not parsed.ok:
+        return parsed
+    verdict = _label(parsed.value)
+    if verdict not in VERDICT_SCORES:
+        return Parsed(error=f"verdict {parsed.value!r} not one of {list(VERDICT_SCORES)}")
+    return Parsed(value=VERDICT_SCORES[verdict])
+
+
+def parse_flaws(text: str | None) -> Parsed:
+    """Atomic flaws as dicts ``{text, quote, section}``; a bad section becomes "weaknesses" (recorded)."""
+    parsed, items = _items(text, "flaws")
+    if not parsed.ok:
+        return parsed
+    out = Parsed(value=[])
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
+            out.invalid.append(f"flaw {i}: no text")
+            continue
+        section = _label(item.get("section"))
+        if section not in REVIEW_SECTIONS:
+            out.defaults.append(f"flaw {i}: section {item.get('section')!r} -> weaknesses")
+            section = "weaknesses"
+        out.value.append({"text": str(item["text"]).strip(), "quote": str(item.get("quote") or "").strip(),
+                          "section": section})
+    return out
+
+
+def parse_groups(text: str | None, n: int) -> Parsed:
+    """Flaw groups: a partition of ``range(n)`` into lists of entry numbers (anything else is a failure)."""
+    parsed, items = _items(text, "groups")
+    if not parsed.ok:
+        return parsed
+    seen: list[int] = []
+    groups = []
+    for g, group in enumerate(items):
+        if not isinstance(group, list) or not group or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                               for x in group):
+            return Parsed(error=f"group {g} is not a non-empty list of entry numbers")
+        groups.append(sorted(group))
+        seen.extend(group)
+    if sorted(seen) != list(range(n)):
+        return Parsed(error=f"groups do not cover entries 0..{n - 1} exactly once")
+    return Parsed(value=groups)
+
+
+def parse_validation(text: str | None) -> Parsed:
+    """Flaw validation -> ``(valid: bool, severity: "critical" | "minor" | "none")``; anything else fails."""
+    parsed = parse_json_object(text)
+    if not parsed.ok:
+        return parsed
+    obj = parsed.value
+    valid, severity = obj.get("valid"), _label(obj.get("severity"))
+    if not isinstance(valid, bool):
+        return Parsed(error=f"'valid' must be true or false, got {valid!r}")
+    if severity not in (*SEVERITY_WEIGHTS, "none"):
+        return Parsed(error=f"severity {obj.get('severity')!r} not critical / minor / none")
+    return Parsed(value=(valid, severity))
+
+
+def parse_comments(text: str | None) -> Parsed:
+    """Atomic comments with their five scores; a bad type becomes "observation" (recorded); a comment with a
+    missing or out-of-range score is left out (recorded), never given a default score."""
+    parsed, items = _items(text, "comments")
+    if not parsed.ok:
+        return parsed
+    out = Parsed(value=[])
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
+            out.invalid.append(f"comment {i}: no text")
+            continue
+        bad = [f"{a} {item.get(a)!r}" for a in CONSTRUCTIVENESS_AXES
+               if isinstance(item.get(a), bool) or item.get(a) not in (0, 1, 2)]
+        if bad:
+            out.invalid.append(f"comment {i}: {', '.join(bad)} not in {{0, 1, 2}}")
+            continue
+        kind = _label(item.get("type"))
+        if kind not in COMMENT_TYPES:
+            out.defaults.append(f"comment {i}: type {item.get('type')!r} -> observation")
+            kind = "observation"
+        out.value.append(ReviewComment(str(item["text"]).strip(), kind,
+                                       *(int(item[a]) for a in CONSTRUCTIVENESS_AXES)))
+    return out

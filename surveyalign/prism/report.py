@@ -1,0 +1,208 @@
+"""PRISM scores per review and per paper from extracted units, the system-vs-human comparison table, and
+the run folder files (per-review JSON, per-paper JSON, comparison table)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from surveyalign.prism.columns import mean_over_reviews
+from surveyalign.prism.constructiveness import constructiveness
+from surveyalign.prism.depth import depth_of_analysis
+from surveyalign.prism.flaws import flaw_recall, ncps
+from surveyalign.prism.inputs import Paper, Review
+from surveyalign.prism.novelty import novelty_scores
+from surveyalign.prism.pipeline import PaperUnits
+from surveyalign.prism.units import RankedCritique
+
+__all__ = ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison", "score_reviews",
+           "write_run"]
+
+#: The metrics of the comparison table: (key in a review's scores, label).
+HEADLINE_METRICS: tuple[tuple[str, str], ...] = (
+    ("doa", "DoA"), ("r_premise", "R_premise"), ("s_depth", "S_depth"),
+    ("ns", "novelty score NS"), ("sr", "support rate SR"), ("strict_sr", "strict SR"),
+    ("critical_recall", "critical recall"), ("minor_recall", "minor recall"),
+    ("weighted_critical_recall", "consensus-weighted critical recall"), ("ncps", "nCPS"),
+    ("mcs", "MCS"), ("ar", "actionability ratio"), ("sd", "solution density"), ("cd", "constructiveness density"),
+)
+
+#: Reference figures from the PRISM project page: metric -> {reviewer: value}.
+REFERENCE_FIGURES: dict[str, dict[str, float]] = {
+    "doa": {"human": 0.494, "CycleReviewer": 0.484},
+    "ns": {"SEA": 0.833, "human": 0.787},
+    "critical_recall": {"Reviewer2": 0.591, "human": 0.343},
+    "ncps": {"SEA": 0.977, "human": 0.973},
+    "mcs": {"DeepReview": 0.634, "human": 0.566},
+}
+
+
+def _failed(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def score_reviews(reviews: Sequence[Review], units: PaperUnits, *, claim_policy: str = "top3_weighted",
+                  consensus: str = "all") -> dict[str, dict[str, Any]]:
+    """Every PRISM score of every review (a step that failed for a review leaves its scores None + reason).
+
+    Args:
+        reviews: the paper's reviews.
+        units: what :func:`~surveyalign.prism.pipeline.extract_units` extracted.
+        claim_policy: novelty claim-score policy (``prism.novelty.CLAIM_POLICIES``).
+        consensus: whose agreement weighs flaws: ``"all"`` reviewers or only the ``"human"`` ones.
+
+    Returns:
+        review id -> ``{"review_id", "source", "label", "depth", "novelty", "flaws", "prioritisation",
+        "constructiveness", "errors", <headline metric>: value | None}``.
+
+    Raises:
+        ValueError: unknown ``consensus``.
+    """
+    if consensus not in ("all", "human"):
+        raise ValueError(f"consensus must be 'all' or 'human', got {consensus!r}")
+    pool_ids = ({r.review_id for r in reviews if r.source == "human"} if consensus == "human"
+                else {r.review_id for r in reviews})
+    by_pool = {f.flaw_id: f for f in units.pool}
+    out: dict[str, dict[str, Any]] = {}
+    for review in reviews:
+        rid = review.review_id
+        entry: dict[str, Any] = {"review_id": rid, "source": review.source, "label": review.label, "errors": {}}
+        parts = {
+            "depth": (units.adus.get(rid), depth_of_analysis),
+            "novelty": (units.claims.get(rid), lambda c: novelty_scores(c, claim_policy)),
+            "constructiveness": (units.comments.get(rid), constructiveness),
+        }
+        for name, (got, fn) in parts.items():
+            entry[name] = None if _failed(got) or got is None else fn(got)
+            if entry[name] is None:
+                entry["errors"][name] = _failed(got) or "not extracted"
+        flaws = units.review_flaws.get(rid)
+        if _failed(flaws) or flaws is None:
+            entry["flaws"] = entry["prioritisation"] = None
+            entry["errors"]["flaws"] = entry["errors"]["prioritisation"] = _failed(flaws) or "not extracted"
+        else:
+            entry["flaws"] = flaw_recall(units.pool, rid, pool_ids)
+            crits = []
+            for f in flaws:
+                pooled = by_pool.get(f.get("pool_id", ""))
+                severity = pooled.severity if pooled is not None and pooled.valid else "none"
+                crits.append(RankedCritique(severity, f["section"], f["quote"], f["text"]))
+            entry["prioritisation"] = ncps(crits, review.text)
+        for key, _ in HEADLINE_METRICS:
+            entry[key] = next((part[key] for part in (entry[n] for n in ("depth", "novelty", "flaws",
+                               "prioritisation", "constructiveness")) if part and key in part), None)
+        out[rid] = entry
+    return out
+
+
+def comparison_rows(scores: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per headline metric: the human mean, each system's value and its difference to the humans.
+
+    Args:
+        scores: :func:`score_reviews` output.
+
+    Returns:
+        ``[{"metric", "label", "human", "n_human", "systems": {label: value}, "delta": {label: value - human},
+        "reference": {reviewer: value}}]`` (None where a value is missing).
+    """
+    humans = {rid: s for rid, s in scores.items() if s["source"] == "human"}
+    systems: dict[str, dict[str, Any]] = {}
+    for rid, s in scores.items():
+        if s["source"] == "system":
+            systems.setdefault(s["label"], {})[rid] = s
+    rows = []
+    for key, label in HEADLINE_METRICS:
+        human = mean_over_reviews(humans, (key,))
+        row = {"metric": key, "label": label, "human": human[key], "n_human": human[f"n_{key}"],
+               "systems": {}, "delta": {}, "reference": REFERENCE_FIGURES.get(key, {})}
+        for name, group in systems.items():
+            value = mean_over_reviews(group, (key,))[key]
+            row["systems"][name] = value
+            row["delta"][name] = None if value is None or human[key] is None else value - human[key]
+        rows.append(row)
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_comparison(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The comparison as a markdown table (systems vs the mean of the human reviewers, reference beside)."""
+    names = sorted({n for r in rows for n in r["systems"]})
+    head = ["metric", "human mean (n)", *[f"{n} (Δ vs human)" for n in names], "project page"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["label"], f"{_fmt(r['human'])} ({r['n_human']})"]
+        for n in names:
+            delta = r["delta"].get(n)
+            cells.append(f"{_fmt(r['systems'].get(n))} ({'-' if delta is None else f'{delta:+.3f}'})")
+        cells.append(", ".join(f"{k} {v:.3f}" for k, v in r["reference"].items()) or "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "review"
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: _jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(x) for x in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def write_run(out_dir: str | Path, paper: Paper, reviews: Sequence[Review], units: PaperUnits,
+              scores: Mapping[str, Mapping[str, Any]], run_config: Mapping[str, Any]) -> dict[str, Path]:
+    """Write the run folder: ``reviews/<id>.json``, ``paper.json``, ``comparison.md`` / ``.json``,
+    ``extraction.json`` (every failure, default and left-out item) and ``run_config.json``.
+
+    Returns:
+        name -> path of each file written.
+    """
+    out = Path(out_dir)
+    (out / "reviews").mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for review in reviews:
+        rid = review.review_id
+        record = {**scores[rid], "units": {
+            "adus": _jsonable(units.adus.get(rid)), "novelty_claims": _jsonable(units.claims.get(rid)),
+            "flaws": _jsonable(units.review_flaws.get(rid)), "comments": _jsonable(units.comments.get(rid))}}
+        path = out / "reviews" / f"{_safe(rid)}.json"
+        path.write_text(json.dumps(_jsonable(record), indent=2, ensure_ascii=False) + "\n")
+        written[f"review:{rid}"] = path
+    rows = comparison_rows(scores)
+    pool = [_jsonable(f) for f in units.pool]
+    paper_record = {
+        "paper_id": paper.paper_id, "title": paper.title, "submission_date": str(paper.submission_date or ""),
+        "submission_year": paper.submission_year, "n_reviews": len(reviews),
+        "n_human": sum(r.source == "human" for r in reviews), "flaw_pool": pool,
+        "n_valid_critical": sum(f.counted and f.severity == "critical" for f in units.pool),
+        "n_valid_minor": sum(f.counted and f.severity == "minor" for f in units.pool),
+        "prior_work": _jsonable(units.priors), "novelty_note": units.novelty_note,
+        "extraction_counts": units.log.counts, "n_failed_extractions": units.log.n_failed,
+        "n_defaults": len(units.log.defaults), "n_invalid_items": len(units.log.invalid),
+        "comparison": rows, "reviews": {rid: {k: s[k] for k, _ in HEADLINE_METRICS} for rid, s in scores.items()},
+    }
+    files = {
+        "paper.json": paper_record,
+        "comparison.json": rows,
+        "extraction.json": {"counts": units.log.counts, "failures": units.log.failures,
+                            "defaults": units.log.defaults, "invalid": units.log.invalid},
+        "run_config.json": dict(run_config),
+    }
+    for name, payload in files.items():
+        (out / name).write_text(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False, default=str) + "\n")
+        written[name] = out / name
+    (out / "comparison.md").write_text(format_comparison(rows))
+    written["comparison.md"] = out / "comparison.md"
+    return written

@@ -1,0 +1,235 @@
+"""PRISM end to end with a scripted judge on a made-up ICLR-style paper and three reviews (two human, one
+system): every score checked by hand, every unparseable extraction counted, the run resumes from its cache."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from surveyalign.backends.simple import ScriptedBackend
+from surveyalign.prism.prompts import stage_of
+from surveyalign.prism.readers import read_paper, read_reviews
+from surveyalign.prism.retrieval import PriorWorkSearch
+from surveyalign.prism.run import PrismConfig, run_prism
+
+FIXTURES = Path(__file__).parent / "fixtures" / "prism"
+
+
+def _who(text: str) -> str:
+    if "language family is new" in text:
+        return "h1"
+    if "independent experts" in text:
+        return "h2"
+    if "Novel routing of adapters" in text:
+        return "sys"
+    raise AssertionError(f"unrouted prompt: {text[:200]}")
+
+
+ADUS = {
+    "h1": {"units": [
+        {"text": "Routing adapters by language family is new", "role": "claim", "aspect": "contribution",
+         "grounding": None},
+        {"text": "Table 3 lacks chrF or COMET", "role": "premise", "aspect": "soundness", "grounding": 1},
+        {"text": "Hu et al. (2022) showed LoRA to be strong", "role": "premise", "aspect": "contribution",
+         "grounding": 2},
+        {"text": "The evaluation is insufficient", "role": "claim", "aspect": "soundness", "grounding": None}]},
+    "h2": {"units": [
+        {"text": "The proof is flawed", "role": "claim", "aspect": "soundness", "grounding": None},
+        {"text": "Section 4 contradicts the independence assumption", "role": "premise", "aspect": "soundness",
+         "grounding": 1},
+        {"text": "There are typos", "role": "claim", "aspect": "clarity", "grounding": None}]},
+    "sys": {"units": [
+        {"text": "Novel routing", "role": "claim", "aspect": "contribution", "grounding": None},
+        {"text": "The proof is incomplete", "role": "fact", "aspect": "soundness"}]},  # bad role -> claim/other
+}
+CLAIMS = {"h1": {"claims": [{"text": "Routing adapters by language family is new", "stance": "novel"}]},
+          "h2": {"claims": []},
+          "sys": {"claims": [{"text": "Novel routing of adapters", "stance": "novel"}]}}
+FLAWS = {  # h1 lists its flaws out of order: the quotes put the minor one (BLEU) first
+    "h1": {"flaws": [
+        {"text": "LoRA baseline missing", "quote": "The baselines omit LoRA", "section": "weaknesses"},
+        {"text": "Only BLEU is used for evaluation", "quote": "uses only BLEU", "section": "weaknesses"},
+        {"text": "Router training is unclear", "quote": "How is the router trained", "section": "questions"}]},
+    "h2": {"flaws": [
+        {"text": "Theorem 1 assumes independent experts", "quote": "proof of Theorem 1 assumes independent experts",
+         "section": "weaknesses"},
+        {"text": "Typos in Section 2", "quote": "typos in Section 2", "section": "weaknesses"}]},
+    "sys": {"flaws": [
+        {"text": "Proof of Theorem 1 incomplete", "quote": "proof of Theorem 1 is incomplete", "section": "weaknesses"},
+        {"text": "Only BLEU reported", "quote": "Only BLEU is reported", "section": "weaknesses"}]},
+}
+VALIDATION = {"LoRA baseline missing": (True, "critical"), "Only BLEU is used for evaluation": (True, "minor"),
+              "Router training is unclear": (False, "minor"), "Theorem 1 assumes independent experts":
+              (True, "critical"), "Typos in Section 2": (True, "minor")}
+COMMENTS = {
+    "h1": json.dumps({"comments": [
+        {"text": "Add chrF and COMET", "type": "weakness", "actionability": 2, "specificity": 2,
+         "justification": 2, "solution": 1, "tone": 1},
+        {"text": "How is the router trained?", "type": "question", "actionability": 1, "specificity": 1,
+         "justification": 0, "solution": 0, "tone": 2}]}),
+    "h2": "```json\n" + json.dumps({"comments": [
+        {"text": "Fix the proof", "type": "weakness", "actionability": 1, "specificity": 2, "justification": 1,
+         "solution": 2, "tone": 1},
+        {"text": "Typos", "type": "weakness", "actionability": 1, "specificity": 1, "justification": 1,
+         "solution": 1, "tone": 5}]}) + "\n```",  # tone 5: left out and counted
+    "sys": "Sure! Here are the comments: the review is constructive.",  # unparseable: counted, MCS None
+}
+
+
+def scripted_judge(messages, settings, index):
+    stage, user = stage_of(messages), messages[-1]["content"]
+    if stage == "adu":
+        return json.dumps(ADUS[_who(user)])
+    if stage == "novelty_claims":
+        return json.dumps(CLAIMS[_who(user)])
+    if stage == "novelty_pair":
+        verdict = "supported" if "language family is new" in user else "unsupported"
+        return json.dumps({"verdict": verdict, "reason": "scripted"})
+    if stage == "flaws":
+        reply = json.dumps(FLAWS[_who(user)])
+        return f"<think>listing the flaws</think>{reply}" if _who(user) == "h2" else reply
+    if stage == "flaw_merge":
+        return json.dumps({"groups": [[0], [1, 6], [2], [3, 5], [4]]})
+    if stage == "flaw_validation":
+        flaw = user.split("Criticism: ", 1)[1].split("\n", 1)[0]
+        valid, severity = VALIDATION[flaw]
+        return json.dumps({"valid": valid, "severity": severity, "reason": "scripted"})
+    if stage == "comments":
+        return COMMENTS[_who(user)]
+    raise AssertionError(stage)
+
+
+@dataclass
+class _Record:
+    id: str
+    title: str
+    year: int | None
+    abstract: str = ""
+    doi: str | None = None
+
+
+class _Search:
+    """A stand-in search client returning fixed records for every query (filtering is under test)."""
+
+    def __init__(self):
+        self.queries = []
+
+    def search(self, query, *, limit=10):
+        self.queries.append(query)
+        return [_Record("P1", "Mixture of experts adapters for translation", 2023, "routing adapters"),
+                _Record("P2", "AdapterFusion: non-destructive task composition", 2021, "adapters", "10.1/af"),
+                _Record("P3", "Sparse Mixture Adapters for Low-Resource Machine Translation", 2024),  # itself
+                _Record("P4", "A later follow-up", 2025), _Record("P1", "Mixture of experts adapters", 2023),
+                _Record("P6", "Undated preprint", None), _Record("P7", "Same year work", 2024)][:limit]
+
+
+def _inputs():
+    paper = read_paper(FIXTURES / "iclr_paper.json")
+    humans = read_reviews(FIXTURES / "iclr_reviews.json")
+    system = read_reviews(FIXTURES / "toy_system_review.txt", system="ToyReviewer")
+    return paper, humans, system
+
+
+def test_readers_on_the_iclr_fixture():
+    paper, humans, system = _inputs()
+    assert paper.paper_id == "smA9x2Kq1" and paper.submission_date.isoformat() == "2024-09-27"
+    assert [s.heading for s in paper.sections] == ["Introduction", "Method", "Experiments", "Analysis"]
+    assert [r.review_id for r in humans.reviews] == ["Reviewer_aB1", "Reviewer_cD2"]
+    assert humans.skipped == ["record 2 (meta1): no review section or text"]
+    assert set(humans.reviews[0].sections) == {"summary", "strengths", "weaknesses", "questions"}
+    toy = system.reviews[0]
+    assert (toy.review_id, toy.source, toy.label) == ("toy_system_review", "system", "ToyReviewer")
+    assert toy.sections["weaknesses"].startswith("The proof of Theorem 1 is incomplete")
+
+
+def test_end_to_end_scripted_judge(tmp_path):
+    paper, humans, system = _inputs()
+    reviews = humans.reviews + system.reviews
+    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}}})
+    backend = ScriptedBackend(scripted_judge)
+    search = _Search()
+    retriever = PriorWorkSearch(search, cache_path=tmp_path / "run" / "retrieval.json")
+    run = run_prism(paper, reviews, config, tmp_path / "run", backend=backend, retriever=retriever)
+    h1, h2, sys_ = (run.scores[i] for i in ("Reviewer_aB1", "Reviewer_cD2", "toy_system_review"))
+
+    # prior work: P1 and P2 only (itself, a later paper, a duplicate, an undated and a same-year one removed)
+    assert [p.paper_id for p in run.units.priors] == ["P1", "P2"]
+    # 3 queries (title + 2 claims) x 7 records; the later repeats of a record are duplicates
+    assert retriever.stats == {"searched": 21, "not_prior": 2, "undated": 1, "duplicates": 13, "self_matches": 3,
+                               "kept": 2, "cached": False}
+
+    # depth of analysis
+    assert h1["doa"] == pytest.approx(0.6) and h1["r_premise"] == 0.5 and h1["s_depth"] == 1.5
+    assert h2["doa"] == pytest.approx(2 * (1 / 3) * 0.5 / (1 / 3 + 0.5))  # 0.4
+    assert sys_["doa"] == 0.0 and sys_["depth"]["n_defaulted"] == 1
+    # novelty: h1's claim supported by both priors, the system's contradicted, h2 made none
+    assert (h1["ns"], h1["sr"], h1["strict_sr"]) == (1.0, 1.0, 1.0)
+    assert h2["ns"] is None and h2["novelty"]["n_claims"] == 0
+    assert (sys_["ns"], sys_["sr"]) == (0.0, 0.0) and len(run.units.claims["toy_system_review"][0].pairs) == 2
+    # flaw pool: F0 LoRA {h1} critical, F1 BLEU {h1, sys} minor, F2 router {h1} invalid,
+    # F3 Theorem 1 {h2, sys} critical, F4 typos {h2} minor
+    assert [(f.severity, f.valid, sorted(f.raised_by)) for f in run.units.pool] == [
+        ("critical", True, ["Reviewer_aB1"]), ("minor", True, ["Reviewer_aB1", "toy_system_review"]),
+        ("minor", False, ["Reviewer_aB1"]), ("critical", True, ["Reviewer_cD2", "toy_system_review"]),
+        ("minor", True, ["Reviewer_cD2"])]
+    assert h1["critical_recall"] == 0.5 and h1["minor_recall"] == 0.5
+    assert h1["weighted_critical_recall"] == pytest.approx(1 / 3)  # W(LoRA) = 1/3 of W total 1/3 + 2/3
+    assert h2["critical_recall"] == 0.5 and h2["weighted_critical_recall"] == pytest.approx(2 / 3)
+    assert sys_["critical_recall"] == 0.5 and sys_["minor_recall"] == 0.5
+    # prioritisation: h1's weaknesses read minor (BLEU) then critical (LoRA); the invalid question weighs 0
+    expected = (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))
+    assert h1["ncps"] == pytest.approx(expected) and h1["prioritisation"]["positions"]["exact"] == 3
+    assert h2["ncps"] == 1.0 and sys_["ncps"] == 1.0
+    # constructiveness: h2's comment with tone 5 left out; the system's answer unparseable -> None, counted
+    assert (h1["mcs"], h1["ar"], h1["sd"], h1["cd"]) == (pytest.approx(0.6), 1.0, 0.0, 0.5)
+    assert (h2["mcs"], h2["ar"], h2["sd"], h2["cd"]) == (pytest.approx(0.7), 1.0, 1.0, 1.0)
+    assert sys_["mcs"] is None and "comments failed" in sys_["errors"]["constructiveness"]
+    log = run.units.log
+    assert log.counts["comments"]["parse_failed"] == 1 and log.n_failed == 1
+    assert log.counts["adu"]["defaults"] == 1 and log.counts["comments"]["invalid_items"] == 1
+    assert log.failures[0]["unit_id"] == "toy_system_review" and "not one JSON object" in log.failures[0]["reason"]
+
+    # files: per review, per paper, comparison (system vs human mean, reference figures beside)
+    out = tmp_path / "run"
+    paper_json = json.loads((out / "paper.json").read_text())
+    assert paper_json["n_failed_extractions"] == 1 and paper_json["n_valid_critical"] == 2
+    assert paper_json["n_valid_minor"] == 2 and len(paper_json["flaw_pool"]) == 5
+    rows = {r["metric"]: r for r in json.loads((out / "comparison.json").read_text())}
+    assert rows["doa"]["human"] == pytest.approx(0.5) and rows["doa"]["n_human"] == 2
+    assert rows["doa"]["delta"]["ToyReviewer"] == pytest.approx(-0.5)
+    assert rows["ns"]["human"] == 1.0 and rows["ns"]["n_human"] == 1
+    assert rows["mcs"]["systems"]["ToyReviewer"] is None and rows["mcs"]["delta"]["ToyReviewer"] is None
+    assert rows["ncps"]["human"] == pytest.approx((expected + 1) / 2)
+    table = (out / "comparison.md").read_text()
+    assert "ToyReviewer (Δ vs human)" in table and "human 0.494, CycleReviewer 0.484" in table
+    review_json = json.loads((out / "reviews" / "toy_system_review.json").read_text())
+    assert review_json["units"]["comments"].startswith("comments failed")
+    assert json.loads((out / "extraction.json").read_text())["invalid"][0]["what"].startswith("comment 1: tone 5")
+    made = len(backend.calls)
+    assert made == 12 + 2 * 2 + 1 + 5  # 4 per review, 2 pairs per claim, 1 merge, 5 validations
+
+    # resume: the same run makes no call and no search, and gives the same scores
+    again = ScriptedBackend(scripted_judge)
+    rerun = run_prism(paper, reviews, config, out, backend=again,
+                      retriever=PriorWorkSearch(search, cache_path=out / "retrieval.json"))
+    assert len(again.calls) == 0 and len(search.queries) == 3
+    assert rerun.scores == run.scores
+
+
+def test_failed_calls_are_counted_and_asked_again(tmp_path):
+    paper, humans, _ = _inputs()
+    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}},
+                                         "novelty": {"enabled": False}})
+    down = ScriptedBackend(lambda m, s, i: RuntimeError("HTTP 503") if stage_of(m) == "adu" else scripted_judge(m, s, i))
+    run = run_prism(paper, humans.reviews, config, tmp_path, backend=down)
+    assert run.units.log.counts["adu"]["api_error"] == 2
+    assert all(s["doa"] is None and "HTTP 503" in s["errors"]["depth"] for s in run.scores.values())
+    assert all(s["ns"] is None and "not assessed" in s["errors"]["novelty"] for s in run.scores.values())
+    up = ScriptedBackend(scripted_judge)
+    rerun = run_prism(paper, humans.reviews, config, tmp_path, backend=up)
+    assert [stage_of(m) for m, _, _ in up.calls] == ["adu", "adu"]  # only the failed calls again
+    assert rerun.scores["Reviewer_aB1"]["doa"] == pytest.approx(0.6)
