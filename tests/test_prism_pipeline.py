@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from surveyalign.backends.simple import ScriptedBackend
+from surveyalign.knowledge import Paper as KPaper
+from surveyalign.knowledge.testing import FakeScholarServer
 from surveyalign.prism.prompts import stage_of
 from surveyalign.prism.readers import read_paper, read_reviews
-from surveyalign.prism.retrieval import PriorWorkSearch
 from surveyalign.prism.run import PrismConfig, run_prism
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prism"
@@ -103,28 +103,16 @@ def scripted_judge(messages, settings, index):
     raise AssertionError(stage)
 
 
-@dataclass
-class _Record:
-    id: str
-    title: str
-    year: int | None
-    abstract: str = ""
-    doi: str | None = None
-
-
-class _Search:
-    """A stand-in search client returning fixed records for every query (filtering is under test)."""
-
-    def __init__(self):
-        self.queries = []
-
-    def search(self, query, *, limit=10):
-        self.queries.append(query)
-        return [_Record("P1", "Mixture of experts adapters for translation", 2023, "routing adapters"),
-                _Record("P2", "AdapterFusion: non-destructive task composition", 2021, "adapters", "10.1/af"),
-                _Record("P3", "Sparse Mixture Adapters for Low-Resource Machine Translation", 2024),  # itself
-                _Record("P4", "A later follow-up", 2025), _Record("P1", "Mixture of experts adapters", 2023),
-                _Record("P6", "Undated preprint", None), _Record("P7", "Same year work", 2024)][:limit]
+#: What the fake Semantic Scholar serves (its search matches title words).
+PRIOR_WORK = [
+    KPaper("P1", "Mixture of experts adapters for translation", 2023, abstract="routing adapters per token"),
+    KPaper("P2", "AdapterFusion: non-destructive task composition for transfer learning", 2021,
+           abstract="adapters combined", doi="10.1/af"),
+    KPaper("P3", "Sparse Mixture Adapters for Low-Resource Machine Translation", 2024),  # the paper itself
+    KPaper("P4", "A follow-up on sparse adapters for translation", 2025),  # newer than the submission
+    KPaper("P6", "Undated preprint on routing adapters", None),
+    KPaper("P7", "Routing adapters by language family", 2024),  # same year, no date: not prior
+]
 
 
 def _inputs():
@@ -149,19 +137,26 @@ def test_readers_on_the_iclr_fixture():
 def test_end_to_end_scripted_judge(tmp_path):
     paper, humans, system = _inputs()
     reviews = humans.reviews + system.reviews
-    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}}})
     backend = ScriptedBackend(scripted_judge)
-    search = _Search()
-    retriever = PriorWorkSearch(search, cache_path=tmp_path / "run" / "retrieval.json")
-    run = run_prism(paper, reviews, config, tmp_path / "run", backend=backend, retriever=retriever)
+    with FakeScholarServer(PRIOR_WORK) as server:
+        config = PrismConfig.model_validate({
+            "backend": {"kind": "scripted", "options": {"replies": []}},
+            "novelty": {"base_url": server.s2_url, "requests_per_second": 0}})
+        run = run_prism(paper, reviews, config, tmp_path / "run", backend=backend)
+        n_requests = len(server.requests)
+        # resume: the same run makes no judge call and no search, and gives the same scores
+        again = ScriptedBackend(scripted_judge)
+        rerun = run_prism(paper, reviews, config, tmp_path / "run", backend=again)
+        assert len(again.calls) == 0 and len(server.requests) == n_requests == 3  # title + 2 claims
+    assert rerun.scores == run.scores
     h1, h2, sys_ = (run.scores[i] for i in ("Reviewer_aB1", "Reviewer_cD2", "toy_system_review"))
 
-    # prior work: P1 and P2 only (itself, a later paper, a duplicate, an undated and a same-year one removed)
+    # prior work: P1 and P2 only (itself, a later paper, an undated and a same-year one removed)
     assert [p.paper_id for p in run.units.priors] == ["P1", "P2"]
-    # 3 queries (title + 2 claims) x 7 records; the later repeats of a record are duplicates
-    assert retriever.stats == {"searched": 21, "not_prior": 2, "undated": 1, "duplicates": 13, "self_matches": 3,
-                               "kept": 2, "cached": False}
-
+    # the fake search matches title words: 6 + 5 + 5 hits; the paper itself in each; the later repeats duplicate
+    stats = json.loads((tmp_path / "run" / "run_config.json").read_text())["retrieval_stats"]
+    assert stats == {"searched": 16, "not_prior": 2, "undated": 1, "duplicates": 8, "self_matches": 3,
+                     "kept": 2, "cached": True}  # the re-run read them from retrieval.json
     # depth of analysis
     assert h1["doa"] == pytest.approx(0.6) and h1["r_premise"] == 0.5 and h1["s_depth"] == 1.5
     assert h2["doa"] == pytest.approx(2 * (1 / 3) * 0.5 / (1 / 3 + 0.5))  # 0.4
@@ -212,13 +207,6 @@ def test_end_to_end_scripted_judge(tmp_path):
     made = len(backend.calls)
     assert made == 12 + 2 * 2 + 1 + 5  # 4 per review, 2 pairs per claim, 1 merge, 5 validations
 
-    # resume: the same run makes no call and no search, and gives the same scores
-    again = ScriptedBackend(scripted_judge)
-    rerun = run_prism(paper, reviews, config, out, backend=again,
-                      retriever=PriorWorkSearch(search, cache_path=out / "retrieval.json"))
-    assert len(again.calls) == 0 and len(search.queries) == 3
-    assert rerun.scores == run.scores
-
 
 def test_failed_calls_are_counted_and_asked_again(tmp_path):
     paper, humans, _ = _inputs()
@@ -233,3 +221,17 @@ def test_failed_calls_are_counted_and_asked_again(tmp_path):
     rerun = run_prism(paper, humans.reviews, config, tmp_path, backend=up)
     assert [stage_of(m) for m, _, _ in up.calls] == ["adu", "adu"]  # only the failed calls again
     assert rerun.scores["Reviewer_aB1"]["doa"] == pytest.approx(0.6)
+
+
+def test_retrieval_failure_is_recorded_not_fatal(tmp_path):
+    paper, humans, _ = _inputs()
+    with FakeScholarServer(PRIOR_WORK, always_status=503) as server:
+        config = PrismConfig.model_validate({
+            "backend": {"kind": "scripted", "options": {"replies": []}},
+            "novelty": {"base_url": server.s2_url, "requests_per_second": 0, "max_attempts": 1}})
+        run = run_prism(paper, humans.reviews, config, tmp_path, backend=ScriptedBackend(scripted_judge))
+    h1 = run.scores["Reviewer_aB1"]
+    assert h1["ns"] is None and "prior-work retrieval failed" in h1["errors"]["novelty"] and "503" in h1["errors"]["novelty"]
+    assert h1["doa"] == pytest.approx(0.6)  # the other dimensions are unaffected
+    assert run.units.log.counts["retrieval"]["api_error"] == 1
+    assert json.loads((tmp_path / "paper.json").read_text())["novelty_note"].startswith("prior-work retrieval failed")

@@ -10,7 +10,7 @@ and are counted per stage.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -20,6 +20,9 @@ from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
 
 __all__ = ["CallRequest", "Extractor"]
 
+#: Optional fields of a cached answer brought back into its Generation (refusal, reasoning, ...).
+_GENERATION_FIELDS = tuple(f.name for f in fields(Generation) if f.name not in ("text", "finish_reason",
+                                                                               "mean_logprob", "error"))
 #: The ``dimension`` part of every PRISM call key (keeps PRISM calls apart from survey-scoring calls).
 _DIMENSION = "prism"
 
@@ -79,7 +82,8 @@ class Extractor:
             self._count(request.stage, "calls")
             record = self.cache.get(key) if self.cache is not None else None
             if record is not None and record.get("error") is None:
-                out[i] = Generation(record.get("text", ""), record.get("finish_reason"), record.get("mean_logprob"))
+                out[i] = Generation(**{f: record.get(f) for f in _GENERATION_FIELDS if f in record},
+                                    **{f: record.get(f) for f in ("text", "finish_reason", "mean_logprob")})
                 self._count(request.stage, "cached")
             else:
                 todo.append(i)

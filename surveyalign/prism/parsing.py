@@ -104,6 +104,15 @@ def _items(text: str | None, key: str) -> tuple[Parsed, list[Any]]:
     return parsed, (parsed.value if parsed.ok else [])
 
 
+def _with_text(items: list[Any], what: str, out: Parsed):
+    """``(index, item)`` for each item that is an object with a non-empty ``text``; the others are recorded."""
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
+            out.invalid.append(f"{what} {i}: no text")
+            continue
+        yield i, item
+
+
 def _label(value: Any) -> str:
     return str(value).strip().lower().replace("_", " ") if value is not None else ""
 
@@ -115,10 +124,7 @@ def parse_adus(text: str | None) -> Parsed:
     if not parsed.ok:
         return parsed
     out = Parsed(value=[])
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
-            out.invalid.append(f"unit {i}: no text")
-            continue
+    for i, item in _with_text(items, "unit", out):
         role, aspect, defaulted = _label(item.get("role")), _label(item.get("aspect")), False
         if role not in ROLES or aspect not in ASPECTS:
             out.defaults.append(f"unit {i}: role {item.get('role')!r} / aspect {item.get('aspect')!r} -> claim / other")
@@ -139,10 +145,7 @@ def parse_claims(text: str | None) -> Parsed:
     if not parsed.ok:
         return parsed
     out = Parsed(value=[])
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
-            out.invalid.append(f"claim {i}: no text")
-            continue
+    for i, item in _with_text(items, "claim", out):
         stance = _label(item.get("stance"))
         if stance not in STANCES:
             out.defaults.append(f"claim {i}: stance {item.get('stance')!r} -> somewhat novel")
@@ -168,10 +171,7 @@ def parse_flaws(text: str | None) -> Parsed:
     if not parsed.ok:
         return parsed
     out = Parsed(value=[])
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
-            out.invalid.append(f"flaw {i}: no text")
-            continue
+    for i, item in _with_text(items, "flaw", out):
         section = _label(item.get("section"))
         if section not in REVIEW_SECTIONS:
             out.defaults.append(f"flaw {i}: section {item.get('section')!r} -> weaknesses")
@@ -220,10 +220,7 @@ def parse_comments(text: str | None) -> Parsed:
     if not parsed.ok:
         return parsed
     out = Parsed(value=[])
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not str(item.get("text") or "").strip():
-            out.invalid.append(f"comment {i}: no text")
-            continue
+    for i, item in _with_text(items, "comment", out):
         bad = [f"{a} {item.get(a)!r}" for a in CONSTRUCTIVENESS_AXES
                if isinstance(item.get(a), bool) or item.get(a) not in (0, 1, 2)]
         if bad:

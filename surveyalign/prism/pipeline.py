@@ -29,6 +29,7 @@ from surveyalign.prism.parsing import (
 )
 from surveyalign.prism.prompts import GROUNDING_RUBRICS, build_messages
 from surveyalign.prism.units import Flaw, NoveltyClaim, PairVerdict
+from surveyalign.prompts import answer_failure
 
 __all__ = ["ExtractionLog", "PaperUnits", "PriorPaper", "PriorWorkRetriever", "extract_units"]
 
@@ -71,14 +72,14 @@ class ExtractionLog:
     invalid: list[dict[str, str]] = field(default_factory=list)
 
     def read(self, stage: str, unit_id: str, gen: Generation, parser, *args) -> Parsed:
-        """Parse one answer with ``parser`` and record the outcome (a "length" stop is a truncated failure)."""
+        """Parse one answer with ``parser`` and record the outcome (truncated / refused answers are failures)."""
         entry = self.counts.setdefault(stage, dict.fromkeys(
             ("answers", "parsed", "parse_failed", "api_error", "defaults", "invalid_items"), 0))
         entry["answers"] += 1
         if not gen.ok:
             parsed, status = Parsed(error=gen.error), "api_error"
-        elif gen.finish_reason == "length":
-            parsed, status = Parsed(error="truncated: the answer hit max_new_tokens"), "parse_failed"
+        elif (not_final := answer_failure(gen)) is not None:  # truncated or refused: never parsed
+            parsed, status = Parsed(error=not_final), "parse_failed"
         else:
             parsed = parser(gen.text, *args)
             status = "parsed" if parsed.ok else "parse_failed"
@@ -141,7 +142,19 @@ def _review_calls(paper: Paper, review: Review, rubric: str) -> list[CallRequest
 def _judge_pairs(paper: Paper, units: PaperUnits, extractor: Extractor, retriever: PriorWorkRetriever,
                  pairs_per_claim: int) -> None:
     texts = [t for got in units.claims.values() if isinstance(got, list) for t, _ in got]
-    units.priors = retriever.retrieve(paper, [paper.title, *texts]) if texts else []
+    try:
+        units.priors = retriever.retrieve(paper, [paper.title, *texts]) if texts else []
+    except Exception as err:  # noqa: BLE001 - an API failing for good: recorded, novelty not assessed
+        reason = f"prior-work retrieval failed: {type(err).__name__}: {err}"
+        units.novelty_note = reason
+        units.log.failures.append({"stage": "retrieval", "unit_id": paper.paper_id, "status": "api_error",
+                                   "reason": reason, "answer_head": ""})
+        units.log.counts.setdefault("retrieval", {"answers": 0, "parsed": 0, "parse_failed": 0, "api_error": 1,
+                                                  "defaults": 0, "invalid_items": 0})
+        for rid, got in units.claims.items():
+            if isinstance(got, list):
+                units.claims[rid] = reason
+        return
     plan: list[tuple[str, int, PriorPaper, float]] = []
     for rid, got in units.claims.items():
         if not isinstance(got, list):

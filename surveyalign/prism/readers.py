@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from surveyalign.data.text import extract_abstract, extract_title
+from surveyalign.inference import read_document
 from surveyalign.prism._jats_standin import parse_jats
 from surveyalign.prism.inputs import Paper, PaperSection, Review
 
@@ -211,8 +212,9 @@ def read_paper(path: str | Path, *, paper_id: str | None = None,
 
     Args:
         path: ``.json`` (an OpenReview submission note or a flat object with title, abstract, text or
-            sections, submission_date), ``.xml`` (JATS; the article without its sub-articles) or a markdown /
-            text file (title = first heading, abstract = the "Abstract" section).
+            sections, submission_date), ``.xml`` (JATS; the article without its sub-articles), or a markdown /
+            text, LaTeX or PDF file read with ``surveyalign.inference.read_document`` (title = first heading,
+            abstract = the "Abstract" section, sections = the markdown headings).
         paper_id: identifier (default: the record's ``id`` / the file stem).
         submission_date: overrides the file's date (``YYYY-MM-DD``).
 
@@ -245,9 +247,11 @@ def read_paper(path: str | Path, *, paper_id: str | None = None,
                          sections=tuple(PaperSection(heading=s.heading or "(untitled)", level=s.level, text=s.text)
                                         for s in art.sections),
                          submission_date=override, submission_year=None if override else year)
-        text = path.read_text(encoding="utf-8")
-        return Paper(paper_id=paper_id or path.stem, title=extract_title(text), abstract=extract_abstract(text),
-                     text=text, sections=tuple(_markdown_sections(text)), submission_date=override)
+        document = read_document(path)  # markdown, LaTeX (inputs resolved) or PDF, as markdown
+        text = document.text
+        return Paper(paper_id=paper_id or path.stem, title=document.title or extract_title(text),
+                     abstract=extract_abstract(text), text=text, sections=tuple(_markdown_sections(text)),
+                     submission_date=override)
     except ValidationError as err:
         first = err.errors()[0]
         raise ValueError(f"{path}: field {'.'.join(map(str, first['loc'])) or '?'}: {first['msg']}") from None

@@ -3,7 +3,8 @@
 For each query (the paper's title and the reviews' novelty claims) the scholarly client's relevance search
 returns candidates; only papers older than the submission are kept (a publication date before the submission
 date; with years only, a year before the submission year; undated candidates are dropped and counted); the
-paper itself and duplicates (same id, DOI or normalised title) are removed; then maximal marginal relevance
+paper itself (normalised titles as similar as the knowledge resolver's same-title rule) and duplicates
+(same id, DOI or normalised title) are removed; then maximal marginal relevance
 (MMR) picks a diverse set of about 30 against the paper's title + abstract on TF-IDF vectors. Results are
 cached in a JSON file, so a re-run makes no search call.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,14 +22,11 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
 from surveyalign.evaluation.cache import stable_hash
+from surveyalign.knowledge import DEFAULT_MIN_TITLE_SCORE, normalise_title
 from surveyalign.prism.inputs import Paper
 from surveyalign.prism.pipeline import PriorPaper
 
 __all__ = ["PriorWorkSearch", "is_prior", "mmr_select"]
-
-
-def _norm_title(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", title.lower()).strip()
 
 
 def _tfidf(texts: Sequence[str]):
@@ -144,14 +141,14 @@ class PriorWorkSearch:
         stats = dict.fromkeys(("searched", "not_prior", "undated", "duplicates", "self_matches", "kept"), 0)
         seen: set[str] = set()
         pool: list[PriorPaper] = []
-        own = _norm_title(paper.title)
+        own = normalise_title(paper.title)
         for query in queries:
             for rec in self.client.search(query, limit=self.per_query):
                 stats["searched"] += 1
                 prior = PriorPaper(str(rec.id), rec.title or "", rec.abstract or "", rec.year,
                                    getattr(rec, "publication_date", None))
-                title = _norm_title(prior.title)
-                if own and title and fuzz.ratio(own, title) >= 95:
+                title = normalise_title(prior.title)
+                if own and title and fuzz.ratio(own, title) >= DEFAULT_MIN_TITLE_SCORE:
                     stats["self_matches"] += 1
                     continue
                 ids = {f"id:{prior.paper_id}", f"title:{title}"} | ({f"doi:{rec.doi}"} if rec.doi else set())

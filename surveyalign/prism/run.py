@@ -24,12 +24,14 @@ from surveyalign.evaluation.config import (
     GenerationConfig,
     apply_overrides,
 )
+from surveyalign.knowledge import S2_URL, SemanticScholarClient
 from surveyalign.prism.calls import Extractor
 from surveyalign.prism.inputs import Paper, Review
 from surveyalign.prism.novelty import CLAIM_POLICIES
 from surveyalign.prism.pipeline import PaperUnits, PriorWorkRetriever, extract_units
 from surveyalign.prism.prompts import GROUNDING_RUBRICS
 from surveyalign.prism.report import score_reviews, write_run
+from surveyalign.prism.retrieval import PriorWorkSearch
 
 __all__ = ["NoveltyConfig", "PrismConfig", "PrismRun", "run_prism"]
 
@@ -47,7 +49,8 @@ class NoveltyConfig(_Strict):
     per_query: int = Field(20, ge=1, le=100, description="search results asked for per query")
     mmr_lambda: float = Field(0.7, ge=0.0, le=1.0, description="MMR relevance weight (1 = no diversification)")
     pairs_per_claim: int = Field(3, ge=1, description="prior papers judged per claim (the most relevant)")
-    requests_per_second: float = Field(1.0, gt=0, description="Semantic Scholar request rate")
+    requests_per_second: float = Field(1.0, ge=0, description="Semantic Scholar request rate (0: no limit)")
+    max_attempts: int = Field(6, ge=1, description="tries per Semantic Scholar request (429 / 5xx are retried)")
 
 
 class PrismConfig(_Strict):
@@ -105,11 +108,8 @@ class PrismRun:
 
 
 def _semantic_scholar(config: NoveltyConfig, out_dir: Path) -> PriorWorkRetriever:
-    from surveyalign.knowledge.clients import S2_URL, SemanticScholarClient
-    from surveyalign.prism.retrieval import PriorWorkSearch
-
     client = SemanticScholarClient(config.base_url or S2_URL, cache_dir=out_dir / "http_cache",
-                                   requests_per_second=config.requests_per_second)
+                                   requests_per_second=config.requests_per_second, max_attempts=config.max_attempts)
     return PriorWorkSearch(client, candidates=config.candidates, per_query=config.per_query,
                            mmr_lambda=config.mmr_lambda, cache_path=out_dir / "retrieval.json")
 
