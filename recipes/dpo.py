@@ -86,6 +86,7 @@ def main(script_args, training_args, model_args) -> dict:
     from surveyalign import __version__
     from surveyalign.training import (
         TRAINING_RECORD,
+        check_packing,
         count_chat_tokens,
         data_hash,
         finalize_adapter,
@@ -193,6 +194,7 @@ def main(script_args, training_args, model_args) -> dict:
     )
     if len(trainer.train_dataset) != len(train_dataset):
         raise RuntimeError(f"TRL kept {len(trainer.train_dataset)} of {len(train_dataset)} pairs")
+    check_packing(training_args, trainer.model.config._attn_implementation)  # no flattened (padding-free) rows
     reference_check = _check_reference(trainer.model, script_args.sft_adapter)
     print(f"DPO reference: {reference_check['reference']}", flush=True)
 

@@ -68,6 +68,7 @@ def main(script_args, training_args, model_args) -> dict:
     from surveyalign.data import load_surveyreview
     from surveyalign.training import (
         check_prepared_lengths,
+        check_trainer,
         data_hash,
         dataset_version,
         describe_split,
@@ -137,6 +138,7 @@ def main(script_args, training_args, model_args) -> dict:
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
+    check_trainer(trainer)  # packing refused; one example per row, completion at the end, in TRL's own rows
     check_prepared_lengths(trainer.train_dataset, len(train_dataset), training_args.max_length, "train")
     if eval_dataset is not None:
         check_prepared_lengths(trainer.eval_dataset, len(eval_dataset), training_args.max_length, "validation")

@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``surveyalign`` console script; returns the process exit code."""
+    from surveyalign.models.paths import default_offline
+
+    default_offline()  # offline unless HF_HUB_OFFLINE is set (HF_HUB_OFFLINE=0 downloads from the Hub)
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

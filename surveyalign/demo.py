@@ -215,13 +215,12 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     Raises:
         FileNotFoundError / ValueError / RuntimeError with the failing step named.
     """
-    from rich.console import Console
-
+    from surveyalign.console import make_console
     from surveyalign.data import build_dataset, sample_release_dir
     from surveyalign.evaluation import EvalConfig, run_evaluation
     from surveyalign.scoring import render_leaderboard
 
-    console = Console()
+    console = make_console()
     t0 = time.time()
     work = Path(cfg.workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)

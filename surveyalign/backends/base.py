@@ -131,9 +131,12 @@ class Backend(ABC):
 
     Attributes:
         name: short backend kind, e.g. ``"openai"``.
+        answers_from_model: whether answers come from a model (calls/s are meaningful); False for baselines.
     """
 
     name: str = "backend"
+    #: False for judges that answer without running a model (constant, scripted): no rate is shown for them.
+    answers_from_model: bool = True
 
     def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                  ) -> list[list[Generation]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from surveyalign.argtypes import int_at_least, positive_int
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this sub-package's subcommands (``serve``) to the top-level parser."""
@@ -21,13 +23,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, help="folder of the base model and tokenizer (or a cached hub id)")
     p.add_argument("--adapter", default=None, help="folder of a PEFT adapter to apply to the model")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (use 0.0.0.0 to expose it)")
-    p.add_argument("--port", type=int, default=8000, help="TCP port")
+    p.add_argument("--port", type=int_at_least(0), default=8000, help="TCP port")
     p.add_argument("--served-model-name", default=None,
                    help="model id clients send; default: the adapter folder's name, else the model folder's")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
-    p.add_argument("--batch-size", type=int, default=8, help="rows per generate call (concurrent requests batch)")
-    p.add_argument("--default-max-tokens", type=int, default=1024,
+    p.add_argument("--batch-size", type=positive_int, default=8, help="rows per generate call (concurrent requests batch)")
+    p.add_argument("--default-max-tokens", type=positive_int, default=1024,
                    help="token cap when a request sets no max_tokens")
     p.add_argument("--log-level", default="info", help="uvicorn log level")
     p.set_defaults(handler=_serve)

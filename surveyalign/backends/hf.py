@@ -10,7 +10,6 @@ end-of-turn token when the answer stopped (SurveyReview App. E tie-break, SPEC Â
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,11 +164,13 @@ class TransformersBackend(Backend):
 
         if batch_size < 1:
             raise ValueError(f"transformers backend: batch_size must be >= 1, got {batch_size}")
-        self.model_path = str(model)
-        self.adapter_path = str(adapter) if adapter else None
-        for label, path in (("model", self.model_path), ("adapter", self.adapter_path)):
-            if path and _looks_local(path) and not Path(path).is_dir():
-                raise FileNotFoundError(f"transformers backend: {label} folder {path} does not exist")
+        from surveyalign.models.paths import resolve_model_path
+
+        # a local-looking path that does not exist is "no such folder" now, never a Hub lookup
+        self.model_path = resolve_model_path(model, "transformers backend: model")
+        self.adapter_path = resolve_model_path(adapter, "transformers backend: adapter") if adapter else None
+        if tokenizer is not None:
+            tokenizer = resolve_model_path(tokenizer, "transformers backend: tokenizer")
         self.device = _resolve_device(device)
         self.torch_dtype = _resolve_dtype(dtype, self.device)
         self.batch_size = int(batch_size)
@@ -383,7 +384,3 @@ class TransformersBackend(Backend):
                 token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row])))
         return details
 
-
-def _looks_local(name: str) -> bool:
-    """True when ``name`` is meant as a local folder (absolute, ./ or ../, ~, or more than one '/'), not a hub id."""
-    return name.startswith(("/", "./", "../", "~")) or name.count("/") > 1 or os.sep == "\\" and "\\" in name

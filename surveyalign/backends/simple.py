@@ -34,6 +34,7 @@ class ConstantBackend(Backend):
     """
 
     name = "constant"
+    answers_from_model = False
 
     def __init__(self, score: int = -1, rationale: str = "No specific comment.", protocol: str = "v1.0") -> None:
         if isinstance(score, bool) or score not in VALID_SCORES:
@@ -88,6 +89,7 @@ class ScriptedBackend(Backend):
     """
 
     name = "scripted"
+    answers_from_model = False
 
     def __init__(self, replies: Sequence[ScriptedReply] | ScriptedFn, cycle: bool = False,
                  mean_logprob: float | None = None) -> None:

@@ -68,9 +68,11 @@ class VLLMBackend(Backend):
         enforce_eager: bool = False,
         llm_kwargs: dict[str, Any] | None = None,
     ) -> None:
+        from surveyalign.models.paths import resolve_model_path
+
+        self.model_path = resolve_model_path(model, "vllm backend: model")
+        self.adapter_path = resolve_model_path(adapter, "vllm backend: adapter") if adapter else None
         vllm = _import_vllm()
-        self.model_path = str(model)
-        self.adapter_path = str(adapter) if adapter else None
         self.dtype = dtype
         self.tensor_parallel_size = int(tensor_parallel_size)
         self.gpu_memory_utilization = float(gpu_memory_utilization)

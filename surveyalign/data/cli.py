@@ -209,9 +209,9 @@ def _stats(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
-        from rich.console import Console
+        from surveyalign.console import make_console
 
-        Console().print(render_stats(stats))
+        make_console().print(render_stats(stats))  # tables keep their width when piped
     return 0
 
 

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from surveyalign.argtypes import dimension_list, int_at_least, positive_int
+
 _EPILOG = """\
 examples:
   surveyalign evaluate --config configs/eval/gpt-5.2.yaml --dataset data/surveyreview
@@ -41,23 +43,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dataset", help="dataset folder (overrides `dataset`)")
     p.add_argument("--split", choices=("train", "validation", "test"), help="split (overrides `split`)")
-    p.add_argument("--dimensions", help="comma-separated dimensions (overrides `dimensions`)")
+    p.add_argument("--dimensions", type=dimension_list, help="comma-separated dimensions (overrides `dimensions`)")
     p.add_argument("--output-dir", help="parent folder of the run folder (overrides `output_dir`)")
     p.add_argument("--run-name", help="run folder name (overrides `run_name`; default: the config's name)")
     p.add_argument("--name", help="judge name shown in the leaderboard (overrides `name`)")
-    p.add_argument("--limit", type=int, help="at most this many units per dimension (smoke runs)")
-    p.add_argument("--samples", type=int, help="K samples per unit (overrides `samples_per_unit`)")
+    p.add_argument("--limit", type=positive_int, help="at most this many units per dimension (smoke runs)")
+    p.add_argument("--samples", type=positive_int, help="K samples per unit (overrides `samples_per_unit`)")
     p.add_argument("--model", help="model name or folder (overrides `backend.options.model`)")
     p.add_argument("--adapter", help="PEFT adapter folder for every dimension (overrides `backend.options.adapter` "
                    "and any per-dimension adapter of the YAML)")
     p.add_argument("--base-url", help="OpenAI-compatible API root (overrides `backend.options.base_url`)")
-    p.add_argument("--max-length", type=int, metavar="TOKENS",
+    p.add_argument("--max-length", type=int_at_least(2), metavar="TOKENS",
                    help="token budget of prompt + max_new_tokens; longer prompts get their survey body cut "
                    "(overrides `max_length`; default: the adapter's training max_length, else no cut)")
     p.add_argument("--tokenizer", metavar="DIR",
                    help="tokenizer folder to count prompt tokens with (overrides `tokenizer`; needed to shorten "
                    "prompts for API backends)")
-    p.add_argument("--concurrency", type=int, help="calls in flight for async backends (overrides `concurrency`)")
+    p.add_argument("--concurrency", type=positive_int, help="calls in flight for async backends (overrides `concurrency`)")
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--allow-training-mismatch", action="store_true",
@@ -93,7 +95,7 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     direct = {
         "dataset": args.dataset,
         "split": args.split,
-        "dimensions": [d.strip() for d in args.dimensions.split(",") if d.strip()] if args.dimensions else None,
+        "dimensions": args.dimensions,
         "output_dir": args.output_dir,
         "run_name": args.run_name,
         "name": args.name,
@@ -113,6 +115,37 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return over
 
 
+#: dotted config key -> the flag that overrides it (for error messages that name the flag).
+FLAG_OF_KEY = {
+    "dataset": "--dataset", "split": "--split", "dimensions": "--dimensions", "output_dir": "--output-dir",
+    "run_name": "--run-name", "name": "--name", "limit": "--limit", "samples_per_unit": "--samples",
+    "backend.options.model": "--model", "backend.options.adapter": "--adapter",
+    "backend.options.base_url": "--base-url", "concurrency": "--concurrency", "max_length": "--max-length",
+    "tokenizer": "--tokenizer",
+}
+
+
+def flags_from_args(args: argparse.Namespace) -> dict[str, str]:
+    """Dotted config key -> how the command line set it (``"--limit 0"``, ``"--set generation.top_p=2"``).
+
+    Args:
+        args: the parsed ``surveyalign evaluate`` arguments.
+
+    Returns:
+        One entry per key the command line overrides (direct flags win over ``--set``), for
+        :meth:`EvalConfig.from_yaml`'s ``flags``.
+
+    Raises:
+        ValueError: for a malformed ``--set`` item.
+    """
+    out = {key: f"--set {item}" for item in args.overrides for key in _parse_set([item])}
+    for key, value in overrides_from_args(args).items():
+        if key in FLAG_OF_KEY:
+            shown = ",".join(value) if isinstance(value, list) else value
+            out[key] = f"{FLAG_OF_KEY[key]} {shown}"
+    return out
+
+
 def _command_line(args: argparse.Namespace) -> list[str]:
     """The command as typed: ``sys.argv`` when it is this command, else rebuilt from ``args`` (in-process
     ``surveyalign.cli.main([...])`` calls): ``surveyalign evaluate --config X --set KEY=VALUE ...``."""
@@ -130,17 +163,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     from surveyalign.evaluation import EvalConfig, EvalConfigError, run_evaluation
 
     try:
-        config = EvalConfig.from_yaml(args.config, overrides_from_args(args))
+        config = EvalConfig.from_yaml(args.config, overrides_from_args(args), flags=flags_from_args(args))
     except (FileNotFoundError, EvalConfigError, ValueError) as err:
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 2
     if args.adapter:
         config = adapter_for_every_dimension(config, args.adapter)
     config = _name_from_overrides(config, args)
-    from rich.console import Console
+    from surveyalign.console import make_console
 
-    # the leaderboard is wide: do not squeeze it to 80 columns when the output is a file or a pipe
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console = make_console()  # the leaderboard is wide: not squeezed to 80 columns when piped
     try:
         result = run_evaluation(config, console=console, argv=_command_line(args))
     except (FileNotFoundError, ValueError, OSError) as err:  # bad input: a path, a dataset, a model folder

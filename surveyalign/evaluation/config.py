@@ -227,13 +227,16 @@ class EvalConfig(_Strict):
         return Path(self.output_dir) / (self.run_name or _slug(self.name))
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> EvalConfig:
+    def from_yaml(cls, path: str | os.PathLike, overrides: dict[str, Any] | None = None, *,
+                  flags: dict[str, str] | None = None) -> EvalConfig:
         """Read a YAML file, apply ``overrides``, validate.
 
         Args:
             path: YAML file whose top level is a mapping of the fields of this class.
             overrides: ``{"generation.temperature": 0.7, "dataset": "data/x"}``: dotted keys (or nested
                 dicts) replacing values of the YAML before validation. ``None`` values are ignored.
+            flags: dotted key -> the command-line flag that set it (``{"limit": "--limit 0"}``); an invalid value
+                of such a key is reported as that flag, not as a key of the YAML file.
 
         Returns:
             The validated :class:`EvalConfig`.
@@ -254,11 +257,12 @@ class EvalConfig(_Strict):
             raise EvalConfigError(f"{p}: not valid YAML: {err}") from None
         if not isinstance(data, dict):
             raise EvalConfigError(f"{p}: the top level must be a mapping, got {type(data).__name__}")
-        return cls.from_dict(data, overrides, source=str(p))
+        return cls.from_dict(data, overrides, source=str(p), flags=flags)
 
     @classmethod
     def from_dict(
-        cls, data: dict[str, Any], overrides: dict[str, Any] | None = None, *, source: str = "<dict>"
+        cls, data: dict[str, Any], overrides: dict[str, Any] | None = None, *, source: str = "<dict>",
+        flags: dict[str, str] | None = None,
     ) -> EvalConfig:
         """Validate a mapping (after applying dotted ``overrides``); errors name ``source`` and the keys.
 
@@ -266,6 +270,7 @@ class EvalConfig(_Strict):
             data: the configuration mapping (the parsed YAML).
             overrides: dotted keys replacing values of ``data`` (see :func:`apply_overrides`).
             source: name of where ``data`` came from, used in error messages (the YAML path).
+            flags: dotted key -> command-line flag (see :meth:`from_yaml`); errors under such a key name the flag.
 
         Returns:
             The validated :class:`EvalConfig`.
@@ -280,7 +285,8 @@ class EvalConfig(_Strict):
             lines = []
             for e in err.errors():
                 loc = ".".join(str(x) for x in e["loc"]) or "<top level>"
-                lines.append(f"{source}: {loc}: {e['msg']}")
+                flag = _flag_for(loc, flags or {})
+                lines.append(f"{flag}: {e['msg']}" if flag else f"{source}: {loc}: {e['msg']}")
             raise EvalConfigError("invalid evaluation config:\n  " + "\n  ".join(lines)) from None
 
     def describe(self) -> dict[str, Any]:
@@ -290,6 +296,15 @@ class EvalConfig(_Strict):
         if self.rqs is not None:
             data["rqs"]["backend"] = self.rqs.backend.redacted()
         return data
+
+
+def _flag_for(loc: str, flags: dict[str, str]) -> str | None:
+    """The flag that set the value at dotted ``loc`` (the longest key equal to or above it), or None."""
+    best = None
+    for key, flag in flags.items():
+        if (loc == key or loc.startswith(key + ".")) and (best is None or len(key) > len(best[0])):
+            best = (key, flag)
+    return best[1] if best else None
 
 
 def _slug(name: str) -> str:

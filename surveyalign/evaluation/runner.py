@@ -176,9 +176,9 @@ def run_evaluation(
             dimension, protocol, enable_thinking or use_knowledge, and ``allow_training_mismatch`` is false.
         RuntimeError: another process holds the run folder's lock.
     """
-    from rich.console import Console
+    from surveyalign.console import make_console
 
-    console = console or Console()
+    console = console or make_console()
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     with _RunLock(run_dir / ".lock"):
@@ -234,6 +234,7 @@ def _run_locked(config, run_dir: Path, backend, rqs_backend, console, argv) -> R
             t0 = time.perf_counter()
             calls["errors"] = _execute(jobs, judges, config, cache, "judge", config.progress)
             calls["seconds"] = round(time.perf_counter() - t0, 3)
+            calls["calls_per_s"] = _rate(len(jobs), time.perf_counter() - t0, judges)
 
             # stage 2: RQS (consistency of scored rationales with the reference)
             predictions = _assemble(config, units, cache, judge_of_dim, identities)
@@ -636,7 +637,9 @@ def _fit_prompts(config: EvalConfig, units: list[_Unit], judges: dict[str, Any],
         from transformers import AutoTokenizer
 
         try:
-            shared_tok = AutoTokenizer.from_pretrained(config.tokenizer)
+            from surveyalign.models.paths import resolve_model_path
+
+            shared_tok = AutoTokenizer.from_pretrained(resolve_model_path(config.tokenizer, "tokenizer"))
         except (OSError, ValueError) as err:
             raise ValueError(f"tokenizer {config.tokenizer!r} (config key: tokenizer) cannot be loaded: {err}") from None
 
@@ -770,8 +773,10 @@ def _execute(jobs: list[_Job], backends: dict[str, Any], config: EvalConfig, cac
 
     errors = 0
     lock = threading.Lock()
+    timed = all(getattr(b, "answers_from_model", True) for b in backends.values())  # no rate for baselines
     bar = tqdm(total=len(jobs), desc=f"{config.name} [{stage}]", unit="call", disable=not progress,
-               dynamic_ncols=True, file=sys.stderr, smoothing=0.1)
+               dynamic_ncols=True, file=sys.stderr, smoothing=0.1,
+               bar_format=None if timed else "{l_bar}{bar}| {n_fmt}/{total_fmt}")
 
     def record(job: _Job, generation: Any, seconds: float) -> None:
         nonlocal errors
@@ -816,6 +821,14 @@ def _execute(jobs: list[_Job], backends: dict[str, Any], config: EvalConfig, cac
     finally:
         bar.close()
     return errors
+
+
+def _rate(made: int, seconds: float, backends: dict[str, Any]) -> float | None:
+    """Calls per second over the calls made (cached ones never count); None when nothing was made or a backend
+    answers without a model (constant / scripted judges: no work to time)."""
+    if not made or seconds <= 0 or not all(getattr(b, "answers_from_model", True) for b in backends.values()):
+        return None
+    return round(made / seconds, 2)
 
 
 def _option(backend: Any, name: str) -> Any:
@@ -1047,8 +1060,8 @@ def _print_summary(console, config, metrics, predictions, counts, calls, rqs_cou
     console.print(table)
     line = (f"calls: {calls.get('made', 0)} made ({calls.get('errors', 0)} with errors), "
             f"{calls.get('cached', 0)} reused from calls.jsonl")
-    if calls.get("made") and calls.get("seconds"):
-        line += f" [{calls['made'] / calls['seconds']:.1f} calls/s]"
+    if calls.get("calls_per_s"):
+        line += f" [{calls['calls_per_s']:.1f} calls/s over the {calls['made']} made]"
     if calls.get("torn_lines"):
         line += f", {calls['torn_lines']} torn line(s) skipped"
     if rqs_counts:

@@ -102,8 +102,7 @@ def _judge_name(run_dir: Path, taken: set[str]) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
+    from surveyalign.console import make_console
     from surveyalign.scoring.bootstrap import paired_bootstrap
     from surveyalign.scoring.report import (
         find_train_scores,
@@ -121,7 +120,7 @@ def _report(args: argparse.Namespace) -> int:
     from surveyalign.scoring.summary import summarize_predictions
 
     # a pipe gets 80 columns from rich by default, too narrow for the per-dimension tables
-    console = Console(width=args.width or (None if sys.stdout.isatty() else 200))
+    console = make_console(args.width)
 
     def say(message: str) -> None:
         print(message, file=sys.stderr)

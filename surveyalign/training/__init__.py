@@ -42,6 +42,7 @@ from surveyalign.training.data import (
     prompt_hash,
     require_examples,
 )
+from surveyalign.training.packing import check_packing, check_rows, check_trainer
 from surveyalign.training.pairs import (
     PairsSummary,
     choose_rejected,
@@ -61,7 +62,10 @@ __all__ = [
     "LengthReport",
     "PairsSummary",
     "SFTScriptArguments",
+    "check_packing",
     "check_prepared_lengths",
+    "check_rows",
+    "check_trainer",
     "choose_rejected",
     "count_chat_tokens",
     "data_hash",

@@ -9,6 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from surveyalign.argtypes import (
+    bool_value,
+    dimension_value,
+    int_at_least,
+    non_negative_float,
+    positive_int,
+    probability,
+)
+
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 _LAUNCH_EPILOG = """\
@@ -77,13 +86,6 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _thinking(value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise argparse.ArgumentTypeError("expected true or false")
-    return lowered == "true"
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``surveyalign train {sft,dpo,dpo-pairs}`` to the top-level parser."""
     train = subparsers.add_parser(
@@ -103,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--accelerate-config", default=None,
                        help="accelerate config (configs/accelerate/zero3.yaml, ddp.yaml, zero3-cpu.yaml); "
                             "default: one local process")
-        p.add_argument("--nproc", type=int, default=1,
+        p.add_argument("--nproc", type=positive_int, default=1,
                        help="processes without an accelerate config (>1 uses torchrun; default 1)")
         p.add_argument("--dry-run", action="store_true", help="print the command without running it")
         p.add_argument("recipe_args", nargs=argparse.REMAINDER, help="flags passed on to the recipe (after --)")
@@ -121,24 +123,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                     "the base model, dimension, protocol and enable_thinking)")
     p.add_argument("--dataset", required=True, help="SurveyReview dataset folder (`surveyalign data build`)")
     p.add_argument("--out", required=True, help="JSONL file of pairs (appended; <out>.summary.json written)")
-    p.add_argument("--k", type=int, default=4, help="answers sampled per unit (default 4)")
-    p.add_argument("--dimension", default=None, help="dimension (default: the adapter's)")
+    p.add_argument("--k", type=positive_int, default=4, help="answers sampled per unit (default 4)")
+    p.add_argument("--dimension", type=dimension_value, default=None, help="dimension (default: the adapter's)")
     p.add_argument("--split", default="train", help="split to pair (default train)")
     p.add_argument("--model", default=None, help="base model (default: the adapter's base model)")
     p.add_argument("--protocol", default=None, help="answer protocol (default: the adapter's)")
-    p.add_argument("--enable-thinking", type=_thinking, default=None, metavar="{true,false}",
+    p.add_argument("--enable-thinking", type=bool_value, default=None, metavar="{true,false}",
                    help="chat-template thinking switch (default: the adapter's)")
     p.add_argument("--no-knowledge", action="store_true", help="leave the KA block out of the prompts")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
-    p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per sampled answer (default 512)")
-    p.add_argument("--max-length", type=int, default=16384,
+    p.add_argument("--temperature", type=non_negative_float, default=1.0, help="sampling temperature (default 1.0)")
+    p.add_argument("--top-p", type=probability, default=1.0, help="nucleus mass (default 1.0)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=512, help="tokens per sampled answer (default 512)")
+    p.add_argument("--max-length", type=positive_int, default=16384,
                    help="token budget of prompt + answer, = the DPO max_length (default 16384)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed; sample i uses seed + i (default 0)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="sampling seed; sample i uses seed + i (default 0)")
     p.add_argument("--fallback-model", default=None,
                    help="zero-shot judge model (no adapter) sampled when no SFT answer differs from gold")
-    p.add_argument("--fallback-k", type=int, default=None, help="samples from the fallback judge (default --k)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N units of the split")
-    p.add_argument("--batch-size", type=int, default=4, help="prompts per generation batch (default 4)")
+    p.add_argument("--fallback-k", type=positive_int, default=None, help="samples from the fallback judge (default --k)")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N units of the split")
+    p.add_argument("--batch-size", type=positive_int, default=4, help="prompts per generation batch (default 4)")
     p.add_argument("--device", default="auto", help="device of the transformers backend (default auto)")
     p.set_defaults(handler=_cmd_dpo_pairs)

@@ -213,12 +213,14 @@ def make_dpo_pairs(
     from surveyalign.backends import GenerationSettings
     from surveyalign.constants import normalise_dimension
     from surveyalign.data import load_surveyreview
+    from surveyalign.models.paths import resolve_model_path
     from surveyalign.prompts import build_sft_example
     from surveyalign.training.adapter import TRAINING_RECORD
     from surveyalign.training.data import count_chat_tokens, fit_survey_text
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
+    adapter = resolve_model_path(adapter, "--adapter")
     record_path = Path(adapter) / TRAINING_RECORD
     trained = json.loads(record_path.read_text()) if record_path.is_file() else {}
     dimension = normalise_dimension(dimension) if dimension is not None else None
@@ -234,6 +236,9 @@ def make_dpo_pairs(
     model = model or trained.get("base_model")
     if model is None:
         raise ValueError(f"no base model given and none recorded in {record_path}")
+    model = resolve_model_path(model, "--model")
+    if fallback_model is not None:
+        fallback_model = resolve_model_path(fallback_model, "--fallback-model")
 
     from transformers import AutoTokenizer
 

@@ -1,0 +1,109 @@
+"""Value checks for command-line flags, so a bad value is reported as the flag (``argument --k: ...``).
+
+argparse names the flag in the message of an ``ArgumentTypeError`` raised by a ``type=`` function and exits
+with status 2; using these instead of ``type=int`` keeps the value from reaching a config or a library that
+would report it under another name (a YAML key, a keyword argument).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+__all__ = ["bool_value", "dimension_list", "dimension_value", "int_at_least", "non_negative_float", "positive_int",
+           "probability"]
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """A ``type=`` function accepting integers >= ``minimum``.
+
+    Args:
+        minimum: the smallest accepted value.
+
+    Returns:
+        A function ``str -> int`` raising ``argparse.ArgumentTypeError`` ("expected an integer >= 1, got '0'").
+    """
+
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+        return value
+
+    check.__name__ = f"integer >= {minimum}"
+    return check
+
+
+#: Integers >= 1 (counts, sizes, token budgets).
+positive_int = int_at_least(1)
+
+
+def non_negative_float(text: str) -> float:
+    """A ``type=`` function for floats >= 0 (temperatures).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or negative.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A ``type=`` function for a probability mass in (0, 1] (top_p).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or outside (0, 1].
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return value
+
+
+def bool_value(text: str) -> bool:
+    """A ``type=`` function for ``true``/``false`` (any case).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return lowered == "true"
+
+
+def dimension_value(text: str) -> str:
+    """A ``type=`` function for one dimension name (any case) -> its canonical lower-case name.
+
+    Raises:
+        argparse.ArgumentTypeError: not one of the four SurveyReview dimensions.
+    """
+    from surveyalign.constants import normalise_dimension
+
+    try:
+        return normalise_dimension(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def dimension_list(text: str) -> list[str]:
+    """A ``type=`` function for comma-separated dimension names (``readability,Structure``).
+
+    Raises:
+        argparse.ArgumentTypeError: an unknown name, or no name at all.
+    """
+    names = [dimension_value(part) for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated dimensions, got {text!r}")
+    return list(dict.fromkeys(names))
