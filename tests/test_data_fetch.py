@@ -76,6 +76,7 @@ class FakeServices:
         searches: Europe PMC query (or OpenReview term) -> list of hits.
         files: path ("/epmc/PMC1/fullTextXML", "/or/pdf?id=X") -> (content type, bytes).
         fail: path -> statuses to answer first (429 comes with ``Retry-After: 0``).
+        raw: path -> bytes answered with status 200 as text/html (a broken answer).
         log: every request path with its query, in order.
     """
 
@@ -83,6 +84,7 @@ class FakeServices:
         self.searches: dict[str, list[dict]] = {}
         self.files: dict[str, tuple[str, bytes]] = {}
         self.fail: dict[str, list[int]] = {}
+        self.raw: dict[str, bytes] = {}
         self.log: list[str] = []
         services = self
 
@@ -93,8 +95,10 @@ class FakeServices:
             def do_GET(self):
                 url = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
-                key = url.path + (f"?id={query['id']}" if url.path == "/or/pdf" else "")
+                key = url.path + (f"?id={query['id']}" if url.path.endswith("/pdf") else "")
                 services.log.append(key + (f" {query.get('query') or query.get('term')}" if "search" in key else ""))
+                if key in services.raw:
+                    return self._send(200, "text/html", services.raw[key])
                 pending = services.fail.get(key)
                 if pending:
                     status = pending.pop(0)
@@ -105,8 +109,8 @@ class FakeServices:
                     body = {"version": "6.9", "hitCount": len(hits), "request": {"queryString": query["query"]},
                             "resultList": {"result": hits}}
                     return self._send(200, "application/json", json.dumps(body).encode())
-                if url.path == "/or/notes/search":
-                    hits = services.searches.get(query["term"], [])
+                if url.path in ("/or/notes/search", "/or1/notes/search"):
+                    hits = services.searches.get(("v1:" if url.path.startswith("/or1") else "") + query["term"], [])
                     return self._send(200, "application/json", json.dumps({"notes": hits, "count": len(hits)}).encode())
                 if key in services.files:
                     kind, data = services.files[key]
@@ -209,7 +213,7 @@ def serve_release(s: FakeServices) -> None:
 
 
 def run(release: Path, out: Path, s: FakeServices, **kw):
-    return fetch_texts(release, out, europepmc_url=f"{s.url}/epmc", openreview_url=f"{s.url}/or",
+    return fetch_texts(release, out, europepmc_url=f"{s.url}/epmc", openreview_urls=[f"{s.url}/or"],
                        requests_per_second=0, http_options={"backoff_initial": 0.01}, progress=False, **kw)
 
 
@@ -319,3 +323,81 @@ def test_cli_fetch_texts(tmp_path, services, capsys):
     assert "f1000: 2 papers, 1 present, 1 resolved, 1 fetched, 1 converted, 0 failed" in out
     assert "wrote 4 texts to 1 shard(s)" in out
     assert main(["data", "fetch-texts", "--official", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")]) == 2
+
+
+def test_api1_venue_metadata_only_xml_unknown_source_and_a_broken_answer(tmp_path, services):
+    v1_title = "Graph pooling operators: a survey"
+    v1_abstract = "Graph pooling coarsens a graph between message passing layers; we compare forty pooling operators."
+    records = [
+        review("openreview-301", "openreview", v1_title, v1_abstract, {"Structure": (1.0, ["Clear taxonomy."])}),
+        review("f1000-7101", "f1000", F1000_TITLE, F1000_ABSTRACT, {"Readability": (1.0, ["Reads well."])}),
+        review("x-1", None, "A paper from nowhere", "An abstract.", {"Readability": (1.0, ["Fine."])}),
+        review("moprd-9301-2-r1", "moprd", PEERJ_TITLE, PEERJ_ABSTRACT, {"Readability": (1.0, ["Fine."])}),
+    ]
+    del records[2]["source"]
+    (tmp_path / "rel").mkdir()
+    (tmp_path / "rel" / "train_samples.json").write_text(json.dumps(records))
+    services.searches[f"v1:{v1_title}"] = [{  # API 1 note shape: plain content values
+        "id": "GrPool7", "forum": "GrPool7", "cdate": 1569000000000,
+        "content": {"title": v1_title, "abstract": v1_abstract, "authors": ["Ana Ruiz"], "pdf": "/pdf/x.pdf"}}]
+    services.files["/or1/pdf?id=GrPool7"] = ("application/pdf", pdf([v1_title, "1 Introduction", "Pooling."]))
+    services.searches[EuropePMC.title_query(F1000_TITLE)] = [
+        epmc_hit(F1000_TITLE, "10.12688/f1000research.71001.1", "PMC7100001", 2021, F1000_ABSTRACT, "F1000Research")]
+    front_only = b"<article><front><article-meta><title-group><article-title>T</article-title></title-group>"
+    services.files["/epmc/PMC7100001/fullTextXML"] = ("application/xml", front_only + b"</article-meta></front></article>")
+    # the PeerJ paper's only hit is an F1000Research article with the same title and abstract
+    services.searches[EuropePMC.title_query(PEERJ_TITLE)] = [
+        epmc_hit(PEERJ_TITLE, "10.12688/f1000research.71001.1", "PMC7100002", 2021, PEERJ_ABSTRACT, "F1000Research")]
+    rep = fetch_texts(tmp_path / "rel", tmp_path / "out", europepmc_url=f"{services.url}/epmc",
+                      openreview_urls=[f"{services.url}/or", f"{services.url}/or1"], requests_per_second=0,
+                      progress=False).report
+    fails = {f["key"].split("-")[0]: f for f in rep["failures"]}
+    assert rep["per_source"]["openreview"]["converted"] == 1  # found through API 1 only, PDF from API 1
+    assert rep["http"]["openreview1"]["requests"] == 2 and rep["http"]["openreview"]["requests"] == 1
+    assert (fails["f1000"]["stage"], fails["f1000"]["reason"]) == (
+        "convert", "PMC7100001: the JATS XML has no body (metadata only)")
+    assert fails["unknown"]["reason"] == "source 'unknown': no service to search (f1000, moprd or openreview)"
+    assert fails["moprd"]["reason"] == ("1 hit(s), none accepted; best: 10.12688/f1000research.71001.1 is not a "
+                                        "moprd DOI (10.7717/peerj., 10.7717/peerj-cs.)")
+    assert rep["n_failures"] == 3
+
+    services.raw["/epmc/search"] = b"<html>maintenance</html>"  # a broken answer with status 200
+    rep = fetch_texts(tmp_path / "rel", tmp_path / "out2", europepmc_url=f"{services.url}/epmc",
+                      openreview_urls=[f"{services.url}/or"], requests_per_second=0, progress=False).report
+    moprd = next(f for f in rep["failures"] if f["source"] == "moprd")
+    assert moprd["stage"] == "resolve" and moprd["reason"].startswith("search failed: ")
+    assert "not JSON" in moprd["reason"]
+
+
+@pytest.mark.real
+def test_real_f1000_xml_and_real_pdf_through_the_pipeline(tmp_path, services, shared_real):
+    from surveyalign.data.jats import parse_jats
+    from surveyalign.data.text import extract_abstract, extract_references
+
+    xml_path = shared_real / "f1000" / "207_6-229_v1.xml"
+    pdf_path = shared_real / "surveys" / "alignment-of-llms.pdf"
+    md_path = shared_real / "surveys" / "alignment-of-llms.md"
+    if not (xml_path.is_file() and pdf_path.is_file() and md_path.is_file()):
+        pytest.skip("real F1000 XML / survey PDF not present")
+    article = parse_jats(xml_path.read_bytes())
+    or_title = "Aligning Large Language Models with Human: A Survey"
+    or_abstract = extract_abstract(md_path.read_text())
+    records = [review("f1000-1", "f1000", article.title, article.abstract.replace("**", ""),
+                      {"Readability": (1.0, ["Clear."])}),
+               review("openreview-1", "openreview", or_title, or_abstract, {"Structure": (1.0, ["Clear."])})]
+    (tmp_path / "rel").mkdir()
+    (tmp_path / "rel" / "train_samples.json").write_text(json.dumps(records))
+    services.searches[EuropePMC.title_query(article.title)] = [
+        epmc_hit(article.title, article.doi, "PMC5353432", 2017, article.abstract, "F1000Research")]
+    services.files["/epmc/PMC5353432/fullTextXML"] = ("application/xml", xml_path.read_bytes())
+    services.searches[or_title] = [or_note("AlignSv1", or_title, or_abstract)]
+    services.files["/or/pdf?id=AlignSv1"] = ("application/pdf", pdf_path.read_bytes())
+    result = run(tmp_path / "rel", tmp_path / "out", services)
+    assert result.report["n_failures"] == 0
+    texts = json.loads(result.shards[0].read_text())
+    f1000 = texts["f1000-1"]
+    assert len(extract_references(f1000)) == 16 and "## Discussion" in f1000
+    report_paras = [p for s in article.sub_articles for p in s.text.split("\n\n") if len(p) >= 30]
+    assert report_paras and not [p for p in report_paras if p in f1000]
+    assert result.report["sub_articles_removed"] == {"ref-report": 2}
+    assert len(texts["openreview-1"]) > 50_000 and "References" in texts["openreview-1"]

@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_fetch(sub: argparse._SubParsersAction) -> None:
-    from .fetch.apis import EUROPEPMC_URL, OPENREVIEW_URL
+    from .fetch.apis import EUROPEPMC_URL, OPENREVIEW_URL, OPENREVIEW_V1_URL
 
     fetch = sub.add_parser(
         "fetch-texts",
@@ -94,7 +94,9 @@ def _register_fetch(sub: argparse._SubParsersAction) -> None:
     fetch.add_argument("--sources", metavar="FILE", help="JSON {uid: source} mapping (as for data build)")
     fetch.add_argument("--cache-dir", metavar="DIR", help="HTTP cache and PDFs (default OUT/.fetch_cache)")
     fetch.add_argument("--europepmc-url", default=EUROPEPMC_URL, metavar="URL", help="Europe PMC REST root")
-    fetch.add_argument("--openreview-url", default=OPENREVIEW_URL, metavar="URL", help="OpenReview API root")
+    fetch.add_argument("--openreview-url", action="append", metavar="URL",
+                       help=f"OpenReview API root, repeatable, searched in order (default {OPENREVIEW_URL} then "
+                       f"{OPENREVIEW_V1_URL}, which still serves older venues)")
     fetch.add_argument("--requests-per-second", type=float, default=2.0, metavar="R",
                        help="network requests per second per service (default 2; 0 = unlimited)")
     fetch.add_argument("--max-attempts", type=int, default=6, metavar="N",
@@ -110,14 +112,14 @@ def _register_fetch(sub: argparse._SubParsersAction) -> None:
 def _fetch(args: argparse.Namespace) -> int:
     from surveyalign import __version__
 
-    from .fetch import fetch_texts
+    from .fetch import OPENREVIEW_URL, OPENREVIEW_V1_URL, fetch_texts
     from .schema import ReleaseFormatError
 
     agent = f"surveyalign/{__version__}" + (f" (mailto:{args.contact})" if args.contact else "")
     try:
         result = fetch_texts(
             args.official, args.out, sources=args.sources, europepmc_url=args.europepmc_url,
-            openreview_url=args.openreview_url, cache_dir=args.cache_dir,
+            openreview_urls=args.openreview_url or (OPENREVIEW_URL, OPENREVIEW_V1_URL), cache_dir=args.cache_dir,
             requests_per_second=args.requests_per_second, max_attempts=args.max_attempts,
             http_options={"headers": {"User-Agent": agent}}, pdf_extractor=args.pdf_extractor,
             shard_size=args.shard_size, progress=not args.no_progress,

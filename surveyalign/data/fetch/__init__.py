@@ -10,6 +10,7 @@ Public surface::
 from .apis import (
     EUROPEPMC_URL,
     OPENREVIEW_URL,
+    OPENREVIEW_V1_URL,
     SOURCE_DOI_PREFIXES,
     Candidate,
     EuropePMC,
@@ -23,6 +24,7 @@ from .targets import PaperTarget, release_targets
 __all__ = [
     "EUROPEPMC_URL",
     "OPENREVIEW_URL",
+    "OPENREVIEW_V1_URL",
     "SHARD_PATTERN",
     "SOURCE_DOI_PREFIXES",
     "STATUSES",

@@ -2,8 +2,8 @@
 
 * Europe PMC REST (``/search`` with ``format=json&resultType=core``, ``/{PMCID}/fullTextXML``): metadata of
   F1000Research and PeerJ articles (DOI, PMCID, title, abstract, authors, year) and their JATS XML.
-* OpenReview API (``/notes/search?term=...``, ``/pdf?id=FORUM``): submissions (forum id, title, abstract,
-  authors, dates; API 1 and API 2 note shapes) and their PDFs.
+* OpenReview API 2 and API 1 (``/notes/search?term=...``, ``/pdf?id=FORUM``): submissions (forum id, title,
+  abstract, authors, dates; both note shapes) and their PDFs. Older venues are served by API 1 only.
 
 Both go through :class:`surveyalign.knowledge.http.PoliteClient` (disk cache, rate limit, Retry-After and
 jittered backoff); the base URLs are arguments so tests point them at a server on 127.0.0.1.
@@ -23,6 +23,8 @@ from surveyalign.knowledge.papers import Paper, normalise_doi
 
 EUROPEPMC_URL = "https://www.ebi.ac.uk/europepmc/webservices/rest"
 OPENREVIEW_URL = "https://api2.openreview.net"
+#: API 1 still serves the venues that were not moved to API 2 (older conferences).
+OPENREVIEW_V1_URL = "https://api.openreview.net"
 #: DOI prefixes of the journals each release source comes from.
 SOURCE_DOI_PREFIXES = {"f1000": ("10.12688/f1000research.",), "moprd": ("10.7717/peerj.", "10.7717/peerj-cs.")}
 
@@ -41,6 +43,7 @@ class Candidate:
         forum: OpenReview forum id, None for Europe PMC hits.
         version: article version the DOI names (F1000Research "10.12688/f1000research.N.V" -> V), else None.
         journal: journal title as the service gives it ("" when absent).
+        base_url: root of the service that returned the hit (where its text is fetched from).
     """
 
     paper: Paper
@@ -49,12 +52,13 @@ class Candidate:
     forum: str | None = None
     version: int | None = None
     journal: str = ""
+    base_url: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Identifiers of the hit for the fetch report (no abstract)."""
         return {"service": self.service, "id": self.paper.id, "doi": self.paper.doi, "pmcid": self.pmcid,
                 "forum": self.forum, "version": self.version, "title": self.paper.title,
-                "year": self.paper.year, "journal": self.journal}
+                "year": self.paper.year, "journal": self.journal, "base_url": self.base_url}
 
 
 def doi_version(doi: str | None) -> int | None:
@@ -114,8 +118,7 @@ class EuropePMC:
             raise ValueError(f"Europe PMC search {query!r}: the answer has no resultList.result list")  # noqa: TRY004
         return [self._candidate(r) for r in results if isinstance(r, dict) and (r.get("title") or r.get("doi"))]
 
-    @staticmethod
-    def _candidate(r: dict[str, Any]) -> Candidate:
+    def _candidate(self, r: dict[str, Any]) -> Candidate:
         authors = [a.get("fullName") or " ".join(x for x in (a.get("firstName"), a.get("lastName")) if x)
                    for a in ((r.get("authorList") or {}).get("author") or []) if isinstance(a, dict)]
         if not authors and r.get("authorString"):
@@ -126,7 +129,8 @@ class EuropePMC:
         paper = Paper(id=pmcid or doi or f"{r.get('source', 'EPMC')}:{r.get('id')}", title=_plain(r.get("title")),
                       year=_year(r.get("pubYear")), abstract=_plain(r.get("abstractText")),
                       authors=[a for a in authors if a], doi=doi, source="europepmc")
-        return Candidate(paper=paper, service="europepmc", pmcid=pmcid, version=doi_version(doi), journal=journal)
+        return Candidate(paper=paper, service="europepmc", pmcid=pmcid, version=doi_version(doi), journal=journal,
+                         base_url=self.http.base_url)
 
     def full_text_xml(self, pmcid: str) -> bytes:
         """The article's JATS XML (``/{PMCID}/fullTextXML``).
@@ -151,10 +155,11 @@ def _field(content: dict[str, Any], name: str) -> Any:
 
 
 class OpenReview:
-    """OpenReview note search and submission PDFs.
+    """OpenReview note search and submission PDFs (API 2 and API 1 note shapes).
 
     Args:
-        http: the polite client, its ``base_url`` the API root (:data:`OPENREVIEW_URL`).
+        http: the polite client, its ``base_url`` the API root (:data:`OPENREVIEW_URL` or
+            :data:`OPENREVIEW_V1_URL`).
         limit: hits asked for per search.
     """
 
@@ -195,7 +200,7 @@ class OpenReview:
                           authors=[str(a) for a in authors if a] if isinstance(authors, list) else [],
                           source="openreview")
             out.append(Candidate(paper=paper, service="openreview", forum=note["id"],
-                                 journal=str(_field(content, "venue") or "")))
+                                 journal=str(_field(content, "venue") or ""), base_url=self.http.base_url))
         return out
 
     def pdf(self, forum: str) -> bytes:

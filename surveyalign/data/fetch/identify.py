@@ -13,6 +13,7 @@ an earlier version gets the published text (recorded). OpenReview serves the lat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,13 +92,13 @@ def expected_doi(target: PaperTarget) -> str | None:
     return None
 
 
-def candidates_for(target: PaperTarget, europepmc: EuropePMC, openreview: OpenReview) -> list[Candidate]:
+def candidates_for(target: PaperTarget, europepmc: EuropePMC, openreview: Sequence[OpenReview]) -> list[Candidate]:
     """Search hits for a target, deduplicated by id, in search order.
 
     Args:
         target: the paper.
         europepmc: client for F1000Research / PeerJ papers.
-        openreview: client for OpenReview papers.
+        openreview: clients for OpenReview papers (API 2, API 1), searched in order.
 
     Returns:
         The hits (possibly empty).
@@ -112,7 +113,8 @@ def candidates_for(target: PaperTarget, europepmc: EuropePMC, openreview: OpenRe
             hits += europepmc.search(f'DOI:"{doi}"')
         hits += europepmc.search(EuropePMC.title_query(target.title))
     elif target.source in PDF_SOURCES:
-        hits += openreview.search(target.title)
+        for client in openreview:
+            hits += client.search(target.title)
     return list({c.paper.id: c for c in reversed(hits)}.values())[::-1]
 
 

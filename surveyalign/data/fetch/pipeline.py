@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
-from surveyalign.inference import read_document
+from surveyalign.inference import PDF_EXTRACTORS, read_document
 from surveyalign.knowledge.http import HTTPStatusError, PoliteClient
 
 from ..jats import JatsError, parse_jats
@@ -34,7 +36,13 @@ from ..leakcheck import check_leaks, guard_texts
 from ..readers import FETCH_REPORT_FILE as FETCH_REPORT
 from ..readers import FETCH_STATE_FILE as FETCH_STATE
 from ..verbatim import layout_verbatim_hits
-from .apis import EUROPEPMC_URL, OPENREVIEW_URL, EuropePMC, OpenReview
+from .apis import (
+    EUROPEPMC_URL,
+    OPENREVIEW_URL,
+    OPENREVIEW_V1_URL,
+    EuropePMC,
+    OpenReview,
+)
 from .identify import JATS_SOURCES, candidates_for, decide
 from .targets import PaperTarget, release_targets
 
@@ -78,7 +86,7 @@ def _own_shards(out: Path) -> list[Path]:
     return sorted((out / "articles").glob(SHARD_PATTERN.replace("{:03d}", "*")))
 
 
-def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: OpenReview, pdf_dir: Path,
+def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: list[OpenReview], pdf_dir: Path,
              pdf_extractor: str) -> tuple[str, dict[str, Any]]:
     """Fetch and convert one identified paper; returns (markdown, details). Raises _StageError."""
     cand = ident.candidate
@@ -100,7 +108,8 @@ def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: OpenR
                                        "references": len(article.references),
                                        "sub_articles_removed": dict(sorted(removed.items()))}
     try:
-        body = openreview.pdf(cand.forum)
+        client = next(c for c in openreview if c.http.base_url == cand.base_url)
+        body = client.pdf(cand.forum)
     except (HTTPStatusError, ValueError) as exc:
         raise _StageError("fetch", str(exc)) from exc
     pdf_dir.mkdir(parents=True, exist_ok=True)
@@ -119,7 +128,7 @@ class _StageError(Exception):
         self.stage, self.reason = stage, reason
 
 
-def _process(target: PaperTarget, europepmc: EuropePMC, openreview: OpenReview, pdf_dir: Path,
+def _process(target: PaperTarget, europepmc: EuropePMC, openreview: list[OpenReview], pdf_dir: Path,
              pdf_extractor: str) -> dict[str, Any]:
     record: dict[str, Any] = {"key": target.key, "source": target.source, "uids": target.missing,
                               "title": target.title}
@@ -158,7 +167,7 @@ def _process(target: PaperTarget, europepmc: EuropePMC, openreview: OpenReview, 
 
 
 def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | None = None,
-                europepmc_url: str = EUROPEPMC_URL, openreview_url: str = OPENREVIEW_URL,
+                europepmc_url: str = EUROPEPMC_URL, openreview_urls: Sequence[str] = (OPENREVIEW_URL, OPENREVIEW_V1_URL),
                 cache_dir: Path | str | None = None, requests_per_second: float = 2.0, max_attempts: int = 6,
                 http_options: dict[str, Any] | None = None, pdf_extractor: str = "pypdf",
                 shard_size: int = 100, progress: bool = True) -> FetchResult:
@@ -169,7 +178,7 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
         out: output folder; may be the release folder itself, so `surveyalign data build --official` reads both.
         sources: optional ``{uid: source}`` mapping file.
         europepmc_url: Europe PMC REST root.
-        openreview_url: OpenReview API root.
+        openreview_urls: OpenReview API roots searched in order (API 2, then API 1 for older venues).
         cache_dir: HTTP cache and PDF folder (default ``OUT/.fetch_cache``).
         requests_per_second: network requests per second per service (> 0; cache hits are free).
         max_attempts: tries per request on 429 / 5xx / transport errors (>= 1).
@@ -184,10 +193,15 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
 
     Raises:
         FileNotFoundError, ReleaseFormatError: the release cannot be read.
-        ValueError: ``shard_size < 1`` or a corrupt state file (the message names file and line).
+        ValueError: ``shard_size < 1``, an unknown PDF extractor, no OpenReview root, or a corrupt state file
+            (the message names file and line).
     """
     if shard_size < 1:
         raise ValueError(f"shard_size must be >= 1, got {shard_size}")
+    if pdf_extractor not in PDF_EXTRACTORS:
+        raise ValueError(f"unknown PDF extractor {pdf_extractor!r}; choose one of {list(PDF_EXTRACTORS)}")
+    if not openreview_urls:
+        raise ValueError("give at least one OpenReview API root")
     started = time.perf_counter()
     out = Path(out)
     (out / "articles").mkdir(parents=True, exist_ok=True)
@@ -199,9 +213,11 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
     state_path = out / FETCH_STATE
     state = _read_state(state_path)
     opts = {"requests_per_second": requests_per_second, "max_attempts": max_attempts, **(http_options or {})}
-    with PoliteClient(europepmc_url, cache_dir=cache / "europepmc", **opts) as epmc_http, \
-            PoliteClient(openreview_url, cache_dir=cache / "openreview", **opts) as or_http:
-        europepmc, openreview = EuropePMC(epmc_http), OpenReview(or_http)
+    with ExitStack() as stack:
+        epmc_http = stack.enter_context(PoliteClient(europepmc_url, cache_dir=cache / "europepmc", **opts))
+        or_http = [stack.enter_context(PoliteClient(url, cache_dir=cache / f"openreview{i or ''}", **opts))
+                   for i, url in enumerate(openreview_urls)]
+        europepmc, openreview = EuropePMC(epmc_http), [OpenReview(h) for h in or_http]
         todo = [t for t in targets if t.missing and state.get(t.key, {}).get("status") != "converted"]
         with state_path.open("a", encoding="utf-8") as log:
             for target in tqdm(todo, desc="fetch-texts", unit="paper", disable=not progress):
@@ -210,7 +226,8 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
                 log.write(json.dumps(record, ensure_ascii=False) + "\n")
                 log.flush()
                 state[target.key] = record
-        http = {"europepmc": epmc_http.stats.to_dict(), "openreview": or_http.stats.to_dict()}
+        http = {"europepmc": epmc_http.stats.to_dict(),
+                **{f"openreview{i or ''}": h.stats.to_dict() for i, h in enumerate(or_http)}}
     shards = _write_shards(out, targets, state, shard_size)
     report = _report(official, targets, state, shards, http, time.perf_counter() - started)
     (out / FETCH_REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
