@@ -262,7 +262,7 @@ def test_end_to_end_fetch_convert_guard_then_build(tmp_path, services):
     assert (rep["verbatim"]["snippets_found"], rep["verbatim"]["snippets_near_verbatim"]) == (1, 1)
     assert rep["verbatim"]["papers"][0]["snippets"] == [QUOTED]  # the PDF quotes a gold rationale
     versions = {v["key"].split("-")[0]: v for v in rep["versions"]}
-    assert versions["f1000"]["taken"] == 1 and "first version taken (found: [1, 2])" in versions["f1000"]["rule"]
+    assert versions["f1000"]["taken"] == 1 and "earliest version found taken (found: [1, 2])" in versions["f1000"]["rule"]
     assert versions["moprd"]["requested"] == 1 and versions["moprd"]["taken"] == "published"
     assert rep["http"]["europepmc"]["retries"] == 1  # the 429 was retried after its Retry-After
     state = [json.loads(x) for x in (release / "fetch_state.jsonl").read_text().splitlines()]
@@ -401,3 +401,28 @@ def test_real_f1000_xml_and_real_pdf_through_the_pipeline(tmp_path, services, sh
     assert report_paras and not [p for p in report_paras if p in f1000]
     assert result.report["sub_articles_removed"] == {"ref-report": 2}
     assert len(texts["openreview-1"]) > 50_000 and "References" in texts["openreview-1"]
+
+
+def test_an_interrupted_run_keeps_its_texts_and_resumes(tmp_path, services, monkeypatch):
+    from surveyalign.data.fetch import pipeline
+
+    release = write_release(tmp_path / "rel")
+    serve_release(services)
+    real, calls = pipeline._process, []
+
+    def interrupted(target, *args):
+        calls.append(target.key)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(target, *args)
+
+    monkeypatch.setattr(pipeline, "_process", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(release, tmp_path / "out", services)
+    first = json.loads((tmp_path / "out" / "articles" / "articles_part_fetched_001.json").read_text())
+    report = json.loads((tmp_path / "out" / "fetch_report.json").read_text())
+    assert len(first) >= 1 and sum(s["converted"] for s in report["per_source"].values()) == 1
+    monkeypatch.setattr(pipeline, "_process", real)
+    rep = run(release, tmp_path / "out", services).report
+    assert sum(s["converted"] for s in rep["per_source"].values()) == 3 and rep["n_failures"] == 0
+    assert len((tmp_path / "out" / "fetch_state.jsonl").read_text().splitlines()) == 3

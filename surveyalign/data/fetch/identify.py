@@ -167,7 +167,7 @@ def _choose_version(target: PaperTarget, accepted: list[tuple[Candidate, MatchDe
         if versions:
             first = next(cd for cd in best_first if cd[0].version == versions[0])
             return first, {"requested": None, "taken": versions[0],
-                           "rule": f"uid names no version: first version taken (found: {versions})"}, ""
+                           "rule": f"uid names no version: earliest version found taken (found: {versions})"}, ""
         return best_first[0], {"requested": None, "taken": None, "rule": "DOI names no version"}, ""
     if target.source == "moprd":
         rule = ("PeerJ publishes the accepted text only: published version taken"

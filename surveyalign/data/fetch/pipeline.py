@@ -17,6 +17,7 @@ A re-run reuses every converted paper and retries the others; the HTTP cache ans
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -51,6 +52,7 @@ SHARD_PATTERN = "articles_part_fetched_{:03d}.json"
 #: Paper outcomes, in pipeline order.
 STATUSES = ("present", "unresolved", "failed", "converted")
 _LISTED = 200
+_SAFE_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 @dataclass
@@ -113,7 +115,7 @@ def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: list[
     except (HTTPStatusError, ValueError) as exc:
         raise _StageError("fetch", str(exc)) from exc
     pdf_dir.mkdir(parents=True, exist_ok=True)
-    path = pdf_dir / f"{cand.forum}.pdf"
+    path = pdf_dir / f"{_SAFE_NAME_RE.sub('_', cand.forum)}.pdf"
     path.write_bytes(body)
     try:
         doc = read_document(path, pdf_extractor=pdf_extractor, guard=False)
@@ -219,18 +221,21 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
                    for i, url in enumerate(openreview_urls)]
         europepmc, openreview = EuropePMC(epmc_http), [OpenReview(h) for h in or_http]
         todo = [t for t in targets if t.missing and state.get(t.key, {}).get("status") != "converted"]
-        with state_path.open("a", encoding="utf-8") as log:
-            for target in tqdm(todo, desc="fetch-texts", unit="paper", disable=not progress):
-                record = _process(target, europepmc, openreview, cache / "pdf", pdf_extractor)
-                record["attempted_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                log.write(json.dumps(record, ensure_ascii=False) + "\n")
-                log.flush()
-                state[target.key] = record
-        http = {"europepmc": epmc_http.stats.to_dict(),
-                **{f"openreview{i or ''}": h.stats.to_dict() for i, h in enumerate(or_http)}}
-    shards = _write_shards(out, targets, state, shard_size)
-    report = _report(official, targets, state, shards, http, time.perf_counter() - started)
-    (out / FETCH_REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        try:
+            with state_path.open("a", encoding="utf-8") as log:
+                for target in tqdm(todo, desc="fetch-texts", unit="paper", disable=not progress):
+                    record = _process(target, europepmc, openreview, cache / "pdf", pdf_extractor)
+                    record["attempted_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    log.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    log.flush()
+                    state[target.key] = record
+        finally:  # an interrupted run still leaves its texts in the shards and a report of what it did
+            http = {"europepmc": epmc_http.stats.to_dict(),
+                    **{f"openreview{i or ''}": h.stats.to_dict() for i, h in enumerate(or_http)}}
+            shards = _write_shards(out, targets, state, shard_size)
+            report = _report(official, targets, state, shards, http, time.perf_counter() - started)
+            (out / FETCH_REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
     return FetchResult(out=out, report=report, shards=shards)
 
 
