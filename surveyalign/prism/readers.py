@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from surveyalign.data.text import extract_abstract, extract_title
 from surveyalign.inference import read_document
-from surveyalign.prism._jats_standin import parse_jats
+from surveyalign.data.jats import JatsError, parse_jats
 from surveyalign.prism.inputs import Paper, PaperSection, Review
 
 __all__ = ["SECTION_ALIASES", "ReviewFile", "read_paper", "read_reviews", "split_review_sections"]
@@ -191,10 +191,8 @@ def read_reviews(path: str | Path, *, source: str | None = None, system: str | N
 def _parse_jats_file(path: Path):
     try:
         return parse_jats(path.read_bytes(), source=str(path))
-    except Exception as err:
-        if isinstance(err, OSError):
-            raise
-        raise ValueError(f"{path}: not a readable JATS article ({type(err).__name__}: {err})") from None
+    except JatsError as err:  # names the file already
+        raise ValueError(f"not a readable JATS article: {err}") from None
 
 
 def _markdown_sections(text: str) -> list[PaperSection]:
@@ -244,6 +242,7 @@ def read_paper(path: str | Path, *, paper_id: str | None = None,
             art = _parse_jats_file(path)
             year = int(art.year) if str(art.year).isdigit() else None
             return Paper(paper_id=paper_id or path.stem, title=art.title, abstract=art.abstract,
+                         text=art.to_markdown(),  # the article alone: sub-articles are never rendered
                          sections=tuple(PaperSection(heading=s.heading or "(untitled)", level=s.level, text=s.text)
                                         for s in art.sections),
                          submission_date=override, submission_year=None if override else year)
