@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from surveyalign.data.jats import JatsError, parse_jats
 from surveyalign.data.text import extract_abstract, extract_title
 from surveyalign.inference import read_document
-from surveyalign.data.jats import JatsError, parse_jats
 from surveyalign.prism.inputs import Paper, PaperSection, Review
 
 __all__ = ["SECTION_ALIASES", "ReviewFile", "read_paper", "read_reviews", "split_review_sections"]
