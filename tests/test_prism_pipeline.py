@@ -193,6 +193,7 @@ def test_end_to_end_scripted_judge(tmp_path):
     paper_json = json.loads((out / "paper.json").read_text())
     assert paper_json["n_failed_extractions"] == 1 and paper_json["n_valid_critical"] == 2
     assert paper_json["n_valid_minor"] == 2 and len(paper_json["flaw_pool"]) == 5
+    assert paper_json["validation_chars"] == paper_json["paper_chars"] == len(paper.text)  # shown whole
     rows = {r["metric"]: r for r in json.loads((out / "comparison.json").read_text())}
     assert rows["doa"]["human"] == pytest.approx(0.5) and rows["doa"]["n_human"] == 2
     assert rows["doa"]["delta"]["ToyReviewer"] == pytest.approx(-0.5)

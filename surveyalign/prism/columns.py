@@ -71,6 +71,12 @@ def depth_by_review(review_ids: Sequence[str], roles: Sequence[str], aspects: Se
                     grounding: Sequence[int | None]) -> dict[str, Any]:
     """DoA per review and its mean (PRISM §3.1), from one row per ADU.
 
+    Args:
+        review_ids: the review of each ADU.
+        roles: ``"claim"`` or ``"premise"`` per ADU.
+        aspects: one of ``prism.units.ASPECTS`` per ADU.
+        grounding: 0 / 1 / 2 per premise, None for claims and ungraded premises.
+
     Returns:
         ``{"per_review": {id: depth_of_analysis(...)}, "doa", "r_premise", "s_depth", "n_reviews", ...}``.
     """
@@ -85,6 +91,13 @@ def novelty_by_review(review_ids: Sequence[str], claim_ids: Sequence[str], score
     """NS / SR / strict SR per review and their means, from one row per (claim, prior paper) pair.
 
     A row with ``scores`` None stands for a claim without any judged pair (its claim score is 0).
+
+    Args:
+        review_ids: the review of each pair row.
+        claim_ids: the claim of each pair row (claims are grouped within their review).
+        scores: the pair verdict score in -2..2, or None for a claim row without pairs.
+        relevance: the pair's relevance >= 0 (None read as 0).
+        policy: claim-score aggregation policy (``prism.novelty.CLAIM_POLICIES``).
 
     Returns:
         ``{"per_review": {id: novelty_scores(...)}, "ns", "sr", "strict_sr", "n_reviews", ...}``.
@@ -106,6 +119,10 @@ def flaws_by_reviewer(flaw_ids: Sequence[str], severities: Sequence[str], valid:
     """Critical / minor recall (plain and consensus-weighted) per reviewer, from one row per pooled flaw.
 
     Args:
+        flaw_ids: the pooled flaw of each row.
+        severities: ``"critical"``, ``"minor"`` or another label (not counted).
+        valid: the validation outcome (only True counts).
+        raised_by: the exact reviewer ids that raised each flaw.
         reviewer_ids: whom to score (default: every id in ``raised_by``, sorted).
         consensus_reviewers: the ids defining the consensus weight (default: every id in ``raised_by``).
 
@@ -127,6 +144,10 @@ def prioritisation_by_review(review_ids: Sequence[str], sections: Sequence[str],
     """nCPS per review and its mean, from one row per critique (extractor order within each review).
 
     Args:
+        review_ids: the review of each critique.
+        sections: the review section of each critique.
+        severities: ``"critical"`` (2), ``"minor"`` (1) or another label (0).
+        quotes: the critique's span in the review ("" when none).
         review_texts: review id -> full text, to recover each critique's position from its quote; reviews
             without a text keep the row order.
 
@@ -146,6 +167,8 @@ def constructiveness_by_review(review_ids: Sequence[str], kinds: Sequence[str],
     """MCS / AR / SD / CD per review and their means, from one row per atomic comment.
 
     Args:
+        review_ids: the review of each comment.
+        kinds: one of ``prism.units.COMMENT_TYPES`` per comment.
         **axes: one column per constructiveness axis (actionability, specificity, justification, solution, tone).
 
     Returns:

@@ -72,7 +72,18 @@ class ExtractionLog:
     invalid: list[dict[str, str]] = field(default_factory=list)
 
     def read(self, stage: str, unit_id: str, gen: Generation, parser, *args) -> Parsed:
-        """Parse one answer with ``parser`` and record the outcome (truncated / refused answers are failures)."""
+        """Parse one answer with ``parser`` and record the outcome (truncated / refused answers are failures).
+
+        Args:
+            stage: the extraction stage (one of ``prism.prompts.STAGES``).
+            unit_id: what the call was about (review id, claim / flaw id).
+            gen: the backend's answer.
+            parser: a ``prism.parsing.parse_*`` function.
+            *args: extra arguments of ``parser`` (e.g. the entry count of a flaw merge).
+
+        Returns:
+            The :class:`~surveyalign.prism.parsing.Parsed` (``error`` set for API errors and non-final answers).
+        """
         entry = self.counts.setdefault(stage, dict.fromkeys(
             ("answers", "parsed", "parse_failed", "api_error", "defaults", "invalid_items"), 0))
         entry["answers"] += 1

@@ -185,6 +185,7 @@ def write_run(out_dir: str | Path, paper: Paper, reviews: Sequence[Review], unit
     paper_record = {
         "paper_id": paper.paper_id, "title": paper.title, "submission_date": str(paper.submission_date or ""),
         "submission_year": paper.submission_year, "n_reviews": len(reviews),
+        "paper_chars": len(paper.text), "validation_chars": min(len(paper.text), run_config.get("max_paper_chars", 0)),
         "n_human": sum(r.source == "human" for r in reviews), "flaw_pool": pool,
         "n_valid_critical": sum(f.counted and f.severity == "critical" for f in units.pool),
         "n_valid_minor": sum(f.counted and f.severity == "minor" for f in units.pool),

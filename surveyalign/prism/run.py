@@ -162,7 +162,7 @@ def run_prism(paper: Paper, reviews: Sequence[Review], config: PrismConfig, out_
         "reviews": [{"review_id": r.review_id, "source": r.source, "system": r.system} for r in reviews],
         "judge": {"backend": config.backend.redacted(), "describe": describe, "settings": settings.model_dump()},
         "grounding_rubric": {"name": config.grounding_rubric, "levels": GROUNDING_RUBRICS[config.grounding_rubric]},
-        "claim_policy": config.claim_policy, "consensus": config.consensus,
+        "claim_policy": config.claim_policy, "consensus": config.consensus, "max_paper_chars": config.max_paper_chars,
         "novelty": config.novelty.model_dump(), "retrieval_stats": getattr(retriever, "stats", None),
         "calls": extractor.counts,
     }
