@@ -155,3 +155,28 @@ def test_register_help_mentions_source(capsys):
         main(["metrics", "register", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "editable install" in text and "--source DIR" in text
+
+
+def test_prism_module_configs_match_column_functions_with_batches(at_repo_root):
+    from surveyalign.prism import depth_by_review, flaws_by_reviewer, novelty_by_review
+
+    depth = evaluate.load("metrics/prism", "depth")
+    rows = {"review_ids": ["a", "a", "b", "b", "b"], "roles": ["claim", "premise", "premise", "premise", "claim"],
+            "aspects": ["soundness", "clarity", "other", "soundness", "clarity"], "grounding": [None, 2, 0, None, None]}
+    for i in range(0, 5, 2):
+        depth.add_batch(**{k: v[i:i + 2] for k, v in rows.items()})
+    got = depth.compute()
+    want = depth_by_review(rows["review_ids"], rows["roles"], rows["aspects"], rows["grounding"])
+    assert got["doa"] == pytest.approx(want["doa"]) and got["per_review"]["b"]["n_graded"] == 1
+    novelty = evaluate.load("metrics/prism", "novelty")
+    out = novelty.compute(review_ids=["a", "b"], claim_ids=["c", "c"], scores=[2, None], relevance=[0.5, None],
+                          policy="top1")
+    assert out == novelty_by_review(["a", "b"], ["c", "c"], [2, None], [0.5, None], policy="top1")
+    assert out["per_review"]["b"]["claim_scores"] == [0.0] and out["ns"] == pytest.approx((1.0 + 0.5) / 2)
+    flaws = evaluate.load("metrics/prism", "flaws")
+    out = flaws.compute(flaw_ids=["F1", "F2"], severities=["minor", "minor"], valid=[True, None],
+                        raised_by=[["R1"], ["R10"]], reviewer_ids=["R1", "R10"])
+    assert out["per_reviewer"]["R1"]["minor_recall"] == 1.0 and out["critical_recall"] is None
+    assert out == flaws_by_reviewer(["F1", "F2"], ["minor", "minor"], [True, None], [["R1"], ["R10"]], ["R1", "R10"])
+    with pytest.raises(ValueError, match="unknown config"):
+        evaluate.load("metrics/prism", "novel")
