@@ -1,0 +1,297 @@
+"""Strict readers of autorater answers (PaperOrchestra App. F.3 output formats).
+
+Rules shared by every reader:
+
+* Closed ``<think>...</think>`` blocks are reasoning and are removed; so is the text before a lone
+  ``</think>`` (its opener was in the prompt). An unclosed ``<think>`` means the answer was cut off: no result.
+* The answer must hold exactly one JSON object, bare or inside a single ```json fence. Text around it is
+  tolerated but reported as a problem; two objects, a cut-off object or no object give no result.
+* Duplicate keys are seen (the JSON reader keeps every pair) and reported.
+* Nothing is defaulted: every reader returns ``None`` for what it could not read, with the reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from surveyalign.autoraters.prompts import SXS_KEYS
+from surveyalign.autoraters.rubric import PARTITION_LABELS, WINNERS
+
+__all__ = ["JsonAnswer", "PartitionParse", "SxSParse", "read_json_answer", "parse_partition", "parse_sxs"]
+
+_THINK = re.compile(r"<(/?)think>", re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
+
+
+class _Pairs(list):
+    """The key/value pairs of one JSON object, in order (duplicates kept)."""
+
+
+@dataclass(frozen=True)
+class JsonAnswer:
+    """One judge answer read as a JSON object.
+
+    Attributes:
+        data: the object (the last value wins for a duplicated key), or ``None`` when none could be read.
+        pairs: the top-level (key, value) pairs in order, duplicates included (empty without an object).
+        duplicate_keys: top-level keys that occur more than once, in first-seen order.
+        problems: everything wrong with the answer, one readable line each (empty when clean).
+    """
+
+    data: dict[str, Any] | None
+    pairs: tuple[tuple[str, Any], ...] = ()
+    duplicate_keys: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when an object was read."""
+        return self.data is not None
+
+
+def _visible(text: str) -> tuple[str, str | None]:
+    """Text outside reasoning blocks, or an error when a block was left open."""
+    out, pos, open_at = [], 0, None
+    for tag in _THINK.finditer(text):
+        if tag.group(1) != "/":
+            if open_at is None:
+                out.append(text[pos:tag.start()])
+                open_at = tag.start()
+        elif open_at is not None:
+            open_at, pos = None, tag.end()
+        else:  # lone closer: everything before it was reasoning
+            out, pos = [], tag.end()
+    if open_at is not None:
+        return "", "unclosed <think> block: the answer was cut off while reasoning"
+    out.append(text[pos:])
+    return "".join(out), None
+
+
+def _hook(pairs: list[tuple[str, Any]]) -> Any:
+    # nested objects become plain dicts; the top level keeps its pairs (see read_json_answer)
+    return _Pairs(pairs)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Pairs):
+        return {k: _plain(v) for k, v in value}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def read_json_answer(text: str | None) -> JsonAnswer:
+    """Read the single JSON object of a judge answer, reporting every problem.
+
+    Args:
+        text: the raw answer (may hold reasoning blocks, a code fence, stray prose), or ``None``.
+
+    Returns:
+        A :class:`JsonAnswer`; ``data`` is ``None`` with the reasons in ``problems`` when no object could be
+        read (empty answer, invalid JSON, cut-off object, several objects, a non-object value). Never raises.
+    """
+    if text is None or not text.strip():
+        return JsonAnswer(None, problems=("empty answer",))
+    visible, error = _visible(text)
+    if error:
+        return JsonAnswer(None, problems=(error,))
+    problems: list[str] = []
+    fences = _FENCE.findall(visible)
+    if len(fences) > 1:
+        return JsonAnswer(None, problems=(f"{len(fences)} code blocks; expected one JSON object",))
+    body = fences[0] if fences else visible
+    start = body.find("{")
+    if start < 0:
+        return JsonAnswer(None, problems=("invalid JSON: no JSON object in the answer",))
+    decoder = json.JSONDecoder(object_pairs_hook=_hook)
+    try:
+        value, end = decoder.raw_decode(body, start)
+    except json.JSONDecodeError as err:
+        return JsonAnswer(None, problems=(f"invalid JSON: {err.msg} at line {err.lineno} column {err.colno}",))
+    before, after = body[:start].strip(), body[end:].strip()
+    if after.find("{") >= 0:
+        try:
+            decoder.raw_decode(after, after.find("{"))
+            return JsonAnswer(None, problems=("more than one JSON object in the answer",))
+        except json.JSONDecodeError:
+            pass
+    outside = [part for part in (before, after) if part]
+    if fences:
+        rest = _FENCE.sub("", visible).strip()
+        if rest:
+            outside.append(rest)
+    if outside:
+        problems.append("extra text around the JSON object")
+    pairs = tuple((k, _plain(v)) for k, v in value)
+    counts = Counter(key for key, _ in pairs)
+    duplicates = tuple(k for k, count in counts.items() if count > 1)
+    if duplicates:
+        problems.append(f"duplicate key(s): {', '.join(duplicates)}")
+    return JsonAnswer(dict(pairs), pairs, duplicates, tuple(problems))
+
+
+@dataclass(frozen=True)
+class PartitionParse:
+    """A P0/P1 partition read from a judge answer and checked against the paper's reference numbers.
+
+    Attributes:
+        labels: reference number -> ``"P0"`` / ``"P1"`` for every number read cleanly (a duplicated number
+            is kept only when all its labels agree).
+        unknown_numbers: keys that are not reference numbers of the paper (in answer order).
+        duplicate_numbers: numbers given more than once.
+        missing_numbers: reference numbers the answer did not label.
+        invalid_labels: number -> the value given when it is not P0/P1 (or conflicting duplicates).
+        problems: every problem, one line each; empty means the partition is complete and clean.
+        error: why no partition could be read at all (invalid JSON...), else ``None``.
+    """
+
+    labels: dict[str, str]
+    unknown_numbers: tuple[str, ...] = ()
+    duplicate_numbers: tuple[str, ...] = ()
+    missing_numbers: tuple[str, ...] = ()
+    invalid_labels: dict[str, Any] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when every reference got exactly one valid label and nothing else was wrong."""
+        return self.error is None and not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable view (all fields plus ``ok``)."""
+        return {"ok": self.ok, "labels": self.labels, "unknown_numbers": list(self.unknown_numbers),
+                "duplicate_numbers": list(self.duplicate_numbers), "missing_numbers": list(self.missing_numbers),
+                "invalid_labels": self.invalid_labels, "problems": list(self.problems), "error": self.error}
+
+
+def _label(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip().upper() in PARTITION_LABELS:
+        return value.strip().upper()
+    return None
+
+
+def parse_partition(text: str | None, numbers: Iterable[str]) -> PartitionParse:
+    """Read a P0/P1 partition answer (PaperOrchestra App. F.3) and check it against the reference numbers.
+
+    Args:
+        text: the judge's answer, expected ``{"1": "P0", "2": "P1", ...}``.
+        numbers: the paper's reference numbers as strings (``"1"``, ``"2"``...).
+
+    Returns:
+        A :class:`PartitionParse` naming unknown, duplicated and missing numbers and invalid labels; ``error`` is
+        set (and ``labels`` empty) when the answer holds no JSON object. Never raises on model output.
+    """
+    expected = [str(n) for n in numbers]
+    known = set(expected)
+    answer = read_json_answer(text)
+    if not answer.ok:
+        return PartitionParse({}, missing_numbers=tuple(expected), problems=answer.problems,
+                              error="; ".join(answer.problems))
+    problems = [p for p in answer.problems if not p.startswith("duplicate key")]
+    given: dict[str, list[Any]] = {}
+    unknown: list[str] = []
+    for raw_key, value in answer.pairs:
+        key = raw_key.strip()
+        if key not in known:
+            if key not in unknown:
+                unknown.append(key)
+            continue
+        given.setdefault(key, []).append(value)
+    labels: dict[str, str] = {}
+    invalid: dict[str, Any] = {}
+    duplicates = tuple(k for k, values in given.items() if len(values) > 1)
+    for key, values in given.items():
+        read = {_label(v) for v in values}
+        if None in read:
+            invalid[key] = values[0] if len(values) == 1 else values
+        elif len(read) > 1:
+            invalid[key] = values  # conflicting duplicates: no label is taken
+        else:
+            labels[key] = read.pop()
+    missing = tuple(n for n in expected if n not in given)
+    if unknown:
+        problems.append(f"unknown reference number(s): {', '.join(unknown)}")
+    if duplicates:
+        problems.append(f"duplicate reference number(s): {', '.join(duplicates)}")
+    if missing:
+        problems.append(f"{len(missing)} reference number(s) not labelled: {', '.join(missing)}")
+    if invalid:
+        problems.append("invalid label(s) (expected P0 or P1): "
+                        + ", ".join(f"{k}={v!r}" for k, v in invalid.items()))
+    ordered = {n: labels[n] for n in expected if n in labels}
+    return PartitionParse(ordered, tuple(unknown), duplicates, missing, invalid, tuple(problems))
+
+
+@dataclass(frozen=True)
+class SxSParse:
+    """One side-by-side answer (PaperOrchestra App. F.3).
+
+    Attributes:
+        winner: ``"paper_1"``, ``"paper_2"`` or ``"tie"``; ``None`` when it could not be read.
+        paper_1_analysis: the judge's analysis of the first paper (``None`` when absent).
+        paper_2_analysis: the analysis of the second paper.
+        justification: the comparison reasoning.
+        problems: every problem, one line each.
+    """
+
+    winner: str | None
+    paper_1_analysis: str | None = None
+    paper_2_analysis: str | None = None
+    justification: str | None = None
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable view of the fields."""
+        return {"winner": self.winner, "paper_1_analysis": self.paper_1_analysis,
+                "paper_2_analysis": self.paper_2_analysis, "justification": self.justification,
+                "problems": list(self.problems)}
+
+
+def parse_sxs(text: str | None, kind: str) -> SxSParse:
+    """Read a side-by-side answer of ``kind`` (``"paper"`` or ``"litreview"``).
+
+    Args:
+        text: the judge's answer.
+        kind: which autorater asked: its JSON keys are :data:`~surveyalign.autoraters.prompts.SXS_KEYS`.
+
+    Returns:
+        An :class:`SxSParse`; ``winner`` is ``None`` when the answer has no object or the ``winner`` value is
+        not exactly one of paper_1, paper_2, tie (case and surrounding spaces are forgiven). Missing analysis
+        fields are reported but do not void a valid winner.
+
+    Raises:
+        ValueError: unknown ``kind`` (a programming error, not model output).
+    """
+    if kind not in SXS_KEYS:
+        raise ValueError(f"unknown side-by-side kind {kind!r}; expected one of {sorted(SXS_KEYS)}")
+    first, second, justification, winner_key = SXS_KEYS[kind]
+    answer = read_json_answer(text)
+    if not answer.ok:
+        return SxSParse(None, problems=answer.problems)
+    data, problems = answer.data, list(answer.problems)
+
+    def text_field(key: str) -> str | None:
+        value = data.get(key)
+        if value is None:
+            problems.append(f"missing field {key!r}")
+            return None
+        if not isinstance(value, str):
+            problems.append(f"field {key!r} is not a string")
+            return str(value)
+        return value
+
+    analyses = [text_field(first), text_field(second), text_field(justification)]
+    raw = data.get(winner_key)
+    winner = raw.strip().lower() if isinstance(raw, str) else None
+    if raw is None:
+        problems.append(f"missing field {winner_key!r}")
+    elif winner not in WINNERS:
+        problems.append(f"invalid winner {raw!r}; expected one of {', '.join(WINNERS)}")
+        winner = None
+    return SxSParse(winner, *analyses, problems=tuple(problems))

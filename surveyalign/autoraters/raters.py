@@ -1,0 +1,228 @@
+"""The four PaperOrchestra autoraters as functions over texts (PaperOrchestra §5, App. F.3).
+
+Each one builds its prompts, asks an :class:`~surveyalign.autoraters.calls.AutoraterJudge` (shared backends + call
+cache), parses every answer strictly and returns a JSON-serialisable report that names the autorater, the
+variant / rule that ran, the prompt version and every problem met. No answer is dropped: unreadable ones are
+kept with their text and reasons, and counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from surveyalign.autoraters.calls import AutoraterJudge, CallAnswer, PromptCall
+from surveyalign.autoraters.citation_f1 import CITATION_F1_VARIANTS, citation_f1
+from surveyalign.autoraters.litreview import check_litreview, parse_litreview
+from surveyalign.autoraters.parsing import parse_partition, parse_sxs
+from surveyalign.autoraters.prompts import (
+    PROMPT_VERSION,
+    build_litreview_messages,
+    build_partition_messages,
+    build_sxs_messages,
+)
+from surveyalign.autoraters.rubric import DEFAULT_AVERAGE_CITATIONS
+from surveyalign.autoraters.sections import extract_review_sections
+from surveyalign.autoraters.sxs import OUTCOMES, SXS_RULES, position_flip_rate, sxs_outcome
+
+__all__ = ["NumberedReference", "Paper", "rate_citation_f1", "rate_litreview", "rate_sxs"]
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper to rate.
+
+    Attributes:
+        paper_id: a short name used in outputs and cache keys (e.g. the file name).
+        text: the paper as markdown or LaTeX.
+    """
+
+    paper_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class NumberedReference:
+    """One entry of a paper's numbered reference list.
+
+    Attributes:
+        number: the reference number as a string (``"1"``).
+        text: the entry as written (authors, year, title, venue).
+    """
+
+    number: str
+    text: str
+
+
+def _call_view(answer: CallAnswer, problems: Sequence[str]) -> dict[str, Any]:
+    extra = ["truncated: the answer hit the token cap (finish_reason length)"] if answer.truncated else []
+    error = [f"backend error: {answer.error}"] if answer.error else []
+    return {**answer.to_dict(), "problems": error + extra + list(problems)}
+
+
+def rate_sxs(pairs: Sequence[tuple[Paper, Paper]], judge: AutoraterJudge, kind: str = "litreview",
+             rule: str = "seed") -> dict[str, Any]:
+    """Side-by-side comparison of each pair (A, B), judged twice with the order swapped (PaperOrchestra §5.2).
+
+    Args:
+        pairs: (A, B) papers; for ``kind="litreview"`` only their Introduction + Related Work sections are sent
+            (which headings were taken is reported per paper).
+        judge: backend + settings + cache.
+        kind: ``"litreview"`` (side-by-side literature review) or ``"paper"`` (whole-paper quality).
+        rule: outcome rule, one of :data:`~surveyalign.autoraters.sxs.SXS_RULES` (default ``"seed"``).
+
+    Returns:
+        ``{"autorater", "rule", "prompt_version", "judge", "pairs": [...], "outcomes": {label: count},
+        "flip_rate": {...}, "n_unreadable_calls"}``; each pair has both calls (order, text, winner, problems)
+        and its :class:`~surveyalign.autoraters.sxs.SxSOutcome`.
+
+    Raises:
+        ValueError: unknown ``kind`` or ``rule``.
+    """
+    if kind not in ("litreview", "paper"):
+        raise ValueError(f"unknown side-by-side kind {kind!r}; expected 'litreview' or 'paper'")
+    if rule not in SXS_RULES:
+        raise ValueError(f"unknown side-by-side rule {rule!r}; expected one of {SXS_RULES}")
+    stage = f"sxs-{kind}"
+    calls, views = [], []
+    for index, (a, b) in enumerate(pairs):
+        texts, sections = {}, {}
+        for side, paper in (("a", a), ("b", b)):
+            if kind == "litreview":
+                selection = extract_review_sections(paper.text)
+                texts[side], sections[side] = selection.text, selection.to_dict()
+            else:
+                texts[side] = paper.text
+        unit = f"{index}:{a.paper_id}|{b.paper_id}"
+        calls.append(PromptCall(stage, f"{unit}::AB", build_sxs_messages(kind, texts["a"], texts["b"])))
+        calls.append(PromptCall(stage, f"{unit}::BA", build_sxs_messages(kind, texts["b"], texts["a"])))
+        views.append({"pair": index, "a": a.paper_id, "b": b.paper_id, **({"sections": sections} if sections else {})})
+    answers = judge.ask(calls, desc=stage)
+    winners = []
+    for index, view in enumerate(views):
+        ab, ba = answers[2 * index], answers[2 * index + 1]
+        parsed_ab, parsed_ba = parse_sxs(ab.text if ab.error is None else None, kind), parse_sxs(
+            ba.text if ba.error is None else None, kind)
+        view["calls"] = [
+            {"order": "AB", "paper_1": view["a"], "paper_2": view["b"], **parsed_ab.to_dict(),
+             **_call_view(ab, parsed_ab.problems)},
+            {"order": "BA", "paper_1": view["b"], "paper_2": view["a"], **parsed_ba.to_dict(),
+             **_call_view(ba, parsed_ba.problems)},
+        ]
+        view["outcome"] = sxs_outcome(parsed_ab.winner, parsed_ba.winner, rule).to_dict()
+        winners.append((parsed_ab.winner, parsed_ba.winner))
+    counts = Counter(v["outcome"]["outcome"] for v in views)
+    return {
+        "autorater": stage, "rule": rule, "prompt_version": PROMPT_VERSION, "judge": judge.describe(),
+        "n_pairs": len(views), "outcomes": {label: counts.get(label, 0) for label in OUTCOMES[rule]},
+        "flip_rate": position_flip_rate(winners).to_dict(),
+        "n_unreadable_calls": sum(w is None for pair in winners for w in pair),
+        "pairs": views,
+    }
+
+
+def rate_litreview(papers: Sequence[Paper], judge: AutoraterJudge,
+                   avg_citation_count: float = DEFAULT_AVERAGE_CITATIONS, venue: str | None = None) -> dict[str, Any]:
+    """Six-axis literature-review quality of each paper (PaperOrchestra App. F.3).
+
+    Args:
+        papers: the papers (the judge is told to read only their Introduction and Related Work).
+        judge: backend + settings + cache.
+        avg_citation_count: the venue's average citation count (58.52 CVPR 2025, 59.18 ICLR 2025; 58 by default).
+        venue: the venue name, recorded only.
+
+    Returns:
+        ``{"autorater": "litreview", "avg_citation_count", "venue", "prompt_version", "judge", "papers": [...],
+        "n_valid", "n_invalid", "n_with_violations"}``; each paper has its call, problems, the validated
+        judgement (or ``None``), the judge's ``overall_score``, the ``recomputed_score`` and the violated rules.
+
+    Raises:
+        ValueError: ``avg_citation_count`` not positive.
+    """
+    calls = [PromptCall("litreview", f"{i}:{p.paper_id}", build_litreview_messages(p.text, avg_citation_count))
+             for i, p in enumerate(papers)]
+    answers = judge.ask(calls, desc="litreview")
+    rows = []
+    for paper, answer in zip(papers, answers, strict=True):
+        parsed = parse_litreview(answer.text if answer.error is None else None)
+        row: dict[str, Any] = {"paper": paper.paper_id, "call": _call_view(answer, parsed.problems),
+                               "valid": parsed.judgement is not None}
+        if parsed.judgement is not None:
+            check = check_litreview(parsed.judgement, avg_citation_count)
+            row.update(judgement=parsed.judgement.model_dump(), overall_score=check.overall_score,
+                       recomputed_score=check.recomputed_score, check=check.to_dict())
+        else:
+            row.update(judgement=None, overall_score=None, recomputed_score=None, check=None)
+        rows.append(row)
+    return {
+        "autorater": "litreview", "avg_citation_count": avg_citation_count, "venue": venue,
+        "prompt_version": PROMPT_VERSION, "judge": judge.describe(), "n_papers": len(rows),
+        "n_valid": sum(r["valid"] for r in rows), "n_invalid": sum(not r["valid"] for r in rows),
+        "n_with_violations": sum(bool(r["check"] and r["check"]["violations"]) for r in rows),
+        "papers": rows,
+    }
+
+
+def _references_block(references: Sequence[NumberedReference]) -> str:
+    return "\n".join(f"{r.number}. {' '.join(r.text.split())}" for r in references)
+
+
+def rate_citation_f1(ground_truth: Paper, gt_references: Sequence[NumberedReference], generated: Paper,
+                     gen_references: Sequence[NumberedReference], judge: AutoraterJudge,
+                     resolve: Callable[[NumberedReference], str | None] | Mapping[str, Mapping[str, str | None]],
+                     variant: str = "seed") -> dict[str, Any]:
+    """Citation F1 of a generated paper against its ground truth (PaperOrchestra App. F.3), end to end.
+
+    Partitions the reference lists into P0/P1 with the judge (``seed``: both papers; ``official``: the ground
+    truth only), resolves every reference to a paper id and computes :func:`citation_f1`.
+
+    Args:
+        ground_truth: the ground-truth paper.
+        gt_references: its numbered reference list.
+        generated: the generated paper.
+        gen_references: its numbered reference list.
+        judge: backend + settings + cache.
+        resolve: reference -> paper id (``None`` = unresolved), or precomputed ids
+            ``{"ground_truth": {number: id}, "generated": {number: id}}``.
+        variant: ``"seed"`` (default) or ``"official"``.
+
+    Returns:
+        ``{"autorater": "citation-f1", "variant", "prompt_version", "judge", "partitions": {side: parse},
+        "ids": {side: {number: id}}, "f1": CitationF1 dict or None, "problems": [...]}``; ``f1`` is ``None``
+        (with the reason in ``problems``) when a needed partition could not be read at all.
+
+    Raises:
+        ValueError: unknown ``variant``.
+    """
+    if variant not in CITATION_F1_VARIANTS:
+        raise ValueError(f"unknown citation F1 variant {variant!r}; expected one of {CITATION_F1_VARIANTS}")
+    sides = {"ground_truth": (ground_truth, gt_references), "generated": (generated, gen_references)}
+    wanted = ["ground_truth", "generated"] if variant == "seed" else ["ground_truth"]
+    calls = [PromptCall("partition", f"{side}:{sides[side][0].paper_id}",
+                        build_partition_messages(sides[side][0].text, _references_block(sides[side][1])))
+             for side in wanted]
+    answers = dict(zip(wanted, judge.ask(calls, desc="partition"), strict=True))
+    partitions, problems = {}, []
+    for side, answer in answers.items():
+        parsed = parse_partition(answer.text if answer.error is None else None, [r.number for r in sides[side][1]])
+        partitions[side] = {**parsed.to_dict(), "call": _call_view(answer, parsed.problems)}
+        problems += [f"{side} partition: {p}" for p in partitions[side]["call"]["problems"]]
+    ids: dict[str, dict[str, str | None]] = {}
+    for side, (_, refs) in sides.items():
+        if callable(resolve):
+            ids[side] = {r.number: resolve(r) for r in refs}
+        else:
+            given = resolve.get(side, {})
+            ids[side] = {r.number: given.get(r.number) for r in refs}
+    unreadable = [side for side in wanted if partitions[side]["error"] is not None]
+    result = None
+    if unreadable:
+        problems.append(f"no F1: the partition of {', '.join(unreadable)} could not be read")
+    else:
+        result = citation_f1(ids["ground_truth"], ids["generated"], partitions["ground_truth"]["labels"],
+                             partitions["generated"]["labels"] if variant == "seed" else None, variant).to_dict()
+    return {"autorater": "citation-f1", "variant": variant, "prompt_version": PROMPT_VERSION,
+            "judge": judge.describe(), "papers": {s: sides[s][0].paper_id for s in sides},
+            "partitions": partitions, "ids": ids, "f1": result, "problems": problems}
