@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from surveyalign.autoraters.prompts import PROMPT_VERSION
 from surveyalign.backends import Backend, Generation, GenerationSettings
 from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
+from surveyalign.prompts import answer_failure
 
 __all__ = ["AutoraterJudge", "CallAnswer", "PromptCall"]
 
@@ -45,6 +46,7 @@ class CallAnswer:
         finish_reason: as reported by the backend (``"length"`` = cut off at the token cap).
         error: the backend error, ``None`` on success.
         cached: True when the answer came from ``calls.jsonl``.
+        refusal: the server's refusal text, if any.
     """
 
     key: str
@@ -52,16 +54,24 @@ class CallAnswer:
     finish_reason: str | None
     error: str | None
     cached: bool
+    refusal: str | None = None
 
     @property
-    def truncated(self) -> bool:
-        """True when generation stopped at the token cap."""
-        return self.finish_reason == "length"
+    def failure(self) -> str | None:
+        """Why the answer must not be read (backend error, truncated at the token cap, refused), else ``None``."""
+        if self.error is not None:
+            return f"backend error: {self.error}"
+        return answer_failure(self)
+
+    @property
+    def readable_text(self) -> str | None:
+        """The text to parse, or ``None`` when :attr:`failure` is set."""
+        return None if self.failure else self.text
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a JSON-serialisable dict."""
+        """The fields as a JSON-serialisable dict (plus ``failure``)."""
         return {"key": self.key, "text": self.text, "finish_reason": self.finish_reason, "error": self.error,
-                "cached": self.cached}
+                "refusal": self.refusal, "failure": self.failure, "cached": self.cached}
 
 
 class AutoraterJudge:
@@ -112,7 +122,8 @@ class AutoraterJudge:
         for i, key in enumerate(keys):
             rec = self.cache.get(key) if self.cache is not None else None
             if rec is not None:
-                answers[i] = CallAnswer(key, rec.get("text", ""), rec.get("finish_reason"), None, True)
+                answers[i] = CallAnswer(key, rec.get("text", ""), rec.get("finish_reason"), None, True,
+                                        rec.get("refusal"))
             else:
                 pending.append(i)
         bar = tqdm(total=len(pending), desc=desc, disable=not self.progress or not pending)
@@ -124,11 +135,12 @@ class AutoraterJudge:
                 rows = [[Generation.failed(f"{type(err).__name__}: {err}")] for _ in chunk]
             for i, row in zip(chunk, rows, strict=True):
                 gen = row[0]
-                answers[i] = CallAnswer(keys[i], gen.text, gen.finish_reason, gen.error, False)
+                answers[i] = CallAnswer(keys[i], gen.text, gen.finish_reason, gen.error, False, gen.refusal)
                 if gen.ok and self.cache is not None:
                     self.cache.append({"key": keys[i], "stage": calls[i].stage, "unit_id": calls[i].unit_id,
                                        "prompt_version": PROMPT_VERSION, "text": gen.text,
-                                       "finish_reason": gen.finish_reason, "mean_logprob": gen.mean_logprob})
+                                       "finish_reason": gen.finish_reason, "refusal": gen.refusal,
+                                       "mean_logprob": gen.mean_logprob})
             bar.update(len(chunk))
         bar.close()
         return [answers[i] for i in range(len(calls))]

@@ -22,7 +22,7 @@ __all__ = ["LitReviewCheck", "LitReviewJudgement", "LitReviewParse", "Violation"
            "parse_litreview"]
 
 #: Points of slack when comparing the judge's overall score with the recomputed one (rounding).
-OVERALL_TOLERANCE: float = 1.0
+OVERALL_TOLERANCE: float = 0.5
 
 
 class _Model(BaseModel):

@@ -57,9 +57,8 @@ class NumberedReference:
 
 
 def _call_view(answer: CallAnswer, problems: Sequence[str]) -> dict[str, Any]:
-    extra = ["truncated: the answer hit the token cap (finish_reason length)"] if answer.truncated else []
-    error = [f"backend error: {answer.error}"] if answer.error else []
-    return {**answer.to_dict(), "problems": error + extra + list(problems)}
+    failure = [answer.failure] if answer.failure else []
+    return {**answer.to_dict(), "problems": failure + [p for p in problems if p != "empty answer" or not failure]}
 
 
 def rate_sxs(pairs: Sequence[tuple[Paper, Paper]], judge: AutoraterJudge, kind: str = "litreview",
@@ -103,8 +102,7 @@ def rate_sxs(pairs: Sequence[tuple[Paper, Paper]], judge: AutoraterJudge, kind: 
     winners = []
     for index, view in enumerate(views):
         ab, ba = answers[2 * index], answers[2 * index + 1]
-        parsed_ab, parsed_ba = parse_sxs(ab.text if ab.error is None else None, kind), parse_sxs(
-            ba.text if ba.error is None else None, kind)
+        parsed_ab, parsed_ba = parse_sxs(ab.readable_text, kind), parse_sxs(ba.readable_text, kind)
         view["calls"] = [
             {"order": "AB", "paper_1": view["a"], "paper_2": view["b"], **parsed_ab.to_dict(),
              **_call_view(ab, parsed_ab.problems)},
@@ -146,7 +144,7 @@ def rate_litreview(papers: Sequence[Paper], judge: AutoraterJudge,
     answers = judge.ask(calls, desc="litreview")
     rows = []
     for paper, answer in zip(papers, answers, strict=True):
-        parsed = parse_litreview(answer.text if answer.error is None else None)
+        parsed = parse_litreview(answer.readable_text)
         row: dict[str, Any] = {"paper": paper.paper_id, "call": _call_view(answer, parsed.problems),
                                "valid": parsed.judgement is not None}
         if parsed.judgement is not None:
@@ -206,7 +204,7 @@ def rate_citation_f1(ground_truth: Paper, gt_references: Sequence[NumberedRefere
     answers = dict(zip(wanted, judge.ask(calls, desc="partition"), strict=True))
     partitions, problems = {}, []
     for side, answer in answers.items():
-        parsed = parse_partition(answer.text if answer.error is None else None, [r.number for r in sides[side][1]])
+        parsed = parse_partition(answer.readable_text, [r.number for r in sides[side][1]])
         partitions[side] = {**parsed.to_dict(), "call": _call_view(answer, parsed.problems)}
         problems += [f"{side} partition: {p}" for p in partitions[side]["call"]["problems"]]
     ids: dict[str, dict[str, str | None]] = {}
