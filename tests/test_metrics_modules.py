@@ -14,7 +14,7 @@ import pytest
 
 evaluate = pytest.importorskip("evaluate")
 
-NAMES = ("survey_alignment", "rqs", "has", "prism")
+NAMES = ("survey_alignment", "rqs", "has", "prism", "citation_f1")
 
 
 @pytest.fixture

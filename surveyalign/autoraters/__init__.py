@@ -23,6 +23,7 @@ from surveyalign.autoraters.citation_f1 import (
     CitationScore,
     SideSummary,
     citation_f1,
+    citation_f1_by_pair,
 )
 from surveyalign.autoraters.litreview import (
     LitReviewCheck,
@@ -104,6 +105,7 @@ __all__ = [
     "build_sxs_messages",
     "check_litreview",
     "citation_f1",
+    "citation_f1_by_pair",
     "extract_review_sections",
     "find_headings",
     "litreview_system",

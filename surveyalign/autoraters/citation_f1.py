@@ -15,7 +15,7 @@ A zero denominator gives 0.0 and a flag naming it, never an exception.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from surveyalign.autoraters.rubric import PARTITION_LABELS
 #: The published variants; the first is the default.
 CITATION_F1_VARIANTS: tuple[str, ...] = ("seed", "official")
 
-__all__ = ["CITATION_F1_VARIANTS", "CitationF1", "CitationScore", "SideSummary", "citation_f1"]
+__all__ = ["CITATION_F1_VARIANTS", "CitationF1", "CitationScore", "SideSummary", "citation_f1", "citation_f1_by_pair"]
 
 
 @dataclass(frozen=True)
@@ -212,3 +212,57 @@ def citation_f1(gt_ids: Mapping[str, str | None], gen_ids: Mapping[str, str | No
     flags = tuple(f"{name} {flag}" for name, score in (("overall", overall), ("P0", p0), ("P1", p1))
                   for flag in score.flags)
     return CitationF1(variant, overall, p0, p1, gt, gen, flags)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+def citation_f1_by_pair(pairs: Sequence[str], sides: Sequence[str], paper_ids: Sequence[str | None],
+                        labels: Sequence[str | None], variant: str = "seed") -> dict[str, Any]:
+    """Citation F1 per paper pair from one row per reference, and the mean over pairs (PaperOrchestra App. F.3).
+
+    Args:
+        pairs: the pair each reference belongs to (any string; rows of one pair need not be adjacent).
+        sides: ``"ground_truth"`` or ``"generated"`` per row.
+        paper_ids: resolved paper id per row, ``None`` (or ``""``) when unresolved.
+        labels: ``"P0"``, ``"P1"`` or ``None`` (unlabelled) per row; the official variant ignores the generated
+            side's labels.
+        variant: ``"seed"`` (default) or ``"official"``.
+
+    Returns:
+        ``{"variant", "n_pairs", "mean": {"overall"|"p0"|"p1": {"precision", "recall", "f1"}}, "n_unresolved":
+        {side: count}, "n_flagged_pairs", "per_pair": {pair: CitationF1 dict}}``; means are over pairs
+        (a flagged zero counts as 0.0), ``None`` where the variant defines no value.
+
+    Raises:
+        ValueError: columns of different lengths, an unknown side or label, or an unknown variant.
+    """
+    n = len(pairs)
+    if not len(sides) == len(paper_ids) == len(labels) == n:
+        raise ValueError(f"citation F1 columns differ in length: pairs {n}, sides {len(sides)}, paper_ids "
+                         f"{len(paper_ids)}, labels {len(labels)}")
+    grouped: dict[str, dict[str, tuple[dict[str, str | None], dict[str, str]]]] = {}
+    for row, (pair, side, paper_id, label) in enumerate(zip(pairs, sides, paper_ids, labels, strict=True)):
+        if side not in ("ground_truth", "generated"):
+            raise ValueError(f"row {row}: side must be 'ground_truth' or 'generated', got {side!r}")
+        if label is not None and label not in PARTITION_LABELS:
+            raise ValueError(f"row {row}: label must be P0, P1 or None, got {label!r}")
+        sides_of = grouped.setdefault(str(pair), {"ground_truth": ({}, {}), "generated": ({}, {})})
+        ids, labs = sides_of[side]
+        number = str(len(ids) + 1)
+        ids[number] = paper_id
+        if label is not None:
+            labs[number] = label
+    results = {pair: citation_f1(s["ground_truth"][0], s["generated"][0], s["ground_truth"][1],
+                                 s["generated"][1], variant) for pair, s in grouped.items()}
+    mean = {part: {metric: _mean([getattr(getattr(r, part), metric) for r in results.values()])
+                   for metric in ("precision", "recall", "f1")} for part in ("overall", "p0", "p1")}
+    return {
+        "variant": variant, "n_pairs": len(results), "mean": mean,
+        "n_unresolved": {"ground_truth": sum(r.ground_truth.n_unresolved for r in results.values()),
+                         "generated": sum(r.generated.n_unresolved for r in results.values())},
+        "n_flagged_pairs": sum(bool(r.flags) for r in results.values()),
+        "per_pair": {pair: r.to_dict() for pair, r in results.items()},
+    }

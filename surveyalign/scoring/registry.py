@@ -19,7 +19,7 @@ from pathlib import Path
 __all__ = ["METRIC_NAMES", "default_metrics_dir", "register_metrics"]
 
 #: The evaluate modules shipped in the repository's ``metrics/`` folder.
-METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has", "prism")
+METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has", "prism", "citation_f1")
 
 
 def default_metrics_dir() -> Path:
