@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "surveyalign.backends.cli",
     "surveyalign.training.cli",
     "surveyalign.prism.cli",
+    "surveyalign.autoraters.cli",
 )
 
 

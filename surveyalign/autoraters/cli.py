@@ -1,0 +1,244 @@
+"""``surveyalign autorate``: the PaperOrchestra autoraters on files (citation-f1, litreview, sxs-paper, sxs-litreview)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+_EPILOG = """\
+examples:
+  surveyalign autorate sxs-litreview human.md generated.md --base-url http://127.0.0.1:8000/v1 --model judge
+  surveyalign autorate sxs-paper a.tex b.tex --rule official5 --model gpt-5 --output-dir runs/autorate/ab
+  surveyalign autorate litreview paper.md --venue "ICLR 2025" --model gpt-5
+  surveyalign autorate citation-f1 --ground-truth gt.tex --generated gen.md --variant official --model gpt-5
+
+Each command writes OUTPUT_DIR/result.json (every call, parse problem and the variant / rule that ran),
+OUTPUT_DIR/result.md (markdown tables, also printed) and OUTPUT_DIR/calls.jsonl (the call cache: re-running
+the same command makes only the missing calls). Exit status 3 when no judge answer could be read.
+"""
+
+
+def _add_judge_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("judge")
+    g.add_argument("--backend", default="openai", help="backend kind (openai, transformers, vllm, scripted)")
+    g.add_argument("--model", help="model name (API) or folder (local backends)")
+    g.add_argument("--base-url", help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--option", dest="options", action="append", default=[], metavar="KEY=VALUE",
+                   help="another backend option, value read as YAML (e.g. concurrency=8, api_key_env=MY_KEY, "
+                   "replies=[...] for the scripted judge); repeatable")
+    g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (PaperOrchestra: 0)")
+    g.add_argument("--max-new-tokens", type=int, default=2048, help="token cap per answer")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed")
+    g.add_argument("--batch-size", type=int, default=8, help="prompts per backend call (cached after each)")
+    p.add_argument("--output-dir", type=Path, help="folder for result.json, result.md and calls.jsonl "
+                   "(default: runs/autorate/COMMAND)")
+    p.add_argument("--no-resume", action="store_true", help="ignore (and replace) an existing calls.jsonl")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``surveyalign autorate`` and its four subcommands to the top-level parser."""
+    from surveyalign.autoraters.citation_f1 import CITATION_F1_VARIANTS
+    from surveyalign.autoraters.rubric import DEFAULT_AVERAGE_CITATIONS, VENUE_AVERAGE_CITATIONS
+    from surveyalign.autoraters.sxs import SXS_RULES
+
+    top = subparsers.add_parser(
+        "autorate", help="PaperOrchestra autoraters: citation F1, literature-review quality, side-by-side",
+        description="Run the four LLM-as-judge autoraters of PaperOrchestra (App. F.3) on paper files "
+        "(markdown, LaTeX, PDF) through any judge backend; results name the variant / rule that ran.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="autorater", metavar="AUTORATER", required=True)
+    for kind, what in (("sxs-litreview", "Introduction + Related Work only"), ("sxs-paper", "whole papers")):
+        p = sub.add_parser(kind, help=f"side-by-side comparison ({what}), judged twice with the order swapped",
+                           description=f"Side-by-side comparison of paper A and paper B ({what}): two calls with the "
+                           "order swapped, combined by the outcome rule; reports the position-flip rate.")
+        p.add_argument("paper_a", nargs="?", type=Path, help="paper A (markdown, .tex or .pdf)")
+        p.add_argument("paper_b", nargs="?", type=Path, help="paper B")
+        p.add_argument("--pair", nargs=2, action="append", default=[], type=Path, metavar=("A", "B"),
+                       help="another pair to compare (repeatable; the flip rate is over all pairs)")
+        p.add_argument("--rule", choices=SXS_RULES, default="seed",
+                       help="outcome rule: seed (A wins only if it wins both calls), official3 (sign of the vote "
+                       "sum), official5 (win / leaning win / tie / leaning loss / loss)")
+        _add_judge_options(p)
+        p.set_defaults(handler=_sxs, kind=kind.removeprefix("sxs-"))
+    p = sub.add_parser("litreview", help="six-axis literature-review quality of each paper",
+                       description="Literature-review quality (6 axes, weights 20/15/25/25/10/5): the judge's JSON is "
+                       "validated, its overall score kept, the weighted score recomputed and broken caps flagged.")
+    p.add_argument("papers", nargs="+", type=Path, help="paper files")
+    p.add_argument("--venue", choices=sorted(VENUE_AVERAGE_CITATIONS),
+                   help="take the venue's average citation count (" + ", ".join(
+                       f"{k}: {v:g}" for k, v in VENUE_AVERAGE_CITATIONS.items()) + ")")
+    p.add_argument("--avg-citations", type=float, help="average citation count of the venue / field "
+                   f"(default {DEFAULT_AVERAGE_CITATIONS:g}, the official code's default)")
+    _add_judge_options(p)
+    p.set_defaults(handler=_litreview)
+    p = sub.add_parser("citation-f1", help="citation precision / recall / F1 over P0/P1 partitions",
+                       description="Partition both reference lists into P0/P1 with the judge, resolve every reference "
+                       "to a Semantic Scholar id (or take --ids), and compute citation F1.")
+    p.add_argument("--ground-truth", type=Path, required=True, help="the ground-truth paper")
+    p.add_argument("--generated", type=Path, required=True, help="the generated paper")
+    p.add_argument("--variant", choices=CITATION_F1_VARIANTS, default="seed",
+                   help="seed (both papers partitioned) or official (ground truth only, recall per partition)")
+    p.add_argument("--ids", type=Path, help='JSON {"ground_truth": {number: id|null}, "generated": {...}}: '
+                   "resolved ids to use instead of Semantic Scholar")
+    p.add_argument("--s2-url", help="Semantic Scholar Graph API root (default: the public API; key from S2_API_KEY)")
+    p.add_argument("--s2-cache", type=Path, help="folder of the Semantic Scholar disk cache "
+                   "(default: OUTPUT_DIR/s2-cache)")
+    p.add_argument("--s2-rate", type=float, default=1.0, help="Semantic Scholar requests per second")
+    _add_judge_options(p)
+    p.set_defaults(handler=_citation_f1)
+
+
+def _judge(args: argparse.Namespace, out_dir: Path):
+    import yaml
+
+    from surveyalign.autoraters.calls import AutoraterJudge
+    from surveyalign.backends import GenerationSettings, load_backend
+    from surveyalign.evaluation.cache import CallCache
+
+    options: dict[str, Any] = {}
+    for item in args.options:
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--option {item!r}: expected KEY=VALUE")
+        options[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+    if args.model:
+        options["model"] = args.model
+    if args.base_url:
+        options["base_url"] = args.base_url
+    backend = load_backend(args.backend, **options)
+    calls = out_dir / "calls.jsonl"
+    if args.no_resume and calls.exists():
+        calls.replace(calls.with_suffix(".jsonl.old"))
+    settings = GenerationSettings(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
+    return AutoraterJudge(backend, settings, CallCache.load(calls), batch_size=args.batch_size,
+                          progress=not args.no_progress)
+
+
+def _read(path: Path):
+    from surveyalign.inference import read_document
+
+    return read_document(path)
+
+
+def _inputs(paths: list[Path]) -> list[dict[str, Any]]:
+    return [{"path": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in paths if p.is_file()]
+
+
+def _finish(args: argparse.Namespace, out_dir: Path, result: dict[str, Any], paths: list[Path], readable: int,
+            total: int) -> int:
+    from surveyalign import __version__
+    from surveyalign.autoraters.report import markdown_report
+
+    result["run"] = {"command": ["surveyalign", *sys.argv[1:]] if sys.argv[1:2] == ["autorate"] else None,
+                     "surveyalign_version": __version__, "inputs": _inputs(paths), "n_readable_answers": readable,
+                     "n_answers": total}
+    (out_dir / "result.json").write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+    text = markdown_report(result)
+    (out_dir / "result.md").write_text(text)
+    print(text, end="")
+    print(f"wrote {out_dir / 'result.json'} and {out_dir / 'result.md'}")
+    if total and not readable:
+        print(f"surveyalign autorate: none of the {total} judge answers could be read (see the problems above)",
+              file=sys.stderr)
+        return 3
+    return 0
+
+
+def _out_dir(args: argparse.Namespace, name: str) -> Path:
+    out = args.output_dir or Path("runs") / "autorate" / name
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _sxs(args: argparse.Namespace) -> int:
+    from surveyalign.autoraters.raters import Paper, rate_sxs
+
+    pairs = [tuple(p) for p in args.pair]
+    if (args.paper_a is None) != (args.paper_b is None):
+        raise ValueError("give both PAPER_A and PAPER_B (or use --pair A B)")
+    if args.paper_a is not None:
+        pairs.insert(0, (args.paper_a, args.paper_b))
+    if not pairs:
+        raise ValueError("nothing to compare: give PAPER_A PAPER_B or --pair A B")
+    out_dir = _out_dir(args, f"sxs-{args.kind}")
+    docs = {path: _read(path) for pair in pairs for path in pair}
+    judge = _judge(args, out_dir)
+    try:
+        result = rate_sxs([(Paper(a.name, docs[a].text), Paper(b.name, docs[b].text)) for a, b in pairs], judge,
+                          kind=args.kind, rule=args.rule)
+    finally:
+        judge.backend.close()
+    n_calls = 2 * result["n_pairs"]
+    return _finish(args, out_dir, result, list(docs), n_calls - result["n_unreadable_calls"], n_calls)
+
+
+def _litreview(args: argparse.Namespace) -> int:
+    from surveyalign.autoraters.raters import Paper, rate_litreview
+    from surveyalign.autoraters.rubric import DEFAULT_AVERAGE_CITATIONS, VENUE_AVERAGE_CITATIONS
+
+    if args.venue and args.avg_citations is not None:
+        raise ValueError("give --venue or --avg-citations, not both")
+    avg = VENUE_AVERAGE_CITATIONS[args.venue] if args.venue else (args.avg_citations or DEFAULT_AVERAGE_CITATIONS)
+    out_dir = _out_dir(args, "litreview")
+    papers = [Paper(path.name, _read(path).text) for path in args.papers]
+    judge = _judge(args, out_dir)
+    try:
+        result = rate_litreview(papers, judge, avg, venue=args.venue)
+    finally:
+        judge.backend.close()
+    return _finish(args, out_dir, result, list(args.papers), result["n_valid"], result["n_papers"])
+
+
+def _resolve_ids(args: argparse.Namespace, out_dir: Path, refs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    if args.ids is not None:
+        try:
+            given = json.loads(args.ids.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{args.ids}: not valid JSON ({err})") from err
+        if not isinstance(given, dict) or not all(isinstance(given.get(s), dict) for s in refs):
+            raise ValueError(f"{args.ids}: expected {{\"ground_truth\": {{number: id}}, \"generated\": {{...}}}}")
+        return given, {"source": str(args.ids)}
+    from surveyalign.autoraters.references import resolve_references
+    from surveyalign.knowledge import S2_URL, SemanticScholarClient
+
+    client = SemanticScholarClient(base_url=args.s2_url or S2_URL, cache_dir=args.s2_cache or out_dir / "s2-cache",
+                                   requests_per_second=args.s2_rate)
+    ids, report = {}, {"source": "semanticscholar", "base_url": args.s2_url or S2_URL}
+    for side, paper_refs in refs.items():
+        resolutions, counts = resolve_references([r for _, r in paper_refs.numbered], client)
+        ids[side] = {number: res.paper_id for (number, _), res in zip(paper_refs.numbered, resolutions, strict=True)}
+        report[side] = {**counts, "unresolved_references": [
+            {"number": number, "reason": res.reason} for (number, _), res in
+            zip(paper_refs.numbered, resolutions, strict=True) if not res.resolved]}
+    return ids, report
+
+
+def _citation_f1(args: argparse.Namespace) -> int:
+    from surveyalign.autoraters.raters import Paper, rate_citation_f1
+    from surveyalign.autoraters.references import paper_references
+
+    out_dir = _out_dir(args, "citation-f1")
+    docs = {"ground_truth": _read(args.ground_truth), "generated": _read(args.generated)}
+    refs = {side: paper_references(doc) for side, doc in docs.items()}
+    for side, paper_refs in refs.items():
+        if not paper_refs.numbered:
+            raise ValueError(f"{docs[side].source}: no numbered reference list found ({'; '.join(paper_refs.problems)})")
+    ids, resolution = _resolve_ids(args, out_dir, refs)
+    judge = _judge(args, out_dir)
+    try:
+        result = rate_citation_f1(
+            Paper(args.ground_truth.name, docs["ground_truth"].text), refs["ground_truth"].as_prompt_list(),
+            Paper(args.generated.name, docs["generated"].text), refs["generated"].as_prompt_list(), judge, ids,
+            variant=args.variant)
+    finally:
+        judge.backend.close()
+    result["references"] = {side: r.counts() for side, r in refs.items()}
+    result["resolution"] = resolution
+    n_calls = len(result["partitions"])
+    readable = sum(p["error"] is None for p in result["partitions"].values())
+    return _finish(args, out_dir, result, [args.ground_truth, args.generated], readable, n_calls)

@@ -1,0 +1,150 @@
+"""Numbered reference lists of papers and their Semantic Scholar ids, for citation F1 (PaperOrchestra App. F.3).
+
+The lists come from the shared readers: :func:`surveyalign.inference.read_document` for the paper and the
+reference readers of :mod:`surveyalign.knowledge` for its bibliography. A LaTeX paper's raw bibliography (``.bib``
+or ``thebibliography``) is read with its fields (DOI, arXiv id, year) and numbered in order of first citation,
+the numbers its markdown text shows; a markdown or PDF paper's ``References`` section is read from its text.
+Resolution uses the one matching rule of :mod:`surveyalign.knowledge.resolve`: DOI / arXiv ids first (one batch
+call), then a title search whose every hit is checked; never a top hit taken blindly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from surveyalign.autoraters.raters import NumberedReference
+from surveyalign.inference import Document
+from surveyalign.knowledge import (
+    HTTPStatusError,
+    Reference,
+    ReferenceList,
+    Resolution,
+    Resolver,
+    SemanticScholarClient,
+    parse_bibtex,
+    parse_latex_bibliography,
+    parse_markdown_references,
+    resolution_counts,
+    resolve_by_search,
+)
+
+__all__ = ["PaperReferences", "paper_references", "resolve_references"]
+
+
+@dataclass
+class PaperReferences:
+    """The numbered reference list of one paper.
+
+    Attributes:
+        numbered: ``(number, Reference)`` in list order; the number is what the paper's text cites.
+        source: where the list came from: ``"bibtex"``, ``"thebibliography"`` or ``"markdown"``.
+        problems: unreadable entries, cited keys without an entry, a missing reference section.
+        n_uncited: bibliography entries never cited (LaTeX; left out of the numbered list).
+    """
+
+    numbered: list[tuple[str, Reference]]
+    source: str
+    problems: list[str] = field(default_factory=list)
+    n_uncited: int = 0
+
+    def as_prompt_list(self) -> list[NumberedReference]:
+        """The list as the partition prompt shows it (``"Authors (year). Title. Venue."``, else the raw entry)."""
+        out = []
+        for number, ref in self.numbered:
+            if ref.title:
+                authors = ", ".join(ref.authors[:3]) + (" et al." if len(ref.authors) > 3 else "")
+                parts = [f"{authors} ({ref.year})" if ref.year else authors, ref.title, ref.venue]
+                text = ". ".join(p for p in parts if p) + "."
+            else:
+                text = " ".join(ref.raw.split())
+            out.append(NumberedReference(number, text))
+        return out
+
+    def counts(self) -> dict[str, Any]:
+        """``{"source", "n_references", "n_uncited", "n_problems", "problems"}``."""
+        return {"source": self.source, "n_references": len(self.numbered), "n_uncited": self.n_uncited,
+                "n_problems": len(self.problems), "problems": list(self.problems)}
+
+
+def paper_references(document: Document) -> PaperReferences:
+    """The numbered reference list of a paper read by :func:`surveyalign.inference.read_document`.
+
+    Args:
+        document: the paper (markdown, LaTeX or PDF).
+
+    Returns:
+        A :class:`PaperReferences` (possibly empty, with the reason in ``problems``).
+    """
+    where = str(document.source)
+    if document.format == "latex" and document.bibliography:
+        if document.bibliography_format == "bibtex":
+            parsed: ReferenceList = parse_bibtex(document.bibliography, path=where)
+            source = "bibtex"
+        else:
+            parsed = parse_latex_bibliography(document.bibliography, path=where)
+            source = "thebibliography"
+        by_key = {ref.key: ref for ref in parsed.references}
+        numbered, problems = [], list(parsed.problems)
+        for index, key in enumerate(document.cited_keys, start=1):
+            if key in by_key:
+                numbered.append((str(index), by_key[key]))
+            else:
+                problems.append(f"{where}: cited key {key!r} (reference [{index}]) has no bibliography entry")
+        uncited = len(set(by_key) - set(document.cited_keys))
+        return PaperReferences(numbered, source, problems, uncited)
+    parsed = parse_markdown_references(document.text, path=where)
+    numbered = [(ref.key.removeprefix("ref-"), ref) for ref in parsed.references]
+    return PaperReferences(numbered, "markdown", list(parsed.problems))
+
+
+def _identifier(ref: Reference) -> str | None:
+    if ref.doi:
+        return f"DOI:{ref.doi}"
+    if ref.arxiv_id:
+        return f"ARXIV:{ref.arxiv_id}"
+    return None
+
+
+def resolve_references(references: Sequence[Reference], client: SemanticScholarClient, *,
+                       search_limit: int = 5) -> tuple[list[Resolution], dict[str, Any]]:
+    """Resolve references to Semantic Scholar paper ids with the safe rule (PaperOrchestra App. F.3).
+
+    References with a DOI or arXiv id are looked up first in one batch call and the answer is checked with
+    the matching rule; the others (and those the batch did not confirm) go through a title search whose every
+    hit is checked. A failed request leaves the reference unresolved with the error as its reason.
+
+    Args:
+        references: the references (``key`` is kept in each :class:`Resolution`).
+        client: a :class:`~surveyalign.knowledge.SemanticScholarClient` (disk cache, backoff, Retry-After).
+        search_limit: hits asked for per title search.
+
+    Returns:
+        ``(resolutions, counts)``: one :class:`Resolution` per reference, in order, and
+        :func:`~surveyalign.knowledge.resolution_counts` of them.
+    """
+    refs = list(references)
+    out: list[Resolution | None] = [None] * len(refs)
+    with_ids = [(i, _identifier(r)) for i, r in enumerate(refs) if _identifier(r)]
+    if with_ids:
+        try:
+            found = client.papers([ident for _, ident in with_ids])
+        except HTTPStatusError as err:
+            found = [None] * len(with_ids)
+            for i, _ in with_ids:
+                out[i] = Resolution(refs[i].key, None, "unresolved", 0.0, f"API error: {err}")
+        for (i, _), paper in zip(with_ids, found, strict=True):
+            if paper is not None:
+                decision = Resolver([paper]).resolve(refs[i])
+                if decision.resolved:
+                    out[i] = decision
+    for i, ref in enumerate(refs):
+        if out[i] is not None and (out[i].resolved or out[i].reason.startswith("API error")):
+            continue
+        try:
+            out[i] = resolve_by_search(ref, lambda q: client.search(q, limit=search_limit))
+        except HTTPStatusError as err:
+            out[i] = Resolution(ref.key, None, "unresolved", 0.0, f"API error: {err}")
+    resolutions = [r for r in out if r is not None]
+    return resolutions, resolution_counts(resolutions)
