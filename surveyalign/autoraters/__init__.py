@@ -49,7 +49,13 @@ from surveyalign.autoraters.prompts import (
     build_sxs_messages,
     litreview_system,
 )
-from surveyalign.autoraters.raters import NumberedReference, Paper, rate_citation_f1, rate_litreview, rate_sxs
+from surveyalign.autoraters.raters import (
+    NumberedReference,
+    Paper,
+    rate_citation_f1,
+    rate_litreview,
+    rate_sxs,
+)
 from surveyalign.autoraters.rubric import (
     AXES,
     AXIS_WEIGHTS,

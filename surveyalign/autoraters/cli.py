@@ -43,7 +43,10 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``surveyalign autorate`` and its four subcommands to the top-level parser."""
     from surveyalign.autoraters.citation_f1 import CITATION_F1_VARIANTS
-    from surveyalign.autoraters.rubric import DEFAULT_AVERAGE_CITATIONS, VENUE_AVERAGE_CITATIONS
+    from surveyalign.autoraters.rubric import (
+        DEFAULT_AVERAGE_CITATIONS,
+        VENUE_AVERAGE_CITATIONS,
+    )
     from surveyalign.autoraters.sxs import SXS_RULES
 
     top = subparsers.add_parser(
@@ -179,7 +182,10 @@ def _sxs(args: argparse.Namespace) -> int:
 
 def _litreview(args: argparse.Namespace) -> int:
     from surveyalign.autoraters.raters import Paper, rate_litreview
-    from surveyalign.autoraters.rubric import DEFAULT_AVERAGE_CITATIONS, VENUE_AVERAGE_CITATIONS
+    from surveyalign.autoraters.rubric import (
+        DEFAULT_AVERAGE_CITATIONS,
+        VENUE_AVERAGE_CITATIONS,
+    )
 
     if args.venue and args.avg_citations is not None:
         raise ValueError("give --venue or --avg-citations, not both")

@@ -22,7 +22,7 @@ from typing import Any
 from surveyalign.autoraters.prompts import SXS_KEYS
 from surveyalign.autoraters.rubric import PARTITION_LABELS, WINNERS
 
-__all__ = ["JsonAnswer", "PartitionParse", "SxSParse", "read_json_answer", "parse_partition", "parse_sxs"]
+__all__ = ["JsonAnswer", "PartitionParse", "SxSParse", "parse_partition", "parse_sxs", "read_json_answer"]
 
 _THINK = re.compile(r"<(/?)think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)

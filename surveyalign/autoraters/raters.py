@@ -25,7 +25,12 @@ from surveyalign.autoraters.prompts import (
 )
 from surveyalign.autoraters.rubric import DEFAULT_AVERAGE_CITATIONS
 from surveyalign.autoraters.sections import extract_review_sections
-from surveyalign.autoraters.sxs import OUTCOMES, SXS_RULES, position_flip_rate, sxs_outcome
+from surveyalign.autoraters.sxs import (
+    OUTCOMES,
+    SXS_RULES,
+    position_flip_rate,
+    sxs_outcome,
+)
 
 __all__ = ["NumberedReference", "Paper", "rate_citation_f1", "rate_litreview", "rate_sxs"]
 

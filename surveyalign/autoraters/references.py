@@ -2,8 +2,9 @@
 
 The lists come from the shared readers: :func:`surveyalign.inference.read_document` for the paper and the
 reference readers of :mod:`surveyalign.knowledge` for its bibliography. A LaTeX paper's raw bibliography (``.bib``
-or ``thebibliography``) is read with its fields (DOI, arXiv id, year) and numbered in order of first citation,
-the numbers its markdown text shows; a markdown or PDF paper's ``References`` section is read from its text.
+or ``thebibliography``) is read with its fields (DOI, arXiv id, year) and numbered as the reader numbers its
+citations (``\\bibitem`` order, or order of first citation for BibTeX); a markdown or PDF paper's
+``References`` section is read from its text.
 Resolution uses the one matching rule of :mod:`surveyalign.knowledge.resolve`: DOI / arXiv ids first (one batch
 call), then a title search whose every hit is checked; never a top hit taken blindly.
 """
@@ -50,10 +51,11 @@ class PaperReferences:
     n_uncited: int = 0
 
     def as_prompt_list(self) -> list[NumberedReference]:
-        """The list as the partition prompt shows it (``"Authors (year). Title. Venue."``, else the raw entry)."""
+        """The list as the partition prompt shows it: the entry as written; BibTeX entries (and entries without
+        text) as ``"Authors (year). Title. Venue."``."""
         out = []
         for number, ref in self.numbered:
-            if ref.title:
+            if ref.title and (ref.source == "bibtex" or not ref.raw.strip()):
                 authors = ", ".join(ref.authors[:3]) + (" et al." if len(ref.authors) > 3 else "")
                 parts = [f"{authors} ({ref.year})" if ref.year else authors, ref.title, ref.venue]
                 text = ". ".join(p for p in parts if p) + "."
@@ -86,8 +88,10 @@ def paper_references(document: Document) -> PaperReferences:
             parsed = parse_latex_bibliography(document.bibliography, path=where)
             source = "thebibliography"
         by_key = {ref.key: ref for ref in parsed.references}
+        # the reader's numbering: \bibitem order for thebibliography, order of first citation for BibTeX
+        order = [ref.key for ref in parsed.references] if source == "thebibliography" else document.cited_keys
         numbered, problems = [], list(parsed.problems)
-        for index, key in enumerate(document.cited_keys, start=1):
+        for index, key in enumerate(order, start=1):
             if key in by_key:
                 numbered.append((str(index), by_key[key]))
             else:

@@ -36,10 +36,10 @@ def _sxs(result: dict[str, Any]) -> list[str]:
     lines += _table(["pair", "A", "B", "AB winner", "BA winner", f"outcome for A ({result['rule']})", "s",
                      "position flip", "problems"], rows)
     flip = result["flip_rate"]
-    lines += ["", f"Outcomes: {', '.join(f'{k} {v}' for k, v in result['outcomes'].items())}. "
+    lines += ["", (f"Outcomes: {', '.join(f'{k} {v}' for k, v in result['outcomes'].items())}. "
               f"Position-flip rate: {flip['rate']:.4f} ({flip['n_flips']}/{flip['n_counted']} pairs with two readable "
               f"winners{'; ' + flip['flag'] if flip['flag'] else ''}). Unreadable calls: {result['n_unreadable_calls']} "
-              f"of {2 * result['n_pairs']}."]
+              f"of {2 * result['n_pairs']}.")]
     sections = [(pair["pair"], side, pair["sections"][side]) for pair in result["pairs"] if "sections" in pair
                 for side in ("a", "b")]
     if sections:
@@ -51,8 +51,8 @@ def _sxs(result: dict[str, Any]) -> list[str]:
 
 
 def _litreview(result: dict[str, Any]) -> list[str]:
-    lines = [f"# litreview (average citation count {result['avg_citation_count']:g}"
-             f"{', ' + result['venue'] if result['venue'] else ''}; prompts: {result['prompt_version']})", ""]
+    lines = [(f"# litreview (average citation count {result['avg_citation_count']:g}"
+             f"{', ' + result['venue'] if result['venue'] else ''}; prompts: {result['prompt_version']})"), ""]
     rows = []
     for row in result["papers"]:
         check = row["check"] or {}

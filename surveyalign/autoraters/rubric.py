@@ -149,8 +149,8 @@ ADJUSTMENT_CONDITIONS: tuple[str, ...] = (
     "the citation count is well above the venue average (more than 150% of it)",
     "the citations are relevant and spread over the subtopics",
     "the review stays synthesised and focused",
-    f"the critical-analysis score is above {ADJUSTMENT_MIN_CRITICAL} and the relevance score above "
-    f"{ADJUSTMENT_MIN_RELEVANCE}",
+    (f"the critical-analysis score is above {ADJUSTMENT_MIN_CRITICAL} and the relevance score above "
+    f"{ADJUSTMENT_MIN_RELEVANCE}"),
 )
 
 #: The anti-inflation rules (mandatory for the judge).
@@ -196,11 +196,11 @@ WINNERS: tuple[str, ...] = ("paper_1", "paper_2", "tie")
 #: Criteria of the side-by-side paper-quality comparison (name, questions).
 SXS_PAPER_CRITERIA: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Scientific depth and soundness", (
-        "Which paper justifies its technique more rigorously, with firmer theory and a more complete "
-        "experimental set-up?",)),
+        ("Which paper justifies its technique more rigorously, with firmer theory and a more complete "
+        "experimental set-up?"),)),
     ("Technical execution", (
-        "Staying within the described idea, which paper implements the method more effectively or "
-        "more inventively?",)),
+        ("Staying within the described idea, which paper implements the method more effectively or "
+        "more inventively?"),)),
     ("Organisation and logical flow", (
         "Which paper orders its ideas more clearly and coherently, from the abstract to the conclusion?",
         "Are sections and paragraphs arranged logically, with smooth transitions?")),

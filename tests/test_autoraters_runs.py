@@ -1,0 +1,251 @@
+"""PaperOrchestra autoraters end to end: scripted judges through the shared backends and call cache, reference
+extraction + Semantic Scholar resolution against a real HTTP server on 127.0.0.1, the CLI, and (when present)
+the real surveys in ../shared/real with a scripted judge and with the tiny model behind `surveyalign serve`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from surveyalign.autoraters import (
+    SXS_KEYS,
+    AutoraterJudge,
+    Paper,
+    rate_litreview,
+    rate_sxs,
+)
+from surveyalign.autoraters.references import paper_references, resolve_references
+from surveyalign.backends import Generation
+from surveyalign.backends.simple import ScriptedBackend
+from surveyalign.cli import main
+from surveyalign.evaluation.cache import CallCache
+from surveyalign.inference import read_document
+from surveyalign.knowledge import Paper as GraphPaper
+from surveyalign.knowledge import SemanticScholarClient
+from surveyalign.knowledge.testing import FakeScholarServer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "autoraters"
+MD, TEX = FIXTURES / "paper.md", FIXTURES / "paper.tex"
+
+
+def _sxs_answer(kind: str, winner: str) -> str:
+    first, second, just, key = SXS_KEYS[kind]
+    return json.dumps({first: "one", second: "two", just: "because", key: winner})
+
+
+def _papers(n: int) -> list[tuple[Paper, Paper]]:
+    a, b = MD.read_text(), TEX.read_text()
+    return [(Paper(f"a{i}", a), Paper(f"b{i}", b)) for i in range(n)]
+
+
+def test_always_paper_1_judge_ties_and_flips(tmp_path):
+    backend = ScriptedBackend(lambda messages, settings, k: _sxs_answer("litreview", "paper_1"))
+    judge = AutoraterJudge(backend, cache=CallCache.load(tmp_path / "calls.jsonl"))
+    result = rate_sxs(_papers(3), judge, kind="litreview", rule="seed")
+    assert result["rule"] == "seed" and result["autorater"] == "sxs-litreview"
+    assert result["outcomes"] == {"win": 0, "tie": 3, "loss": 0}
+    assert result["flip_rate"] == {"rate": 1.0, "n_flips": 3, "n_counted": 3, "n_pairs": 3, "flag": None}
+    assert len(backend.calls) == 6 and result["n_unreadable_calls"] == 0
+    # the two calls of a pair swap the order; only Introduction + Related Work are sent
+    ab, ba = backend.calls[0][0][1]["content"], backend.calls[1][0][1]["content"]
+    assert ab.index("GraphGPS [4]") < ab.index("\\cite{cost}") and ba.index("\\cite{cost}") < ba.index("GraphGPS [4]")
+    assert "Details that" not in ab
+    pair = result["pairs"][0]
+    assert [t["heading"] for t in pair["sections"]["a"]["taken"]] == ["1 Introduction", "2 Related Works"]
+    assert [(c["order"], c["paper_1"], c["winner"]) for c in pair["calls"]] == [("AB", "a0", "paper_1"),
+                                                                                ("BA", "b0", "paper_1")]
+    # same answers under the official rules: s = 0 on every pair
+    assert rate_sxs(_papers(3), judge, rule="official5")["outcomes"]["tie"] == 3
+    # resume: a judge that would fail everything is never asked, the cached answers give the same outcomes
+    failing = ScriptedBackend(lambda messages, settings, k: RuntimeError("down"))  # same identity, no answers
+    again = rate_sxs(_papers(3), AutoraterJudge(failing, cache=CallCache.load(tmp_path / "calls.jsonl")))
+    assert failing.calls == [] and again["outcomes"] == result["outcomes"]
+    assert all(c["cached"] for p in again["pairs"] for c in p["calls"])
+
+
+def test_sxs_unreadable_answers_are_reported_not_dropped():
+    replies = ["no JSON here", Generation('{"winner": "paper_1"', "length", None), RuntimeError("HTTP 503")]
+    result = rate_sxs(_papers(1) + [(Paper("x", "text"), Paper("y", "text"))],
+                      AutoraterJudge(ScriptedBackend(replies + [_sxs_answer("paper", "tie")])), kind="paper",
+                      rule="official3")
+    first, second = result["pairs"]
+    assert [c["winner"] for c in first["calls"]] == [None, None]
+    assert first["calls"][0]["problems"] == ["invalid JSON: no JSON object in the answer"]
+    assert first["calls"][1]["problems"][0].startswith("truncated: the answer stopped at the token limit")
+    assert second["calls"][0]["problems"] == ["backend error: RuntimeError: HTTP 503"]
+    assert second["calls"][1]["winner"] == "tie" and "sections" not in second
+    assert result["n_unreadable_calls"] == 3 and result["outcomes"] == {"win": 0, "tie": 2, "loss": 0}
+    assert result["flip_rate"]["n_counted"] == 0 and "denominator 0" in result["flip_rate"]["flag"]
+
+
+def _axis(score):
+    return {"score": score, "justification": "Not evidenced in the text."}
+
+
+LITREVIEW = {
+    "paper_title": "Sparse Routing", "citation_statistics": {
+        "estimated_unique_citations": 5, "citation_density_assessment": "low", "breadth_across_subareas": "narrow",
+        "comparison_to_baseline": "9% of 58.52", "notes": "tiny"},
+    "axis_scores": {"coverage_and_completeness": _axis(40), "relevance_and_focus": _axis(60),
+                    "critical_analysis_and_synthesis": _axis(50), "positioning_and_novelty": _axis(45),
+                    "organization_and_writing": _axis(70), "citation_practices_and_rigor": _axis(62)},
+    "penalties": [], "summary": {"strengths": [], "weaknesses": ["few citations"], "top_improvements": []},
+    "overall_score": 50.35,
+}
+
+
+def test_litreview_run_validates_recomputes_and_flags(tmp_path):
+    bad = json.loads(json.dumps(LITREVIEW))
+    bad["axis_scores"]["relevance_and_focus"]["score"] = 101
+    backend = ScriptedBackend([json.dumps(LITREVIEW), json.dumps(bad), "{not json"])
+    papers = [Paper("p1", MD.read_text()), Paper("p2", "x"), Paper("p3", "y")]
+    result = rate_litreview(papers, AutoraterJudge(backend), avg_citation_count=58.52, venue="CVPR 2025")
+    assert "58.52" in backend.calls[0][0][0]["content"] and result["avg_citation_count"] == 58.52
+    good, out_of_range, invalid = result["papers"]
+    # 0.2*40 + 0.15*60 + 0.25*50 + 0.25*45 + 0.1*70 + 0.05*62 = 50.85; the judge said 50.35 (within 0.5)
+    assert good["overall_score"] == 50.35 and good["recomputed_score"] == pytest.approx(50.85)
+    assert [v["rule"] for v in good["check"]["violations"]] == ["rigor_cap_low_citation_count",
+                                                                "rigor_cap_sparse_citations"]
+    assert out_of_range["valid"] is False and out_of_range["call"]["problems"] == [
+        "axis_scores.relevance_and_focus.score: Input should be less than or equal to 100"]
+    assert invalid["call"]["problems"][0].startswith("invalid JSON")
+    assert (result["n_valid"], result["n_invalid"], result["n_with_violations"]) == (1, 2, 1)
+
+
+GRAPH = [
+    GraphPaper("S1", title="Attention over graphs", year=2020, authors=["A. Author"]),
+    GraphPaper("S9", title="The cost of attention", year=2001, authors=["Q. Other"]),  # decoy: rejected
+    GraphPaper("S3", title="Neural message passing for quantum chemistry", year=2017, authors=["C. Author"],
+               doi="10.1234/mpnn.2017"),
+    GraphPaper("S4", title="Recipe for a general, powerful, scalable graph transformer", year=2022,
+               authors=["D. Author"]),
+    GraphPaper("S5", title="Spectral networks and locally connected networks on graphs", year=2014,
+               authors=["E. Author"]),
+]
+
+
+def test_reference_extraction_markdown_and_latex():
+    md, tex = paper_references(read_document(MD)), paper_references(read_document(TEX))
+    assert (md.source, len(md.numbered), md.problems) == ("markdown", 5, [])
+    assert [(n, r.year) for n, r in md.numbered] == [("1", 2020), ("2", 2021), ("3", 2017), ("4", 2022),
+                                                     ("5", 2014)]
+    assert md.numbered[2][1].doi == "10.1234/mpnn.2017"
+    # LaTeX: thebibliography order is the numbering the converted text cites ([3] = mpnn, [4] = spectral)
+    assert (tex.source, [(n, r.key) for n, r in tex.numbered]) == (
+        "thebibliography", [("1", "attn"), ("2", "cost"), ("3", "mpnn"), ("4", "spectral")])
+    assert "Early spectral methods [4] gave way to spatial ones [1, 3]" in read_document(TEX).text
+    assert tex.as_prompt_list()[3].text == "E. Author. Spectral networks and locally connected networks on graphs. ICLR, 2014."
+
+
+def test_resolution_ids_first_and_never_a_blind_top_hit():
+    refs = [r for _, r in paper_references(read_document(MD)).numbered]
+    with FakeScholarServer(GRAPH) as server:
+        client = SemanticScholarClient(server.s2_url, requests_per_second=0, backoff_initial=0.01)
+        resolutions, counts = resolve_references(refs, client)
+        paths = [(r.method, r.path) for r in server.requests]
+    assert [r.paper_id for r in resolutions] == ["S1", None, "S3", "S4", "S5"]
+    assert resolutions[1].reason.startswith("best candidate rejected")
+    assert resolutions[2].method == "doi" and ("POST", "/graph/v1/paper/batch") in paths
+    assert (counts["resolved"], counts["unresolved"]) == (4, 1)
+
+
+PARTITION_GT = '{"1": "P0", "2": "P1", "3": "P0", "4": "P0", "5": "P1"}'
+PARTITION_GEN = '```json\n{"1": "P0", "2": "P0", "3": "P1", "4": "P1"}\n```'
+
+
+@pytest.mark.parametrize("variant", ["seed", "official"])
+def test_citation_f1_cli_end_to_end(tmp_path, capsys, variant):
+    replies = json.dumps([PARTITION_GT, PARTITION_GEN] if variant == "seed" else [PARTITION_GT])
+    out = tmp_path / "f1"
+    with FakeScholarServer(GRAPH) as server:
+        rc = main(["autorate", "citation-f1", "--ground-truth", str(MD), "--generated", str(TEX), "--variant", variant,
+                   "--backend", "scripted", "--option", f"replies={replies}", "--s2-url", server.s2_url,
+                   "--s2-rate", "0", "--output-dir", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    result = json.loads((out / "result.json").read_text())
+    assert result["variant"] == variant and result["autorater"] == "citation-f1"
+    assert result["ids"] == {"ground_truth": {"1": "S1", "2": None, "3": "S3", "4": "S4", "5": "S5"},
+                             "generated": {"1": "S1", "2": None, "3": "S3", "4": "S5"}}
+    f1 = result["f1"]
+    assert f1["ground_truth"]["unresolved"] == ["2"] and f1["generated"]["n_unresolved"] == 1
+    assert (f1["overall"]["precision"], f1["overall"]["recall"]) == (1.0, 0.75)
+    assert f1["overall"]["f1"] == pytest.approx(6 / 7)
+    if variant == "seed":  # gt P0 {S1,S3,S4} P1 {S5}; gen P0 {S1} P1 {S3,S5}
+        assert (f1["p0"]["precision"], f1["p0"]["recall"], f1["p0"]["f1"]) == (1.0, pytest.approx(1 / 3), 0.5)
+        assert (f1["p1"]["precision"], f1["p1"]["recall"], f1["p1"]["f1"]) == (0.5, 1.0, pytest.approx(2 / 3))
+        assert result["partitions"]["generated"]["ok"] is True
+    else:
+        assert (f1["p0"]["precision"], f1["p0"]["recall"], f1["p1"]["recall"]) == (None, pytest.approx(2 / 3), 1.0)
+        assert list(result["partitions"]) == ["ground_truth"]
+    assert result["references"]["generated"]["source"] == "thebibliography"
+    table = (out / "result.md").read_text()
+    assert f"variant: {variant}" in table and "| overall | 1.0000 | 0.7500 | 0.8571 |" in table
+
+
+def test_citation_f1_cli_with_ids_and_a_bad_partition(tmp_path, capsys):
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({"ground_truth": {"1": "a", "2": "b"}, "generated": {"1": "a"}}))
+    replies = json.dumps(['{"1": "P0", "9": "P1"}', "sorry"])
+    rc = main(["autorate", "citation-f1", "--ground-truth", str(MD), "--generated", str(TEX), "--ids", str(ids),
+               "--backend", "scripted", "--option", f"replies={replies}", "--output-dir", str(tmp_path / "o"),
+               "--no-progress"])
+    result = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert rc == 0 and result["f1"] is None  # the generated partition could not be read: no F1 invented
+    assert "ground_truth partition: unknown reference number(s): 9" in result["problems"]
+    assert result["problems"][-1] == "no F1: the partition of generated could not be read"
+    assert result["ids"]["ground_truth"]["3"] is None  # numbers missing from --ids are unresolved
+
+
+def test_autorate_user_errors(tmp_path, capsys):
+    assert main(["autorate", "sxs-paper", str(MD), "--backend", "scripted"]) == 2
+    assert "give both PAPER_A and PAPER_B" in capsys.readouterr().err
+    assert main(["autorate", "litreview", str(MD), "--venue", "ICLR 2025", "--avg-citations", "3"]) == 2
+    assert main(["autorate", "litreview", str(tmp_path / "missing.md"), "--output-dir", str(tmp_path)]) == 2
+    for sub in ("citation-f1", "litreview", "sxs-paper", "sxs-litreview"):
+        with pytest.raises(SystemExit) as exc:
+            main(["autorate", sub, "--help"])
+        assert exc.value.code == 0
+
+
+# ------------------------------------------------------------------ ../shared/real
+
+@pytest.mark.real
+def test_real_sxs_litreview_scripted_judge(shared_real, tmp_path, capsys):
+    human = shared_real / "surveys" / "graph-neural-networks.md"
+    generated = shared_real / "generated" / "graph-neural-networks.autosurvey.md"
+    counts = [len(paper_references(read_document(p)).numbered) for p in (human, generated)]
+    assert counts == [251, 160]
+    replies = json.dumps([_sxs_answer("litreview", "paper_1"), _sxs_answer("litreview", "paper_2")])
+    rc = main(["autorate", "sxs-litreview", str(human), str(generated), "--backend", "scripted",
+               "--option", f"replies={replies}", "--output-dir", str(tmp_path), "--no-progress"])
+    assert rc == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    pair = result["pairs"][0]
+    assert pair["outcome"] == {"rule": "seed", "outcome": "win", "score": 2, "vote_ab": 1, "vote_ba": 1,
+                               "position_flip": False, "unreadable": 0}
+    assert result["flip_rate"]["rate"] == 0.0 and result["outcomes"] == {"win": 1, "tie": 0, "loss": 0}
+    assert [t["heading"] for t in pair["sections"]["a"]["taken"]] == ["1 INTRODUCTION", "2 PRELIMINARIES"]
+    assert [t["heading"] for t in pair["sections"]["b"]["taken"]] == ["1 Introduction to Graph Neural Networks"]
+    assert pair["sections"]["b"]["missing"] == ["related_work"]
+    print(f"\nreal references: human {counts[0]}, generated {counts[1]}; sections chars "
+          f"{pair['sections']['a']['chars']} / {pair['sections']['b']['chars']}")
+
+
+@pytest.mark.real
+def test_real_sxs_litreview_through_served_tiny_model(shared_real, tiny_model_dir, tmp_path, capsys):
+    from surveyalign.backends.server import serve_in_thread
+
+    human = shared_real / "surveys" / "graph-neural-networks.md"
+    generated = shared_real / "generated" / "graph-neural-networks.autosurvey.md"
+    with serve_in_thread(model=str(tiny_model_dir), device="cpu") as server:
+        argv = ["autorate", "sxs-litreview", str(human), str(generated), "--base-url", server.base_url,
+                "--model", server.model, "--max-new-tokens", "8", "--output-dir", str(tmp_path), "--no-progress"]
+        rc = main(argv)
+    captured = capsys.readouterr()
+    assert rc == 3 and "none of the 2 judge answers could be read" in captured.err
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["n_unreadable_calls"] == 2 and result["outcomes"] == {"win": 0, "tie": 1, "loss": 0}
+    assert all(call["winner"] is None and call["problems"] for call in result["pairs"][0]["calls"])
+    assert result["judge"]["backend"]["backend"] == "openai" and (tmp_path / "result.md").is_file()
