@@ -21,10 +21,10 @@ from typing import Any
 
 from surveyalign.autoraters.prompts import SXS_KEYS
 from surveyalign.autoraters.rubric import PARTITION_LABELS, WINNERS
+from surveyalign.prompts import strip_reasoning
 
 __all__ = ["JsonAnswer", "PartitionParse", "SxSParse", "parse_partition", "parse_sxs", "read_json_answer"]
 
-_THINK = re.compile(r"<(/?)think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -54,24 +54,6 @@ class JsonAnswer:
         return self.data is not None
 
 
-def _visible(text: str) -> tuple[str, str | None]:
-    """Text outside reasoning blocks, or an error when a block was left open."""
-    out, pos, open_at = [], 0, None
-    for tag in _THINK.finditer(text):
-        if tag.group(1) != "/":
-            if open_at is None:
-                out.append(text[pos:tag.start()])
-                open_at = tag.start()
-        elif open_at is not None:
-            open_at, pos = None, tag.end()
-        else:  # lone closer: everything before it was reasoning
-            out, pos = [], tag.end()
-    if open_at is not None:
-        return "", "unclosed <think> block: the answer was cut off while reasoning"
-    out.append(text[pos:])
-    return "".join(out), None
-
-
 def _hook(pairs: list[tuple[str, Any]]) -> Any:
     # nested objects become plain dicts; the top level keeps its pairs (see read_json_answer)
     return _Pairs(pairs)
@@ -97,7 +79,7 @@ def read_json_answer(text: str | None) -> JsonAnswer:
     """
     if text is None or not text.strip():
         return JsonAnswer(None, problems=("empty answer",))
-    visible, error = _visible(text)
+    visible, error = strip_reasoning(text)
     if error:
         return JsonAnswer(None, problems=(error,))
     problems: list[str] = []

@@ -23,7 +23,7 @@ from surveyalign.prompts.builder import (
     render_chat,
     validate_score,
 )
-from surveyalign.prompts.parser import Judgement, parse_judgement
+from surveyalign.prompts.parser import Judgement, parse_judgement, strip_reasoning
 from surveyalign.prompts.protocols import (
     DEFAULT_PROTOCOL,
     PROTOCOLS,
@@ -52,5 +52,6 @@ __all__ = [
     "parse_generation",
     "parse_judgement",
     "render_chat",
+    "strip_reasoning",
     "validate_score",
 ]

@@ -29,7 +29,7 @@ from decimal import Decimal, InvalidOperation
 from surveyalign.constants import VALID_SCORES
 from surveyalign.prompts.protocols import PROTOCOLS, Protocol, get_protocol
 
-__all__ = ["Judgement", "parse_judgement"]
+__all__ = ["Judgement", "parse_judgement", "strip_reasoning"]
 
 _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 
@@ -78,12 +78,19 @@ class Judgement:
         return bool(self.rationale)
 
 
-def _strip_reasoning(text: str) -> tuple[str, str | None]:
-    """Return ``(visible_text, error)``; error is set when a think block was left open.
+def strip_reasoning(text: str) -> tuple[str, str | None]:
+    """Remove reasoning blocks from a model answer (the rule every answer reader shares).
 
     One left-to-right pass: a ``<think>`` opens a block (nested openers are part of it), the next
     ``</think>`` closes it; a ``</think>`` with no open block ends reasoning whose opener was in the
     prompt, so everything visible before it is dropped.
+
+    Args:
+        text: the raw answer.
+
+    Returns:
+        ``(visible_text, error)``: ``error`` is set (and the text ``""``) when a think block was left open,
+        i.e. the answer was cut off while reasoning; else ``None``.
     """
     parts: list[str] = []
     pos = 0
@@ -244,7 +251,7 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
     names = "/".join(p.name for p in protocols)
     if text is None or not str(text).strip():
         return Judgement(None, "", "empty output")
-    visible, error = _strip_reasoning(str(text))
+    visible, error = strip_reasoning(str(text))
     if error is not None:
         return Judgement(None, "", error)
     shown = visible.strip()
