@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from surveyalign.argtypes import int_at_least, non_negative_float, positive_int
+
 _EPILOG = """\
 examples:
   surveyalign autorate sxs-litreview human.md generated.md --base-url http://127.0.0.1:8000/v1 --model judge
@@ -22,6 +24,13 @@ the same command makes only the missing calls). Exit status 3 when no judge answ
 """
 
 
+def _positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
 def _add_judge_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument("--backend", default="openai", help="backend kind (openai, transformers, vllm, scripted)")
@@ -30,10 +39,10 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--option", dest="options", action="append", default=[], metavar="KEY=VALUE",
                    help="another backend option, value read as YAML (e.g. concurrency=8, api_key_env=MY_KEY, "
                    "replies=[...] for the scripted judge); repeatable")
-    g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (PaperOrchestra: 0)")
-    g.add_argument("--max-new-tokens", type=int, default=2048, help="token cap per answer")
-    g.add_argument("--seed", type=int, default=0, help="sampling seed")
-    g.add_argument("--batch-size", type=int, default=8, help="prompts per backend call (cached after each)")
+    g.add_argument("--temperature", type=non_negative_float, default=0.0, help="sampling temperature (PaperOrchestra: 0)")
+    g.add_argument("--max-new-tokens", type=positive_int, default=2048, help="token cap per answer")
+    g.add_argument("--seed", type=int_at_least(0), default=0, help="sampling seed")
+    g.add_argument("--batch-size", type=positive_int, default=8, help="prompts per backend call (cached after each)")
     p.add_argument("--output-dir", type=Path, help="folder for result.json, result.md and calls.jsonl "
                    "(default: runs/autorate/COMMAND)")
     p.add_argument("--no-resume", action="store_true", help="ignore (and replace) an existing calls.jsonl")
@@ -75,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--venue", choices=sorted(VENUE_AVERAGE_CITATIONS),
                    help="take the venue's average citation count (" + ", ".join(
                        f"{k}: {v:g}" for k, v in VENUE_AVERAGE_CITATIONS.items()) + ")")
-    p.add_argument("--avg-citations", type=float, help="average citation count of the venue / field "
+    p.add_argument("--avg-citations", type=_positive_float, help="average citation count of the venue / field "
                    f"(default {DEFAULT_AVERAGE_CITATIONS:g}, the official code's default)")
     _add_judge_options(p)
     p.set_defaults(handler=_litreview)
@@ -91,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--s2-url", help="Semantic Scholar Graph API root (default: the public API; key from S2_API_KEY)")
     p.add_argument("--s2-cache", type=Path, help="folder of the Semantic Scholar disk cache "
                    "(default: OUTPUT_DIR/s2-cache)")
-    p.add_argument("--s2-rate", type=float, default=1.0, help="Semantic Scholar requests per second")
+    p.add_argument("--s2-rate", type=non_negative_float, default=1.0, help="Semantic Scholar requests per second")
     _add_judge_options(p)
     p.set_defaults(handler=_citation_f1)
 
