@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,14 @@ for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# The whole session writes its Hugging Face caches (datasets, evaluate modules, hub) into one temporary folder,
+# never into the user's: set before any test module imports datasets/evaluate (they read these at import).
+_HF_HOME = tempfile.mkdtemp(prefix="surveyalign-tests-hf-")
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_DATASETS_CACHE"] = os.path.join(_HF_HOME, "datasets")
+os.environ["HF_MODULES_CACHE"] = os.path.join(_HF_HOME, "modules")
+atexit.register(shutil.rmtree, _HF_HOME, True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_REAL = REPO_ROOT.parent / "shared" / "real"

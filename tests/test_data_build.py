@@ -189,7 +189,7 @@ def test_both_layouts_in_one_folder(tmp_path):
 def _release_with(tmp_path: Path, dimension: str, records: list) -> Path:
     release = tmp_path / "bad"
     shutil.copytree(FIXTURES / "per_dimension", release)
-    (release / "testset" / f"{dimension}.json").write_text(json.dumps(records))
+    (release / "annotations" / f"{dimension}.json").write_text(json.dumps(records))
     return release
 
 
@@ -199,7 +199,8 @@ def _release_with(tmp_path: Path, dimension: str, records: list) -> Path:
         ({"uid": "b2", "score": 3.0, "reasons": []}, "score", "outside the annotation space"),
         ({"uid": "b2", "score": -1.5, "reasons": ["x"]}, "score", "outside the annotation space"),
         ({"uid": "b2", "score": "bad", "reasons": ["x"]}, "score", "must be a number"),
-        ({"uid": "b2", "score": None, "reasons": ["x"]}, "score", "must be a number"),
+        ({"uid": "b2", "score": None, "reasons": ["x"]}, "score", "missing score"),
+        ({"uid": "b2", "reasons": ["x"]}, "score", "missing score"),
         ({"uid": "b2", "score": -1.0, "reasons": [1, 2]}, "reasons", "list of strings"),
         ({"score": -1.0, "reasons": ["x"]}, "uid", "missing or empty uid"),
     ],
@@ -210,7 +211,7 @@ def test_bad_record_names_file_record_and_field(tmp_path, record, field, fragmen
     with pytest.raises(ReleaseFormatError) as err:
         build_dataset(release, tmp_path / "out")
     msg = str(err.value)
-    assert "structure.json" in msg and "record 1" in msg and f"field '{field}'" in msg and fragment in msg
+    assert "structure.json" in msg and "record 1 (0-based" in msg and f"field '{field}'" in msg and fragment in msg
     assert err.value.field == field
     assert not (tmp_path / "out").exists()
 
@@ -218,11 +219,11 @@ def test_bad_record_names_file_record_and_field(tmp_path, record, field, fragmen
 def test_raw_errors(tmp_path):
     base = json.loads((FIXTURES / "raw" / "raw_samples.json").read_text())
     cases = [
-        (lambda s: s[2]["result"][0].update(dimension="Novelty"), "2 (uid f1000-7)", "result[0].dimension"),
-        (lambda s: s[4]["result"][1].update(score=5.0), "4 (uid openreview-3)", "result[1].score"),
-        (lambda s: s.append(dict(s[3])), "6 (uid f1000-8)", "uid"),  # one review twice
-        (lambda s: s[0]["result"].append(dict(s[0]["result"][0])), "0 (uid moprd-100-1-r1)", "result[3]"),
-        (lambda s: s[1].update(source="arxiv"), "1 (uid moprd-100-2-r1)", "source"),
+        (lambda s: s[2]["result"][0].update(dimension="Novelty"), "2 (0-based, uid f1000-7)", "result[0].dimension"),
+        (lambda s: s[4]["result"][1].update(score=5.0), "4 (0-based, uid openreview-3)", "result[1].score"),
+        (lambda s: s.append(dict(s[3])), "6 (0-based, uid f1000-8)", "uid"),  # one review twice
+        (lambda s: s[0]["result"].append(dict(s[0]["result"][0])), "0 (0-based, uid moprd-100-1-r1)", "result[3]"),
+        (lambda s: s[1].update(source="arxiv"), "1 (0-based, uid moprd-100-2-r1)", "source"),
     ]
     for i, (mutate, record, field) in enumerate(cases):
         samples = json.loads(json.dumps(base))
@@ -294,7 +295,7 @@ def test_card_and_report_hold_no_build_machine_path(tmp_path):
         assert str(tmp_path) not in text and str(FIXTURES) not in text and "private" not in text
     inp = json.loads(report_text)["input"]
     assert inp["path"] == "release_copy" and inp["sources_file"] == "map.json"
-    assert "testset/readability.json" in inp["files"] and inp["records_read"]["testset/readability.json"] == 7
+    assert "annotations/readability.json" in inp["files"] and inp["records_read"]["annotations/readability.json"] == 7
     assert not [s for s in _strings(json.loads(report_text)) if s.startswith("/")]
     assert "release folder `release_copy`" in readme and inp["sha256"] in readme
     # same files elsewhere -> same release hash (only names and contents are hashed)
@@ -402,8 +403,8 @@ def test_release_with_one_dimension_builds_loads_and_has_stats(tmp_path):
 
     release = tmp_path / "release"
     shutil.copytree(FIXTURES / "per_dimension" / "articles", release / "articles")
-    (release / "testset").mkdir()
-    shutil.copy(FIXTURES / "per_dimension" / "testset" / "readability.json", release / "testset")
+    (release / "annotations").mkdir()
+    shutil.copy(FIXTURES / "per_dimension" / "annotations" / "readability.json", release / "annotations")
     out = build_dataset(release, tmp_path / "surveyreview").path
     readme = (out / "README.md").read_text()
     assert "config_name: readability" in readme and "config_name: structure" not in readme

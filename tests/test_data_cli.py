@@ -61,7 +61,7 @@ def test_build_error_exit_code(tmp_path, capsys):
     (bad / "testset" / "readability.json").write_text(json.dumps([{"uid": "x", "score": 7, "reasons": []}]))
     assert main(["data", "build", "--official", str(bad), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "readability.json, record 0 (uid x), field 'score'" in err
+    assert "readability.json, record 0 (0-based, uid x), field 'score'" in err
 
 
 def test_stats_numbers(built):

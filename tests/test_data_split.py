@@ -56,9 +56,18 @@ def test_split_small_sets_keep_test_and_validation_non_empty():
 
 def test_split_rejects_bad_fractions():
     with pytest.raises(ValueError, match="test_fraction"):
-        split_papers({"a": "f1000"}, test_fraction=1.0)
+        split_papers({"a": "f1000"}, test_fraction=1.5)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        split_papers({"a": "f1000"}, validation_fraction=1.0)
     with pytest.raises(ValueError, match="validation_fraction"):
         split_papers({"a": "f1000"}, validation_fraction=-0.1)
+
+
+def test_test_fraction_one_puts_every_paper_in_test_and_zero_none():
+    papers = {f"p{i}": ("f1000" if i % 2 else "moprd") for i in range(8)}
+    assert set(split_papers(papers, test_fraction=1.0).values()) == {"test"}
+    zero = Counter(split_papers(papers, test_fraction=0.0, validation_fraction=0.0).values())
+    assert zero == {"train": 8}  # a fraction of 0 is not topped up to one paper
 
 
 def test_markdown_helpers():

@@ -17,7 +17,6 @@ import os
 import shutil
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,9 @@ from typing import Any
 from surveyalign import __version__
 from surveyalign.constants import DIMENSIONS
 
+from .card import render_readme
+from .files import check_output, content_hash, write_files
+from .identity import identify_papers
 from .leakcheck import MAX_LISTED, check_leaks, guard_texts, raise_on_leak
 from .readers import (
     EXCLUDED_SCORES,
@@ -33,9 +35,9 @@ from .readers import (
     source_from_text,
     source_from_uid,
 )
-from .schema import ALL_CONFIG, COLUMNS, SPLITS, ReleaseFormatError, arrow_schema
-from .split import split_papers
-from .text import extract_abstract, extract_references, extract_title, fingerprint
+from .schema import ReleaseFormatError
+from .split import assign_splits, split_counts
+from .text import extract_abstract, extract_references, extract_title
 from .verbatim import NEAR_VERBATIM_THRESHOLD
 
 
@@ -53,23 +55,6 @@ class BuildResult:
 
     def __fspath__(self) -> str:
         return str(self.path)
-
-
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, x: str) -> str:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
 
 
 def _portable(path: Path, release: Path) -> str:
@@ -107,6 +92,8 @@ def build_dataset(
     test_fraction: float = 0.25,
     validation_fraction: float = 0.10,
     overwrite: bool = True,
+    split_policy: str = "auto",
+    records: str | None = None,
 ) -> BuildResult:
     """Build the SurveyReview dataset folder from release files (SurveyReview §4, App. A-B).
 
@@ -115,9 +102,10 @@ def build_dataset(
     unit's source (record field, uid prefix, mapping file, F1000Research DOI in the text, else "unknown");
     group reviews into papers (the paper key the uid encodes - the uid itself in the per-dimension layout,
     "moprd-<paper>" for MOPRD review uids - merged with papers sharing a normalised title of three words or
-    more, or the same text when there is no title); split papers 75/25 per source, then 90/10
-    train/validation (see :func:`surveyalign.data.split_papers`); count gold snippets still verbatim in any
-    input text; write parquet files, the card and ``build_report.json``.
+    more, or the same text when there is no title); split: as released when the release names its splits
+    (train files -> train + validation carved at the paper level; test files -> test), else paper-level 75/25
+    per source then 90/10 train/validation (:mod:`surveyalign.data.split`); count gold snippets still verbatim
+    or near-verbatim in the input texts; write parquet files, the card and ``build_report.json``.
 
     Review identity: in the per-dimension layout, where the release gives no review id, the k-th record of a
     uid in a dimension file is taken to be review k of that paper (``review_id = f"{uid}-r{k}"``), so one
@@ -140,10 +128,14 @@ def build_dataset(
         near_verbatim_threshold: rapidfuzz partial-ratio score (0-100) from which a snippet counts as
             near-verbatim in its own text (default :data:`surveyalign.data.NEAR_VERBATIM_THRESHOLD`).
         drop_missing_text: leave units without text out of the data files (still reported).
-        test_fraction: share of papers per source in test.
-        validation_fraction: share of training papers per source in validation.
+        test_fraction: paper-level policy only: share of papers per source in test (0-1; 1 = all in test).
+        validation_fraction: share of training papers per source in validation (both policies).
         overwrite: allow replacing an earlier build in ``out`` (a non-empty folder without build_report.json is
             never replaced). The folder is written beside ``out`` and moved in place at the end.
+        split_policy: "auto" (default: "as-released" when the release names its splits in its file names, else
+            "paper-level"), "as-released" or "paper-level" (:func:`surveyalign.data.split.assign_splits`).
+        records: annotation set of the review-sample files, "grouped" or "raw" (None: grouped when present);
+            the other set is never mixed in.
 
     Returns:
         :class:`BuildResult` with the folder and the report dict.
@@ -152,11 +144,12 @@ def build_dataset(
         ReleaseFormatError: malformed release records (naming file, record and field) or duplicate units.
         LeakError: ``fail_on_leak`` and gold snippets remain after the guard (a ValueError).
         FileExistsError: ``out`` is non-empty and ``overwrite`` is False or it is not an earlier build.
-        ValueError: ``out`` and the release overlap.
+        ValueError: ``out`` and the release overlap; a paper is in the release's train and test files
+            (as-released); an unknown split policy or record set.
     """
     started = time.perf_counter()
     out = Path(out)
-    _check_output(Path(official), out, overwrite)
+    check_output(Path(official), out, overwrite)
     timings: dict[str, float] = {}
     mark = [started]
 
@@ -165,7 +158,7 @@ def build_dataset(
         timings[name] = round(now - mark[0], 3)
         mark[0] = now
 
-    release = read_release(official, sources=sources)
+    release = read_release(official, sources=sources, records=records)
     lap("read")
 
     # 1. exclusions (0 = not mentioned, -3 = unjudgeable)
@@ -218,41 +211,7 @@ def build_dataset(
         source_how[how] += 1
 
     # 4. paper identity
-    uf = _UnionFind()
-    unit_node: list[str] = []
-    unit_title: list[str] = []
-    text_titles: dict[str, str] = {}
-    text_prints: dict[str, str] = {}
-    for i, unit in enumerate(kept):
-        text = cleaned.get(unit_key[i], "") if unit_key[i] else ""
-        if unit.title:
-            title = unit.title
-        else:
-            if unit_key[i] not in text_titles:
-                text_titles[unit_key[i]] = extract_title(text) if text else ""
-            title = text_titles[unit_key[i]]
-        unit_title.append(title)
-        node = f"k:{unit.paper_key}" if unit.paper_key else f"r:{unit.review_id}"
-        uf.find(node)
-        fp = fingerprint(title) if len(title.split()) >= 3 else ""
-        if not fp and text:
-            if unit_key[i] not in text_prints:
-                text_prints[unit_key[i]] = fingerprint(text)
-            fp = text_prints[unit_key[i]]
-        if fp:
-            uf.union(node, f"f:{fp}")
-        unit_node.append(node)
-    groups: dict[str, list[str]] = defaultdict(list)
-    for node in set(uf.parent):
-        groups[uf.find(node)].append(node)
-    paper_of_root: dict[str, str] = {}
-    for root, nodes in groups.items():
-        keys = sorted(n[2:] for n in nodes if n.startswith("k:"))
-        if keys:
-            paper_of_root[root] = keys[0]
-        else:
-            paper_of_root[root] = "paper-" + hashlib.sha256(min(nodes).encode()).hexdigest()[:12]
-    unit_paper = [paper_of_root[uf.find(n)] for n in unit_node]
+    unit_paper, unit_title = identify_papers(kept, unit_key, cleaned)
 
     # a review whose uid has no text takes the text of another review of the same paper, when there is one
     paper_text_key: dict[str, str] = {}
@@ -283,8 +242,13 @@ def build_dataset(
     source_conflicts = sorted(p for p, v in paper_source_votes.items() if len(set(v) - {"unknown"}) > 1)
 
     # 5. split
-    assignment = split_papers(
-        paper_sources, seed=seed, test_fraction=test_fraction, validation_fraction=validation_fraction
+    paper_declared: dict[str, dict[str, str]] = defaultdict(dict)
+    for i, unit in enumerate(kept):
+        if unit.declared_split:
+            paper_declared[unit_paper[i]].setdefault(unit.declared_split, unit.origin.split("#")[0])
+    assignment, split_info = assign_splits(
+        paper_sources, paper_declared, policy=split_policy, seed=seed, test_fraction=test_fraction,
+        validation_fraction=validation_fraction,
     )
 
     lap("identity_and_split")
@@ -360,31 +324,13 @@ def build_dataset(
         shutil.rmtree(out)
     (out / "data").mkdir(parents=True)
     try:
-        _write_files(out, rows)
+        write_files(out, rows)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
     lap("write_parquet")
 
-    counts: dict[str, Any] = {}
-    for split in SPLITS:
-        split_rows = [row for dim in DIMENSIONS for row in rows.get((dim, split), [])]
-        per_source: dict[str, dict[str, int]] = {}
-        for source in sorted({r["source"] for r in split_rows} | {paper_sources[p] for p, s in assignment.items()
-                                                                   if s == split}):
-            src_rows = [r for r in split_rows if r["source"] == source]
-            per_source[source] = {
-                "papers": sum(1 for p, s in assignment.items() if s == split and paper_sources[p] == source),
-                "reviews": len({r["review_id"] for r in src_rows}),
-                "units": len(src_rows),
-            }
-        counts[split] = {
-            "papers": sum(1 for s in assignment.values() if s == split),
-            "reviews": len({r["review_id"] for r in split_rows}),
-            "units": len(split_rows),
-            "units_per_dimension": {dim: len(rows.get((dim, split), [])) for dim in DIMENSIONS},
-            "per_source": per_source,
-        }
+    counts = split_counts(rows, assignment, paper_sources)
 
     report: dict[str, Any] = {
         "surveyalign_version": __version__,
@@ -400,13 +346,17 @@ def build_dataset(
             "sha256": _hash_inputs(release.files),
         },
         "seed": seed,
+        "records": {
+            "set": release.record_set,
+            "reason": release.record_set_reason,
+            "ignored_files": [_portable(f, Path(official)) for f in release.ignored_files],
+        },
         "split": {
-            "method": "paper-level, stratified by source; test = round-half-up(test_fraction x papers) per source; "
-                      "validation = round-half-up(validation_fraction x training papers) per source",
-            "test_fraction": test_fraction,
-            "validation_fraction": validation_fraction,
+            **split_info,
+            "declared_files": {_portable(Path(f), Path(official)): s for f, s in release.declared_files.items()},
             "papers_crossing_splits": len(crossing),
         },
+        "warnings": list(release.warnings),
         "units": {
             "read": len(release.units),
             "kept": sum(len(v) for v in rows.values()),
@@ -432,8 +382,7 @@ def build_dataset(
         "build_seconds": None,
         "timings_s": timings,
     }
-    from .card import render_readme
-
+    report["content_sha256"] = content_hash(out)
     report["build_seconds"] = round(time.perf_counter() - started, 3)
     (out / "README.md").write_text(render_readme(report, rows), encoding="utf-8")
     (out / "build_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -441,85 +390,3 @@ def build_dataset(
         shutil.rmtree(final)
     out.rename(final)
     return BuildResult(path=final, report=report)
-
-
-#: String columns that repeat for every unit of a paper; written dictionary-encoded.
-_REPEATED = ("paper_id", "title", "text", "abstract", "source", "dimension")
-
-
-def _check_output(official: Path, out: Path, overwrite: bool) -> None:
-    """Refuse to replace anything but an empty folder or an earlier build, or to write into the release."""
-    src, dst = official.resolve(), out.resolve()
-    if dst == src or src in dst.parents or dst in src.parents:
-        raise ValueError(f"--out {out} must lie outside the release {official} (and not contain it)")
-    if out.exists():
-        if not out.is_dir():
-            raise FileExistsError(f"{out} exists and is not a folder")
-        if any(out.iterdir()):
-            if not overwrite:
-                raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
-            if not (out / "build_report.json").is_file():
-                raise FileExistsError(
-                    f"{out} is not empty and holds no build_report.json: not replacing a folder that was not "
-                    "written by `surveyalign data build`"
-                )
-
-
-def _write_files(out: Path, rows: dict[tuple[str, str], list[dict]]) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = arrow_schema()
-    pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
-    jobs = []
-    for dim in DIMENSIONS:
-        (out / "data" / dim).mkdir(parents=True, exist_ok=True)
-        for split in SPLITS:
-            items = sorted(rows.get((dim, split), []), key=lambda r: (r["paper_id"], r["review_id"]))
-            path = out / "data" / dim / f"{split}.parquet"
-            if not items:  # datasets cannot load an empty split: no file, the config omits the split
-                continue
-            arrays = []
-            for field in schema:
-                values = [r[field.name] for r in items]
-                if field.name in _REPEATED:
-                    # one entry per distinct value: a paper's text is stored (and compressed) once per file
-                    index: dict[str, int] = {}
-                    codes = [index.setdefault(v, len(index)) for v in values]
-                    arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(list(index))))
-                else:
-                    arrays.append(pa.array(values, type=field.type))
-            table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
-            # store_schema=False: readers see plain strings (the dictionary is only the parquet encoding); the
-            # typed features come from the README's dataset_info
-            jobs.append(pool.submit(pq.write_table, table, path, compression="zstd", compression_level=3,
-                                    store_schema=False))
-    try:
-        for job in jobs:  # pyarrow releases the GIL while encoding: files are written in parallel
-            job.result()
-    finally:
-        pool.shutdown()
-
-
-def data_files(config: str, rows: dict[tuple[str, str], list[dict]]) -> list[dict[str, Any]]:
-    """``data_files`` entries of one config for the README front matter (paths relative to the folder).
-
-    A split without rows has no file and is left out (``datasets`` cannot load an empty split);
-    :func:`surveyalign.data.load_surveyreview` adds it back as an empty split. Layout of contract 1
-    (configs per dimension + "all"; SurveyReview §4).
-
-    Args:
-        config: a dimension name or ``"all"``.
-        rows: ``{(dimension, split): rows}`` as written to the parquet files.
-
-    Returns:
-        ``[{"split": name, "path": "data/<dim>/<split>.parquet"}]`` in train/validation/test order; for
-        ``"all"`` the ``path`` is the list of the four dimensions' files that exist (0-3 entries).
-    """
-    dims = DIMENSIONS if config == ALL_CONFIG else (config,)
-    entries = []
-    for split in SPLITS:
-        paths = [f"data/{d}/{split}.parquet" for d in dims if rows.get((d, split))]
-        if paths:
-            entries.append({"split": split, "path": paths if config == ALL_CONFIG else paths[0]})
-    return entries

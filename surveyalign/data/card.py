@@ -13,6 +13,7 @@ from typing import Any
 
 from surveyalign.constants import DIMENSIONS
 
+from .files import data_files
 from .schema import ALL_CONFIG, SPLITS, features_yaml
 
 _TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "hub_cards" / "dataset_card.md"
@@ -59,7 +60,8 @@ def front_matter(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]
     """YAML front matter: ``configs`` (data_files per split) and ``dataset_info`` (typed features, split sizes).
 
     Written in the layout ``datasets``/``huggingface_hub`` use for dataset cards (configs sorted by name, "all"
-    marked default), without importing either library.
+    marked default), without importing either library. Every config's ``description`` carries the build's
+    content hash (``report["content_sha256"]``), which ``datasets`` folds into its cache key.
 
     Args:
         report: the build report.
@@ -70,14 +72,16 @@ def front_matter(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]
     """
     import yaml
 
-    from .build import data_files
-
     configs, infos = [], []
     for config in sorted((*DIMENSIONS, ALL_CONFIG)):
         dims = DIMENSIONS if config == ALL_CONFIG else (config,)
         if config != ALL_CONFIG and not any(rows.get((config, split)) for split in SPLITS):
             continue  # a dimension the release has no units for gets no config (datasets cannot load one)
         entry: dict[str, Any] = {"config_name": config, "data_files": data_files(config, rows)}
+        if report.get("content_sha256"):
+            # part of the builder config, hence of the `datasets` cache key: a rebuild with new content in the
+            # same folder is never served from the cache of the old one
+            entry["description"] = f"SurveyReview {config}; content sha256 {report['content_sha256']}"
         if config == ALL_CONFIG:
             entry["default"] = True
         configs.append(entry)
@@ -136,12 +140,22 @@ def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]
         c = counts[split]
         per_source = ", ".join(f"{s}: {v['papers']}p/{v['reviews']}r" for s, v in c["per_source"].items())
         split_rows.append([split, c["papers"], c["reviews"], c["units"], per_source or "-"])
-    splits = (
-        f"Paper-level split stratified by source, seed {report['seed']}: test = "
-        f"{report['split']['test_fraction']:.0%} of each source's papers, validation = "
-        f"{report['split']['validation_fraction']:.0%} of the remaining training papers. All reviews of a paper "
-        "share one split.\n\n" + _md_table(["split", "papers", "reviews", "units", "per source"], split_rows)
-    )
+    split = report["split"]
+    if split["policy"] == "as-released":
+        how = (f"Split policy **as-released** ({split['reason']}): the papers of the release's train files are in "
+               f"train, with {split['validation_fraction']:.0%} of them per source carved out as validation at the "
+               f"paper level (seed {report['seed']}); the papers of its test files are in test.")
+        declared = "; ".join(f"`{f}` -> {s}" for f, s in split["declared_files"].items())
+        how += f" Files and the split they name: {declared}." if declared else ""
+    else:
+        how = (f"Split policy **paper-level** ({split['reason']}), stratified by source, seed {report['seed']}: "
+               f"test = {split['test_fraction']:.0%} of each source's papers, validation = "
+               f"{split['validation_fraction']:.0%} of the remaining training papers.")
+    records = report.get("records") or {}
+    if records.get("set"):
+        how += f" Review-sample annotation set: **{records['set']}** ({records['reason']})."
+    splits = (how + " All reviews of a paper share one split.\n\n"
+              + _md_table(["split", "papers", "reviews", "units", "per source"], split_rows))
     found = (f"Gold rationale snippets found in the input texts (of {leak['snippets_checked']} checked; "
              f"near-verbatim = partial ratio >= {leak['near_verbatim_threshold']:g}): "
              f"{leak['snippets_verbatim_before_guard']} verbatim and {leak['snippets_near_verbatim_before_guard']} "

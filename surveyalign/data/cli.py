@@ -6,6 +6,9 @@ import argparse
 import json
 import sys
 
+from .layout import RECORD_SETS
+from .split import SPLIT_POLICIES
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``surveyalign data`` and its subcommands to the top-level parser."""
@@ -22,8 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "build",
         help="build the dataset folder from release files",
         description="Read a SurveyReview release (per-dimension testset/<dimension>.json + articles JSON, "
-        "and/or raw sample files with 'result' lists), drop score 0/-3 units (counted), split papers 75/25 "
-        "by source (validation = 10 percent of train papers), strip published peer-review records from the texts, "
+        "and/or raw sample files with 'result' lists), drop score 0/-3 units (counted), keep the split the "
+        "release names in its file names or else split papers 75/25 by source (validation = 10 percent of train "
+        "papers), strip published peer-review records from the texts, "
         "and write OUT/README.md (configs per dimension + 'all'), OUT/data/<dimension>/<split>.parquet and "
         "OUT/build_report.json. Load with datasets.load_dataset(OUT, 'readability'); name the folder "
         "'surveyreview' and load_dataset('surveyreview', 'readability') works from its parent folder.",
@@ -45,7 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--drop-missing-text", action="store_true",
                        help="leave units whose survey text is missing out of the data files (still reported); "
                        "default keeps them with text ''")
-    build.add_argument("--test-fraction", type=float, default=0.25, help="share of papers in test (default 0.25)")
+    build.add_argument("--split-policy", choices=SPLIT_POLICIES, default="auto",
+                       help="as-released: keep the split the release names in its file names (train files -> train, "
+                       "validation carved from train by paper; test files -> test); paper-level: split the papers "
+                       "75/25 by source; auto (default): as-released when the release names its splits")
+    build.add_argument("--records", choices=RECORD_SETS, default=None,
+                       help="which annotation set of the review-sample files to read when the release has both "
+                       "raw/ and grouped files (default: grouped, as the authors' training script); never mixed")
+    build.add_argument("--test-fraction", type=float, default=0.25,
+                       help="paper-level policy: share of papers in test, 0-1 (default 0.25; 1.0 = all in test)")
     build.add_argument("--validation-fraction", type=float, default=0.10,
                        help="share of training papers in validation (default 0.10)")
     build.set_defaults(handler=_build)
@@ -160,6 +172,8 @@ def _build(args: argparse.Namespace) -> int:
             drop_missing_text=args.drop_missing_text,
             test_fraction=args.test_fraction,
             validation_fraction=args.validation_fraction,
+            split_policy=args.split_policy,
+            records=args.records,
         )
     except (ReleaseFormatError, FileNotFoundError, FileExistsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -182,6 +196,11 @@ def _build(args: argparse.Namespace) -> int:
           f"{leak['running_headers_removed']} running headers); gold snippets still in the inputs: "
           f"{leak['snippets_verbatim_in_inputs']} verbatim, {leak['snippets_near_verbatim_in_inputs']} near-verbatim "
           f"(before guard: {leak['snippets_verbatim_before_guard']} / {leak['snippets_near_verbatim_before_guard']})")
+    split, records = rep["split"], rep["records"]
+    print(f"split policy {split['policy']} ({split['reason']})"
+          + (f"; review samples: {records['set']} ({records['reason']})" if records["set"] else ""))
+    for warning in rep["warnings"]:
+        print(f"warning: {warning}")
     print(f"build took {rep['build_seconds']:.2f} s; report: {result.path / 'build_report.json'}")
     return 0
 

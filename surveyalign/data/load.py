@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from surveyalign.constants import normalise_dimension
+from surveyalign.constants import DIMENSIONS, normalise_dimension
 
 from .schema import ALL_CONFIG, SPLITS
 
@@ -14,7 +14,7 @@ def sample_release_dir() -> Path:
     """Folder of the small made-up release shipped with the package (per-dimension layout + sources.json).
 
     Returns:
-        ``surveyalign/resources/sample_release`` (``testset/<dimension>.json``, ``articles/articles4test.json``,
+        ``surveyalign/resources/sample_release`` (``annotations/<dimension>.json``, ``articles/articles4test.json``,
         ``sources.json``). Its papers, reviews and scores are invented; it exists for the demo and tests.
     """
     return Path(__file__).resolve().parents[1] / "resources" / "sample_release"
@@ -33,17 +33,14 @@ def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, spli
         ``split`` is given. Columns as in :data:`surveyalign.data.schema.COLUMNS`.
 
     Raises:
-        FileNotFoundError: ``path`` holds no README.md (not a built folder).
+        FileNotFoundError: ``path`` is not a built folder (a release folder is named as such, with the build
+            command).
         ValueError: unknown dimension or split.
     """
     from datasets import load_dataset
 
     folder = Path(path)
-    if not (folder / "README.md").is_file():
-        raise FileNotFoundError(
-            f"{folder} is not a SurveyReview dataset folder (no README.md); build one with "
-            "`surveyalign data build --official RELEASE --out DIR`"
-        )
+    check_built_folder(folder)
     config = ALL_CONFIG if str(dimension).strip().lower() == ALL_CONFIG else normalise_dimension(dimension)
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
@@ -54,7 +51,9 @@ def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, spli
     if config != ALL_CONFIG and config not in _declared_configs(folder):
         loaded = {}  # the release has no unit of this dimension: every split comes back empty
     else:
-        loaded = load_dataset(str(folder), config)
+        # an absolute path: never a Hub name, and never a cached build of another folder of the same name; the
+        # README's config descriptions carry the content hash, so a rebuilt folder gets a fresh cache entry
+        loaded = load_dataset(str(folder.resolve()), config)
     splits = {}
     for name in SPLITS:  # a split without rows has no data file; give it back empty
         if name in loaded:
@@ -77,3 +76,40 @@ def _declared_configs(folder: Path) -> set[str]:
     front = text.split("---", 2)[1]
     meta = yaml.safe_load(front) or {}
     return {c.get("config_name") for c in meta.get("configs", []) if isinstance(c, dict)}
+
+
+def check_built_folder(folder: Path) -> None:
+    """Raise a clear error unless ``folder`` is a dataset folder written by ``surveyalign data build``.
+
+    Args:
+        folder: the folder given as a dataset.
+
+    Raises:
+        FileNotFoundError: the folder is missing, is a SurveyReview *release* (label/article JSON files, no
+            build_report.json; the message shows the build command), or holds no README.md.
+    """
+    if not folder.is_dir():
+        raise FileNotFoundError(f"dataset folder {folder} does not exist; build one with "
+                                "`surveyalign data build --official RELEASE --out DIR`")
+    if (folder / "build_report.json").is_file() and (folder / "README.md").is_file():
+        return
+    if _looks_like_release(folder):
+        raise FileNotFoundError(
+            f"{folder} is a SurveyReview release (its JSON label/article files), not a built dataset: build it "
+            f"first with `surveyalign data build --official {folder} --out data/surveyreview` and pass the --out "
+            "folder"
+        )
+    if not (folder / "README.md").is_file():
+        raise FileNotFoundError(
+            f"{folder} is not a SurveyReview dataset folder (no README.md); build one with "
+            "`surveyalign data build --official RELEASE --out DIR`"
+        )
+
+
+def _looks_like_release(folder: Path) -> bool:
+    """True when the folder holds release files: dimension files, review samples or articles JSON."""
+    for file in folder.rglob("*.json"):
+        stem = file.stem.lower()
+        if stem in DIMENSIONS or "samples" in stem or "grouped" in stem or stem.startswith("articles"):
+            return True
+    return False

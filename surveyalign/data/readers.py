@@ -19,6 +19,13 @@ from pathlib import Path
 
 from surveyalign.constants import DIMENSIONS, SOURCES
 
+from .layout import (
+    RECORD_SETS,
+    declared_split,
+    is_sample_file,
+    portable_names,
+    record_set_of,
+)
 from .schema import ReleaseFormatError
 
 #: Raw annotation space (App. A): 0 = not mentioned, -3 = unjudgeable, both excluded.
@@ -62,7 +69,10 @@ class RawUnit:
         abstract: paper abstract from the record ("" when absent).
         source: source named by the record (normalised) or None.
         text: text carried by the record itself, or None.
-        origin: "file#index" of the record, for error messages and reports.
+        origin: "file#index" of the record (index counted from 0), for error messages and reports.
+        uid: the record's uid as written in the release.
+        declared_split: "train" or "test" when the record's file names its split, else None
+            (:func:`declared_split`).
     """
 
     review_id: str
@@ -77,6 +87,7 @@ class RawUnit:
     text: str | None = None
     origin: str = ""
     uid: str = ""
+    declared_split: str | None = None
 
 
 @dataclass
@@ -90,6 +101,12 @@ class Release:
         files: input files read (sorted), for hashing and the report.
         records_read: per input file, number of records read.
         layouts: layouts found ("per_dimension", "raw").
+        record_set: annotation set of the review-sample files used ("grouped" or "raw"), or None when there are
+            none.
+        record_set_reason: why that set was used.
+        ignored_files: sample files of the other annotation set, not read.
+        declared_files: ``{file: declared split}`` of the label files that name one.
+        warnings: problems that do not stop the build (e.g. a dimension file holding ``[]``).
     """
 
     units: list[RawUnit] = field(default_factory=list)
@@ -98,6 +115,11 @@ class Release:
     files: list[Path] = field(default_factory=list)
     records_read: dict[str, int] = field(default_factory=dict)
     layouts: list[str] = field(default_factory=list)
+    record_set: str | None = None
+    record_set_reason: str = ""
+    ignored_files: list[Path] = field(default_factory=list)
+    declared_files: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def normalise_source(value: object, *, path: Path | str, record: str | None, field_name: str) -> str:
@@ -147,6 +169,8 @@ def source_from_text(text: str) -> str | None:
 
 
 def _parse_score(value: object, *, path: Path, record: str, field_name: str = "score") -> int:
+    if value is None:
+        raise ReleaseFormatError(path, "missing score", record=record, field=field_name)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ReleaseFormatError(path, f"score must be a number, got {value!r}", record=record, field=field_name)
     try:
@@ -175,11 +199,12 @@ def _parse_reasons(value: object, *, path: Path, record: str, field_name: str = 
 
 def _load_json(path: Path):
     try:
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            raise ReleaseFormatError(path, "the file is empty (0 bytes or only whitespace); expected JSON")
         if path.suffix == ".jsonl":
-            with path.open(encoding="utf-8") as fh:
-                return [json.loads(line) for line in fh if line.strip()]
-        with path.open(encoding="utf-8") as fh:
-            return json.load(fh)
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReleaseFormatError(path, f"not valid JSON ({exc})") from exc
 
@@ -202,24 +227,36 @@ def _dimension_of(stem: str) -> str | None:
     return key if key in DIMENSIONS else None
 
 
-def read_release(path: Path | str, *, sources: Path | str | None = None) -> Release:
+def read_release(path: Path | str, *, sources: Path | str | None = None, records: str | None = None) -> Release:
     """Read every release file under ``path`` (a folder, or a single raw-layout JSON file).
 
     Files are recognised by name and content: ``<dimension>.json`` (per-dimension layout), ``sources.json``
-    (source mapping, unless ``sources`` is given), a JSON object of strings (articles), and a JSON array/JSON
-    lines whose records carry a ``result`` list (raw layout). Other JSON files are rejected with an error.
+    (source mapping, unless ``sources`` is given), a JSON object of strings (articles, e.g.
+    ``articles/articles4test.json`` or the shards ``articles_part*.json``), and a JSON array/JSON lines whose
+    records carry a ``result`` list (review samples). Other JSON files are rejected with an error. Every label
+    file's declared split is taken from its name (:func:`declared_split`).
+
+    The review-sample files come in two annotation sets with different labels for some uids: ``raw/`` and the
+    grouped files (``*grouped*``). Exactly one set is read (``records``); the other set's files are listed in
+    :attr:`Release.ignored_files`, never mixed in.
 
     Args:
         path: release folder or file.
         sources: optional ``{uid: source}`` mapping file; overrides a ``sources.json`` in the folder.
+        records: "grouped" or "raw": the annotation set of the sample files to read. None (default): grouped
+            when the release has grouped files, else raw.
 
     Returns:
         A :class:`Release`.
 
     Raises:
         FileNotFoundError: when ``path`` does not exist or holds no release file.
-        ReleaseFormatError: on any malformed record (naming file, record index/uid and field).
+        ReleaseFormatError: on any malformed record (naming file, 0-based record index/uid and field), an empty
+            file, or a dimension file of an unknown dimension (listing the valid names).
+        ValueError: ``records`` names a set the release does not have, or is not one of :data:`RECORD_SETS`.
     """
+    if records is not None and records not in RECORD_SETS:
+        raise ValueError(f"unknown record set {records!r}; expected one of {', '.join(RECORD_SETS)}")
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"release path {root} does not exist")
@@ -232,6 +269,7 @@ def read_release(path: Path | str, *, sources: Path | str | None = None) -> Rele
     if sources_path is not None:
         release.source_map = load_source_map(sources_path)
         release.files.append(sources_path)
+    loaded: list[tuple[Path, object]] = []
     for file in files:
         if file.name in TOOL_REPORT_FILES:
             continue
@@ -240,10 +278,26 @@ def read_release(path: Path | str, *, sources: Path | str | None = None) -> Rele
                 release.source_map = load_source_map(file)
                 release.files.append(file)
             continue
-        data = _load_json(file)
+        loaded.append((file, _load_json(file)))
+    samples = [f for f, data in loaded if is_sample_file(data)]
+    sets = {record_set_of(f, root) for f in samples}
+    if records is not None and samples and records not in sets:
+        raise ValueError(f"--records {records}: the release has no {records} sample files (it has: "
+                         f"{', '.join(portable_names(samples, root))})")
+    if samples:
+        release.record_set = records or ("grouped" if "grouped" in sets else "raw")
+        other = sorted(sets - {release.record_set})
+        release.record_set_reason = (
+            ("chosen with --records" if records else "the default") + (f"; the {other[0]} files are not read"
+                                                                        if other else "")
+            if len(sets) > 1 else f"the only review-sample set in the release ({release.record_set})")
+    for file, data in loaded:
         dimension = _dimension_of(file.stem)
+        split = declared_split(file, root)
         if dimension is not None and isinstance(data, list):
-            _read_dimension_file(file, data, dimension, release, occurrences)
+            if not data:
+                release.warnings.append(f"{portable_names([file], root)[0]}: dimension file holds no record ([])")
+            _read_dimension_file(file, data, dimension, release, occurrences, split)
             _note_layout(release, "per_dimension")
         elif isinstance(data, dict):
             bad = next((k for k, v in data.items() if not isinstance(v, str)), None)
@@ -254,17 +308,27 @@ def read_release(path: Path | str, *, sources: Path | str | None = None) -> Rele
                     raise ReleaseFormatError(file, "uid has a different text in another articles file", record=key)
                 release.articles[key] = text
             release.records_read[str(file)] = len(data)
-        elif isinstance(data, list) and all(isinstance(r, dict) and "result" in r for r in data) and data:
-            _read_raw_file(file, data, release)
+        elif is_sample_file(data):
+            if record_set_of(file, root) != release.record_set:
+                release.ignored_files.append(file)
+                continue
+            _read_raw_file(file, data, release, split)
             _note_layout(release, "raw")
         elif isinstance(data, list) and not data:
             release.records_read[str(file)] = 0
+            release.warnings.append(f"{portable_names([file], root)[0]}: file holds an empty array ([])")
+        elif isinstance(data, list) and data and all(isinstance(r, dict) and "score" in r for r in data):
+            raise ReleaseFormatError(
+                file, f"unknown dimension file {file.name!r}: a dimension file is named after its dimension, one "
+                f"of {', '.join(d + '.json' for d in DIMENSIONS)}")
         else:
             raise ReleaseFormatError(
                 file,
                 "unrecognised release file: expected <dimension>.json, an articles object {uid: text}, "
                 "a raw sample array with 'result' lists, or sources.json",
             )
+        if split is not None and (dimension is not None or is_sample_file(data)):
+            release.declared_files[str(file)] = split
         release.files.append(file)
     if not release.units and not release.articles:
         raise FileNotFoundError(f"no SurveyReview release files found under {root}")
@@ -277,16 +341,17 @@ def _note_layout(release: Release, layout: str) -> None:
 
 
 def _read_dimension_file(
-    file: Path, data: list, dimension: str, release: Release, occurrences: dict[tuple[str, str], int]
+    file: Path, data: list, dimension: str, release: Release, occurrences: dict[tuple[str, str], int],
+    split: str | None,
 ) -> None:
     for index, record in enumerate(data):
         if not isinstance(record, dict):
-            raise ReleaseFormatError(file, "each record must be a JSON object", record=str(index))
+            raise ReleaseFormatError(file, "each record must be a JSON object", record=f"{index} (0-based)")
         uid = record.get("uid")
         if not isinstance(uid, (str, int)) or isinstance(uid, bool) or str(uid).strip() == "":
-            raise ReleaseFormatError(file, "missing or empty uid", record=str(index), field="uid")
+            raise ReleaseFormatError(file, "missing or empty uid", record=f"{index} (0-based)", field="uid")
         uid = str(uid).strip()
-        where = f"{index} (uid {uid})"
+        where = f"{index} (0-based, uid {uid})"
         score = _parse_score(record.get("score"), path=file, record=where)
         reasons = _parse_reasons(record.get("reasons"), path=file, record=where)
         occurrences[(dimension, uid)] += 1
@@ -302,19 +367,20 @@ def _read_dimension_file(
                 source=normalise_source(source, path=file, record=where, field_name="source") if source else None,
                 origin=f"{file.name}#{index}",
                 uid=uid,
+                declared_split=split,
             )
         )
     release.records_read[str(file)] = len(data)
 
 
-def _read_raw_file(file: Path, data: list, release: Release) -> None:
+def _read_raw_file(file: Path, data: list, release: Release, split: str | None) -> None:
     seen: Counter[str] = Counter()
     for index, record in enumerate(data):
         uid = record.get("uid")
         if not isinstance(uid, (str, int)) or isinstance(uid, bool) or str(uid).strip() == "":
-            raise ReleaseFormatError(file, "missing or empty uid", record=str(index), field="uid")
+            raise ReleaseFormatError(file, "missing or empty uid", record=f"{index} (0-based)", field="uid")
         uid = str(uid).strip()
-        where = f"{index} (uid {uid})"
+        where = f"{index} (0-based, uid {uid})"
         seen[uid] += 1
         if seen[uid] > 1:
             raise ReleaseFormatError(file, "duplicate review uid in one raw file", record=where, field="uid")
@@ -322,6 +388,8 @@ def _read_raw_file(file: Path, data: list, release: Release) -> None:
         source = normalise_source(source, path=file, record=where, field_name="source") if source else None
         text = next((record[f] for f in _TEXT_FIELDS if isinstance(record.get(f), str) and record[f].strip()), None)
         results = record.get("result")
+        if results is None:
+            raise ReleaseFormatError(file, "missing result list", record=where, field="result")
         if not isinstance(results, list):
             raise ReleaseFormatError(file, "result must be a list", record=where, field="result")
         dims_seen: set[str] = set()
@@ -329,6 +397,8 @@ def _read_raw_file(file: Path, data: list, release: Release) -> None:
             fld = f"result[{j}]"
             if not isinstance(item, dict):
                 raise ReleaseFormatError(file, "each result must be an object", record=where, field=fld)
+            if item.get("dimension") is None:
+                raise ReleaseFormatError(file, "missing dimension", record=where, field=f"{fld}.dimension")
             try:
                 dimension = _dimension_of(str(item.get("dimension", "")))
                 if dimension is None:
@@ -359,6 +429,7 @@ def _read_raw_file(file: Path, data: list, release: Release) -> None:
                     text=text,
                     origin=f"{file.name}#{index}",
                     uid=uid,
+                    declared_split=split,
                 )
             )
     release.records_read[str(file)] = len(data)
