@@ -306,10 +306,10 @@ def test_bootstrap_intervals_resample_papers_deterministically():
         assert lo <= a[key] <= hi, key
     lo, hi = a["ci"]["per_dimension"]["readability"]["qwk"]
     assert lo < a["per_dimension"]["readability"]["qwk"] < hi
-    # one paper only: every resample is that paper, the interval collapses on the point estimate
+    # one paper only: every resample is that paper: no interval, "insufficient data"
     one = [r for r in recs if r["paper_id"] == "p1"]
     s1 = summarize_predictions(one, bootstrap=30)
-    assert s1["ci"]["avg_mse"] == [pytest.approx(s1["avg_mse"])] * 2
+    assert s1["ci"]["avg_mse"] is None and s1["ci"]["status"] == "insufficient data"
 
 
 def test_paper_weights_keep_papers_whole():
@@ -328,9 +328,11 @@ def test_paired_bootstrap():
     mse = out["metrics"]["avg_mse"]
     assert mse["a"] == 0.0 and mse["diff"] < 0 and mse["better"] == "a" and mse["p_value"] < 0.01
     assert mse["ci95"][1] < 0
-    same = paired_bootstrap(recs, recs, n_resamples=100)
+    same = paired_bootstrap(recs, recs, n_resamples=100)  # every resampled difference is 0: nothing to test
     assert same["metrics"]["avg_mse"]["diff"] == 0.0 and same["metrics"]["avg_mse"]["better"] is None
-    assert same["metrics"]["avg_mse"]["p_value"] == 1.0
+    assert same["metrics"]["avg_mse"]["p_value"] is None and same["metrics"]["avg_mse"]["ci95"] is None
+    assert same["status"] == "insufficient data"
+    assert same["metrics"]["avg_mse"]["insufficient"] == "insufficient data: the difference is the same in every resample"
     with pytest.raises(ValueError, match="reference"):
         paired_bootstrap(recs, [{**r, "reference": -r["reference"]} for r in recs])
     with pytest.raises(ValueError, match="share no unit"):

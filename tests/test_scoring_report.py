@@ -25,7 +25,8 @@ def _write_run(folder: Path, name: str, records: list[dict], dataset: Path | Non
 def _test_units(dataset_dir: Path) -> list[dict]:
     from surveyalign.data import load_surveyreview
 
-    ds = load_surveyreview(str(dataset_dir), "all", split="test")
+    # validation + test papers: at least the bootstrap's minimum of papers, so the report prints intervals
+    ds = [row for split in ("validation", "test") for row in load_surveyreview(str(dataset_dir), "all", split=split)]
     return [{k: row[k] for k in ("unit_id", "paper_id", "review_id", "source", "dimension")} | {"reference": row["score"]}
             for row in ds]
 

@@ -84,8 +84,8 @@ class SurveyAlignment(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(
                 {
-                    "predictions": datasets.Value("int64"),
-                    "references": datasets.Value("int64"),
+                    "predictions": datasets.Value("float64"),  # float: NaN reaches the checks of surveyalign.scoring
+                    "references": datasets.Value("float64"),
                     "dimensions": datasets.Value("string"),
                 }
             ),

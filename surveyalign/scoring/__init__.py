@@ -8,10 +8,16 @@ from surveyalign.scoring.baselines import (
     majority_label,
     score_distribution,
 )
-from surveyalign.scoring.bootstrap import bootstrap_intervals, paired_bootstrap
+from surveyalign.scoring.bootstrap import (
+    INSUFFICIENT_DATA,
+    MIN_BOOTSTRAP_PAPERS,
+    bootstrap_intervals,
+    paired_bootstrap,
+)
 from surveyalign.scoring.metrics import (
     agreement_statistics,
     alignment_errors,
+    check_scores,
     human_aligned_score,
     krippendorff_alpha_interval,
     macro_mae,
@@ -35,11 +41,14 @@ from surveyalign.scoring.summary import (
 )
 
 __all__ = [
+    "INSUFFICIENT_DATA",
+    "MIN_BOOTSTRAP_PAPERS",
     "STATUSES",
     "agreement_statistics",
     "alignment_errors",
     "baseline_metrics",
     "bootstrap_intervals",
+    "check_scores",
     "human_aligned_score",
     "krippendorff_alpha_interval",
     "macro_mae",

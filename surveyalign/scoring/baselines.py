@@ -15,7 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from surveyalign.constants import VALID_SCORES, normalise_dimension
-from surveyalign.scoring.metrics import _mean, _ordered_dimensions, human_aligned_score
+from surveyalign.scoring.metrics import (
+    _mean,
+    _ordered_dimensions,
+    check_scores,
+    human_aligned_score,
+)
 
 __all__ = ["baseline_metrics", "majority_label", "score_distribution"]
 
@@ -30,23 +35,29 @@ def majority_label(scores: Sequence[int]) -> int:
         The majority score (an element of ``scores``).
 
     Raises:
-        ValueError: if ``scores`` is empty.
+        ValueError: if ``scores`` is empty or holds a value outside {-2, -1, 1, 2}.
     """
     if not scores:
         raise ValueError("majority_label needs at least one score")
-    counts = Counter(int(s) for s in scores)
+    counts = Counter(int(s) for s in check_scores(scores, "scores"))
     return min(counts, key=lambda s: (-counts[s], abs(s), s))
 
 
 def score_distribution(scores: Sequence[int]) -> dict[int, float]:
     """Relative frequency of each score (keys sorted ascending; values sum to 1).
 
+    Args:
+        scores: scores of one dimension (non-empty), in {-2, -1, 1, 2}.
+
+    Returns:
+        ``{score: share}``.
+
     Raises:
-        ValueError: if ``scores`` is empty.
+        ValueError: if ``scores`` is empty or holds a value outside {-2, -1, 1, 2}.
     """
     if not scores:
         raise ValueError("score_distribution needs at least one score")
-    counts = Counter(int(s) for s in scores)
+    counts = Counter(int(s) for s in check_scores(scores, "scores"))
     return {s: counts[s] / len(scores) for s in sorted(counts)}
 
 
@@ -74,11 +85,14 @@ def baseline_metrics(
         training labels are left out and named in ``notes``. Score keys are strings (JSON).
 
     Raises:
-        ValueError: on unequal lengths or an unknown dimension.
+        ValueError: on unequal lengths, an unknown dimension, or a training score or reference outside
+            {-2, -1, 1, 2}.
     """
     if len(references) != len(dimensions):
         raise ValueError(f"references ({len(references)}) and dimensions ({len(dimensions)}) differ in length")
-    train = {normalise_dimension(k): [int(s) for s in v] for k, v in train_scores.items()}
+    references = check_scores(references, "references")
+    train = {normalise_dimension(k): [int(s) for s in check_scores(v, f"train_scores[{k!r}]")]
+             for k, v in train_scores.items()}
     names, present = _ordered_dimensions(dimensions)
     notes: list[str] = []
     out: dict[str, Any] = {"train_counts": {}, "majority": {"per_dimension": {}},

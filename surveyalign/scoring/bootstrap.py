@@ -20,7 +20,15 @@ import numpy as np
 
 from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_dimension
 
-__all__ = ["paired_bootstrap"]
+__all__ = ["INSUFFICIENT_DATA", "MIN_BOOTSTRAP_PAPERS", "bootstrap_intervals", "paired_bootstrap"]
+
+#: Fewest papers (resampling clusters) from which intervals, p-values and a "better" judge are reported (our
+#: choice; the paper reports no intervals). With fewer, a percentile interval comes from a handful of distinct
+#: resamples and a paired test cannot reach 95% honestly, so the bootstrap says :data:`INSUFFICIENT_DATA`.
+MIN_BOOTSTRAP_PAPERS = 10
+
+#: What the bootstrap reports instead of an interval / p-value / winner when the data cannot support one.
+INSUFFICIENT_DATA = "insufficient data"
 
 #: Lower-is-better flags of the statistics the bootstrap reports.
 _LOWER_IS_BETTER = {"avg_mse": True, "avg_mae": True, "align": False, "rqs": False, "has": False,
@@ -156,11 +164,12 @@ def _weights(n_papers: int, n_resamples: int, seed: int) -> np.ndarray:
 
 
 def _interval(samples: np.ndarray | None, min_valid: float = 0.5) -> list[float] | None:
-    """Percentile 95% interval over the finite resamples; None if fewer than ``min_valid`` are finite."""
+    """Percentile 95% interval over the finite resamples; None if fewer than ``min_valid`` are finite or every
+    finite resample is identical (no spread to estimate from)."""
     if samples is None:
         return None
     finite = samples[np.isfinite(samples)]
-    if finite.size == 0 or finite.size < min_valid * samples.size:
+    if finite.size == 0 or finite.size < min_valid * samples.size or np.ptp(finite) == 0:
         return None
     lo, hi = np.percentile(finite, [2.5, 97.5])
     return [float(lo), float(hi)]
@@ -182,8 +191,10 @@ def bootstrap_intervals(records: Sequence[dict], *, n_resamples: int = 1000, see
     Returns:
         ``{"method", "resamples", "seed", "n_papers", "avg_mse": [lo, hi] | None, "avg_mae", "align",
         "rqs", "has", "skill_vs_majority", "per_dimension": {dim: {"mse", "mae", "macro_mae", "qwk",
-        "krippendorff_alpha", "skill_vs_majority", "rq"}}}``. An interval is ``None`` when the
-        statistic is undefined in more than half of the resamples.
+        "krippendorff_alpha", "skill_vs_majority", "rq"}}, "status", "insufficient"}``. An interval is ``None``
+        when the statistic is undefined in more than half of the resamples or every resample gives the same
+        value. With fewer than :data:`MIN_BOOTSTRAP_PAPERS` papers every interval is ``None``, ``status`` is
+        :data:`INSUFFICIENT_DATA` and ``insufficient`` says why (``status`` is "ok" otherwise).
 
     Raises:
         ValueError: when ``n_resamples`` < 1.
@@ -191,21 +202,34 @@ def bootstrap_intervals(records: Sequence[dict], *, n_resamples: int = 1000, see
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     t = _build_tables(records)
+    too_few = _too_few(len(t.papers))
     W = _weights(len(t.papers), n_resamples, seed)
     s = _resample_stats(t, W, majority=majority, alpha_w=alpha, beta_w=beta, delta_s=delta_s)
     out: dict[str, Any] = {
         "method": "paper-level cluster bootstrap, percentile 95% interval",
         "resamples": int(n_resamples), "seed": int(seed), "n_papers": len(t.papers),
         "note": _few_papers_note(len(t.papers)),
+        "status": INSUFFICIENT_DATA if too_few else "ok", "insufficient": too_few,
     }
+
+    def interval(samples):
+        return None if too_few else _interval(samples)
+
     for key in ("avg_mse", "avg_mae", "align", "rqs", "has", "skill_vs_majority"):
-        out[key] = _interval(s.get(key))
+        out[key] = interval(s.get(key))
     out["per_dimension"] = {
-        d: {k: _interval(s["per_dimension"][d].get(k)) for k in
+        d: {k: interval(s["per_dimension"][d].get(k)) for k in
             ("mse", "mae", "macro_mae", "qwk", "krippendorff_alpha", "skill_vs_majority", "rq")}
         for d in t.dims
     }
     return out
+
+
+def _too_few(n_papers: int) -> str | None:
+    """Why ``n_papers`` cannot support an interval, or None."""
+    if n_papers >= MIN_BOOTSTRAP_PAPERS:
+        return None
+    return f"{INSUFFICIENT_DATA}: {n_papers} papers, fewer than the minimum of {MIN_BOOTSTRAP_PAPERS}"
 
 
 #: Below this many papers a percentile bootstrap interval is too coarse to trust (our choice).
@@ -213,7 +237,7 @@ _MIN_PAPERS = 20
 
 
 def _few_papers_note(n_papers: int) -> str | None:
-    if n_papers >= _MIN_PAPERS:
+    if n_papers >= _MIN_PAPERS or n_papers < MIN_BOOTSTRAP_PAPERS:
         return None
     return f"only {n_papers} papers: bootstrap intervals and p-values are rough (fewer than {_MIN_PAPERS})"
 
@@ -254,7 +278,10 @@ def paired_bootstrap(
         ``has``. ``diff = a - b``; ``ci95`` is the percentile interval of the resampled differences;
         ``p_value`` is two-sided, from the differences centred on the observed one:
         ``(1 + #{|d* - d| >= |d|}) / (B + 1)``. ``better`` is "a"/"b" when the interval excludes 0,
-        else None.
+        else None. With fewer than :data:`MIN_BOOTSTRAP_PAPERS` papers, or for a metric whose resampled
+        difference is the same in every resample, ``ci95``, ``p_value`` and ``better`` are None and the entry's
+        ``insufficient`` says why; the top-level ``status`` is :data:`INSUFFICIENT_DATA` when no metric could
+        be tested ("ok" otherwise).
 
     Raises:
         ValueError: if a record is invalid (see ``validate_records``), the two runs share no scored unit,
@@ -282,6 +309,7 @@ def paired_bootstrap(
     kw = {"majority": None, "alpha_w": alpha, "beta_w": beta, "delta_s": delta_s}
     ones = np.ones((1, len(papers)))
     pa, pb = _resample_stats(ta, ones, **kw), _resample_stats(tb, ones, **kw)
+    too_few = _too_few(len(papers))
     W = _weights(len(papers), n_resamples, seed)
     sa, sb = _resample_stats(ta, W, **kw), _resample_stats(tb, W, **kw)
     metrics: dict[str, Any] = {}
@@ -294,18 +322,26 @@ def paired_bootstrap(
         diff = a - b
         d_star = sa[key] - sb[key]
         d_star = d_star[np.isfinite(d_star)]
-        ci = _interval(d_star) if d_star.size else None
-        p = float((1 + np.sum(np.abs(d_star - diff) >= abs(diff))) / (d_star.size + 1))
         lower = _LOWER_IS_BETTER[key]
+        why = too_few or (None if d_star.size and np.ptp(d_star) > 0 else
+                          f"{INSUFFICIENT_DATA}: the difference is the same in every resample")
+        if why:
+            metrics[key] = {"a": a, "b": b, "diff": diff, "ci95": None, "p_value": None, "lower_is_better": lower,
+                            "better": None, "insufficient": why}
+            continue
+        ci = _interval(d_star)
+        p = float((1 + np.sum(np.abs(d_star - diff) >= abs(diff))) / (d_star.size + 1))
         better = None
         if ci is not None and (ci[0] > 0 or ci[1] < 0):
             a_wins = (diff < 0) if lower else (diff > 0)
             better = "a" if a_wins else "b"
         metrics[key] = {"a": a, "b": b, "diff": diff, "ci95": ci, "p_value": p, "lower_is_better": lower,
-                        "better": better}
+                        "better": better, "insufficient": None}
+    tested = any(m["insufficient"] is None for m in metrics.values())
     return {
         "n_shared": len(shared), "n_both_scored": len(both), "n_only_a": len(set(a_by) - set(b_by)),
         "n_only_b": len(set(b_by) - set(a_by)), "n_papers": len(papers), "resamples": int(n_resamples),
         "seed": int(seed), "method": "paired paper-level bootstrap on units scored by both judges",
         "note": _few_papers_note(len(papers)), "metrics": metrics,
+        "status": "ok" if tested else INSUFFICIENT_DATA, "insufficient": too_few,
     }

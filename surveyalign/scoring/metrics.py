@@ -24,6 +24,7 @@ from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_d
 __all__ = [
     "agreement_statistics",
     "alignment_errors",
+    "check_scores",
     "human_aligned_score",
     "krippendorff_alpha_interval",
     "macro_mae",
@@ -50,6 +51,38 @@ def _as_number(value: Any, what: str, index: int, *, allow_none: bool) -> float 
         hint = "; use None for a failed unit" if allow_none else ""
         raise ValueError(f"{what}[{index}] = {value!r} is not finite{hint}")
     return out
+
+
+def _as_score(value: Any, what: str, index: int, *, allow_none: bool) -> float | None:
+    """A number of the benchmark label space {-2, -1, 1, 2} (or None where allowed), else a ValueError."""
+    out = _as_number(value, what, index, allow_none=allow_none)
+    if out is not None and out not in VALID_SCORES:
+        raise ValueError(f"{what}[{index}] = {value!r} is outside the label space {{-2, -1, 1, 2}}")
+    return out
+
+
+def check_scores(values: Sequence[Any], what: str, *, allow_none: bool = False) -> list[float | None]:
+    """Check that every value is a finite number of the label space {-2, -1, 1, 2} (SurveyReview §4).
+
+    Args:
+        values: scores (predictions, references or training labels), length n.
+        what: their name in the error message, e.g. "references".
+        allow_none: accept None (a failed unit) and keep it.
+
+    Returns:
+        The values as floats (None kept), length n.
+
+    Raises:
+        ValueError: naming the first bad value and its index: not a number, NaN/inf, outside the label space,
+            or None where not allowed.
+    """
+    return [_as_score(v, what, i, allow_none=allow_none) for i, v in enumerate(values)]
+
+
+def _scored_pairs(predictions: Sequence[Any], references: Sequence[Any]) -> tuple[list[float], list[float]]:
+    """Checked (prediction, reference) columns of scored units: equal lengths, numbers of the label space."""
+    _check_lengths(predictions=predictions, references=references)
+    return check_scores(predictions, "predictions"), check_scores(references, "references")
 
 
 def _check_lengths(**columns: Sequence[Any] | None) -> int:
@@ -92,7 +125,11 @@ def quadratic_weighted_kappa(predictions: Sequence[float], references: Sequence[
     Returns:
         ``(kappa, None)`` with kappa in [-1, 1], or ``(None, reason)`` when undefined (n < 2, or no
         variation so that the expected disagreement is 0).
+
+    Raises:
+        ValueError: unequal lengths, or a value that is not a finite number of {-2, -1, 1, 2}.
     """
+    predictions, references = _scored_pairs(predictions, references)
     if len(predictions) < 2:
         return None, f"needs at least 2 scored units (got {len(predictions)})"
     if len(set(predictions) | set(references)) < 2:
@@ -119,7 +156,11 @@ def krippendorff_alpha_interval(predictions: Sequence[float], references: Sequen
     Returns:
         ``(alpha, None)`` with alpha <= 1, or ``(None, reason)`` when undefined (n < 2 or every value
         identical).
+
+    Raises:
+        ValueError: unequal lengths, or a value that is not a finite number of {-2, -1, 1, 2}.
     """
+    predictions, references = _scored_pairs(predictions, references)
     if len(predictions) < 2:
         return None, f"needs at least 2 scored units (got {len(predictions)})"
     if len(set(predictions) | set(references)) < 2:
@@ -147,7 +188,11 @@ def macro_mae(predictions: Sequence[float], references: Sequence[float]) -> tupl
     Returns:
         ``(value, reason)``: value in [0, 4] on the benchmark scale, ``None`` when n = 0; ``reason``
         names the classes absent from the references (averaged over the present ones), else None.
+
+    Raises:
+        ValueError: unequal lengths, or a value that is not a finite number of {-2, -1, 1, 2}.
     """
+    predictions, references = _scored_pairs(predictions, references)
     if not predictions:
         return None, "no scored units"
     by_class: dict[float, list[float]] = {}
@@ -169,7 +214,11 @@ def agreement_statistics(predictions: Sequence[float], references: Sequence[floa
     Returns:
         ``{"mse", "mae", "macro_mae", "qwk", "krippendorff_alpha", "notes"}``; a value is ``None``
         when undefined and ``notes[name]`` then says why.
+
+    Raises:
+        ValueError: unequal lengths, or a value that is not a finite number of {-2, -1, 1, 2}.
     """
+    predictions, references = _scored_pairs(predictions, references)
     notes: dict[str, str] = {}
     n = len(predictions)
     if n:
@@ -223,15 +272,15 @@ def alignment_errors(
         defined (listed in ``avg_dimensions``); ``None`` when none is. MSE is in [0, 16], MAE in [0, 4].
 
     Raises:
-        ValueError: on unequal lengths, an unknown dimension or convention, a non-numeric or non-finite
-            reference, or a non-finite prediction.
+        ValueError: on unequal lengths, an unknown dimension or convention, or a prediction or reference that
+            is not a finite number of the label space {-2, -1, 1, 2} (NaN included; a failed unit is None).
     """
     if convention not in ("strict", "authors"):
         raise ValueError(f"unknown convention {convention!r}; expected 'strict' or 'authors'")
     n = _check_lengths(predictions=predictions, references=references, dimensions=dimensions, statuses=statuses)
     names, present = _ordered_dimensions(dimensions)
-    preds = [_as_number(p, "predictions", i, allow_none=True) for i, p in enumerate(predictions)]
-    refs = [_as_number(r, "references", i, allow_none=False) for i, r in enumerate(references)]
+    preds = check_scores(predictions, "predictions", allow_none=True)
+    refs = check_scores(references, "references")
     per_dim: dict[str, dict[str, Any]] = {}
     for dim in present:
         idx = [i for i in range(n) if names[i] == dim]
@@ -339,15 +388,22 @@ def human_aligned_score(
         <= 1 (1 = perfect agreement), ``None`` where an input is missing.
 
     Raises:
-        ValueError: if ``delta_s`` <= 0, a weight pair does not have two entries, or an input is not finite.
+        ValueError: if ``delta_s`` <= 0, a weight pair does not have two entries, or an input is not finite or
+            outside its range (``avg_mse`` in [0, delta_s**2], ``avg_mae`` in [0, delta_s], ``rqs`` in [0, 1]).
     """
     if not delta_s > 0:
         raise ValueError(f"delta_s must be > 0, got {delta_s}")
     if len(alpha) != 2 or len(beta) != 2:
         raise ValueError(f"alpha and beta need two weights each, got {alpha!r} and {beta!r}")
-    for name, value in (("avg_mse", avg_mse), ("avg_mae", avg_mae), ("rqs", rqs)):
-        if value is not None and not math.isfinite(float(value)):
+    for name, value, top in (("avg_mse", avg_mse, delta_s**2), ("avg_mae", avg_mae, delta_s), ("rqs", rqs, 1.0)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{name} = {value!r} is not a number")  # noqa: TRY004 - one error type for bad input
+        if not math.isfinite(float(value)):
             raise ValueError(f"{name} = {value!r} is not finite")
+        if not 0.0 <= float(value) <= top:
+            raise ValueError(f"{name} = {value!r} is outside [0, {top:g}]")
     a_mse = None if avg_mse is None else 1.0 - float(avg_mse) / delta_s**2
     a_mae = None if avg_mae is None else 1.0 - float(avg_mae) / delta_s
     align = None if a_mse is None or a_mae is None else alpha[0] * a_mse + alpha[1] * a_mae

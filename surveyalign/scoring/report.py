@@ -14,6 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from surveyalign.constants import DIMENSIONS
+from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
 __all__ = [
     "find_train_scores",
@@ -130,9 +131,13 @@ def render_intervals(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
         table.add_column(name, justify="right")
     for judge, s in summaries.items():
         ci = s.get("ci") or {}
+        if ci.get("insufficient"):  # too few papers: the values, and no interval
+            table.add_row(str(judge), *[_f(s.get(k)) for k in keys.values()],
+                          f"{ci.get('n_papers', _DASH)}\n{INSUFFICIENT_DATA}")
+            continue
         table.add_row(str(judge), *[_ci(s.get(k), ci.get(k)) for k in keys.values()], str(ci.get("n_papers", _DASH)))
     methods = {(s.get("ci") or {}).get("method") for s in summaries.values()} - {None}
-    notes = sorted({(s.get("ci") or {}).get("note") for s in summaries.values()} - {None})
+    notes = sorted({(s.get("ci") or {}).get(k) for s in summaries.values() for k in ("note", "insufficient")} - {None})
     resamples = sorted({(s.get("ci") or {}).get("resamples") for s in summaries.values()} - {None})
     caption = [f"{m}, {', '.join(map(str, resamples))} resamples" for m in methods] or ["no bootstrap (--bootstrap 0)"]
     table.caption = "; ".join(caption + notes)
@@ -268,10 +273,15 @@ def render_comparison(result: Mapping[str, Any], name_a: str, name_b: str) -> Ta
     for key, m in result["metrics"].items():
         ci = m.get("ci95")
         better = {"a": name_a, "b": name_b}.get(m.get("better") or "", "no difference at 95%")
+        if m.get("insufficient"):  # no interval, p-value or winner from too little data
+            ci_text, p_text, better = INSUFFICIENT_DATA, _DASH, INSUFFICIENT_DATA
+        else:
+            ci_text, p_text = (f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _DASH), _f(m["p_value"], 3)
         table.add_row(key + (" (lower better)" if m["lower_is_better"] else ""), _f(m["a"], 3), _f(m["b"], 3),
-                      _f(m["diff"], 3), f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _DASH, _f(m["p_value"], 3), better)
-    if result.get("note"):
-        table.caption = result["note"]
+                      _f(m["diff"], 3), ci_text, p_text, better)
+    notes = sorted({m.get("insufficient") for m in result["metrics"].values()} - {None})
+    if result.get("note") or notes:
+        table.caption = "; ".join(([result["note"]] if result.get("note") else []) + notes)
     return table
 
 

@@ -50,7 +50,7 @@ def validate_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     Raises:
         ValueError: naming the record (index and unit_id) and the field: a missing field, an unknown
             status or dimension, a reference outside {-2, -1, 1, 2}, a ``scored`` unit without a
-            prediction, a prediction that is not an integer, a consistency outside [0, 1], or a
+            prediction, a prediction outside {-2, -1, 1, 2}, a consistency outside [0, 1], or a
             repeated unit_id.
     """
     out: list[dict[str, Any]] = []
@@ -78,8 +78,8 @@ def validate_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
         pred = r["prediction"]
         if pred is not None:
             if isinstance(pred, bool) or not isinstance(pred, (int, float)) or not math.isfinite(pred) \
-                    or int(pred) != pred:
-                raise ValueError(f"{where}: field prediction = {pred!r}; expected an integer or null")
+                    or pred not in VALID_SCORES:
+                raise ValueError(f"{where}: field prediction = {pred!r}; expected one of {VALID_SCORES} or null")
             r["prediction"] = int(pred)
         if r["status"] == "scored" and pred is None:
             raise ValueError(f"{where}: status is 'scored' but prediction is null")
