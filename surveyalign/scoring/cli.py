@@ -34,6 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--authors", action="store_true",
                    help="also print the authors'-convention figures (unparseable = 0), for comparison only")
     p.add_argument("--json", metavar="FILE", help="also write {judge: summary} (and the comparison) as JSON")
+    p.add_argument("--html", metavar="OUT.html",
+                   help="also write one self-contained HTML page: leaderboard with CIs and baselines, confusion "
+                        "matrices and score distributions per dimension (embedded PNGs), per-source table, failure "
+                        "counts, the comparison (with --compare) and each run's provenance; opens without network")
     p.add_argument("--width", type=int, default=None,
                    help="console width (default: the terminal's; 200 when the output is not a terminal)")
     p.set_defaults(handler=_report)
@@ -137,12 +141,14 @@ def _report(args: argparse.Namespace) -> int:
             return 2
     summaries: dict[str, dict] = {}
     records: dict[str, list[dict]] = {}
+    run_dirs: dict[str, Path] = {}
     for raw in args.run_dirs:
         run = Path(raw)
         if not run.is_dir():
             say(f"error: {run} is not a folder")
             return 2
         name = _judge_name(run, set(summaries))
+        run_dirs[name] = run
         try:
             recs = read_predictions(run)
         except FileNotFoundError:
@@ -192,6 +198,13 @@ def _report(args: argparse.Namespace) -> int:
             say(f"error: --compare: {exc}")
             return 2
         console.print(render_comparison(comparison, name_a, name_b))
+    if args.html:
+        from surveyalign.scoring.html_report import write_html_report
+
+        compared = tuple(summaries) if comparison else None
+        path = write_html_report(args.html, summaries, records, run_dirs=run_dirs, comparison=comparison,
+                                 compared=compared)
+        print(f"wrote {path}")
     if args.json:
         payload = {"summaries": summaries, "comparison": comparison}
         Path(args.json).write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")

@@ -1,0 +1,268 @@
+"""``surveyalign report RUN... --html OUT.html``: one self-contained page of the evaluation results.
+
+The page holds the leaderboard (per-dimension MSE/MAE, AVG MSE/MAE, RQS, Align, HAS with paper-level bootstrap
+95% intervals, and the training-label baselines), per-dimension confusion matrices against the human scores,
+score distributions (judge vs human), the per-source table (SurveyReview Table 7 shape), failure counts, the
+paired comparison when asked for, and each run's provenance. Figures are matplotlib PNGs embedded as base64
+``data:`` URIs and the styles are inline, so the page opens without network. Rendered with a jinja2 template
+(``surveyalign/resources/templates/report.html.j2``).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from matplotlib.figure import Figure
+
+from surveyalign import __version__
+from surveyalign.constants import DIMENSIONS, VALID_SCORES, normalise_dimension
+from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
+from surveyalign.scoring.summary import STATUSES
+
+__all__ = ["render_html_report", "write_html_report"]
+
+_TEMPLATES = Path(__file__).resolve().parents[1] / "resources" / "templates"
+_DASH = "–"
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    return _DASH if value is None else f"{float(value):.{digits}f}"
+
+
+def _cell(summary: Mapping[str, Any], key: str) -> dict[str, str | None]:
+    ci = summary.get("ci") or {}
+    interval = ci.get(key)
+    text = None
+    if ci.get("insufficient"):
+        text = INSUFFICIENT_DATA
+    elif interval:
+        text = f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+    return {"value": _f(summary.get(key)), "ci": text}
+
+
+def _png(fig: Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def confusion_matrices(records: Sequence[Mapping[str, Any]]) -> dict[str, list[list[int]]]:
+    """Judge-by-human count tables of the scored units, per dimension.
+
+    Args:
+        records: contract-4 prediction records.
+
+    Returns:
+        ``{dimension: matrix}`` in paper order, ``matrix[i][j]`` = units the judge scored
+        ``VALID_SCORES[i]`` and the humans ``VALID_SCORES[j]`` (4 x 4 counts).
+    """
+    index = {float(s): i for i, s in enumerate(VALID_SCORES)}
+    out: dict[str, list[list[int]]] = {}
+    for r in records:
+        if r.get("status") != "scored" or r.get("prediction") is None:
+            continue
+        dim = normalise_dimension(r["dimension"])
+        matrix = out.setdefault(dim, [[0] * len(VALID_SCORES) for _ in VALID_SCORES])
+        matrix[index[float(r["prediction"])]][index[float(r["reference"])]] += 1
+    return {d: out[d] for d in DIMENSIONS if d in out}
+
+
+def _confusion_figure(matrices: Mapping[str, list[list[int]]]) -> str:
+    fig = Figure(figsize=(3.2 * len(matrices), 3.0))
+    for k, (dim, matrix) in enumerate(matrices.items()):
+        ax = fig.add_subplot(1, len(matrices), k + 1)
+        ax.imshow(matrix, cmap="Blues")
+        for i, row in enumerate(matrix):
+            for j, v in enumerate(row):
+                ax.text(j, i, str(v), ha="center", va="center", fontsize=9)
+        ticks = range(len(VALID_SCORES))
+        ax.set_xticks(ticks, [str(s) for s in VALID_SCORES])
+        ax.set_yticks(ticks, [str(s) for s in VALID_SCORES])
+        ax.set_xlabel("human")
+        ax.set_ylabel("judge")
+        ax.set_title(dim)
+    return _png(fig)
+
+
+def _distribution_figure(rows: list[dict[str, Any]]) -> str:
+    fig = Figure(figsize=(3.2 * len(rows), 2.6))
+    x = range(len(VALID_SCORES))
+    for k, row in enumerate(rows):
+        ax = fig.add_subplot(1, len(rows), k + 1)
+        ax.bar([i - 0.2 for i in x], row["human"], width=0.4, label="human")
+        ax.bar([i + 0.2 for i in x], row["judge"], width=0.4, label="judge")
+        ax.set_xticks(list(x), [str(s) for s in VALID_SCORES])
+        ax.set_title(row["dimension"])
+        if k == 0:
+            ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def _distribution(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per dimension, counts of each score among the human scores of all units and the judge's scored units."""
+    index = {float(s): i for i, s in enumerate(VALID_SCORES)}
+    human: dict[str, list[int]] = {}
+    judge: dict[str, list[int]] = {}
+    for r in records:
+        dim = normalise_dimension(r["dimension"])
+        human.setdefault(dim, [0] * len(VALID_SCORES))[index[float(r["reference"])]] += 1
+        row = judge.setdefault(dim, [0] * len(VALID_SCORES))
+        if r.get("status") == "scored" and r.get("prediction") is not None:
+            row[index[float(r["prediction"])]] += 1
+    return [{"dimension": d, "human": human[d], "judge": judge[d]} for d in DIMENSIONS if d in human]
+
+
+def _baseline_rows(summaries: Mapping[str, Mapping[str, Any]], dims: list[str]) -> list[dict[str, Any]]:
+    """The majority-class and prior-sampling rows of the first summary that has baselines."""
+    base = next((s["baselines"] for s in summaries.values() if s.get("baselines")), None)
+    if not base:
+        return []
+    rows = []
+    for key, label in (("majority", "baseline: majority class"), ("prior_sampling", "baseline: prior sampling")):
+        b = base[key]
+        per = b.get("per_dimension") or {}
+        rows.append({
+            "kind": "baseline", "name": label,
+            "dims": {d: {"mse": _f((per.get(d) or {}).get("mse")), "mae": _f((per.get(d) or {}).get("mae"))}
+                     for d in dims},
+            "avg_mse": {"value": _f(b.get("avg_mse")), "ci": None}, "avg_mae": {"value": _f(b.get("avg_mae")), "ci": None},
+            "rqs": {"value": _DASH, "ci": None}, "align": {"value": _f(b.get("align")), "ci": None},
+            "has": {"value": _DASH, "ci": None}, "scored": _DASH,
+        })
+    return rows
+
+
+def _comparison(result: Mapping[str, Any] | None, names: tuple[str, str] | None) -> dict[str, Any] | None:
+    if not result or not names:
+        return None
+    rows = []
+    for key, m in result["metrics"].items():
+        ci = m.get("ci95")
+        if m.get("insufficient"):
+            ci_text, p_text, better = INSUFFICIENT_DATA, _DASH, INSUFFICIENT_DATA
+        else:
+            ci_text = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _DASH
+            p_text = _f(m.get("p_value"))
+            better = {"a": names[0], "b": names[1]}.get(m.get("better") or "", "no difference at 95%")
+        rows.append({"metric": key, "a": _f(m["a"]), "b": _f(m["b"]), "diff": _f(m["diff"]), "ci": ci_text,
+                     "p": p_text, "better": better})
+    note = (f"{result['method']}; {result['n_both_scored']} units scored by both judges in {result['n_papers']} "
+            f"papers, {result['resamples']} resamples")
+    notes = [result.get("note"), *sorted({m.get("insufficient") for m in result["metrics"].values()} - {None})]
+    return {"a": names[0], "b": names[1], "rows": rows, "note": "; ".join([note, *[n for n in notes if n]])}
+
+
+def _provenance_items(run_dir: Path | None, summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    items: list[tuple[str, str]] = []
+    if run_dir is not None:
+        items.append(("run folder", str(run_dir)))
+        cfg_path = run_dir / "run_config.json"
+        if cfg_path.is_file():
+            try:
+                cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                cfg = {"run_config.json": "not valid JSON"}
+            for key, value in cfg.items():
+                items.append((str(key), value if isinstance(value, str) else json.dumps(value, sort_keys=True)))
+    items.append(("units", f"{summary.get('n_scored', 0)} scored of {summary.get('n', 0)}"))
+    return items
+
+
+def render_html_report(
+    summaries: Mapping[str, Mapping[str, Any]],
+    records: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    run_dirs: Mapping[str, Path] | None = None,
+    comparison: Mapping[str, Any] | None = None,
+    compared: tuple[str, str] | None = None,
+) -> str:
+    """The report page as one HTML string (no external resource).
+
+    Args:
+        summaries: ``{judge name: summarize_predictions(...) output}`` (or a run's metrics.json).
+        records: ``{judge name: contract-4 records}``; a judge without records gets no confusion matrix or
+            distribution (its metrics.json figures still show).
+        run_dirs: ``{judge name: run folder}`` for the provenance section (run_config.json is read).
+        comparison: output of :func:`surveyalign.scoring.paired_bootstrap`, or None.
+        compared: the ``(A, B)`` judge names of ``comparison``.
+
+    Returns:
+        The HTML text. Tables carry ids (``leaderboard``, ``comparison``, ``confusion-<k>-<dimension>``,
+        ``distribution-<k>``, ``per-source``, ``failures``) and every figure is a base64 PNG.
+    """
+    dims = [d for d in DIMENSIONS if any(d in (s.get("per_dimension") or {}) for s in summaries.values())]
+    leaderboard = []
+    for name, s in summaries.items():
+        per = s.get("per_dimension") or {}
+        leaderboard.append({
+            "kind": "judge", "name": name,
+            "dims": {d: {"mse": _f((per.get(d) or {}).get("mse")), "mae": _f((per.get(d) or {}).get("mae"))}
+                     for d in dims},
+            **{key: _cell(s, key) for key in ("avg_mse", "avg_mae", "rqs", "align", "has")},
+            "scored": f"{s.get('n_scored', 0)}/{s.get('n', 0)}",
+        })
+    leaderboard += _baseline_rows(summaries, dims)
+    notes = sorted({s.get("has_note") for s in summaries.values()} - {None})
+    notes += sorted({(s.get("ci") or {}).get(k) for s in summaries.values() for k in ("note", "insufficient")} - {None})
+    judges = []
+    for k, name in enumerate(summaries):
+        recs = records.get(name)
+        judge: dict[str, Any] = {"index": k, "name": name, "confusion": [], "distribution": []}
+        if recs:
+            matrices = confusion_matrices(recs)
+            judge["confusion"] = [{"dimension": d, "matrix": m, "n": sum(map(sum, m))} for d, m in matrices.items()]
+            if matrices:
+                judge["confusion_png"] = _confusion_figure(matrices)
+            judge["distribution"] = _distribution(recs)
+            if judge["distribution"]:
+                judge["distribution_png"] = _distribution_figure(judge["distribution"])
+        judges.append(judge)
+    per_source = [
+        {"judge": name, "source": src, "papers": e.get("n_papers", ""), "scored": f"{e.get('n_scored', 0)}/{e.get('n', 0)}",
+         **{key: _f(e.get(key)) for key in ("avg_mse", "avg_mae", "rqs", "align", "has")}}
+        for name, s in summaries.items() for src, e in (s.get("per_source") or {}).items()
+    ]
+    failures = []
+    for name, s in summaries.items():
+        counts = s.get("status_counts") or {}
+        failures.append({"judge": name, "counts": [counts.get(st, 0) for st in STATUSES],
+                         "total": counts.get("total", sum(counts.get(st, 0) for st in STATUSES))})
+    methods = sorted({f"{(s.get('ci') or {}).get('method')}, {(s.get('ci') or {}).get('resamples')} resamples"
+                      for s in summaries.values() if s.get("ci")})
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    return env.get_template("report.html.j2").render(
+        title="SurveyReview evaluation report: " + ", ".join(summaries),
+        generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), version=__version__,
+        ci_method="; ".join(methods) or "none (--bootstrap 0)", dims=dims, scores=list(VALID_SCORES),
+        leaderboard=leaderboard, leaderboard_notes=notes, comparison=_comparison(comparison, compared),
+        judges=judges, per_source=per_source, statuses=list(STATUSES), failures=failures,
+        provenance=[{"judge": name, "rows": _provenance_items((run_dirs or {}).get(name), s)}
+                    for name, s in summaries.items()],
+    )
+
+
+def write_html_report(path: str | Path, summaries: Mapping[str, Mapping[str, Any]],
+                      records: Mapping[str, Sequence[Mapping[str, Any]]], **kwargs: Any) -> Path:
+    """Render :func:`render_html_report` and write it to ``path`` (UTF-8; parent folders created).
+
+    Args:
+        path: the output ``.html`` file.
+        summaries: ``{judge name: summary}``.
+        records: ``{judge name: records}``.
+        **kwargs: ``run_dirs``, ``comparison``, ``compared`` (see :func:`render_html_report`).
+
+    Returns:
+        The written path.
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html_report(summaries, records, **kwargs), encoding="utf-8")
+    return out
