@@ -122,7 +122,7 @@ GRAPH = [
     GraphPaper("S4", title="Recipe for a general, powerful, scalable graph transformer", year=2022,
                authors=["D. Author"]),
     GraphPaper("S5", title="Spectral networks and locally connected networks on graphs", year=2014,
-               authors=["E. Author"]),
+               authors=["E. Author"], arxiv_id="1312.6203"),
 ]
 
 
@@ -137,6 +137,24 @@ def test_reference_extraction_markdown_and_latex():
         "thebibliography", [("1", "attn"), ("2", "cost"), ("3", "mpnn"), ("4", "spectral")])
     assert "Early spectral methods [4] gave way to spatial ones [1, 3]" in read_document(TEX).text
     assert tex.as_prompt_list()[3].text == "E. Author. Spectral networks and locally connected networks on graphs. ICLR, 2014."
+
+
+def test_reference_extraction_bibtex_and_cite_keys():
+    doc = read_document(FIXTURES / "bibtex" / "main.tex")
+    refs = paper_references(doc)
+    # numbered in order of first citation, as the converted text cites them; the commented \cite is not one
+    assert [(n, r.key) for n, r in refs.numbered] == [("1", "gilmer2017"), ("2", "attn2020"), ("3", "bruna2014")]
+    assert "attention [2, 1]" in doc.text and refs.n_uncited == 1 and refs.source == "bibtex"
+    assert (refs.numbered[0][1].doi, refs.numbered[2][1].arxiv_id) == ("10.1234/mpnn.2017", "1312.6203")
+    assert refs.as_prompt_list()[0].text == ("C. Author, F. Second (2017). Neural message passing for quantum "
+                                             "chemistry. ICML.")
+    with FakeScholarServer(GRAPH) as server:
+        client = SemanticScholarClient(server.s2_url, requests_per_second=0, backoff_initial=0.01)
+        resolutions, counts = resolve_references([r for _, r in refs.numbered], client)
+        batch = [r.body for r in server.requests if r.path.endswith("/paper/batch")]
+    assert [(r.paper_id, r.method) for r in resolutions] == [("S3", "doi"), ("S1", resolutions[1].method),
+                                                             ("S5", "arxiv")]
+    assert batch == [{"ids": ["DOI:10.1234/mpnn.2017", "ARXIV:1312.6203"]}] and counts["resolved"] == 3
 
 
 def test_resolution_ids_first_and_never_a_blind_top_hit():
