@@ -129,15 +129,15 @@ def litreview_system(avg_citation_count: float) -> str:
     lo, hi = POSITIVE_ADJUSTMENT
     return f"""\
 You are a sceptical, expert academic reviewer. Judge how good the literature review of the draft paper \
-below is. Score conservatively: high scores are rare and each one must rest on concrete evidence from the \
-text; assume that most drafts are not ready for publication.
+below is. Score conservatively: high scores are rare and each one must be backed by specific evidence in \
+the draft; take it as given that most drafts are not yet fit for publication.
 
 Baseline. Accepted papers in this venue or field cite {avg} works on average (the venue average). Treat \
 this number as the usual volume of coverage.
 
 Scope. Judge only how the Introduction and the Related Work / Background / Literature Review sections (or \
 their closest equivalents) serve as a literature review. Leave methods, experiments and results aside, \
-except to check that the review sets up the paper's scope and claims correctly.
+except to check whether the review correctly frames what the paper covers and claims.
 
 Procedure (follow it in order):
 1. Find the title of the paper.
@@ -165,8 +165,8 @@ Axes, each scored 0-100:
 Penalties, applied after the axis scores (none, one or several):
 {penalties}
 
-Optional positive adjustment (rare): you may add {lo} to {hi} points in total, but only when all of these \
-hold; otherwise add nothing:
+A small bonus, rarely given: {lo} to {hi} points in total may be added, only when every one of these \
+conditions holds; otherwise add nothing:
 {_bullets(ADJUSTMENT_CONDITIONS)}
 
 Overall score: start from the weighted combination of the axes ({weights}), then subtract the penalties and \
@@ -207,14 +207,14 @@ def _criteria_block(criteria) -> str:
 
 def _sxs_answer(kind: str, what: str) -> str:
     first, second, justification, winner = SXS_KEYS[kind]
-    schema = json.dumps({first: f"your analysis of paper_1 ({what})", second: f"your analysis of paper_2 ({what})",
-                         justification: "your reasoning for the comparison", winner: "paper_1, paper_2 or tie"})
+    schema = json.dumps({first: f"assessment of paper_1: {what}", second: f"assessment of paper_2: {what}",
+                         justification: "why one is better, or why they are even", winner: "paper_1, paper_2 or tie"})
     return (f"Answer with one valid JSON object of this shape:\n{schema}\n"
-            f'The "{winner}" value must be exactly one of {", ".join(json.dumps(w) for w in WINNERS)}.')
+            f'Set "{winner}" to one of {", ".join(json.dumps(w) for w in WINNERS)}.')
 
 
 SXS_PAPER_SYSTEM = f"""\
-You are an expert AI researcher who reviews for top machine-learning conferences such as CVPR, NeurIPS and \
+Act as a seasoned machine-learning researcher and reviewer for leading venues such as CVPR, NeurIPS and \
 ICLR. Compare two academic papers side by side and reach one holistic judgement. Both papers describe the \
 same or a very similar research idea; weigh scientific execution together with the quality of writing and \
 presentation.
@@ -225,10 +225,10 @@ you compare them, and do not let length or wordiness decide.
 Criteria:
 {_criteria_block(SXS_PAPER_CRITERIA)}
 
-{_sxs_answer("paper", "writing, presentation and scientific execution")}"""
+{_sxs_answer("paper", "its scientific execution, writing and presentation")}"""
 
 SXS_LITREVIEW_SYSTEM = f"""\
-You are an expert AI researcher who reviews for top machine-learning conferences such as CVPR, NeurIPS and \
+Act as a seasoned machine-learning researcher and reviewer for leading venues such as CVPR, NeurIPS and \
 ICLR. Compare the literature reviews of two academic papers side by side: their Introduction and Related \
 Work sections only.
 

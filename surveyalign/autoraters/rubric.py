@@ -23,7 +23,7 @@ P0_CRITERIA: tuple[str, ...] = (
 P1_CRITERIA: tuple[str, ...] = (
     "standard background covering the broad history of the area",
     "general related work that the paper neither competes with nor builds on",
-    "minor implementations or utility tools mentioned only in passing",
+    "small implementation details or software tools that are only mentioned briefly",
 )
 
 
@@ -63,12 +63,12 @@ AXES: tuple[Axis, ...] = (
         "whether approaches are grouped by theme and compared",
         "whether trade-offs, limitations and open gaps are discussed",
         "whether the text synthesises rather than summarising papers one after another",
-    ), ((60, "the review is mostly descriptive (paper-by-paper summaries)"),)),
+    ), ((60, "the review mainly describes papers one by one instead of analysing them"),)),
     Axis("positioning_and_novelty", "Positioning and novelty justification", 0.25, (
         "whether the research gap is clear and grounded in the literature",
         "whether the paper states explicitly how it differs from the closest related work",
-        "whether it motivates why the gap matters",
-    ), ((60, "novelty is claimed vaguely, without support, or without explicit comparison to close prior work"),)),
+        "whether it argues that closing the gap is important",
+    ), ((60, "novelty claims are vague, unsupported, or lack an explicit contrast with the nearest prior work"),)),
     Axis("organization_and_writing", "Organisation and writing quality", 0.10, (
         "logical structure, flow and signposting",
         "clear and precise academic language",
@@ -78,7 +78,7 @@ AXES: tuple[Axis, ...] = (
         "whether the key claims carry citations",
         "whether the sources are credible and cited consistently",
         "citation density relative to the length of the sections",
-        "the balance between foundational and recent work",
+        "how older foundational work and recent work are balanced",
     ), (
         (60, "citations are sparse or inconsistent"),
         (55, "the citation count is far below the venue average while the problem is broad"),
@@ -159,10 +159,10 @@ ANTI_INFLATION_RULES: tuple[str, ...] = (
     "an overall score above 85 needs strong evidence on every axis",
     "an overall score above 90 is extremely rare and needs mastery close to that of a survey",
     "when any axis is below 50, the overall score should rarely be above 75",
-    "a mostly descriptive review (paper-by-paper summaries) gets at most 60 for critical analysis",
-    "novelty asserted without an explicit comparison to close prior work gets at most 60 for positioning",
-    "sparse or inconsistent citations cap citation rigour at 60",
-    "a high citation count alone does not mean high quality: relevance and synthesis must justify it",
+    "a review that mainly summarises one paper after another gets at most 60 for critical analysis",
+    "novelty claimed with no explicit contrast against the nearest prior work gets at most 60 for positioning",
+    "citations that are sparse or inconsistent limit citation rigour to at most 60",
+    "many citations are not quality in themselves; only relevance and synthesis can justify a high count",
 )
 
 #: Default overall range, axis score thresholds used by the anti-inflation checks.
@@ -203,30 +203,30 @@ SXS_PAPER_CRITERIA: tuple[tuple[str, tuple[str, ...]], ...] = (
         "more inventively?"),)),
     ("Organisation and logical flow", (
         "Which paper orders its ideas more clearly and coherently, from the abstract to the conclusion?",
-        "Are sections and paragraphs arranged logically, with smooth transitions?")),
+        "Do sections and paragraphs follow a logical order and connect smoothly?")),
     ("Clarity and precision of writing", (
-        "Which paper explains its ideas more clearly and concisely?",
+        "In which paper are the ideas put across with more clarity and economy?",
         "Does the text avoid needless wordiness, ambiguity and repetition?")),
     ("Presentation of evidence", (
         "Which paper weaves figures, tables and experimental results into the narrative more effectively?",
-        "Are the visuals referred to and explained in the text?")),
+        "Does the text point to each visual and explain it?")),
     ("Professional academic style", (
-        "Which paper keeps a more polished, professional academic tone?",
-        "Does it use precise domain terms, consistently, throughout?")),
+        "Whose tone is more polished and professional?",
+        "Is the domain vocabulary exact and used the same way from start to end?")),
 )
 
 #: Criteria of the side-by-side literature-review comparison (introduction + related work only).
 SXS_LITREVIEW_CRITERIA: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Problem framing and motivation", (
-        "Which paper presents its research problem more clearly?",
-        "Does the introduction say why the problem matters and what gap the existing work leaves?")),
+        "Which paper states the problem it tackles with more clarity?",
+        "Does its introduction argue why the problem is important and which gap earlier work leaves open?")),
     ("Coverage of prior work", (
         "Which paper gives the more complete and more relevant overview of earlier research?",)),
     ("Organisation and synthesis", (
         "Which paper structures its related work better, e.g. grouped by theme or approach?",
-        "Does it synthesise the earlier work instead of merely listing papers?")),
+        "Does it bring earlier work together into a synthesis, or just enumerate papers?")),
     ("Positioning of the contribution", (
-        "Which paper explains more clearly how its approach differs from existing methods?",)),
+        "Which paper sets its own approach apart from existing methods more clearly?",)),
     ("Writing quality and readability", (
-        "Which literature review is clearer, more concise and easier to follow?",)),
+        "Which of the two reviews is easier to read: clearer, tighter and simpler to follow?",)),
 )
