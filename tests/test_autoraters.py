@@ -335,7 +335,7 @@ def test_prompts_carry_every_rubric_fact():
         assert f"{lo}-{hi}: {name}" in system
     for p in PENALTIES:
         assert f"minus {p.low} to {p.high} points" in system
-    for fact in ("58.52", "add 3 to 7 points", "more than 150%", "at most 55", "at most 60", "at most 65",
+    for fact in ("58.52", "3 to 7 points in total", "more than 150%", "at most 55", "at most 60", "at most 65",
                  "between 45 and 70", "above 85", "above 90", "below 50", "25 words", "Not evidenced in the text.",
                  '"overall_score"', '"estimated_unique_citations"', '"top_improvements"', '"points_deducted"'):
         assert fact in system, fact
