@@ -381,3 +381,32 @@ def test_sections_missing_and_nested():
     assert none.whole_document and none.missing == ("introduction", "related_work") and none.text.startswith("# Title")
     typo = extract_review_sections("## Introdution\nx\n## Relatd Work\ny\n")
     assert [t.matched_name for t in typo.taken] == ["introduction", "related work"]
+
+
+# ---------------------------------------------------------------- evaluate module
+
+
+def test_citation_f1_module_batches_match_pure_function(repo_root, monkeypatch):
+    evaluate = pytest.importorskip("evaluate")
+    from surveyalign.autoraters import citation_f1_by_pair
+
+    monkeypatch.chdir(repo_root)
+    pairs = ["p1"] * 5 + ["p2"] * 3
+    sides = ["ground_truth", "ground_truth", "generated", "generated", "generated", "ground_truth", "generated",
+             "generated"]
+    ids = ["a", "b", "a", "a", None, "x", "y", "x"]
+    labels = ["P0", "P1", "P0", "P1", "P0", "P1", "P1", "P1"]
+    metric = evaluate.load("metrics/citation_f1")
+    metric.add_batch(pairs=pairs[:4], sides=sides[:4], paper_ids=ids[:4], labels=labels[:4])
+    metric.add_batch(pairs=pairs[4:], sides=sides[4:], paper_ids=ids[4:], labels=labels[4:])
+    got = metric.compute()
+    want = citation_f1_by_pair(pairs, sides, ids, labels)
+    assert got["mean"] == want["mean"] and got["n_pairs"] == 2 and got["n_unresolved"] == {"ground_truth": 0,
+                                                                                           "generated": 1}
+    # p1: gt P0 {a} P1 {b}; gen P0 {a} P1 {a}: overall P 1/1, R 1/2; p2: overall P 1/2, R 1/1
+    assert got["mean"]["overall"]["precision"] == 0.75 and got["mean"]["overall"]["recall"] == 0.75
+    assert got["per_pair"]["p1"]["generated"]["ids_in_both"] == ("a",)
+    with pytest.raises(ValueError, match="unknown config"):
+        evaluate.load("metrics/citation_f1", "symmetric")
+    with pytest.raises(ValueError, match="row 0: side must be"):
+        metric.compute(pairs=["p"], sides=["gt"], paper_ids=["a"], labels=["P0"])

@@ -33,8 +33,9 @@ _KWARGS_DESCRIPTION = """
 Args (one row per reference):
     pairs (`str`): the paper pair the reference belongs to (e.g. "paper-7"); results are per pair, then averaged.
     sides (`str`): "ground_truth" or "generated".
-    paper_ids (`str` or `None`): the resolved paper id; None when the reference could not be resolved.
-    labels (`str` or `None`): "P0", "P1" or None (not labelled); "official" ignores the generated side's labels.
+    paper_ids (`str` or `None`): the resolved paper id; None (or "") when the reference could not be resolved.
+    labels (`str` or `None`): "P0", "P1" or None (or "": not labelled); "official" ignores the generated side's
+        labels.
 
 Returns:
     variant (`str`): the config that ran ("seed" or "official").
@@ -100,6 +101,37 @@ class CitationF1(evaluate.Metric):
             }),
             reference_urls=["https://arxiv.org/abs/2604.05018"],
         )
+
+    # evaluate type-checks the first value of every string column, so a batch starting with None would be
+    # refused: None (unresolved id / no label) travels as "" and means the same to the pure function.
+    @staticmethod
+    def _blank_none(kwargs):
+        for name in ("paper_ids", "labels"):
+            if kwargs.get(name) is not None:
+                kwargs[name] = ["" if v is None else v for v in kwargs[name]]
+        return kwargs
+
+    def add_batch(self, **kwargs):
+        """Add a batch of reference rows (``pairs``, ``sides``, ``paper_ids``, ``labels``; None allowed)."""
+        return super().add_batch(**self._blank_none(kwargs))
+
+    def add(self, **kwargs):
+        """Add one reference row (``pairs``, ``sides``, ``paper_ids``, ``labels``; None allowed)."""
+        for name in ("paper_ids", "labels"):
+            if name in kwargs and kwargs[name] is None:
+                kwargs[name] = ""
+        return super().add(**kwargs)
+
+    def compute(self, **kwargs):
+        """Citation F1 over the given and the added rows (PaperOrchestra App. F.3; outputs in the card).
+
+        Args:
+            **kwargs: ``pairs``, ``sides``, ``paper_ids`` (None = unresolved), ``labels`` (None = unlabelled).
+
+        Returns:
+            ``{"variant", "mean", "n_pairs", "n_flagged_pairs", "n_unresolved", "per_pair"}``.
+        """
+        return super().compute(**self._blank_none(kwargs))
 
     def _compute(self, pairs, sides, paper_ids, labels):
         return citation_f1_by_pair(pairs, sides, paper_ids, labels, variant=self.config_name)

@@ -227,8 +227,8 @@ def citation_f1_by_pair(pairs: Sequence[str], sides: Sequence[str], paper_ids: S
         pairs: the pair each reference belongs to (any string; rows of one pair need not be adjacent).
         sides: ``"ground_truth"`` or ``"generated"`` per row.
         paper_ids: resolved paper id per row, ``None`` (or ``""``) when unresolved.
-        labels: ``"P0"``, ``"P1"`` or ``None`` (unlabelled) per row; the official variant ignores the generated
-            side's labels.
+        labels: ``"P0"``, ``"P1"`` or ``None`` / ``""`` (unlabelled) per row; the official variant ignores the
+            generated side's labels.
         variant: ``"seed"`` (default) or ``"official"``.
 
     Returns:
@@ -247,6 +247,7 @@ def citation_f1_by_pair(pairs: Sequence[str], sides: Sequence[str], paper_ids: S
     for row, (pair, side, paper_id, label) in enumerate(zip(pairs, sides, paper_ids, labels, strict=True)):
         if side not in ("ground_truth", "generated"):
             raise ValueError(f"row {row}: side must be 'ground_truth' or 'generated', got {side!r}")
+        label = label or None  # "" = not labelled
         if label is not None and label not in PARTITION_LABELS:
             raise ValueError(f"row {row}: label must be P0, P1 or None, got {label!r}")
         sides_of = grouped.setdefault(str(pair), {"ground_truth": ({}, {}), "generated": ({}, {})})
