@@ -9,7 +9,7 @@ kept with their text and reasons, and counted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,12 +174,11 @@ def _references_block(references: Sequence[NumberedReference]) -> str:
 
 def rate_citation_f1(ground_truth: Paper, gt_references: Sequence[NumberedReference], generated: Paper,
                      gen_references: Sequence[NumberedReference], judge: AutoraterJudge,
-                     resolve: Callable[[NumberedReference], str | None] | Mapping[str, Mapping[str, str | None]],
-                     variant: str = "seed") -> dict[str, Any]:
+                     ids: Mapping[str, Mapping[str, str | None]], variant: str = "seed") -> dict[str, Any]:
     """Citation F1 of a generated paper against its ground truth (PaperOrchestra App. F.3), end to end.
 
     Partitions the reference lists into P0/P1 with the judge (``seed``: both papers; ``official``: the ground
-    truth only), resolves every reference to a paper id and computes :func:`citation_f1`.
+    truth only) and computes :func:`citation_f1` over the resolved ids.
 
     Args:
         ground_truth: the ground-truth paper.
@@ -187,8 +186,8 @@ def rate_citation_f1(ground_truth: Paper, gt_references: Sequence[NumberedRefere
         generated: the generated paper.
         gen_references: its numbered reference list.
         judge: backend + settings + cache.
-        resolve: reference -> paper id (``None`` = unresolved), or precomputed ids
-            ``{"ground_truth": {number: id}, "generated": {number: id}}``.
+        ids: resolved paper ids ``{"ground_truth": {number: id | None}, "generated": {...}}`` (e.g. from
+            :func:`surveyalign.autoraters.references.resolve_references`); a number without an entry is unresolved.
         variant: ``"seed"`` (default) or ``"official"``.
 
     Returns:
@@ -212,20 +211,15 @@ def rate_citation_f1(ground_truth: Paper, gt_references: Sequence[NumberedRefere
         parsed = parse_partition(answer.readable_text, [r.number for r in sides[side][1]])
         partitions[side] = {**parsed.to_dict(), "call": _call_view(answer, parsed.problems)}
         problems += [f"{side} partition: {p}" for p in partitions[side]["call"]["problems"]]
-    ids: dict[str, dict[str, str | None]] = {}
-    for side, (_, refs) in sides.items():
-        if callable(resolve):
-            ids[side] = {r.number: resolve(r) for r in refs}
-        else:
-            given = resolve.get(side, {})
-            ids[side] = {r.number: given.get(r.number) for r in refs}
+    resolved = {side: {r.number: (ids.get(side) or {}).get(r.number) for r in refs}
+                for side, (_, refs) in sides.items()}
     unreadable = [side for side in wanted if partitions[side]["error"] is not None]
     result = None
     if unreadable:
         problems.append(f"no F1: the partition of {', '.join(unreadable)} could not be read")
     else:
-        result = citation_f1(ids["ground_truth"], ids["generated"], partitions["ground_truth"]["labels"],
+        result = citation_f1(resolved["ground_truth"], resolved["generated"], partitions["ground_truth"]["labels"],
                              partitions["generated"]["labels"] if variant == "seed" else None, variant).to_dict()
     return {"autorater": "citation-f1", "variant": variant, "prompt_version": PROMPT_VERSION,
             "judge": judge.describe(), "papers": {s: sides[s][0].paper_id for s in sides},
-            "partitions": partitions, "ids": ids, "f1": result, "problems": problems}
+            "partitions": partitions, "ids": resolved, "f1": result, "problems": problems}
