@@ -24,6 +24,7 @@ _COMMAND_MODULES = (
     "surveyalign.training.cli",
     "surveyalign.prism.cli",
     "surveyalign.autoraters.cli",
+    "surveyalign.knowledge.cli",
 )
 
 

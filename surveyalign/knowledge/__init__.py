@@ -44,6 +44,7 @@ from surveyalign.knowledge.references import (
     parse_bibtex,
     parse_latex_bibliography,
     parse_markdown_references,
+    parse_reference_text,
     parse_tei_references,
     read_references,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "parse_bibtex",
     "parse_latex_bibliography",
     "parse_markdown_references",
+    "parse_reference_text",
     "parse_tei_references",
     "read_references",
     "resolution_counts",

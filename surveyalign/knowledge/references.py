@@ -34,6 +34,7 @@ __all__ = [
     "parse_bibtex",
     "parse_latex_bibliography",
     "parse_markdown_references",
+    "parse_reference_text",
     "parse_tei_references",
     "read_references",
 ]
@@ -140,28 +141,47 @@ def parse_bibtex(text: str, *, path: str | None = None) -> ReferenceList:
 
 def _split_authors(segment: str) -> list[str]:
     segment = re.sub(r"\bet al\.?", "", segment)
+    # "Family, I. J., Family, K. and Family, L." (APA): pair each family name with its initials
+    pairs = re.findall(r"([A-Z][^\s,.]+(?: [A-Z][^\s,.]+)*),\s*((?:[A-Z](?:\.|(?=[\s,]|$))\s*-?)+)", segment)
+    if pairs and segment.lstrip().startswith(pairs[0][0]):
+        return [f"{family}, {initials.strip()}" for family, initials in pairs]
     parts = re.split(r",\s*(?:and\s+)?|\s+and\s+|;\s*", segment)
     return [_clean(part) for part in parts if _clean(part) and len(_clean(part)) > 1]
 
 
-def _parse_free_entry(text: str, key: str, source: str) -> Reference:
-    """Read title, authors, year and ids from one free-text entry (IEEE, ACM/ACL or plain styles)."""
+def parse_reference_text(text: str, key: str, source: str = "markdown") -> Reference:
+    """Read title, authors, year, DOI and arXiv id from one free-text reference entry.
+
+    Recognised layouts: IEEE (``A. Author, B. Author, "Title," Venue, 2020.``), ACM / ACL
+    (``Authors. 2020. Title. Venue.``), APA (``Author, A. and Author, B. (2020). Title. Venue.``) and plain
+    ``Authors. Title. Venue, 2020.``.
+
+    Args:
+        text: the entry (whitespace is collapsed).
+        key: the key to give the :class:`Reference`.
+        source: one of :data:`~surveyalign.knowledge.papers.REFERENCE_FORMATS`.
+
+    Returns:
+        The :class:`Reference` (``title`` may be a best guess for other layouts; ``raw`` keeps the text).
+    """
     raw = re.sub(r"\s+", " ", text).strip()
     doi, arxiv = _ids_in(raw)
     quoted = re.search(r"[\"“``]{1,2}(.+?)[,.]?[\"”'']{1,2}", raw)
     title, authors_text = "", ""
     year_dot = re.search(r"(?:^|[.,]\s)((?:19|20)\d\d)[a-z]?\.\s", raw)  # ACM / ACL: "Authors. 2020. Title."
-    if quoted:  # IEEE: A. Author, B. Author, "Title," Venue, 2020.
+    apa = re.search(r"\(((?:19|20)\d\d)[a-z]?\)[.,]?\s", raw)  # APA: "Authors (2020). Title."
+    if quoted:
         title = quoted.group(1)
         authors_text = raw[:quoted.start()]
-    elif year_dot:
-        authors_text = raw[:year_dot.start(1)]
-        title = re.split(r"(?<![A-Z])[.?!]\s+", raw[year_dot.end():], maxsplit=1)[0]
-    else:  # Authors. Title. Venue, Year.
+    elif year_dot or apa:
+        found = year_dot or apa
+        authors_text = raw[:found.start(1) - (1 if found is apa else 0)]
+        title = re.split(r"(?<![A-Z])[.?!]\s+", raw[found.end():], maxsplit=1)[0]
+    else:
         parts = re.split(r"(?<=[a-z\d)])\.\s+", raw)
         authors_text = parts[0] if len(parts) > 1 else ""
         title = parts[1] if len(parts) > 1 else raw
-    return Reference(key=key, title=_clean(title).rstrip("."), authors=_split_authors(authors_text.rstrip(". ")),
+    return Reference(key=key, title=_clean(title).rstrip("."), authors=_split_authors(authors_text.rstrip(". (")),
                      year=year_in_text(raw), doi=doi, arxiv_id=arxiv, raw=raw, source=source)
 
 
@@ -189,12 +209,12 @@ def parse_latex_bibliography(latex: str, *, path: str | None = None) -> Referenc
                 problems.append(f"{path or 'latex'}: \\bibitem {key!r} (entry {number}) is empty")
                 continue
             if len(blocks) >= 2:
-                ref = _parse_free_entry(" ".join(blocks), key.strip(), "latex")
+                ref = parse_reference_text(" ".join(blocks), key.strip(), "latex")
                 ref.authors = _split_authors(_clean(blocks[0]).rstrip("."))
                 ref.title = _clean(blocks[1]).rstrip(".")
                 ref.venue = _clean(" ".join(blocks[2:]))
             else:
-                ref = _parse_free_entry(_clean(blocks[0]), key.strip(), "latex")
+                ref = parse_reference_text(_clean(blocks[0]), key.strip(), "latex")
             refs.append(ref)
     return ReferenceList(refs, problems, "latex", path)
 
@@ -280,10 +300,10 @@ def parse_markdown_references(markdown: str, *, path: str | None = None) -> Refe
             if not body.strip():
                 problems.append(f"{where}: reference [{number}] is empty")
                 continue
-            refs.append(_parse_free_entry(body, number, "markdown"))
+            refs.append(parse_reference_text(body, number, "markdown"))
     else:
         for i, body in enumerate(_author_year_entries(section), start=1):
-            refs.append(_parse_free_entry(body, f"ref-{i}", "markdown"))
+            refs.append(parse_reference_text(body, f"ref-{i}", "markdown"))
     return ReferenceList(refs, problems, "markdown", path)
 
 

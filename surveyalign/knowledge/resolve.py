@@ -308,6 +308,17 @@ class Resolver:
                 hits += [pool[index] for _, _, index in found]
         return [self.papers[i] for i in dict.fromkeys(hits)]
 
+    def same_title(self, title: str) -> list[Paper]:
+        """Papers whose normalised title equals ``title``'s (e.g. to find a survey's own node and exclude it).
+
+        Args:
+            title: any title.
+
+        Returns:
+            The papers, in index order (empty for an empty title).
+        """
+        return [self.papers[i] for i in self._by_title.get(normalise_title(title), [])]
+
     def resolve(self, reference: Any) -> Resolution:
         """Resolve one reference.
 

@@ -1,0 +1,306 @@
+"""``surveyalign ka build``: add the ``knowledge`` column to a SurveyReview dataset folder (SurveyReview §5.2).
+
+For every survey paper of the Comprehensiveness / Criticalness configs: read its reference list R (the
+dataset's ``references`` column, else the reference section of its text), resolve each entry to a graph node
+with the safe rule, expand to R+ without the survey, its citers and later papers, and build Comp-KA or Crit-KA.
+One record per (paper, dimension) is appended to ``OUT/ka/records.jsonl`` as soon as it is made (a re-run
+with the same config and graph skips what is there); Crit-KA's LLM calls are cached in ``OUT/ka/calls.jsonl``.
+Then the dataset is written to ``OUT`` with a ``knowledge`` string column in every config ("" where a unit has
+no KA: Readability and Structure, or a survey whose record says why it got none).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from surveyalign.evaluation.cache import CallCache, stable_hash
+from surveyalign.knowledge.config import KAConfig
+from surveyalign.knowledge.graph import CitationGraph
+from surveyalign.knowledge.ka import (
+    comp_ka,
+    crit_candidates,
+    neighbourhood,
+    pack_blocks,
+)
+from surveyalign.knowledge.references import (
+    parse_markdown_references,
+    parse_reference_text,
+)
+from surveyalign.knowledge.resolve import Resolver, resolution_counts
+from surveyalign.knowledge.summarise import Summariser, TokenCounter
+
+__all__ = ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "build_survey_ka", "read_ka_records"]
+
+#: Name of the dataset column holding the KA text (read by the prompt builder, training and evaluation).
+KA_COLUMN = "knowledge"
+
+
+@dataclass
+class SurveyKAInput:
+    """What the builders need of one survey.
+
+    Attributes:
+        paper_id: the dataset's paper id.
+        title: the survey's title (finds the survey's own node, which is excluded).
+        references: raw reference entries (the dataset's ``references`` column).
+        text: the survey text (its reference section is read when ``references`` is empty).
+        year: the survey's year when known (else the newest reference year is the cutoff).
+    """
+
+    paper_id: str
+    title: str = ""
+    references: tuple[str, ...] = ()
+    text: str = ""
+    year: int | None = None
+
+
+@dataclass
+class KAReport:
+    """Totals of one ``ka build``.
+
+    Attributes:
+        out_dir: the dataset folder written.
+        n_records: KA records (paper x dimension) in ``records.jsonl``.
+        n_made: records made by this run (the rest came from an earlier run).
+        n_empty: records with an empty KA text (each says why).
+        n_units_with_knowledge: dataset units whose ``knowledge`` is non-empty.
+        graph: the graph's :class:`~surveyalign.knowledge.graph.GraphStats` as a dict.
+    """
+
+    out_dir: Path
+    n_records: int
+    n_made: int
+    n_empty: int
+    n_units_with_knowledge: int
+    graph: dict[str, int]
+
+
+def _survey_references(survey: SurveyKAInput):
+    if survey.references:
+        return [parse_reference_text(entry, str(i)) for i, entry in enumerate(survey.references, start=1)], "column"
+    found = parse_markdown_references(survey.text or "")
+    return found.references, "text" if found.references else "none"
+
+
+def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAInput, dimension: str,
+                    config: KAConfig, *, summariser: Summariser | None = None,
+                    counter: TokenCounter | None = None) -> dict[str, Any]:
+    """Build one survey's KA record for ``dimension`` (Comp-KA or Crit-KA).
+
+    Args:
+        graph: the citation graph.
+        resolver: a :class:`Resolver` over ``graph.papers`` (built once for all surveys).
+        survey: the survey.
+        dimension: ``"comprehensiveness"`` or ``"criticalness"``.
+        config: the KA settings.
+        summariser: required for Crit-KA.
+        counter: the judge tokenizer (``tokens`` of the text are counted when given).
+
+    Returns:
+        The record: ``paper_id``, ``dimension``, ``text``, ``reason`` (why ``text`` is empty, else ``None``),
+        ``n_references``, ``reference_source``, ``n_resolved``, ``resolution`` (counts), ``unresolved``
+        (key, reason), ``n_neighbourhood`` (|R+| before exclusions), ``excluded``, ``cutoff_year``,
+        ``cutoff_from``, ``n_candidates`` (|R+| after), ``n_kept``, ``tokens``, ``n_calls``, ``cache_hits``,
+        ``errors`` and the dimension's own details (``comp`` or ``crit``).
+
+    Raises:
+        ValueError: Crit-KA without a summariser.
+    """
+    refs, ref_source = _survey_references(survey)
+    resolutions = resolver.resolve_all(refs)
+    nodes = [graph.index[r.paper_id] for r in resolutions if r.resolved]
+    survey_nodes = [graph.index[p.id] for p in resolver.same_title(survey.title)]
+    year = survey.year
+    if year is None:
+        known = [graph.papers[i].year for i in survey_nodes if graph.papers[i].year is not None]
+        year = min(known) if known else None
+    hood = neighbourhood(graph, nodes, survey_nodes=survey_nodes, survey_year=year,
+                         exclude_future=config.exclude_future)
+    record: dict[str, Any] = {
+        "paper_id": survey.paper_id, "dimension": dimension, "text": "", "reason": None,
+        "n_references": len(refs), "reference_source": ref_source, "n_resolved": len(hood.references),
+        "resolution": resolution_counts(resolutions),
+        "unresolved": [{"key": r.key, "reason": r.reason} for r in resolutions if not r.resolved],
+        "survey_nodes": graph.ids_of(survey_nodes), "n_neighbourhood": hood.n_neighbourhood,
+        "excluded": hood.excluded, "cutoff_year": hood.cutoff_year, "cutoff_from": hood.cutoff_from,
+        "n_unknown_year": hood.n_unknown_year, "n_candidates": int(hood.candidates.size), "n_kept": 0,
+        "tokens": None, "n_calls": 0, "cache_hits": 0, "errors": [],
+    }
+    if not refs:
+        record["reason"] = "no reference list found (empty `references` column and no reference section)"
+    elif not hood.references.size:
+        record["reason"] = f"none of the {len(refs)} references resolved to a paper of the graph"
+    elif dimension == "comprehensiveness":
+        comp = comp_ka(graph, hood, top_factor=config.top_factor)
+        record.update(text=comp.text, n_kept=len(comp.references) + len(comp.added),
+                      comp={"top": graph.ids_of(comp.top), "scores": comp.scores, "added": len(comp.added),
+                            "n_top_in_references": comp.n_top_in_references, "n_untitled": comp.n_untitled})
+    else:
+        if summariser is None:
+            raise ValueError("Crit-KA needs a summariser backend: set `summariser` in the KA config")
+        cand = crit_candidates(graph, hood, alpha=config.alpha, beta=config.beta)
+        blocks = pack_blocks(graph, cand.nodes, budget=config.block_tokens, count_tokens=summariser.counter)
+        n_dropped = 0
+        if config.max_blocks is not None and len(blocks) > config.max_blocks:
+            n_dropped = len(blocks) - config.max_blocks
+            blocks = blocks[n_dropped:]
+        crit = summariser.crit_ka(blocks)
+        record.update(text=crit.text, n_kept=sum(len(b.nodes) for b in blocks), n_calls=crit.n_calls,
+                      cache_hits=crit.cache_hits, errors=crit.errors,
+                      crit={"tau_c": cand.tau_c, "tau_y": cand.tau_y, "n_C": len(cand.nodes),
+                            "n_no_year": cand.n_no_year, "n_blocks": len(blocks), "n_blocks_dropped": n_dropped,
+                            "n_cut": sum(b.n_cut for b in blocks), "blocks": crit.blocks,
+                            "n_length_stops": crit.n_length_stops, "cut_to_length": crit.cut_to_length})
+        if not cand.nodes:
+            record["reason"] = "no paper of R+ reaches the citation or year threshold"
+        elif not crit.text:
+            record["reason"] = "the summariser failed: " + "; ".join(crit.errors)
+    if not record["text"] and record["reason"] is None:
+        record["reason"] = "the references have no citation neighbourhood in the graph (R+ is empty)"
+    if counter is not None and record["text"]:
+        record["tokens"] = counter(record["text"])
+    return record
+
+
+def read_ka_records(ka_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read ``ka/records.jsonl`` of a KA dataset folder (or the ``ka`` folder itself); torn lines are skipped.
+
+    Args:
+        ka_dir: the output folder of ``ka build`` or its ``ka`` sub-folder.
+
+    Returns:
+        The records, last one per (paper_id, dimension, config hash) kept, in file order.
+
+    Raises:
+        FileNotFoundError: no ``records.jsonl`` there.
+    """
+    folder = Path(ka_dir)
+    path = folder / "records.jsonl" if (folder / "records.jsonl").is_file() else folder / "ka" / "records.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no KA records in {folder} (expected ka/records.jsonl; run `surveyalign ka build`)")
+    records: dict[tuple, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        records[(rec.get("paper_id"), rec.get("dimension"), rec.get("config_hash"))] = rec
+    return list(records.values())
+
+
+def _dataset_rows(dataset_dir: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """dimension -> split -> rows, read straight from the folder's parquet files."""
+    import pyarrow.parquet as pq
+
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+    for path in sorted((dataset_dir / "data").glob("*/*.parquet")):
+        rows[path.parent.name][path.stem] = pq.read_table(path).to_pylist()
+    if not rows:
+        raise FileNotFoundError(f"{dataset_dir}: no data/<dimension>/<split>.parquet files (build the dataset "
+                                "with `surveyalign data build` first)")
+    return rows
+
+
+def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_dir: str | os.PathLike,
+                     config: KAConfig, *, backend=None, progress: bool = True,
+                     survey_years: dict[str, int] | None = None) -> KAReport:
+    """Make the KA records of every survey and write the dataset with a ``knowledge`` column to ``out_dir``.
+
+    Args:
+        dataset_dir: a folder written by ``surveyalign data build``.
+        graph: the citation graph.
+        out_dir: the new dataset folder (must not be ``dataset_dir``); ``out_dir/ka`` holds the records, the
+            call cache and ``ka_report.json``.
+        config: the KA settings.
+        backend: the summariser backend for Crit-KA (default: built from ``config.summariser``).
+        progress: show a progress bar.
+        survey_years: optional paper_id -> publication year of the survey (the future cutoff).
+
+    Returns:
+        The :class:`KAReport`.
+
+    Raises:
+        FileNotFoundError: ``dataset_dir`` is not a built dataset folder.
+        ValueError: ``out_dir`` equals ``dataset_dir``; Crit-KA asked without summariser or tokenizer.
+    """
+    from surveyalign.knowledge.dataset import write_knowledge_dataset
+
+    src, out = Path(dataset_dir).resolve(), Path(out_dir).resolve()
+    if src == out:
+        raise ValueError(f"--out must be a new folder, not the input dataset {src}")
+    rows = _dataset_rows(src)
+    ka_dir = out / "ka"
+    ka_dir.mkdir(parents=True, exist_ok=True)
+    config_hash = stable_hash({"config": config.model_dump(), "graph": graph.stats.to_dict()})[:16]
+    done = {(r["paper_id"], r["dimension"]) for r in _existing(ka_dir) if r.get("config_hash") == config_hash}
+    counter = TokenCounter(config.tokenizer) if config.tokenizer else None
+    summariser = None
+    if "criticalness" in config.dimensions:
+        if counter is None:
+            raise ValueError("Crit-KA counts its block budget B with the judge's tokenizer: set `tokenizer`")
+        if backend is None and config.summariser is not None:
+            from surveyalign.backends import load_backend
+
+            backend = load_backend(config.summariser.kind, **config.summariser.options)
+        if backend is None:
+            raise ValueError("Crit-KA needs a summariser backend: set `summariser` in the KA config")
+        summariser = Summariser(backend, config, counter, CallCache.load(ka_dir / "calls.jsonl"))
+    resolver = Resolver(graph.papers, min_title_score=config.min_title_score, year_tolerance=config.year_tolerance)
+    jobs = []
+    units: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for dim in config.dimensions:
+        surveys: dict[str, SurveyKAInput] = {}
+        for split_rows in rows.get(dim, {}).values():
+            for row in split_rows:
+                pid = row["paper_id"]
+                units[(pid, dim)].append(row["unit_id"])
+                surveys.setdefault(pid, SurveyKAInput(pid, row.get("title") or "", tuple(row.get("references") or ()),
+                                                      row.get("text") or "", (survey_years or {}).get(pid)))
+        jobs += [(dim, surveys[pid]) for pid in sorted(surveys) if (pid, dim) not in done]
+    n_made = 0
+    with (ka_dir / "records.jsonl").open("a", encoding="utf-8") as fh:
+        for dim, survey in tqdm(jobs, desc="knowledge augmentation", disable=not progress):
+            t0 = time.perf_counter()
+            record = build_survey_ka(graph, resolver, survey, dim, config, summariser=summariser, counter=counter)
+            record.update(unit_ids=sorted(units[(survey.paper_id, dim)]), config_hash=config_hash,
+                          seconds=round(time.perf_counter() - t0, 4))
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.flush()
+            n_made += 1
+    if summariser is not None and summariser.cache is not None:
+        summariser.cache.close()
+    records = [r for r in read_ka_records(ka_dir) if r.get("config_hash") == config_hash]
+    n_units = write_knowledge_dataset(src, out, rows, {(r["paper_id"], r["dimension"]): r["text"] for r in records})
+    report = KAReport(out, len(records), n_made, sum(1 for r in records if not r["text"]), n_units,
+                      graph.stats.to_dict())
+    (ka_dir / "ka_report.json").write_text(json.dumps({
+        "dataset": str(src), "config": config.model_dump(), "config_hash": config_hash, "graph": report.graph,
+        "n_records": report.n_records, "n_made": n_made, "n_empty": report.n_empty,
+        "n_units_with_knowledge": n_units,
+        "empty_reasons": _count(r["reason"] for r in records if not r["text"]),
+        "excluded": {k: sum(r["excluded"][k] for r in records) for k in ("survey", "citing_survey", "after_survey")},
+    }, indent=2, default=str))
+    return report
+
+
+def _existing(ka_dir: Path) -> list[dict[str, Any]]:
+    try:
+        return read_ka_records(ka_dir)
+    except FileNotFoundError:
+        return []
+
+
+def _count(values) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for value in values:
+        counts[str(value)] += 1
+    return dict(sorted(counts.items()))
+

@@ -1,0 +1,112 @@
+"""``surveyalign ka``: build knowledge augmentation for a dataset folder, and show one record (SurveyReview §5.2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _load_graph(spec: str, dataset: Path):
+    from surveyalign.knowledge.graph import CitationGraph
+    from surveyalign.knowledge.sample import sample_graph
+
+    if spec == "sample":
+        return sample_graph(dataset)
+    path = Path(spec)
+    if not path.is_file():
+        raise FileNotFoundError(f"graph file not found: {path}")
+    return CitationGraph.load(path)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from surveyalign.knowledge.build import build_ka_dataset
+    from surveyalign.knowledge.config import KAConfig
+
+    overrides = {"dimensions": args.dimensions, "tokenizer": args.tokenizer}
+    config = KAConfig.from_yaml(args.config, overrides)
+    dataset = Path(args.dataset)
+    graph = _load_graph(args.graph, dataset)
+    stats = graph.stats
+    print(f"graph: {stats.n_papers} papers, {stats.n_edges} citation edges; kept and counted: {stats.n_untitled} "
+          f"untitled, {stats.n_empty_reference_ids} empty reference ids, {stats.n_dangling_ids} ids outside the "
+          f"graph, {stats.n_incomplete} incomplete reference lists, {stats.n_missing_records} records without id")
+    years = None
+    if args.survey_years:
+        years = {str(k): int(v) for k, v in json.loads(Path(args.survey_years).read_text()).items()}
+    report = build_ka_dataset(dataset, graph, args.out, config, progress=not args.no_progress, survey_years=years)
+    summary = json.loads((Path(args.out) / "ka" / "ka_report.json").read_text())
+    print(f"KA records: {report.n_records} ({report.n_made} made now), {report.n_empty} empty; "
+          f"units with knowledge: {report.n_units_with_knowledge}")
+    print(f"excluded from R+: {summary['excluded']}")
+    for reason, n in summary["empty_reasons"].items():
+        print(f"  empty ({n}): {reason}")
+    print(f"dataset with a `knowledge` column: {report.out_dir}; records: {report.out_dir / 'ka' / 'records.jsonl'}")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from surveyalign.knowledge.build import read_ka_records
+
+    records = [r for r in read_ka_records(args.dataset)
+               if args.uid == r["paper_id"] or args.uid in r.get("unit_ids", [])
+               or any(u.split("::")[0] == args.uid for u in r.get("unit_ids", []))]
+    if args.dimension:
+        records = [r for r in records if r["dimension"] == args.dimension.lower()]
+    if not records:
+        raise ValueError(f"no KA record for {args.uid!r} in {args.dataset} (give a paper_id or a unit_id)")
+    for record in records:
+        if args.json:
+            print(json.dumps(record, indent=2, ensure_ascii=False))
+            continue
+        print(f"== {record['paper_id']} / {record['dimension']}")
+        print(f"|R| {record['n_references']} (from {record['reference_source']}), resolved {record['n_resolved']}, "
+              f"|R+| {record['n_neighbourhood']} -> {record['n_candidates']} after exclusions {record['excluded']}, "
+              f"kept {record['n_kept']}, tokens {record['tokens']}, calls {record['n_calls']}, "
+              f"cache hits {record['cache_hits']}")
+        if record.get("reason"):
+            print(f"no knowledge: {record['reason']}")
+        for item in record.get("unresolved", [])[: args.unresolved]:
+            print(f"  unresolved [{item['key']}]: {item['reason']}")
+        print(record["text"])
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``surveyalign ka build`` and ``surveyalign ka show``."""
+    ka = subparsers.add_parser("ka", help="knowledge augmentation: Comp-KA / Crit-KA from a citation graph",
+                               description=__doc__)
+    sub = ka.add_subparsers(dest="ka_command", metavar="SUBCOMMAND")
+    ka.set_defaults(handler=lambda args: (ka.print_help(), 2)[1])
+
+    build = sub.add_parser(
+        "build", help="add the `knowledge` column to a dataset folder",
+        description="Resolve each survey's references against a citation graph, build Comp-KA "
+        "(Comprehensiveness) and Crit-KA (Criticalness), and write the dataset with a `knowledge` column to "
+        "--out (records in OUT/ka/records.jsonl, LLM calls cached in OUT/ka/calls.jsonl; re-runs resume).")
+    build.add_argument("--dataset", required=True, metavar="DIR", help="folder written by `surveyalign data build`")
+    build.add_argument("--graph", required=True, metavar="FILE",
+                       help="citation graph: .jsonl / .parquet of paper records, a saved-session .json, or "
+                       "'sample' (a made-up graph around the dataset's own references, for the demo)")
+    build.add_argument("--out", required=True, metavar="DIR", help="output dataset folder (new)")
+    build.add_argument("--config", default=None, metavar="YAML", help="KA config (alpha, beta, B, L, summariser...); "
+                       "see configs/ka/")
+    build.add_argument("--dimensions", nargs="+", default=None, metavar="DIM",
+                       help="comprehensiveness and/or criticalness (default: the config's)")
+    build.add_argument("--tokenizer", default=None, metavar="DIR", help="judge tokenizer (overrides the config)")
+    build.add_argument("--survey-years", default=None, metavar="JSON",
+                       help="JSON object paper_id -> survey year (the future cutoff; default: the survey's graph "
+                       "node, else its newest reference)")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    build.set_defaults(handler=_cmd_build)
+
+    show = sub.add_parser("show", help="print the KA record of one survey or unit",
+                          description="Print the KA record(s) of a paper_id or unit_id from a `ka build` output.")
+    show.add_argument("uid", help="a paper_id (sr0001), review_id (sr0001-r2) or unit_id (sr0001-r2::comprehensiveness)")
+    show.add_argument("--dataset", required=True, metavar="DIR", help="the --out folder of `surveyalign ka build`")
+    show.add_argument("--dimension", default=None, help="only this dimension")
+    show.add_argument("--unresolved", type=int, default=10, metavar="N", help="list at most N unresolved references")
+    show.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    show.set_defaults(handler=_cmd_show)

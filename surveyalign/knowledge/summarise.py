@@ -1,0 +1,185 @@
+"""The LLM stages of Crit-KA (SurveyReview App. F.2): block summaries, then compression to length L.
+
+Calls go through a shared judge backend (``Backend.generate``) and are cached in a ``calls.jsonl``
+(:class:`surveyalign.evaluation.cache.CallCache`) under a key made of the prompt's content hash, the backend's
+``describe()`` and the settings, so a re-run makes only the calls it does not have (and counts the hits).
+Token counts use the judge's tokenizer (:class:`TokenCounter`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
+from surveyalign.knowledge.config import KAConfig
+from surveyalign.knowledge.ka import Block
+
+__all__ = ["CritKA", "Summariser", "TokenCounter"]
+
+
+class TokenCounter:
+    """Counts (and cuts) text in tokens of the judge's tokenizer.
+
+    Args:
+        tokenizer: a local tokenizer / model folder or id (``transformers.AutoTokenizer``), or
+            ``"whitespace"`` to count words.
+
+    Raises:
+        ValueError: ``tokenizer`` is empty.
+        OSError: the tokenizer cannot be loaded.
+    """
+
+    def __init__(self, tokenizer: str) -> None:
+        if not tokenizer:
+            raise ValueError("a tokenizer is needed to count Crit-KA token budgets (set `tokenizer` in the KA "
+                             "config: the judge's tokenizer folder, or 'whitespace' to count words)")
+        self.name = tokenizer
+        self._tok = None
+        if tokenizer != "whitespace":
+            from transformers import AutoTokenizer
+
+            self._tok = AutoTokenizer.from_pretrained(tokenizer)
+
+    def _ids(self, text: str) -> list[Any]:
+        if self._tok is None:
+            return text.split()
+        return self._tok(text, add_special_tokens=False)["input_ids"]
+
+    def __call__(self, text: str) -> int:
+        """Number of tokens of ``text`` (no special tokens)."""
+        return len(self._ids(text))
+
+    def truncate(self, text: str, limit: int) -> tuple[str, bool]:
+        """Cut ``text`` to at most ``limit`` tokens at a token boundary.
+
+        Args:
+            text: the text.
+            limit: most tokens kept (>= 0).
+
+        Returns:
+            ``(text, was_cut)``.
+        """
+        ids = self._ids(text)
+        if len(ids) <= limit:
+            return text, False
+        if self._tok is None:
+            return " ".join(ids[:limit]), True
+        return self._tok.decode(ids[:limit]), True
+
+
+@dataclass
+class CritKA:
+    """A Crit-KA result for one survey.
+
+    Attributes:
+        text: the compressed content, year intervals in brackets ("" when it could not be made).
+        blocks: per block ``{"years": [y_min, y_max], "n_papers", "tokens", "summary_ok", "summary"}``.
+        tokens: tokens of ``text``.
+        n_calls: LLM calls made now (not from the cache).
+        cache_hits: calls answered from the cache.
+        errors: one line per failed call (the block's interval or ``"compress"``).
+        n_length_stops: answers that stopped at their token cap.
+        cut_to_length: whether the compressed answer was cut to L tokens.
+    """
+
+    text: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    tokens: int = 0
+    n_calls: int = 0
+    cache_hits: int = 0
+    errors: list[str] = field(default_factory=list)
+    n_length_stops: int = 0
+    cut_to_length: bool = False
+
+
+class Summariser:
+    """Runs the two Crit-KA stages with one backend, a call cache and the judge's token counter.
+
+    Args:
+        backend: a shared judge backend (``surveyalign.backends.load_backend(...)``).
+        config: the KA config (prompts, ``summary_tokens``, ``length``, summariser temperature and seed).
+        counter: the judge tokenizer's :class:`TokenCounter`.
+        cache: the ``calls.jsonl`` cache (``None``: no caching).
+    """
+
+    def __init__(self, backend: Backend, config: KAConfig, counter: TokenCounter,
+                 cache: CallCache | None = None) -> None:
+        self.backend = backend
+        self.config = config
+        self.counter = counter
+        self.cache = cache
+        summariser = config.summariser
+        self._base = GenerationSettings(temperature=summariser.temperature if summariser else 0.0,
+                                        seed=summariser.seed if summariser else 0)
+
+    def _run(self, stage: str, prompts: list[str], max_new_tokens: int, result: CritKA) -> list[str | None]:
+        """Answer each prompt from the cache or the backend (one batched call); ``None`` for a failed call."""
+        settings = self._base.model_copy(update={"max_new_tokens": max_new_tokens})
+        describe = self.backend.describe()
+        keys, answers = [], [None] * len(prompts)
+        todo: list[int] = []
+        for i, prompt in enumerate(prompts):
+            messages = [{"role": "user", "content": prompt}]
+            key = call_key(stage=stage, unit_id=stable_hash(prompt), dimension="criticalness", sample=0,
+                           prompt_hash=stable_hash(messages), backend=describe, settings=settings.model_dump())
+            keys.append(key)
+            cached = self.cache.get(key) if self.cache is not None else None
+            if cached is not None and not cached.get("error"):
+                answers[i] = cached.get("text") or ""
+                result.cache_hits += 1
+                result.n_length_stops += cached.get("finish_reason") == "length"
+            else:
+                todo.append(i)
+        if todo:
+            generations = self.backend.generate([[{"role": "user", "content": prompts[i]}] for i in todo], settings, 1)
+            for i, samples in zip(todo, generations, strict=True):
+                gen = samples[0]
+                result.n_calls += 1
+                if self.cache is not None:
+                    self.cache.append({"key": keys[i], "stage": stage, "text": gen.text, "error": gen.error,
+                                       "finish_reason": gen.finish_reason})
+                if gen.error:
+                    continue
+                answers[i] = gen.text
+                result.n_length_stops += gen.finish_reason == "length"
+        return answers
+
+    def crit_ka(self, blocks: list[Block]) -> CritKA:
+        """Summarise each block, then compress the timestamped summaries to ``config.length`` tokens.
+
+        Args:
+            blocks: temporal blocks from :func:`surveyalign.knowledge.ka.pack_blocks`.
+
+        Returns:
+            The :class:`CritKA` (empty text and an error line when every block summary failed or the
+            compression call failed; the failures are kept, never hidden).
+        """
+        result = CritKA("")
+        if not blocks:
+            return result
+        cfg = self.config
+        prompts = [cfg.summary_prompt.format(first_year=b.first_year, last_year=b.last_year, papers=b.text,
+                                             max_tokens=cfg.summary_tokens) for b in blocks]
+        summaries = self._run("ka-summary", prompts, cfg.summary_tokens, result)
+        notes = []
+        for block, summary in zip(blocks, summaries, strict=True):
+            ok = summary is not None and bool(summary.strip())
+            result.blocks.append({"years": [block.first_year, block.last_year], "n_papers": len(block.nodes),
+                                  "tokens": block.tokens, "summary_ok": ok, "summary": summary or ""})
+            if ok:
+                notes.append(f"[{block.first_year}-{block.last_year}] {' '.join(summary.split())}")
+            else:
+                result.errors.append(f"summary of block [{block.first_year}-{block.last_year}] failed")
+        if not notes:
+            return result
+        compressed = self._run("ka-compress", [cfg.compress_prompt.format(summaries="\n".join(notes),
+                                                                          length=cfg.length)], cfg.length, result)[0]
+        if compressed is None or not compressed.strip():
+            result.errors.append("compression call failed")
+            return result
+        text, result.cut_to_length = self.counter.truncate(compressed.strip(), cfg.length)
+        result.text = text
+        result.tokens = self.counter(text)
+        return result
