@@ -56,6 +56,15 @@ class DemoEvalSettings(BaseModel):
         "false = no RQS stage (HAS left undefined)")
 
 
+class DemoKASettings(BaseModel):
+    """Knowledge augmentation in the demo: ``surveyalign ka build`` between the data and training steps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config: str = Field("configs/ka/demo.yaml", description="KA config YAML (surveyalign.knowledge.KAConfig)")
+    graph: str = Field("sample", description="citation graph file, or 'sample' (made up around the dataset)")
+
+
 class DemoConfig(BaseModel):
     """Typed configuration of ``surveyalign demo`` (YAML keys; unknown keys are rejected)."""
 
@@ -73,6 +82,8 @@ class DemoConfig(BaseModel):
     train_overrides: list[str] = Field(default_factory=list, description="extra recipe flags, e.g. ['--max_steps', '5']")
     retrain: bool = Field(False, description="train again even if the adapter for the same inputs exists")
     eval: DemoEvalSettings = Field(default_factory=DemoEvalSettings)
+    knowledge: DemoKASettings | None = Field(
+        None, description="add the `knowledge` column (Comp-KA / Crit-KA) before training; None = no KA")
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike | None, overrides: dict[str, Any] | None = None) -> DemoConfig:
@@ -154,6 +165,17 @@ def _train_adapter(cfg: DemoConfig, model_dir: Path, data_dir: Path, out_dir: Pa
         raise RuntimeError(f"training finished but no adapter was saved in {out_dir}; see {log_path}")
     stamp_file.write_text(stamp)
     return out_dir
+
+
+def _knowledge_step(ka: DemoKASettings, data_dir: Path, out: Path, console) -> Path:
+    """Step 2b: ``surveyalign ka build`` on the demo dataset; returns the folder with the ``knowledge`` column."""
+    from surveyalign.knowledge import CitationGraph, KAConfig, build_ka_dataset, sample_graph
+
+    graph = sample_graph(data_dir) if ka.graph == "sample" else CitationGraph.load(_resolve(ka.graph))
+    report = build_ka_dataset(data_dir, graph, out, KAConfig.from_yaml(_resolve(ka.config)), progress=False)
+    _say(console, f"[2/5] knowledge augmentation: {report.n_records} KA records ({report.n_empty} empty), "
+                  f"{report.n_units_with_knowledge} units with knowledge -> {out}")
+    return out
 
 
 _REF_HEAD = "Human reviewer's rationale (the reference):\n"
@@ -242,6 +264,8 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     report = build_dataset(official, data_dir, sources=_resolve(cfg.sources) if cfg.sources else None, seed=cfg.seed)
     _say(console, f"[2/5] dataset built from {official} -> {data_dir}")
     console.print(f"      {_report_line(report)}")
+    if cfg.knowledge is not None:
+        data_dir = _knowledge_step(cfg.knowledge, data_dir, work / "surveyreview-ka", console)
 
     # 3. training
     adapter_dir = _train_adapter(cfg, model_dir, data_dir, work / f"adapter-{dimension}", console)

@@ -12,10 +12,14 @@ ALL_YAML = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "configs").rgl
 
 def _parse(rel: str):
     path = REPO / rel
-    if rel == "configs/demo.yaml":
+    if rel in ("configs/demo.yaml", "configs/demo-ka.yaml"):
         from surveyalign.demo import DemoConfig
 
         return DemoConfig.from_yaml(path)
+    if rel.startswith("configs/ka/"):
+        from surveyalign.knowledge import KAConfig
+
+        return KAConfig.from_yaml(path)
     if rel.startswith(("configs/sft/", "configs/dpo/")):
         from surveyalign.training import parse_recipe_yaml
 

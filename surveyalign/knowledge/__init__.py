@@ -11,8 +11,26 @@ Public surface (first part: what other packages reuse):
 - :mod:`~surveyalign.knowledge.resolve`: the safe matching rule :func:`same_paper` and :class:`Resolver`;
 - :mod:`~surveyalign.knowledge.testing`: :class:`FakeScholarServer`, a 127.0.0.1 server answering in the
   Semantic Scholar and OpenAlex shapes, for tests.
+
+Knowledge augmentation (second part):
+
+- :mod:`~surveyalign.knowledge.graph`: :class:`CitationGraph` (parquet / JSONL / saved-session loaders, CSR
+  adjacency both ways);
+- :mod:`~surveyalign.knowledge.ka`: :func:`neighbourhood` (R+, exclusions), :func:`comp_ka`,
+  :func:`crit_candidates`, :func:`pack_blocks`; :mod:`~surveyalign.knowledge.summarise`: :class:`Summariser`,
+  :class:`TokenCounter`;
+- :mod:`~surveyalign.knowledge.config`: :class:`KAConfig`; :mod:`~surveyalign.knowledge.build`:
+  :func:`build_ka_dataset` (what ``surveyalign ka build`` runs), :func:`read_ka_records`;
+- :func:`~surveyalign.knowledge.sample.sample_graph`: a made-up graph around a dataset's references (demo).
 """
 
+from surveyalign.knowledge.build import (
+    KA_COLUMN,
+    KAReport,
+    SurveyKAInput,
+    build_ka_dataset,
+    read_ka_records,
+)
 from surveyalign.knowledge.clients import (
     OPENALEX_URL,
     S2_URL,
@@ -22,11 +40,22 @@ from surveyalign.knowledge.clients import (
     openalex_work_to_paper,
     s2_paper_to_paper,
 )
+from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig, SummariserConfig
+from surveyalign.knowledge.graph import CitationGraph, GraphStats, SessionSeed
 from surveyalign.knowledge.http import (
     HttpStats,
     HTTPStatusError,
     NotFoundError,
     PoliteClient,
+)
+from surveyalign.knowledge.ka import (
+    CompKA,
+    CritCandidates,
+    Neighbourhood,
+    comp_ka,
+    crit_candidates,
+    neighbourhood,
+    pack_blocks,
 )
 from surveyalign.knowledge.papers import (
     REFERENCE_FORMATS,
@@ -62,19 +91,31 @@ from surveyalign.knowledge.resolve import (
     resolve_by_search,
     same_paper,
 )
+from surveyalign.knowledge.sample import sample_graph
+from surveyalign.knowledge.summarise import CritKA, Summariser, TokenCounter
 
 __all__ = [
     "DEFAULT_MIN_TITLE_SCORE",
     "DEFAULT_YEAR_TOLERANCE",
+    "KA_COLUMN",
+    "KA_DIMENSIONS",
     "MIN_ABSTRACT_SCORE",
     "MIN_ABSTRACT_WORDS",
     "OPENALEX_URL",
     "REFERENCE_FORMATS",
     "REFERENCE_STATUSES",
     "S2_URL",
+    "CitationGraph",
+    "CompKA",
+    "CritCandidates",
+    "CritKA",
+    "GraphStats",
     "HTTPStatusError",
     "HttpStats",
+    "KAConfig",
+    "KAReport",
     "MatchDecision",
+    "Neighbourhood",
     "NotFoundError",
     "OpenAlexClient",
     "Paper",
@@ -85,22 +126,34 @@ __all__ = [
     "Resolver",
     "ScholarlyClient",
     "SemanticScholarClient",
+    "SessionSeed",
+    "Summariser",
+    "SummariserConfig",
+    "SurveyKAInput",
+    "TokenCounter",
+    "build_ka_dataset",
     "cited_keys",
+    "comp_ka",
+    "crit_candidates",
     "first_author_surname",
+    "neighbourhood",
     "normalise_arxiv",
     "normalise_doi",
     "normalise_surname",
     "normalise_title",
     "openalex_work_to_paper",
+    "pack_blocks",
     "parse_bibtex",
     "parse_latex_bibliography",
     "parse_markdown_references",
     "parse_reference_text",
     "parse_tei_references",
+    "read_ka_records",
     "read_references",
     "resolution_counts",
     "resolve_by_search",
     "s2_paper_to_paper",
     "same_paper",
+    "sample_graph",
     "year_in_text",
 ]

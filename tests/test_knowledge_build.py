@@ -1,0 +1,107 @@
+"""`surveyalign ka build` / `ka show` end to end on the sample dataset, graph files, and the real session file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from surveyalign.backends import load_backend
+from surveyalign.cli import main
+from surveyalign.data import load_surveyreview
+from surveyalign.knowledge import Paper
+from surveyalign.knowledge.build import build_ka_dataset, read_ka_records
+from surveyalign.knowledge.config import KAConfig
+from surveyalign.knowledge.graph import CitationGraph
+from surveyalign.knowledge.ka import comp_ka, neighbourhood
+from surveyalign.knowledge.sample import sample_graph
+
+
+def test_graph_files_round_trip_and_bad_lines(tmp_path):
+    papers = [Paper(id="W1", title="", year=None, reference_ids=["W2", ""], reference_count=3),
+              Paper(id="W2", title="Two", year=2001, citation_count=4, authors=["A B"])]
+    for name in ("g.parquet", "g.jsonl"):
+        path = CitationGraph(papers).save(tmp_path / name)
+        back = CitationGraph.load(path)
+        assert [p.to_dict() for p in back.papers] == [p.to_dict() for p in papers]
+        assert back.stats.n_untitled == 1 and back.stats.n_empty_reference_ids == 1 and back.stats.n_edges == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "W1"}\n{"id": "W2", "year": "soon"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl line 2: field 'year' must be an integer"):
+        CitationGraph.load(bad)
+    bad.write_text('{"id": "W1", "colour": "red"}\n')
+    with pytest.raises(ValueError, match=r"line 1: unknown field\(s\) \['colour'\]"):
+        CitationGraph.load(bad)
+
+
+def test_ka_build_dataset_comp_and_crit_then_resume(dataset_dir, tmp_path):
+    out = tmp_path / "ka"
+    graph = sample_graph(dataset_dir)
+
+    def reply(messages, settings, index):
+        return "compressed trend text" if messages[0]["content"].startswith("The notes") else "a block summary"
+
+    config = KAConfig(tokenizer="whitespace", block_tokens=64)
+    report = build_ka_dataset(dataset_dir, graph, out, config, backend=load_backend("scripted", replies=reply),
+                              progress=False)
+    records = read_ka_records(out)
+    comp = [r for r in records if r["dimension"] == "comprehensiveness"]
+    crit = [r for r in records if r["dimension"] == "criticalness"]
+    assert comp and crit and report.n_made == len(records)
+    assert all(r["excluded"]["survey"] == 1 and r["excluded"]["citing_survey"] == 1 for r in records)
+    assert all(r["n_resolved"] == r["n_references"] and r["tokens"] for r in comp)
+    empty = [r for r in records if not r["text"]]
+    assert report.n_empty == len(empty) == 1  # sr0016: no neighbour reaches tau_c / tau_y (R+ has 6 papers)
+    assert empty[0]["reason"] == "no paper of R+ reaches the citation or year threshold"
+    assert all(r["text"] == "compressed trend text" and r["n_calls"] >= 2 for r in crit if r["text"])
+    train = load_surveyreview(out, "comprehensiveness", split="train")
+    assert all(k.startswith("Cited by the survey") for k in train["knowledge"])
+    assert set(load_surveyreview(out, "readability", split="train")["knowledge"]) == {""}
+    assert "knowledge" in load_surveyreview(out, "all", split="test").column_names
+    again = build_ka_dataset(dataset_dir, graph, out, config, backend=load_backend("scripted", replies=[]),
+                             progress=False)
+    assert again.n_made == 0 and again.n_records == report.n_records  # resumed: nothing asked again
+
+
+def test_ka_build_without_graph_matches_keeps_empty_ka_with_reason(dataset_dir, tmp_path, capsys):
+    graph_file = tmp_path / "g.jsonl"
+    CitationGraph([Paper(id="X1", title="Nothing like the sample references", year=2000)]).save(graph_file)
+    rc = main(["ka", "build", "--dataset", str(dataset_dir), "--graph", str(graph_file), "--out", str(tmp_path / "o"),
+               "--dimensions", "comprehensiveness", "--no-progress"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "empty (" in printed and "none of the" in printed
+    records = read_ka_records(tmp_path / "o")
+    assert records and all(r["text"] == "" and r["reason"].startswith("none of the") for r in records)
+    unit = records[0]["unit_ids"][0]
+    assert main(["ka", "show", unit, "--dataset", str(tmp_path / "o")]) == 0
+    shown = capsys.readouterr().out
+    assert f"== {records[0]['paper_id']} / comprehensiveness" in shown and "no knowledge: none of the" in shown
+    assert main(["ka", "show", "nope", "--dataset", str(tmp_path / "o")]) == 2
+
+
+def test_ka_cli_errors_are_one_line(dataset_dir, tmp_path, capsys):
+    assert main(["ka", "build", "--dataset", str(dataset_dir), "--graph", str(tmp_path / "none.jsonl"),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "graph file not found" in capsys.readouterr().err
+    assert main(["ka", "build", "--dataset", str(dataset_dir), "--graph", "sample", "--out", str(tmp_path / "o"),
+                 "--dimensions", "criticalness"]) == 2
+    assert "tokenizer" in capsys.readouterr().err
+
+
+@pytest.mark.real
+def test_real_session_graph_comp_ka(shared_real):
+    graph = CitationGraph.load(shared_real / "citation-graphs" / "examples.json")
+    stats = graph.stats
+    assert (stats.n_papers, stats.n_duplicate_ids, stats.n_untitled, stats.n_missing_records) == (163, 3, 2, 4)
+    assert stats.n_empty_reference_ids == 601 and stats.n_incomplete == 5
+    seed = next(s for s in graph.seeds if s.api == "OpenAlex")
+    assert seed.title == "Why Most Published Research Findings Are False" and len(seed.reference_ids) == 37
+    refs = [graph.index[r] for r in seed.reference_ids if r in graph.index]
+    hood = neighbourhood(graph, refs, survey_nodes=[graph.index[seed.id]], survey_year=seed.year)
+    comp = comp_ka(graph, hood)
+    assert len(refs) == 36 and hood.n_neighbourhood == 46
+    assert hood.excluded == {"survey": 1, "citing_survey": 3, "after_survey": 5}
+    assert len(comp.top) == 37 and len(comp.added) == 12 and comp.n_top_in_references == 25
+    assert comp.text.splitlines()[0] == "Cited by the survey (36):"
+    assert json.dumps(comp.text)  # serialisable as the dataset column
