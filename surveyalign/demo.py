@@ -169,7 +169,12 @@ def _train_adapter(cfg: DemoConfig, model_dir: Path, data_dir: Path, out_dir: Pa
 
 def _knowledge_step(ka: DemoKASettings, data_dir: Path, out: Path, console) -> Path:
     """Step 2b: ``surveyalign ka build`` on the demo dataset; returns the folder with the ``knowledge`` column."""
-    from surveyalign.knowledge import CitationGraph, KAConfig, build_ka_dataset, sample_graph
+    from surveyalign.knowledge import (
+        CitationGraph,
+        KAConfig,
+        build_ka_dataset,
+        sample_graph,
+    )
 
     graph = sample_graph(data_dir) if ka.graph == "sample" else CitationGraph.load(_resolve(ka.graph))
     report = build_ka_dataset(data_dir, graph, out, KAConfig.from_yaml(_resolve(ka.config)), progress=False)

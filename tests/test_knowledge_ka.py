@@ -178,3 +178,21 @@ def test_from_edges_matches_record_edges():
     assert g.stats.n_edges == 3 and g.linked[3, 2] == 1 and g.cites[2, 3] == 1
     with pytest.raises(ValueError, match="node indices"):
         CitationGraph.from_edges(papers, np.array([0]), np.array([9]))
+
+
+def test_blocks_counted_with_the_judge_tokenizer(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    counter = TokenCounter(str(tiny_model_dir))
+    text = "Paper r1 (2010): one two three four five"
+    assert counter(text) == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    cut, was_cut = counter.truncate(text, 3)
+    assert was_cut and counter(cut) <= 3 and text.startswith(cut.strip()[:3])
+    g = _graph()
+    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_year=2016)
+    nodes = crit_candidates(g, hood, alpha=75, beta=75).nodes
+    budget = counter(text) * 2 + 2
+    blocks = pack_blocks(g, nodes, budget=budget, count_tokens=counter)
+    assert all(b.tokens <= budget for b in blocks) and sum(len(b.nodes) for b in blocks) == len(nodes)
+    assert [b.tokens for b in blocks] == [counter(b.text) for b in blocks]
