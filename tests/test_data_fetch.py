@@ -8,7 +8,6 @@ The fake services answer in the documented shapes: Europe PMC ``/search?format=j
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -218,7 +217,11 @@ def run(release: Path, out: Path, s: FakeServices, **kw):
 
 
 def test_targets_group_reviews_of_one_paper(tmp_path):
-    targets = {t.key: t for t in release_targets(write_release(tmp_path / "rel"))}
+    release = write_release(tmp_path / "rel")
+    grouped = json.loads((release / "train" / "grouped_trainset.json").read_text())
+    grouped[1]["result"].append({"dimension": "Structure", "score": -1.0, "reasons": ["Lacks a methods part."]})
+    (release / "train" / "grouped_trainset.json").write_text(json.dumps(grouped))
+    targets = {t.key: t for t in release_targets(release)}
     assert sorted(targets) == sorted([
         "moprd-9001-v1", f"f1000-{fingerprint(F1000_TITLE)[:16]}", f"openreview-{fingerprint(OR_TITLE)[:16]}",
         f"f1000-{fingerprint('Telehealth for rural stroke care: a review')[:16]}",
@@ -226,7 +229,9 @@ def test_targets_group_reviews_of_one_paper(tmp_path):
     peerj = targets["moprd-9001-v1"]
     assert (peerj.uids, peerj.paper_id, peerj.version, peerj.present) == (
         ["moprd-9001-1-r1", "moprd-9001-1-r2"], "9001", 1, [])
-    assert peerj.rationales == [REPORT_SENTENCE, "Reads well.", "Sections repeat one another.", "Very clear."]
+    # both annotation sets are read: the grouped-only rationale is checked too
+    assert peerj.rationales == [REPORT_SENTENCE, "Reads well.", "Lacks a methods part.", "Sections repeat one another.",
+                                "Very clear."]
     by_uid = {u: t for t in targets.values() for u in t.uids}
     assert len(by_uid) == 6 and len(targets) == 5
     assert by_uid["f1000-7002"].present == ["f1000-7002"] and by_uid["f1000-7001"].present == []
@@ -272,11 +277,11 @@ def test_end_to_end_fetch_convert_guard_then_build(tmp_path, services):
     moprd_state = next(r for r in state if r["source"] == "moprd")
     assert moprd_state["match"]["uid_doi_agrees"] is True
 
-    # `data build` reads the fetched shards unchanged and gives every unit a text (built from the grouped files:
-    # a build reads one annotation set, and the builder on main does not choose one yet)
-    grouped = tmp_path / "grouped"
-    shutil.copytree(release, grouped, ignore=shutil.ignore_patterns("raw", ".fetch_cache"))
-    built = build_dataset(grouped, tmp_path / "ds")
+    # `data build` reads the release folder with the fetched shards unchanged and gives every unit a text, with
+    # either annotation set
+    built = build_dataset(release, tmp_path / "ds")
+    raw = build_dataset(release, tmp_path / "ds-raw", records="raw")
+    assert raw.report["missing_text"]["units"] == 0
     assert built.report["missing_text"]["units"] == 0
     ds = load_surveyreview(tmp_path / "ds", "readability")
     rows = [r for split in ("train", "validation", "test") for r in ds[split]]

@@ -1,7 +1,8 @@
 """The papers of a release whose texts are to be fetched (SurveyReview §4, App. A).
 
-Every review record of the release (raw and grouped files alike) names a uid, a source, a paper title and an
-abstract. Reviews of one paper share a fetch: MOPRD uids by their paper and version parts
+Every review record of the release names a uid, a source, a paper title and an abstract. Both annotation sets
+(raw and grouped files) are read: a build takes one of them, and each needs its texts; the verbatim check
+uses the rationales of both. Reviews of one paper share a fetch: MOPRD uids by their paper and version parts
 ("moprd-8120-1-r2" -> paper 8120, version 1), other sources by source and normalised title. A uid whose text
 the release already holds (``articles*.json`` or a text field of the record) is not fetched again.
 """
@@ -12,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..layout import RECORD_SETS
 from ..readers import (
     paper_key_from_uid,
     read_release,
@@ -58,7 +60,8 @@ def release_targets(official: Path | str, *, sources: Path | str | None = None) 
     """Group the review records of a release into the papers to fetch.
 
     Args:
-        official: release folder (or one raw JSON file), read with :func:`surveyalign.data.read_release`.
+        official: release folder (or one raw JSON file), read with :func:`surveyalign.data.read_release`, once
+            per annotation set it holds.
         sources: optional ``{uid: source}`` mapping file (as for ``surveyalign data build``).
 
     Returns:
@@ -68,8 +71,10 @@ def release_targets(official: Path | str, *, sources: Path | str | None = None) 
         FileNotFoundError, ReleaseFormatError: as :func:`surveyalign.data.read_release`.
     """
     release = read_release(official, sources=sources)
+    sets = [read_release(official, sources=sources, records=name) for name in RECORD_SETS
+            if name != release.record_set and release.ignored_files] if release.record_set else []
     by_uid: dict[str, dict] = {}
-    for unit in release.units:
+    for unit in [u for r in (release, *sets) for u in r.units]:
         entry = by_uid.setdefault(unit.uid, {"title": "", "abstract": "", "source": None, "reasons": [],
                                              "text": False})
         entry["title"] = entry["title"] or unit.title
