@@ -18,6 +18,7 @@ from surveyalign.data import (
     near_verbatim_scores,
     normalise_for_match,
     strip_review_record,
+    strip_running_headers,
     verbatim_hits,
 )
 from surveyalign.data.leakcheck import LeakError
@@ -116,6 +117,17 @@ def test_near_verbatim_catches_small_edits_only():
     scores = near_verbatim_scores([(edited, text), (unrelated, text), ("Too short", text)])
     assert scores[0] >= NEAR_VERBATIM_THRESHOLD > scores[1] and scores[2] is None
     assert near_verbatim_hits([(edited, text), (unrelated, text)]) == [True, False]
+
+
+def test_a_quote_broken_by_a_running_header_is_still_found():
+    quote = ("The discussion never questions the quality of the included field studies; sensor placement and "
+             "radiation shielding differ widely.")
+    page_turn = quote.replace("studies; ", "studies;\nF1000Research 2021, 10:412 Last updated: 14 SEP 2021\n")
+    assert strip_running_headers(page_turn) == quote.replace("studies; ", "studies;\n")
+    assert find_verbatim([quote], ["Intro.\n" + page_turn + "\nMore."]) == [0]
+    mid_word = quote.replace("radiation", "radia\nPage 7 of 12\ntion")  # a page turn inside a word: fuzzy only
+    assert find_verbatim([quote], [mid_word]) == [-1]
+    assert near_verbatim_scores([(quote, mid_word)])[0] >= 99
 
 
 def _release(tmp_path: Path, name: str, uid: str) -> Path:

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from .build import BuildResult, build_dataset
 from .jats import JatsArticle, SubArticle, parse_jats
-from .leakage import RECORD_KINDS, LeakageEdit, strip_review_record
+from .leakage import (
+    RECORD_KINDS,
+    LeakageEdit,
+    strip_review_record,
+    strip_running_headers,
+)
 from .load import load_surveyreview, sample_release_dir
 from .readers import read_release
 from .schema import (
@@ -57,6 +62,7 @@ __all__ = [
     "sample_release_dir",
     "split_papers",
     "strip_review_record",
+    "strip_running_headers",
     "surveyreview_features",
     "verbatim_hits",
 ]

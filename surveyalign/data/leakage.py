@@ -44,6 +44,8 @@ _RUNNING_HEADER_RE = re.compile(
     re.IGNORECASE,
 )
 
+_HEADER_HINT_RE = re.compile(r"last\s+updated|conference\s+paper\s+at|page\s+\d+\s+of", re.IGNORECASE)
+
 #: A line made only of reviewer status marks (ticks, question marks, crosses).
 _MARKS_RE = re.compile(r"^[\s✓✔✗✘×?!]*[✓✔✗✘×][\s✓✔✗✘×?!]*$")
 
@@ -226,6 +228,21 @@ def _top_box(plains: list[str], limit: int) -> tuple[int, int] | None:
         if end > i and _BOX_EVIDENCE_RE.search(evidence):
             return i, end
     return None
+
+
+def strip_running_headers(text: str) -> str:
+    """Drop the lines that are running page headers/footers of a PDF export ("F1000Research 2021, 10:412 Last
+    updated: ...", "Under review as a conference paper at ICLR 2024", "Page 3 of 12").
+
+    Args:
+        text: any text.
+
+    Returns:
+        The text without those lines (unchanged when there is none).
+    """
+    if not _HEADER_HINT_RE.search(text):
+        return text
+    return "\n".join(line for line in text.split("\n") if not _RUNNING_HEADER_RE.match(_plain(line)))
 
 
 def strip_review_record(text: str) -> tuple[str, LeakageEdit]:

@@ -110,20 +110,27 @@ def check_leaks(
     snippets = sorted({r for _, _, rationales in units for r in rationales})
     norm_snippets = [normalise_for_match(s) for s in snippets]
     keys = list(inputs)
-    norm_inputs = [normalise_for_match(inputs[k]) for k in keys]
-    before = verbatim_hits(norm_snippets, norm_inputs, min_chars=MIN_SNIPPET_CHARS)
     changed_set = set(changed)
-    changed_idx = [i for i, k in enumerate(keys) if k in changed_set]
+    norm_raw = {k: normalise_for_match(inputs[k]) for k in keys}  # every text is normalised once
+    norm_clean = {k: normalise_for_match(cleaned[k]) if k in changed_set else norm_raw[k] for k in keys}
+    before = verbatim_hits(norm_snippets, [norm_raw[k] for k in keys], min_chars=MIN_SNIPPET_CHARS)
+    changed_keys = [k for k in keys if k in changed_set]
     # the guard only deletes text: a snippet stays if it is in an unchanged text, or in a changed one after cleaning
-    seam = (verbatim_hits(norm_snippets, [normalise_for_match(cleaned[keys[i]]) for i in changed_idx])
-            if changed_idx else [set() if h is not None else None for h in before])
+    seam = (verbatim_hits(norm_snippets, [norm_clean[k] for k in changed_keys])
+            if changed_keys else [set() if h is not None else None for h in before])
     after = [None if hit is None else ({j for j in hit if keys[j] not in changed_set} | set(seam[n] or ()))
              for n, hit in enumerate(before)]
     verbatim_after = {s for s, hit in zip(snippets, after) if hit}
 
+    norm_of = dict(zip(snippets, norm_snippets))
     pairs = sorted({(r, key) for _, key, rationales in units if key for r in rationales})
-    near_before = near_verbatim_hits([(r, inputs[k]) for r, k in pairs], threshold=threshold)
-    near_after = near_verbatim_hits([(r, cleaned[k]) for r, k in pairs], threshold=threshold)
+    near_after = near_verbatim_hits([(norm_of[r], norm_clean[k]) for r, k in pairs], threshold=threshold,
+                                    normalised=True)
+    moved = [i for i, (_, k) in enumerate(pairs) if k in changed_set]  # the others read the same before the guard
+    near_before = list(near_after)
+    for i, hit in zip(moved, near_verbatim_hits([(norm_of[pairs[i][0]], norm_raw[pairs[i][1]]) for i in moved],
+                                                threshold=threshold, normalised=True)):
+        near_before[i] = hit
     near_before_set = {r for (r, _), hit in zip(pairs, near_before) if hit}
     near_after_pairs = {pair for pair, hit in zip(pairs, near_after) if hit}
 

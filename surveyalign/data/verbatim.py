@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 from rapidfuzz import fuzz
 
+from .leakage import strip_running_headers
+
 #: Smallest partial-ratio score (0-100, ``rapidfuzz.fuzz.partial_ratio`` on case-folded normalised forms) at
 #: which a snippet counts as near-verbatim in a text. 90 lets about one character in ten differ (a running
 #: header cut into the quote, a dropped word, OCR slips) while unrelated sentences of the same text score
@@ -30,20 +32,23 @@ MIN_SNIPPET_CHARS = 20
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"',
                          "‟": '"', "″": '"', "«": '"', "»": '"', "‐": "-", "‑": "-", "‒": "-", "–": "-",
                          "—": "-", "―": "-", "−": "-", "\u00ad": None, "\u200b": None, "\u200c": None,
-                         "\u200d": None, "\ufeff": None})
-_LINE_HYPHEN_RE = re.compile(r"(\w)-[ \t]*\n[ \t]*(\w)")
-_WORD_HYPHEN_RE = re.compile(r"(?<=\w)-(?=\w)")
-_MARKUP_RE = re.compile(r"<[^>\n]+>|^[ \t]*#{1,6}[ \t]+|^[ \t]*>[ \t]?|[*_`~|]", re.MULTILINE)
-_SPACE_RE = re.compile(r"\s+")
+                         "\u200d": None, "\ufeff": None,
+                         # markdown emphasis, code, table bars, heading hashes and quote marks become spaces
+                         "*": " ", "_": " ", "`": " ", "~": " ", "|": " ", "#": " ", ">": " "})
+_TAG_RE = re.compile(r"<[^>\n]+>")
+#: A hyphen between two word characters, or at a line end before one (after whitespace collapsed to one space).
+_HYPHEN_RE = re.compile(r"(?<=\w)- ?(?=\w)")
 
 
 def normalise_for_match(text: str) -> str:
     """One layout-free form of a text for leak matching (applied to snippets and texts alike).
 
-    Steps: Unicode NFKC (ligatures, full-width forms), typographic quotes and dashes to ASCII, soft hyphens and
-    zero-width characters dropped, a word hyphenated at a line end joined, hyphens inside words dropped (so
-    "well-\\nchosen", "well-chosen" and "wellchosen" agree), markdown emphasis, headings, quotes, table bars and
-    HTML tags dropped, every run of whitespace and line breaks turned into one space. Case is kept.
+    Steps: Unicode NFKC (ligatures, full-width forms), typographic quotes and dashes to ASCII, running page
+    headers dropped (:func:`surveyalign.data.strip_running_headers`: a quote broken by a page turn), soft hyphens and
+    zero-width characters dropped, markdown emphasis, code marks, heading hashes, quote marks, table bars and
+    HTML tags turned into spaces, every run of whitespace and line breaks turned into one space, then hyphens
+    inside words and at line ends dropped (so "well-\\nchosen", "well-chosen" and "wellchosen" agree). Case is
+    kept.
 
     Args:
         text: any text.
@@ -51,11 +56,11 @@ def normalise_for_match(text: str) -> str:
     Returns:
         The normalised text (no leading/trailing space).
     """
-    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
-    text = _LINE_HYPHEN_RE.sub(r"\1\2", text)
-    text = _MARKUP_RE.sub(" ", text)
-    text = _WORD_HYPHEN_RE.sub("", text)
-    return _SPACE_RE.sub(" ", text).strip()
+    text = strip_running_headers(text if text.isascii() else unicodedata.normalize("NFKC", text))
+    if "<" in text:
+        text = _TAG_RE.sub(" ", text)
+    text = " ".join(text.translate(_QUOTES).split())
+    return _HYPHEN_RE.sub("", text) if "-" in text else text
 
 
 def layout_verbatim_hits(snippets: Sequence[str], texts: Sequence[str], *,
@@ -75,12 +80,15 @@ def layout_verbatim_hits(snippets: Sequence[str], texts: Sequence[str], *,
                          min_chars=min_chars)
 
 
-def near_verbatim_scores(pairs: Sequence[tuple[str, str]], *, min_chars: int = MIN_SNIPPET_CHARS) -> list[float | None]:
+def near_verbatim_scores(pairs: Sequence[tuple[str, str]], *, min_chars: int = MIN_SNIPPET_CHARS,
+                         score_cutoff: float = 0.0, normalised: bool = False) -> list[float | None]:
     """Best fuzzy window score of each snippet in its text (``rapidfuzz.fuzz.partial_ratio``).
 
     Args:
         pairs: ``(snippet, text)`` pairs; the text is the one the snippet's unit is judged on.
         min_chars: snippets shorter than this after normalisation get None.
+        score_cutoff: scores below it come back as 0 (lets rapidfuzz stop early; 0 = exact scores).
+        normalised: both sides are already :func:`normalise_for_match` forms (skips normalising again).
 
     Returns:
         One score in [0, 100] per pair (100 = the snippet's normalised, case-folded form occurs in the text's),
@@ -89,30 +97,81 @@ def near_verbatim_scores(pairs: Sequence[tuple[str, str]], *, min_chars: int = M
     cache: dict[str, str] = {}
     out: list[float | None] = []
     for snippet, text in pairs:
-        s = normalise_for_match(snippet).casefold()
+        s = (snippet if normalised else normalise_for_match(snippet)).casefold()
         if len(s) < min_chars:
             out.append(None)
             continue
         if text not in cache:
-            cache[text] = normalise_for_match(text).casefold()
-        out.append(float(fuzz.partial_ratio(s, cache[text])) if cache[text] else 0.0)
+            cache[text] = (text if normalised else normalise_for_match(text)).casefold()
+        folded = cache[text]
+        out.append(float(fuzz.partial_ratio(s, folded, score_cutoff=score_cutoff)) if folded else 0.0)
     return out
 
 
 def near_verbatim_hits(pairs: Sequence[tuple[str, str]], *, threshold: float = NEAR_VERBATIM_THRESHOLD,
-                       min_chars: int = MIN_SNIPPET_CHARS) -> list[bool | None]:
-    """Whether each snippet occurs near-verbatim in its text (score >= ``threshold``).
+                       min_chars: int = MIN_SNIPPET_CHARS, normalised: bool = False) -> list[bool | None]:
+    """Whether each snippet occurs near-verbatim in its text (:func:`near_verbatim_scores` >= ``threshold``).
+
+    Scoring every snippet against a whole survey is slow (milliseconds per pair), so a pair is scored only when
+    its text shares a run of :data:`_CHUNK_WORDS` consecutive words with the snippet (a set lookup per chunk);
+    a text sharing no such run holds no realistic near copy (it would need a changed word in every run of
+    four, far below the threshold). Snippets of fewer words are scored directly.
 
     Args:
         pairs: ``(snippet, text)`` pairs.
         threshold: smallest :func:`near_verbatim_scores` score that counts (0-100).
         min_chars: snippets shorter than this after normalisation get None.
+        normalised: both sides are already :func:`normalise_for_match` forms.
 
     Returns:
         One entry per pair: True/False, or None when the snippet was too short to check.
     """
-    return [None if s is None else s >= threshold for s in near_verbatim_scores(pairs, min_chars=min_chars)]
+    fold: dict[str, str] = {}
 
+    def folded(value: str) -> str:
+        if value not in fold:
+            fold[value] = (value if normalised else normalise_for_match(value)).casefold()
+        return fold[value]
+
+    snips = [folded(snippet) for snippet, _ in pairs]
+    text_index: dict[str, int] = {}
+    texts: list[str] = []
+    owner_text = []
+    for _, text in pairs:
+        key = folded(text)
+        if key not in text_index:
+            text_index[key] = len(texts)
+            texts.append(key)
+        owner_text.append(text_index[key])
+    grams: dict[int, set[tuple[str, ...]]] = {}
+    candidate: set[int] = set()
+    for n, snip in enumerate(snips):
+        words = snip.split()
+        if len(snip) < min_chars:
+            continue
+        if len(words) < _CHUNK_WORDS:  # too few words for a chunk: scored directly
+            candidate.add(n)
+            continue
+        t = owner_text[n]
+        if t not in grams:
+            tw = texts[t].split()
+            grams[t] = set(zip(*(tw[i:] for i in range(_CHUNK_WORDS))))
+        if any(chunk in grams[t] for chunk in zip(*(words[i:] for i in range(_CHUNK_WORDS)))):
+            candidate.add(n)
+    out: list[bool | None] = []
+    for n, snip in enumerate(snips):
+        if len(snip) < min_chars:
+            out.append(None)
+        elif n not in candidate:
+            out.append(False)
+        else:
+            text = texts[owner_text[n]]
+            out.append(bool(text) and fuzz.partial_ratio(snip, text, score_cutoff=threshold) >= threshold)
+    return out
+
+
+#: Words per chunk of the near-verbatim prefilter.
+_CHUNK_WORDS = 4
 
 _ANCHORS = (32, 16)  # bytes hashed per candidate position: long anchor first, short one for short snippets
 _MULT = 0x9E3779B97F4A7C15
