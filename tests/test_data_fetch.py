@@ -350,8 +350,9 @@ def test_api1_venue_metadata_only_xml_unknown_source_and_a_broken_answer(tmp_pat
         epmc_hit(F1000_TITLE, "10.12688/f1000research.71001.1", "PMC7100001", 2021, F1000_ABSTRACT, "F1000Research")]
     front_only = b"<article><front><article-meta><title-group><article-title>T</article-title></title-group>"
     services.files["/epmc/PMC7100001/fullTextXML"] = ("application/xml", front_only + b"</article-meta></front></article>")
-    # the PeerJ paper's only hit is an F1000Research article with the same title and abstract
-    services.searches[EuropePMC.title_query(PEERJ_TITLE)] = [
+    # the PeerJ paper's phrase search finds nothing; its word search finds only an F1000Research article with the
+    # same title and abstract
+    services.searches[EuropePMC.title_query(PEERJ_TITLE, phrase=False)] = [
         epmc_hit(PEERJ_TITLE, "10.12688/f1000research.71001.1", "PMC7100002", 2021, PEERJ_ABSTRACT, "F1000Research")]
     rep = fetch_texts(tmp_path / "rel", tmp_path / "out", europepmc_url=f"{services.url}/epmc",
                       openreview_urls=[f"{services.url}/or", f"{services.url}/or1"], requests_per_second=0,
@@ -362,6 +363,7 @@ def test_api1_venue_metadata_only_xml_unknown_source_and_a_broken_answer(tmp_pat
     assert (fails["f1000"]["stage"], fails["f1000"]["reason"]) == (
         "convert", "PMC7100001: the JATS XML has no body (metadata only)")
     assert fails["unknown"]["reason"] == "source 'unknown': no service to search (f1000, moprd or openreview)"
+    assert EuropePMC.title_query(PEERJ_TITLE, phrase=False) == "TITLE:(Acoustic monitoring of bats a review)"
     assert fails["moprd"]["reason"] == ("1 hit(s), none accepted; best: 10.12688/f1000research.71001.1 is not a "
                                         "moprd DOI (10.7717/peerj., 10.7717/peerj-cs.)")
     assert rep["n_failures"] == 3

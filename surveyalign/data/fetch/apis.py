@@ -94,9 +94,19 @@ class EuropePMC:
         self.page_size = page_size
 
     @staticmethod
-    def title_query(title: str) -> str:
-        """A ``TITLE:"..."`` phrase query with the characters of the query syntax removed."""
-        return f'TITLE:"{" ".join(_QUERY_UNSAFE_RE.sub(" ", title).split())}"'
+    def title_query(title: str, *, phrase: bool = True) -> str:
+        """A title query with the characters of the query syntax removed.
+
+        Args:
+            title: the paper title.
+            phrase: ``TITLE:"w1 w2 ..."`` (the words in order) when True, else ``TITLE:(w1 w2 ...)`` (every word,
+                any order: finds a title whose punctuation or small words changed between versions).
+
+        Returns:
+            The Europe PMC query.
+        """
+        words = " ".join(_QUERY_UNSAFE_RE.sub(" ", title).split())
+        return f'TITLE:"{words}"' if phrase else f"TITLE:({words})"
 
     def search(self, query: str) -> list[Candidate]:
         """Run one Europe PMC query (e.g. :meth:`title_query` or ``DOI:"10.7717/peerj.8120"``).

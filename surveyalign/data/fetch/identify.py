@@ -1,7 +1,7 @@
 """Which published article is a release paper? Search, the safe matching rule, the version (SurveyReview App. A).
 
-F1000Research and PeerJ (MOPRD) papers are searched in Europe PMC by title (MOPRD also by the DOI its uid
-suggests, ``10.7717/peerj.<paper>``), OpenReview papers in OpenReview. Every hit goes through the same rule as
+F1000Research and PeerJ (MOPRD) papers are searched in Europe PMC by title (as a phrase, then by its words
+when the phrase finds nothing; MOPRD also by the DOI its uid suggests, ``10.7717/peerj.<paper>``), OpenReview papers in OpenReview. Every hit goes through the same rule as
 knowledge augmentation, :func:`surveyalign.knowledge.resolve.same_paper` (close normalised title, confirmed by
 another field); a hit from another journal than the source's is rejected before that. No hit is taken because
 it came first.
@@ -111,7 +111,8 @@ def candidates_for(target: PaperTarget, europepmc: EuropePMC, openreview: Sequen
         doi = expected_doi(target)
         if doi:
             hits += europepmc.search(f'DOI:"{doi}"')
-        hits += europepmc.search(EuropePMC.title_query(target.title))
+        titled = europepmc.search(EuropePMC.title_query(target.title))
+        hits += titled or europepmc.search(EuropePMC.title_query(target.title, phrase=False))
     elif target.source in PDF_SOURCES:
         for client in openreview:
             hits += client.search(target.title)
