@@ -61,3 +61,11 @@ def test_release_given_as_a_dataset_names_the_build_command(tmp_path, capsys):
         load_surveyreview(release)
     assert main(["data", "stats", str(release)]) == 2
     assert "is a SurveyReview release" in capsys.readouterr().err
+
+
+def test_evaluate_pointed_at_a_release_shows_the_build_command(repo_root, tmp_path, capsys):
+    release = FIXTURES / "v1_layout"
+    code = main(["evaluate", "--config", str(repo_root / "configs/eval/constant-minus1.yaml"), "--dataset",
+                 str(release), "--output-dir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2 and "is a SurveyReview release" in err and "surveyalign data build --official" in err
