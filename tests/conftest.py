@@ -60,3 +60,14 @@ def shared_real() -> Path:
     if not SHARED_REAL.is_dir():
         pytest.skip("../shared/real is not present")
     return SHARED_REAL
+
+
+@pytest.fixture(scope="session")
+def tiny_adapters(tiny_model_dir, tmp_path_factory) -> dict[str, Path]:
+    """Four LoRA adapters on the tiny model, one per dimension, each answering its fixed judgement
+    (``tests/tiny_adapters.py`` ANSWERS); trained once per session (a few seconds each)."""
+    from tiny_adapters import ANSWERS, train_constant_adapter
+
+    root = tmp_path_factory.mktemp("tiny-adapters")
+    return {dim: train_constant_adapter(tiny_model_dir, root / dim, dim, seed=i)
+            for i, dim in enumerate(ANSWERS)}

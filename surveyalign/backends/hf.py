@@ -11,11 +11,12 @@ end-of-turn token when the answer stopped (SurveyReview App. E tie-break, SPEC Â
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from surveyalign.backends.adapters import AdapterView, adapter_scope, load_adapters
 from surveyalign.backends.base import (
     Backend,
     Generation,
@@ -24,6 +25,9 @@ from surveyalign.backends.base import (
     check_request,
     mean_or_none,
 )
+from surveyalign.backends.fingerprint import adapter_fingerprint
+from surveyalign.backends.prefill import shared_prefill
+from surveyalign.backends.sampling import make_sampler
 
 
 @dataclass
@@ -79,54 +83,6 @@ def _resolve_dtype(dtype: str, device: str) -> Any:
     return names[dtype]
 
 
-def _make_sampler(seeds: list[int], temperature: float, top_p: float, device: Any) -> Any:
-    """Build the logits processor that records raw log-probs and (when temperature > 0) samples per row."""
-    import torch
-    from transformers import LogitsProcessor
-
-    class _SeededSampler(LogitsProcessor):
-        def __init__(self) -> None:
-            self.generators = None
-            if temperature > 0:
-                self.generators = [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
-            self.previous: torch.Tensor | None = None
-            self.chosen: list[torch.Tensor] = []
-
-        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-            logprobs = torch.log_softmax(scores.float(), dim=-1)
-            if self.previous is not None:
-                self.chosen.append(self.previous.gather(1, input_ids[:, -1:]).squeeze(1))
-            self.previous = logprobs
-            if self.generators is None:
-                return scores
-            scaled = logprobs / temperature
-            if top_p < 1.0:
-                sorted_scores, order = torch.sort(scaled, dim=-1, descending=True)
-                probs = torch.softmax(sorted_scores, dim=-1)
-                mass_before = torch.cumsum(probs, dim=-1) - probs
-                drop_sorted = mass_before >= top_p  # the top token always survives (mass_before == 0)
-                drop = torch.zeros_like(drop_sorted).scatter(1, order, drop_sorted)
-                scaled = scaled.masked_fill(drop, float("-inf"))
-            noise = torch.stack([
-                torch.rand(scaled.shape[-1], generator=generator, device=scaled.device)
-                for generator in self.generators
-            ])
-            gumbel = -torch.log(-torch.log(noise.clamp(min=1e-20, max=1.0 - 1e-7)))
-            return scaled + gumbel  # argmax of this is a sample from softmax(scaled)
-
-        def token_logprobs(self, new_tokens: torch.LongTensor) -> torch.Tensor:
-            """(batch, steps) log-probs of the generated tokens, the last step included."""
-            chosen = list(self.chosen)
-            if self.previous is not None and new_tokens.shape[1] > len(chosen):
-                last = new_tokens[:, len(chosen):len(chosen) + 1]
-                chosen.append(self.previous.gather(1, last).squeeze(1))
-            if not chosen:
-                return torch.zeros((new_tokens.shape[0], 0))
-            return torch.stack(chosen, dim=1).cpu()
-
-    return _SeededSampler()
-
-
 class TransformersBackend(Backend):
     """A local causal LM judge through ``transformers`` (contract 3, kind ``"transformers"``).
 
@@ -141,9 +97,14 @@ class TransformersBackend(Backend):
         tokenizer: tokenizer folder when it differs from ``model`` (default: the adapter folder if it holds
             a tokenizer, else ``model``).
         trust_remote_code: forwarded to ``from_pretrained``.
+        adapters: several PEFT adapters on the one base, ``{name: folder}`` (e.g. the four SurveyAlign dimension
+            adapters): the base is loaded once, each adapter is loaded under its name and switched on per call
+            (:meth:`adapter_view` gives the backend of one adapter); not merged. Excludes ``adapter``.
+        shared_prefill: run the prompt once for its ``n`` samples and expand its KV cache to ``n`` rows
+            (:mod:`surveyalign.backends.prefill`); ``False`` repeats the prompt per sample (for comparisons).
 
     Raises:
-        ValueError: bad option values; OSError from transformers when a folder is missing.
+        ValueError: bad option values, or both ``adapter`` and ``adapters``; OSError when a folder is missing.
     """
 
     name = "transformers"
@@ -158,6 +119,8 @@ class TransformersBackend(Backend):
         merge_adapter: bool = True,
         tokenizer: str | None = None,
         trust_remote_code: bool = False,
+        adapters: Mapping[str, str] | None = None,
+        shared_prefill: bool = True,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -169,6 +132,11 @@ class TransformersBackend(Backend):
         # a local-looking path that does not exist is "no such folder" now, never a Hub lookup
         self.model_path = resolve_model_path(model, "transformers backend: model")
         self.adapter_path = resolve_model_path(adapter, "transformers backend: adapter") if adapter else None
+        self.adapter_paths = {str(k): resolve_model_path(v, f"transformers backend: adapter {k!r}")
+                              for k, v in (adapters or {}).items()}
+        if self.adapter_path and self.adapter_paths:
+            raise ValueError("transformers backend: give either adapter (one folder) or adapters ({name: folder})")
+        self.shared_prefill = bool(shared_prefill)
         if tokenizer is not None:
             tokenizer = resolve_model_path(tokenizer, "transformers backend: tokenizer")
         self.device = _resolve_device(device)
@@ -182,6 +150,7 @@ class TransformersBackend(Backend):
         self.tokenizer_path = str(tokenizer_path)
         # content fingerprints, taken before loading: part of the cache identity (see backends.fingerprint)
         self.fingerprints = _fingerprints(self.model_path, self.adapter_path, self.tokenizer_path)
+        self.adapter_fingerprints = {name: adapter_fingerprint(path) for name, path in self.adapter_paths.items()}
         self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path, trust_remote_code=trust_remote_code)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
@@ -194,6 +163,8 @@ class TransformersBackend(Backend):
             net = PeftModel.from_pretrained(net, self.adapter_path)
             if self.merge_adapter:
                 net = net.merge_and_unload()
+        elif self.adapter_paths:
+            net = load_adapters(net, self.adapter_paths)
         self.model = net.to(self.device).eval()
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else ([eos] if eos is not None else []))
@@ -229,7 +200,27 @@ class TransformersBackend(Backend):
             "batch_size": self.batch_size,
             "merge_adapter": self.merge_adapter,
             "sampling": "per-row seeded Gumbel-max; seed = settings.seed + sample index",
+            "shared_prefill": self.shared_prefill,
+            **({"adapters": self.adapter_paths, "adapter_fingerprints": self.adapter_fingerprints}
+               if self.adapter_paths else {}),
         }
+
+    def adapter_view(self, name: str) -> AdapterView:
+        """The backend of one loaded adapter (shares this model; the adapter is switched on per call).
+
+        Args:
+            name: a key of ``adapters``.
+
+        Returns:
+            An :class:`~surveyalign.backends.adapters.AdapterView` whose ``describe()`` names that adapter and its
+            fingerprint (its cache identity).
+
+        Raises:
+            KeyError: ``name`` is not a loaded adapter (the message lists them).
+        """
+        if name not in self.adapter_paths:
+            raise KeyError(f"transformers backend: no adapter named {name!r}; loaded: {sorted(self.adapter_paths)}")
+        return AdapterView(self, name)
 
     def check_settings(self, settings: GenerationSettings) -> None:
         """Refuse a setting this backend cannot apply: ``enable_thinking=True`` with a template lacking the switch.
@@ -285,12 +276,16 @@ class TransformersBackend(Backend):
         return [[d.generation for d in row] for row in self.generate_detailed(prompts, settings, n)]
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
-                          n: int = 1, seeds: Sequence[int] | None = None) -> list[list[DetailedGeneration]]:
+                          n: int = 1, seeds: Sequence[int] | None = None, adapter_name: str | None = None
+                          ) -> list[list[DetailedGeneration]]:
         """Like :meth:`generate`, with token ids, per-token log-probs and prompt length.
+
+        The ``n`` samples of a prompt share one prefill when ``shared_prefill`` is on.
 
         Args:
             seeds: optional base seed per prompt, replacing ``settings.seed`` (sample ``i`` of prompt ``p`` uses
                 ``seeds[p] + i``); lets the server batch requests that differ only in their seed.
+            adapter_name: with ``adapters``: the adapter to run (``None``: the base model, adapters off).
 
         Returns:
             P lists of ``n`` :class:`DetailedGeneration` (generation, token ids, per-token natural-log
@@ -307,24 +302,26 @@ class TransformersBackend(Backend):
         texts = [self.render(messages, settings) for messages in prompts]
         encoded = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
         distinct = 1 if settings.greedy else n
+        if adapter_name is not None and adapter_name not in self.adapter_paths:
+            raise ValueError(f"transformers backend: no adapter named {adapter_name!r}; loaded: "
+                             f"{sorted(self.adapter_paths)}")
         results: dict[tuple[int, int], DetailedGeneration] = {}
-        jobs: list[tuple[int, int]] = []
+        jobs: list[_Job] = []
         for p, ids in enumerate(encoded):
-            too_long = self.max_positions is not None and len(ids) + settings.max_new_tokens > self.max_positions
-            for i in range(distinct):
-                if too_long:
+            if self.max_positions is not None and len(ids) + settings.max_new_tokens > self.max_positions:
+                for i in range(distinct):
                     results[(p, i)] = DetailedGeneration(Generation.failed(
                         f"prompt has {len(ids)} tokens; with max_new_tokens={settings.max_new_tokens} it exceeds "
                         f"the model context of {self.max_positions}"), prompt_tokens=len(ids))
-                else:
-                    jobs.append((p, i))
-        jobs.sort(key=lambda job: -len(encoded[job[0]]))  # similar lengths together: less padding
-        with self._lock:
-            for start in range(0, len(jobs), self.batch_size):
-                batch = jobs[start:start + self.batch_size]
-                for job, detail in zip(batch, self._run_batch([encoded[p] for p, _ in batch],
-                                                              [base[p] + i for p, i in batch], settings)):
-                    results[job] = detail
+                continue
+            # one job per prompt (its samples share a prefill), cut to at most batch_size rows
+            jobs += [_Job(p, tuple(range(i, min(i + self.batch_size, distinct))))
+                     for i in range(0, distinct, self.batch_size)]
+        jobs.sort(key=lambda job: -len(encoded[job.prompt]))  # similar lengths together: less padding
+        with self._lock, adapter_scope(self.model, adapter_name, bool(self.adapter_paths)):
+            for batch in _pack(jobs, self.batch_size):
+                for (p, i), detail in self._run_batch(batch, encoded, base, settings):
+                    results[(p, i)] = detail
         return [[results[(p, 0 if settings.greedy else i)] for i in range(n)] for p in range(len(prompts))]
 
     def close(self) -> None:
@@ -335,30 +332,46 @@ class TransformersBackend(Backend):
         super().close()
 
     # ------------------------------------------------------------------ internals
-    def _run_batch(self, rows: list[list[int]], seeds: list[int], settings: GenerationSettings
-                   ) -> list[DetailedGeneration]:
+    def _run_batch(self, jobs: list[_Job], encoded: list[list[int]], base: list[int], settings: GenerationSettings
+                   ) -> list[tuple[tuple[int, int], DetailedGeneration]]:
         torch = self._torch
+        keys = [(job.prompt, i) for job in jobs for i in job.samples]
         try:
-            return self._generate_rows(rows, seeds, settings)
+            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings)))
         except torch.OutOfMemoryError as exc:
-            if len(rows) == 1:
-                torch.cuda.empty_cache()
-                return [DetailedGeneration(Generation.failed(f"out of memory: {exc}"), prompt_tokens=len(rows[0]))]
             torch.cuda.empty_cache()
-            half = len(rows) // 2
-            return (self._run_batch(rows[:half], seeds[:half], settings)
-                    + self._run_batch(rows[half:], seeds[half:], settings))
+            if len(keys) == 1:
+                failed = DetailedGeneration(Generation.failed(f"out of memory: {exc}"),
+                                            prompt_tokens=len(encoded[jobs[0].prompt]))
+                return [(keys[0], failed)]
+            if len(jobs) == 1:  # one prompt: halve its samples
+                half = len(jobs[0].samples) // 2
+                parts = [[_Job(jobs[0].prompt, jobs[0].samples[:half])], [_Job(jobs[0].prompt, jobs[0].samples[half:])]]
+            else:
+                parts = [jobs[:len(jobs) // 2], jobs[len(jobs) // 2:]]
+            return [item for part in parts for item in self._run_batch(part, encoded, base, settings)]
 
-    def _generate_rows(self, rows: list[list[int]], seeds: list[int], settings: GenerationSettings
-                       ) -> list[DetailedGeneration]:
+    def _generate_rows(self, jobs: list[_Job], encoded: list[list[int]], base: list[int],
+                       settings: GenerationSettings) -> list[DetailedGeneration]:
         torch = self._torch
         from transformers import GenerationConfig, LogitsProcessorList
 
-        width = max(len(ids) for ids in rows)
+        prompt_rows = [encoded[job.prompt] for job in jobs]
+        repeats = [len(job.samples) for job in jobs]
+        rows = [ids for ids, r in zip(prompt_rows, repeats) for _ in range(r)]
+        seeds = [base[job.prompt] + i for job in jobs for i in job.samples]
+        width = max(len(ids) for ids in prompt_rows)
         pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in rows], device=self.device)
-        attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in rows], device=self.device)
-        sampler = _make_sampler(seeds, settings.temperature, settings.top_p, self.device)
+        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompt_rows], device=self.device)
+        attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_rows],
+                                 device=self.device)
+        if self.shared_prefill:
+            input_ids, attention, cache_kwargs = shared_prefill(self.model, input_ids, attention, repeats)
+        else:
+            index = torch.repeat_interleave(torch.arange(len(jobs), device=self.device),
+                                            torch.tensor(repeats, device=self.device))
+            input_ids, attention, cache_kwargs = input_ids[index], attention[index], {}
+        sampler = make_sampler(seeds, settings.temperature, settings.top_p, self.device)
         config = GenerationConfig(
             max_new_tokens=settings.max_new_tokens,
             do_sample=False,  # sampling happens in the seeded processor (Gumbel-max), decoding stays argmax
@@ -367,7 +380,7 @@ class TransformersBackend(Backend):
         )
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config,
-                                         logits_processor=LogitsProcessorList([sampler]))
+                                         logits_processor=LogitsProcessorList([sampler]), **cache_kwargs)
         new_tokens = output[:, width:]
         logprobs = sampler.token_logprobs(new_tokens)
         eos = set(self.eos_token_ids)
@@ -384,3 +397,23 @@ class TransformersBackend(Backend):
                 token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row])))
         return details
 
+
+@dataclass(frozen=True)
+class _Job:
+    """Samples of one prompt generated together (they share one prefill)."""
+
+    prompt: int
+    samples: tuple[int, ...]
+
+
+def _pack(jobs: list[_Job], rows: int) -> list[list[_Job]]:
+    """Group jobs in order into batches of at most ``rows`` sample rows (a job is never split here)."""
+    batches: list[list[_Job]] = []
+    used = rows
+    for job in jobs:
+        if used + len(job.samples) > rows:
+            batches.append([])
+            used = 0
+        batches[-1].append(job)
+        used += len(job.samples)
+    return batches
