@@ -68,27 +68,27 @@ def adapter_scope(model: Any, name: str | None, multi: bool) -> Iterator[None]:
 
 
 class AdapterView(Backend):
-    """One named adapter of a multi-adapter :class:`~surveyalign.backends.hf.TransformersBackend`.
+    """One named adapter of a multi-adapter backend (transformers: PEFT adapters; vLLM: LoRA requests).
 
-    Generation goes to the parent with the adapter switched on under the parent's lock; ``describe()`` is the
-    parent's with ``adapter``/``adapter_name`` and the adapter's own fingerprint, so each dimension has its own
-    cache identity. Closing a view does not close the parent.
+    Generation goes to the parent with ``adapter_name=`` (transformers switches the adapter on under its lock,
+    vLLM attaches the adapter's ``LoRARequest``); ``describe()`` is the parent's with ``adapter``/``adapter_name``
+    and the adapter's own fingerprint, so each dimension has its own cache identity. Closing a view does not close
+    the parent.
 
     Args:
         parent: the backend holding the model and its adapters.
         adapter_name: one of ``parent.adapter_paths``.
     """
 
-    name = "transformers"
-
     def __init__(self, parent: Any, adapter_name: str) -> None:
+        self.name = parent.name
         self.parent = parent
         self.adapter_name = adapter_name
         self.tokenizer = parent.tokenizer
         self.model_path = parent.model_path
         self.adapter_path = parent.adapter_paths[adapter_name]
-        self.batch_size = parent.batch_size
-        self.max_positions = parent.max_positions
+        self.batch_size = getattr(parent, "batch_size", 8)
+        self.max_positions = getattr(parent, "max_positions", None)
 
     def describe(self) -> dict[str, Any]:
         """The parent's description narrowed to this adapter (path, name, content fingerprint)."""
@@ -122,7 +122,7 @@ class AdapterView(Backend):
         Raises:
             ValueError: invalid ``prompts`` or ``n``.
         """
-        return [[d.generation for d in row] for row in self.generate_detailed(prompts, settings, n)]
+        return self.parent.generate(prompts, settings, n, adapter_name=self.adapter_name)
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
                           n: int = 1, seeds: Sequence[int] | None = None) -> list[list[Any]]:

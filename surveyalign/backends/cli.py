@@ -21,7 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--model", required=True, help="folder of the base model and tokenizer (or a cached hub id)")
-    p.add_argument("--adapter", default=None, help="folder of a PEFT adapter to apply to the model")
+    p.add_argument("--adapter", action="append", default=None, metavar="[NAME=]DIR",
+                   help="PEFT adapter folder: one DIR is merged into the model; NAME=DIR (repeatable, e.g. "
+                        "--adapter readability=DIR --adapter structure=DIR) loads each adapter once on the one base "
+                        "and serves it as the model NAME, like vLLM's --lora-modules")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (use 0.0.0.0 to expose it)")
     p.add_argument("--port", type=int_at_least(0), default=8000, help="TCP port")
     p.add_argument("--served-model-name", default=None,
@@ -35,10 +38,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_serve)
 
 
+def parse_adapter_args(values: list[str] | None) -> tuple[str | None, dict[str, str]]:
+    """Split ``--adapter`` values into one unnamed folder or ``{name: folder}`` (``NAME=DIR`` values).
+
+    Args:
+        values: the repeated ``--adapter`` values, or ``None``.
+
+    Returns:
+        ``(folder, {})`` for a single ``DIR``; ``(None, {name: folder})`` for ``NAME=DIR`` values; ``(None, {})``
+        when none is given.
+
+    Raises:
+        ValueError: several unnamed folders, named and unnamed mixed, an empty name or a repeated name.
+    """
+    values = list(values or [])
+    named = [v for v in values if "=" in v]
+    if not named:
+        if len(values) > 1:
+            raise ValueError("several --adapter folders: name them, e.g. --adapter readability=DIR "
+                             "--adapter structure=DIR")
+        return (values[0] if values else None), {}
+    if len(named) != len(values):
+        raise ValueError("--adapter: use NAME=DIR for every adapter when serving several")
+    adapters: dict[str, str] = {}
+    for value in named:
+        name, _, folder = value.partition("=")
+        if not name.strip() or not folder.strip():
+            raise ValueError(f"--adapter {value!r}: expected NAME=DIR")
+        if name.strip() in adapters:
+            raise ValueError(f"--adapter: the name {name.strip()!r} is given twice")
+        adapters[name.strip()] = folder.strip()
+    return None, adapters
+
+
 def _serve(args: argparse.Namespace) -> int:
     from surveyalign.backends.server import serve
 
-    serve(args.model, args.adapter, host=args.host, port=args.port, served_model_name=args.served_model_name,
+    adapter, adapters = parse_adapter_args(args.adapter)
+    options = {"adapters": adapters} if adapters else {}
+    serve(args.model, adapter, host=args.host, port=args.port, served_model_name=args.served_model_name,
           log_level=args.log_level, default_max_tokens=args.default_max_tokens, device=args.device,
-          dtype=args.dtype, batch_size=args.batch_size)
+          dtype=args.dtype, batch_size=args.batch_size, **options)
     return 0

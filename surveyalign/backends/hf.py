@@ -256,14 +256,15 @@ class TransformersBackend(Backend):
 
         return render_chat(self.tokenizer, list(messages), enable_thinking=settings.enable_thinking)
 
-    def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
-                 ) -> list[list[Generation]]:
+    def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1,
+                 adapter_name: str | None = None) -> list[list[Generation]]:
         """Generate ``n`` samples per prompt (greedy when ``temperature == 0``: the ``n`` samples are equal).
 
         Args:
             prompts: P chat prompts, rendered with the tokenizer's chat template.
             settings: sampling settings (temperature, top_p, max_new_tokens, seed, enable_thinking).
-            n: samples per prompt; sample ``i`` uses seed ``settings.seed + i``.
+            n: samples per prompt; sample ``i`` uses seed ``settings.seed + i``; they share one prefill.
+            adapter_name: with ``adapters``: the adapter to run (``None``: the base model).
 
         Returns:
             P lists of ``n`` generations with ``finish_reason`` "stop" (end-of-turn token) or "length", and the
@@ -273,7 +274,8 @@ class TransformersBackend(Backend):
             ValueError: invalid ``prompts`` or ``n``. A batch that runs out of GPU memory is split in halves;
                 a single row that still does not fit gives a failed generation, not an exception.
         """
-        return [[d.generation for d in row] for row in self.generate_detailed(prompts, settings, n)]
+        return [[d.generation for d in row]
+                for row in self.generate_detailed(prompts, settings, n, adapter_name=adapter_name)]
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
                           n: int = 1, seeds: Sequence[int] | None = None, adapter_name: str | None = None

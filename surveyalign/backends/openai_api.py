@@ -23,7 +23,6 @@ import asyncio
 import json
 import os
 import random
-import re
 import threading
 import urllib.parse
 import weakref
@@ -46,6 +45,7 @@ from surveyalign.backends.base import (
     check_request,
     mean_or_none,
 )
+from surveyalign.backends.pool import ServerPool, probe_models
 from surveyalign.backends.responses import normalise_message
 from surveyalign.backends.transport import (
     RETRY_STATUS,
@@ -63,7 +63,6 @@ FINGERPRINT_TIMEOUT = 5.0
 #: Hosts of hosted APIs known to reject ``chat_template_kwargs`` (HTTP 400 "unrecognized request argument").
 NO_TEMPLATE_KWARGS_HOSTS = ("api.openai.com", ".openai.azure.com")
 
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _UNSET = object()
 
 
@@ -79,7 +78,9 @@ class OpenAIBackend(Backend):
     Args:
         model: model name sent in every request (e.g. ``"gpt-4o"``, or a ``surveyalign serve`` model name).
         base_url: API root including the version prefix, e.g. ``"https://api.openai.com/v1"`` or
-            ``"http://127.0.0.1:8000/v1"``; requests go to ``{base_url}/chat/completions``.
+            ``"http://127.0.0.1:8000/v1"``; requests go to ``{base_url}/chat/completions``. A list of roots
+            (servers serving the same models) spreads the requests over them (:mod:`surveyalign.backends.pool`:
+            least outstanding requests; a failing server is set aside and its requests retried on the others).
         api_key_env: name of the environment variable holding the key; when unset or empty no
             ``Authorization`` header is sent (local servers).
         concurrency: maximum requests in flight per event loop, >= 1.
@@ -99,6 +100,10 @@ class OpenAIBackend(Backend):
         request_logprobs: ``None`` follows ``settings.want_logprobs``; ``True``/``False`` always / never asks
             for token log-probs (lets a config turn them on without touching the generation settings).
         transport: HTTP library, ``"auto"`` (aiohttp when installed, else httpx), ``"aiohttp"`` or ``"httpx"``.
+        n_per_request: ask for a prompt's ``n`` samples in one request (``n=n, seed=settings.seed``; vLLM and
+            ``surveyalign serve`` share the prompt's prefill, and ``surveyalign serve`` seeds sample ``i`` with
+            ``seed + i``, as separate requests would) instead of ``n`` requests with ``n=1``.
+        server_cooldown: seconds a server of ``base_url`` is skipped after a transient failure.
 
     Raises:
         ValueError: invalid option values.
@@ -109,7 +114,7 @@ class OpenAIBackend(Backend):
     def __init__(
         self,
         model: str,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str | Sequence[str] = "https://api.openai.com/v1",
         api_key_env: str | None = "OPENAI_API_KEY",
         concurrency: int = 16,
         timeout: float = 120.0,
@@ -122,6 +127,8 @@ class OpenAIBackend(Backend):
         extra_body: dict[str, Any] | None = None,
         request_logprobs: bool | None = None,
         transport: str = "auto",
+        n_per_request: bool = False,
+        server_cooldown: float = 30.0,
     ) -> None:
         if not model:
             raise ValueError("openai backend: 'model' is required")
@@ -138,7 +145,10 @@ class OpenAIBackend(Backend):
             raise ValueError(f"openai backend: transport must be auto, aiohttp or httpx, got {transport!r}")
         self.model = model
         self.transport = default_transport() if transport == "auto" else transport
-        self.base_url = base_url.rstrip("/")
+        self._pool = ServerPool([base_url] if isinstance(base_url, str) else list(base_url), server_cooldown)
+        self.base_urls = self._pool.urls
+        self.base_url = self.base_urls[0]
+        self.n_per_request = bool(n_per_request)
         self.api_key_env = api_key_env
         self.concurrency = int(concurrency)
         self.timeout = float(timeout)
@@ -154,7 +164,6 @@ class OpenAIBackend(Backend):
         self.send_chat_template_kwargs = bool(send_chat_template_kwargs)
         self.extra_body = dict(extra_body or {})
         self.request_logprobs = request_logprobs
-        self._url = f"{self.base_url}/chat/completions"
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
         self.stats = {"attempts": 0, "retries": 0, "failed": 0}
@@ -171,7 +180,8 @@ class OpenAIBackend(Backend):
         return {
             "backend": self.name,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": self.base_url if len(self.base_urls) == 1 else self.base_urls,
+            "n_per_request": self.n_per_request,
             "api_key_env": self.api_key_env,
             "api_key_present": bool(self.api_key_env and os.environ.get(self.api_key_env)),
             "concurrency": self.concurrency,
@@ -233,7 +243,7 @@ class OpenAIBackend(Backend):
             PermissionError: the server answers 401/403 (a missing or wrong key in ``api_key_env``).
         """
         probe = self._probe()
-        url = f"{self.base_url}/models"
+        url = f"{probe.get('url') or self.base_url}/models"
         if probe.get("error") is not None:
             raise ConnectionError(f"no server answers at {url}: {probe['error']} (start the server, e.g. "
                                   "`surveyalign serve --model DIR`, or fix base_url / --base-url)")
@@ -260,14 +270,13 @@ class OpenAIBackend(Backend):
         settings = check_request(prompts, settings, n)
         self.check_settings(settings)
         state = self._state()
-        tasks = [
-            [asyncio.ensure_future(self._one(state, messages, settings, i)) for i in range(n)]
-            for messages in prompts
-        ]
+        width = n if self.n_per_request and not settings.greedy else 1  # samples per request
+        tasks = [[asyncio.ensure_future(self._one(state, messages, settings, i, width)) for i in range(0, n, width)]
+                 for messages in prompts]
         flat = [task for row in tasks for task in row]
         if flat:
             await asyncio.gather(*flat)
-        return [[task.result() for task in row] for row in tasks]
+        return [[g for task in row for g in task.result()][:n] for row in tasks]
 
     async def agenerate_one(self, messages: Messages, settings: GenerationSettings | None = None,
                             sample_index: int = 0) -> Generation:
@@ -288,7 +297,7 @@ class OpenAIBackend(Backend):
         """
         settings = check_request([messages], settings, 1)
         self.check_settings(settings)
-        return await self._one(self._state(), messages, settings, sample_index)
+        return (await self._one(self._state(), messages, settings, sample_index))[0]
 
     async def aclose(self) -> None:
         """Close the HTTP client bound to the running event loop."""
@@ -314,30 +323,9 @@ class OpenAIBackend(Backend):
             return self._server_fingerprint
 
     def _fetch_models(self) -> dict[str, Any]:
-        import httpx
-
-        headers = {}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        out: dict[str, Any] = {"status": None, "error": None, "fingerprint": None}
-        try:
-            response = httpx.get(f"{self.base_url}/models", headers=headers,
-                                 timeout=min(FINGERPRINT_TIMEOUT, self.timeout), follow_redirects=False)
-        except httpx.HTTPError as exc:  # refused, timed out, unknown host: nothing answers
-            out["error"] = f"{type(exc).__name__}: {exc}"
-            return out
-        out["status"] = response.status_code
-        try:
-            entries = response.json().get("data") if response.status_code == 200 else None
-        except Exception:  # noqa: BLE001 - an unreadable listing only means "no fingerprint"
-            entries = None
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, dict) and entry.get("id") == self.model:
-                extra = entry.get("surveyalign")
-                value = extra.get("fingerprint") if isinstance(extra, dict) else None
-                out["fingerprint"] = value if isinstance(value, str) and _HEX64.fullmatch(value) else None
-        return out
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return probe_models(self.base_urls, self.model, headers, min(FINGERPRINT_TIMEOUT, self.timeout))
 
     async def _aclose_state(self, loop: asyncio.AbstractEventLoop) -> None:
         state = self._states.pop(loop, None)
@@ -358,7 +346,8 @@ class OpenAIBackend(Backend):
             self._states[loop] = state
         return state
 
-    def _body(self, messages: Messages, settings: GenerationSettings, sample_index: int) -> dict[str, Any]:
+    def _body(self, messages: Messages, settings: GenerationSettings, sample_index: int, n: int = 1
+              ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
@@ -366,7 +355,7 @@ class OpenAIBackend(Backend):
             "top_p": settings.top_p,
             self.max_tokens_field: settings.max_new_tokens,
             "seed": settings.seed + sample_index,
-            "n": 1,
+            "n": n,
         }
         if settings.want_logprobs if self.request_logprobs is None else self.request_logprobs:
             body["logprobs"] = True
@@ -383,11 +372,12 @@ class OpenAIBackend(Backend):
         return delay / 2 + random.uniform(0.0, delay / 2)
 
     async def _one(self, state: _LoopState, messages: Messages, settings: GenerationSettings,
-                   sample_index: int) -> Generation:
-        body = self._body(messages, settings, sample_index)
+                   sample_index: int, n: int = 1) -> list[Generation]:
+        body = self._body(messages, settings, sample_index, n)
+        tried: list[str] = []  # servers this request failed on: the next attempt goes elsewhere, without waiting
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
+            wait=lambda rs: 0.0 if self._pool.has_alternative(tried) else self._wait(rs),
             retry=retry_if_exception_type(RetryableError),
             before_sleep=self._count_retry,
             reraise=True,
@@ -395,35 +385,48 @@ class OpenAIBackend(Backend):
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await self._post(state, body)
+                    return await self._post(state, body, tried)
         except RetryableError as exc:
-            self.stats["failed"] += 1
-            return Generation.failed(f"gave up after {self.max_retries + 1} attempts: {exc}")
+            self.stats["failed"] += n
+            return [Generation.failed(f"gave up after {self.max_retries + 1} attempts: {exc}")] * n
         except FatalError as exc:
-            self.stats["failed"] += 1
-            return Generation.failed(str(exc))
+            self.stats["failed"] += n
+            return [Generation.failed(str(exc))] * n
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _count_retry(self, retry_state: RetryCallState) -> None:
         self.stats["retries"] += 1
 
-    async def _post(self, state: _LoopState, body: dict[str, Any]) -> Generation:
+    async def _post(self, state: _LoopState, body: dict[str, Any], tried: list[str]) -> list[Generation]:
         async with state.semaphore:
             self.stats["attempts"] += 1
-            status, retry_after, text = await state.transport.post(self._url, body)
+            base = self._pool.acquire(tried)
+            url = f"{base}/chat/completions"
+            try:
+                status, retry_after, text = await state.transport.post(url, body)
+            except RetryableError as exc:
+                self._pool.release(base, str(exc))
+                tried.append(base)
+                raise
+            transient = status in RETRY_STATUS
+            self._pool.release(base, f"HTTP {status}" if transient else None)
         if status != 200:
-            detail = f"HTTP {status} from {self._url}: {text[:300]}"
-            if status in RETRY_STATUS:
+            detail = f"HTTP {status} from {url}: {text[:300]}"
+            if transient:
+                tried.append(base)
                 raise RetryableError(detail, parse_retry_after(retry_after))
             raise FatalError(detail)
         try:
-            payload = json.loads(text)
-            choice = payload["choices"][0]
-            message = normalise_message(choice.get("message"))
+            choices = json.loads(text)["choices"]
+            messages = [normalise_message(choice.get("message")) for choice in choices]
+            if not messages:
+                raise IndexError("no choices")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise FatalError(f"malformed reply from {self._url}: {type(exc).__name__}: {exc}: {text[:300]}") from exc
-        return Generation(text=message.text, finish_reason=choice.get("finish_reason"),
-                          mean_logprob=_mean_logprob(choice), reasoning=message.reasoning, refusal=message.refusal)
+            raise FatalError(f"malformed reply from {url}: {type(exc).__name__}: {exc}: {text[:300]}") from exc
+        out = [Generation(text=m.text, finish_reason=c.get("finish_reason"), mean_logprob=_mean_logprob(c),
+                          reasoning=m.reasoning, refusal=m.refusal) for c, m in zip(choices, messages)]
+        missing = body["n"] - len(out)
+        return out + [Generation.failed(f"{url} returned {len(out)} of {body['n']} choices")] * max(0, missing)
 
 
 def _mean_logprob(choice: dict[str, Any]) -> float | None:

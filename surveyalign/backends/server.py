@@ -23,74 +23,17 @@ import contextlib
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from surveyalign.backends._http import _UvicornThread
 from surveyalign.backends.base import GenerationSettings
 from surveyalign.backends.fingerprint import FINGERPRINT_HEADER, served_fingerprint
-
-#: Largest ``n`` one request may ask for.
-MAX_N = 64
-
-
-class _ContentPart(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    type: Literal["text"]
-    text: str
-
-
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    role: Literal["system", "user", "assistant"]
-    content: str | list[_ContentPart]
-
-    def as_dict(self) -> dict[str, str]:
-        text = self.content if isinstance(self.content, str) else "".join(part.text for part in self.content)
-        return {"role": self.role, "content": text}
-
-
-class _TemplateKwargs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    enable_thinking: bool = False
-
-
-class ChatRequest(BaseModel):
-    """The subset of the OpenAI chat-completions request that ``surveyalign serve`` implements.
-
-    Unknown fields are ignored (clients send ``user``, ``metadata``...); fields whose non-default values we
-    cannot honour (``stream``, ``stop``, tools, penalties, ``top_logprobs`` > 0) are rejected.
-    """
-
-    model_config = ConfigDict(extra="ignore")
-
-    model: str | None = None
-    messages: list[_Message] = Field(min_length=1)
-    temperature: float = Field(1.0, ge=0.0, le=2.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
-    n: int = Field(1, ge=1, le=MAX_N)
-    seed: int | None = Field(None, ge=0)
-    logprobs: bool = False
-    top_logprobs: int | None = Field(None, ge=0, le=0)
-    chat_template_kwargs: _TemplateKwargs = Field(default_factory=_TemplateKwargs)
-    stream: Literal[False] = False
-    stop: None = None
-    tools: None = None
-    frequency_penalty: float = Field(0.0, ge=0.0, le=0.0)
-    presence_penalty: float = Field(0.0, ge=0.0, le=0.0)
-
-    @field_validator("messages")
-    @classmethod
-    def _last_not_assistant(cls, messages: list[_Message]) -> list[_Message]:
-        if messages[-1].role == "assistant":
-            raise ValueError("the last message must not be an assistant turn (no prefill support)")
-        return messages
+from surveyalign.backends.server_schema import ChatRequest
 
 
 class _ClientGone(Exception):
@@ -196,15 +139,18 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", param
 
 
 def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.005,
-              default_max_tokens: int = 1024) -> Any:
-    """Build the Starlette app serving ``backend`` under the name ``served_model_name``.
+              default_max_tokens: int = 1024, extra_models: Mapping[str, Any] | None = None) -> Any:
+    """Build the Starlette app serving ``backend`` under the name ``served_model_name`` (and more models).
 
     Args:
         backend: a :class:`~surveyalign.backends.hf.TransformersBackend` (anything with
             ``generate_detailed(prompts, settings, n)`` and a ``tokenizer``).
-        served_model_name: the model id clients must send (or omit) and ``/v1/models`` lists.
+        served_model_name: the model id of ``backend``; the default when a request names no model.
         batch_wait_s: how long the first queued request waits for others to batch with, in seconds.
         default_max_tokens: token cap when a request sets neither ``max_tokens`` nor ``max_completion_tokens``.
+        extra_models: further ``{model id: backend}`` served side by side, e.g. each dimension adapter of a
+            multi-adapter backend (``backend.adapter_view(name)``), as vLLM's ``--lora-modules`` publishes LoRA
+            adapters; each model id gets its own micro-batcher and fingerprint.
 
     Returns:
         A Starlette ASGI application. When ``backend.describe()`` holds content ``fingerprints``, their digest
@@ -221,15 +167,19 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    batcher = _MicroBatcher(backend, max_requests=getattr(backend, "batch_size", 8), wait_s=batch_wait_s)
     created = int(time.time())
-    describe = getattr(backend, "describe", None)
-    fingerprint = served_fingerprint(describe()) if callable(describe) else None
-    fingerprint_headers = {FINGERPRINT_HEADER: fingerprint} if fingerprint else None
-    model_entry: dict[str, Any] = {"id": served_model_name, "object": "model", "created": created,
-                                   "owned_by": "surveyalign"}
-    if fingerprint:
-        model_entry["surveyalign"] = {"fingerprint": fingerprint}
+    served = {served_model_name: backend, **dict(extra_models or {})}
+    batchers: dict[str, _MicroBatcher] = {}
+    headers: dict[str, dict[str, str] | None] = {}
+    entries: list[dict[str, Any]] = []
+    for name, model_backend in served.items():
+        batchers[name] = _MicroBatcher(model_backend, max_requests=getattr(model_backend, "batch_size", 8),
+                                       wait_s=batch_wait_s)
+        describe = getattr(model_backend, "describe", None)
+        fingerprint = served_fingerprint(describe()) if callable(describe) else None
+        headers[name] = {FINGERPRINT_HEADER: fingerprint} if fingerprint else None
+        entries.append({"id": name, "object": "model", "created": created, "owned_by": "surveyalign",
+                        **({"surveyalign": {"fingerprint": fingerprint}} if fingerprint else {})})
     token_text: dict[int, str] = {}
 
     def piece(token_id: int) -> str:
@@ -250,8 +200,9 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
             first = exc.errors()[0]
             param = ".".join(str(p) for p in first.get("loc", ()))
             return _error(400, f"invalid request: {param}: {first.get('msg')}", param=param or None)
-        if req.model is not None and req.model != served_model_name:
-            return _error(404, f"model {req.model!r} is not served here; available: {served_model_name!r}",
+        name = served_model_name if req.model is None else req.model
+        if name not in served:
+            return _error(404, f"model {req.model!r} is not served here; available: {sorted(served)}",
                           kind="not_found_error", param="model")
         settings = GenerationSettings(
             temperature=req.temperature,
@@ -262,7 +213,7 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         )
         messages = [m.as_dict() for m in req.messages]
         try:
-            details = await batcher.submit(messages, settings, req.n, request.is_disconnected)
+            details = await batchers[name].submit(messages, settings, req.n, request.is_disconnected)
         except _ClientGone:  # nobody reads this answer; 499 as nginx logs a closed client
             return _error(499, "client disconnected before its request was started", kind="client_closed_request")
         except Exception as exc:  # noqa: BLE001 - a failed batch answers HTTP 500, the server keeps going
@@ -290,20 +241,22 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": served_model_name,
+            "model": name,
             "system_fingerprint": f"seed-{settings.seed}",
             "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
-        }, headers=fingerprint_headers)
+        }, headers=headers[name])
 
     async def models(request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [model_entry]})
+        return JSONResponse({"object": "list", "data": entries})
 
     async def health(request: Request) -> JSONResponse:
         # requests: served = answered by a batch, dropped = client gone before its batch started,
         # failed = their batch raised (HTTP 500); queued = waiting for a batch now
-        return JSONResponse({"status": "ok", "queued": batcher.queued, "requests": dict(batcher.stats)})
+        totals = {key: sum(b.stats[key] for b in batchers.values()) for key in ("served", "dropped", "failed")}
+        return JSONResponse({"status": "ok", "queued": sum(b.queued for b in batchers.values()), "requests": totals,
+                             "models": {n: dict(b.stats) for n, b in batchers.items()}})
 
     return Starlette(routes=[
         Route("/v1/chat/completions", chat, methods=["POST"]),
@@ -328,14 +281,28 @@ def default_served_name(model: str, adapter: str | None = None) -> str:
     return Path(adapter or model).resolve().name or str(model)
 
 
+def adapter_models(backend: Any) -> dict[str, Any]:
+    """``{adapter name: backend view}`` of a multi-adapter backend (``adapters={...}``), served beside the base.
+
+    Args:
+        backend: a ``TransformersBackend``; one without named adapters gives ``{}``.
+
+    Returns:
+        One :class:`~surveyalign.backends.adapters.AdapterView` per named adapter, in load order.
+    """
+    return {name: backend.adapter_view(name) for name in getattr(backend, "adapter_paths", {}) or {}}
+
+
 @dataclass
 class ServerHandle:
-    """A running server: ``base_url`` (``http://host:port/v1``), the served model id and the backend."""
+    """A running server: ``base_url`` (``http://host:port/v1``), the base model id, the backend and the ids of
+    its adapters served as models of their own (``adapter_models``)."""
 
     base_url: str
     model: str
     backend: Any
     port: int
+    adapter_models: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -351,7 +318,8 @@ def serve_in_thread(model: str | None = None, adapter: str | None = None, *, bac
         served_model_name: model id; defaults to :func:`default_served_name`.
         host: interface to bind; 127.0.0.1 by default.
         port: port; 0 picks a free one.
-        **backend_options: extra ``TransformersBackend`` options (device, dtype, batch_size...).
+        **backend_options: extra ``TransformersBackend`` options (device, dtype, batch_size, ``adapters={name:
+            folder}``: each adapter is then served as the model ``name``...).
 
     Yields:
         A :class:`ServerHandle`; the server stops when the block exits.
@@ -368,10 +336,12 @@ def serve_in_thread(model: str | None = None, adapter: str | None = None, *, bac
 
         backend = TransformersBackend(model=str(model), adapter=str(adapter) if adapter else None, **backend_options)
     name = served_model_name or default_served_name(backend.model_path, backend.adapter_path)
-    runner = _UvicornThread(build_app(backend, name), host=host, port=port)
+    extra = adapter_models(backend)
+    runner = _UvicornThread(build_app(backend, name, extra_models=extra), host=host, port=port)
     runner.start()
     try:
-        yield ServerHandle(base_url=f"http://{host}:{runner.port}/v1", model=name, backend=backend, port=runner.port)
+        yield ServerHandle(base_url=f"http://{host}:{runner.port}/v1", model=name, backend=backend, port=runner.port,
+                           adapter_models=list(extra))
     finally:
         runner.stop()
         if owned:
@@ -398,7 +368,9 @@ def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", po
         log_level: uvicorn log level (``"critical"``, ``"error"``, ``"warning"``, ``"info"``, ``"debug"``).
         batch_wait_s: seconds the first queued request waits for others to share its batch (>= 0).
         default_max_tokens: new-token cap for requests that set none.
-        **backend_options: further ``TransformersBackend`` options (device, dtype, batch_size, ...).
+        **backend_options: further ``TransformersBackend`` options (device, dtype, batch_size,
+            ``adapters={name: folder}``: the base is loaded once and each adapter is served as the model ``name``,
+            as vLLM's ``--lora-modules`` does; the base model stays available under ``served_model_name``).
 
     Returns:
         ``None``, once uvicorn stops (Ctrl-C / SIGTERM).
@@ -413,6 +385,9 @@ def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", po
 
     backend = TransformersBackend(model=model, adapter=adapter, **backend_options)
     name = served_model_name or default_served_name(model, adapter)
-    app = build_app(backend, name, batch_wait_s=batch_wait_s, default_max_tokens=default_max_tokens)
-    print(f"serving {name!r} ({backend.describe()['device']}) at http://{host}:{port}/v1", flush=True)
+    extra = adapter_models(backend)
+    app = build_app(backend, name, batch_wait_s=batch_wait_s, default_max_tokens=default_max_tokens,
+                    extra_models=extra)
+    print(f"serving {', '.join(repr(n) for n in [name, *extra])} ({backend.describe()['device']}) at "
+          f"http://{host}:{port}/v1", flush=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

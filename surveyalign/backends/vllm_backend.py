@@ -10,9 +10,11 @@ samples can be regenerated alone; vLLM's prefix cache shares the prompt's KV cac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from surveyalign.backends.adapters import AdapterView
 from surveyalign.backends.base import (
     Backend,
     Generation,
@@ -21,6 +23,7 @@ from surveyalign.backends.base import (
     check_request,
     mean_or_none,
 )
+from surveyalign.backends.fingerprint import adapter_fingerprint
 
 _INSTALL_HINT = "the 'vllm' backend needs vLLM: pip install surveyalign[gpu]  (or: pip install vllm)"
 
@@ -38,12 +41,17 @@ class VLLMBackend(Backend):
 
     Args:
         model: model folder or hub id.
-        adapter: optional LoRA adapter folder (applied with ``vllm.lora.request.LoRARequest``).
+        adapter: optional LoRA adapter folder (applied with ``vllm.lora.request.LoRARequest``, named after its
+            folder).
+        adapters: several LoRA adapters on the one engine, ``{name: folder}`` (the four SurveyAlign dimension
+            adapters): one engine with ``enable_lora`` and ``max_loras = len(adapters)``, one ``LoRARequest`` per
+            adapter with its own name and integer id (1, 2, ...), so vLLM keeps each adapter's prefix-cache blocks
+            apart; :meth:`adapter_view` gives the backend of one adapter. Excludes ``adapter``.
         dtype: vLLM dtype (``"auto"``, ``"bfloat16"``...).
         tensor_parallel_size: GPUs per model.
         gpu_memory_utilization: fraction of GPU memory vLLM may take, in (0, 1].
         max_model_len: context length cap (``None``: the model's).
-        max_lora_rank: largest LoRA rank to support when ``adapter`` is set.
+        max_lora_rank: largest LoRA rank to support when ``adapter``/``adapters`` is set.
         n_per_request: ask for the ``n`` samples in one request (``SamplingParams(n=n, seed=seed)``)
             instead of one request per sample with seed ``seed + i``.
         enforce_eager: disable CUDA graphs (faster start, slower decode).
@@ -67,11 +75,16 @@ class VLLMBackend(Backend):
         n_per_request: bool = False,
         enforce_eager: bool = False,
         llm_kwargs: dict[str, Any] | None = None,
+        adapters: Mapping[str, str] | None = None,
     ) -> None:
         from surveyalign.models.paths import resolve_model_path
 
+        if adapter and adapters:
+            raise ValueError("vllm backend: give either adapter (one folder) or adapters ({name: folder})")
         self.model_path = resolve_model_path(model, "vllm backend: model")
         self.adapter_path = resolve_model_path(adapter, "vllm backend: adapter") if adapter else None
+        self.adapter_paths = {str(k): resolve_model_path(v, f"vllm backend: adapter {k!r}")
+                              for k, v in (adapters or {}).items()}
         vllm = _import_vllm()
         self.dtype = dtype
         self.tensor_parallel_size = int(tensor_parallel_size)
@@ -89,17 +102,23 @@ class VLLMBackend(Backend):
                                   "gpu_memory_utilization": gpu_memory_utilization, "enforce_eager": enforce_eager}
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
-        if self.adapter_path:
-            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank)
+        if self.adapter_path or self.adapter_paths:
+            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max(1, len(self.adapter_paths)))
         kwargs.update(self.llm_kwargs)
         self._vllm = vllm
         self.llm = vllm.LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
+        self.adapter_fingerprints = {name: adapter_fingerprint(path) for name, path in self.adapter_paths.items()}
         self._lora = None
-        if self.adapter_path:
+        self._loras: dict[str, Any] = {}
+        if self.adapter_path or self.adapter_paths:
             from vllm.lora.request import LoRARequest
 
-            self._lora = LoRARequest("surveyalign-adapter", 1, self.adapter_path)
+            if self.adapter_path:
+                self._lora = LoRARequest(Path(self.adapter_path).resolve().name or "adapter", 1, self.adapter_path)
+            # one name and one id per adapter: vLLM caches adapters (and their KV blocks) by id
+            self._loras = {name: LoRARequest(name, index, path)
+                           for index, (name, path) in enumerate(self.adapter_paths.items(), start=1)}
 
     def describe(self) -> dict[str, Any]:
         """Return model/adapter paths, their content fingerprints and engine settings for ``run_config.json``.
@@ -118,7 +137,25 @@ class VLLMBackend(Backend):
             "max_model_len": self.max_model_len,
             "n_per_request": self.n_per_request,
             "vllm_version": getattr(self._vllm, "__version__", None),
+            **({"adapters": self.adapter_paths, "adapter_fingerprints": self.adapter_fingerprints}
+               if self.adapter_paths else {}),
         }
+
+    def adapter_view(self, name: str) -> AdapterView:
+        """The backend of one adapter of ``adapters`` (same engine; requests carry that adapter's ``LoRARequest``).
+
+        Args:
+            name: a key of ``adapters``.
+
+        Returns:
+            An :class:`~surveyalign.backends.adapters.AdapterView`.
+
+        Raises:
+            KeyError: ``name`` is not one of the adapters (the message lists them).
+        """
+        if name not in self._loras:
+            raise KeyError(f"vllm backend: no adapter named {name!r}; loaded: {sorted(self._loras)}")
+        return AdapterView(self, name)
 
     def check_settings(self, settings: GenerationSettings) -> None:
         """Refuse ``enable_thinking=True`` when the tokenizer's chat template has no such switch.
@@ -144,21 +181,27 @@ class VLLMBackend(Backend):
             logprobs=0,  # the sampled token's log-prob only
         )
 
-    def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
-                 ) -> list[list[Generation]]:
+    def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1,
+                 adapter_name: str | None = None) -> list[list[Generation]]:
         """Generate ``n`` samples per prompt with vLLM (greedy: one request, copied ``n`` times).
 
         Args:
             prompts: P chat prompts, rendered with ``render_chat`` (explicit ``enable_thinking``).
             settings: sampling settings; sample ``i`` uses seed ``settings.seed + i``.
             n: samples per prompt, >= 1.
+            adapter_name: with ``adapters``: the adapter whose ``LoRARequest`` the requests carry (``None``: the
+                single ``adapter``, else the base model).
 
         Returns:
             P lists of ``n`` generations; finish_reason is vLLM's ("stop", "length", "abort").
 
         Raises:
-            ValueError: invalid ``prompts`` or ``n`` (see :func:`~surveyalign.backends.base.check_request`).
+            ValueError: invalid ``prompts`` or ``n`` (see :func:`~surveyalign.backends.base.check_request`), or an
+                unknown ``adapter_name``.
         """
+        if adapter_name is not None and adapter_name not in self._loras:
+            raise ValueError(f"vllm backend: no adapter named {adapter_name!r}; loaded: {sorted(self._loras)}")
+        lora = self._loras[adapter_name] if adapter_name is not None else self._lora
         from surveyalign.prompts import render_chat
 
         settings = check_request(prompts, settings, n)
@@ -172,7 +215,7 @@ class VLLMBackend(Backend):
                 requests.append((p, text, self._params(settings, distinct, settings.seed)))
             else:
                 requests.extend((p, text, self._params(settings, 1, settings.seed + i)) for i in range(distinct))
-        outputs = self.llm.generate([r[1] for r in requests], [r[2] for r in requests], lora_request=self._lora,
+        outputs = self.llm.generate([r[1] for r in requests], [r[2] for r in requests], lora_request=lora,
                                     use_tqdm=False)
         rows: list[list[Generation]] = [[] for _ in prompts]
         for (p, _, _), output in zip(requests, outputs):
