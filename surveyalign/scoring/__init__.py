@@ -14,6 +14,7 @@ from surveyalign.scoring.bootstrap import (
     bootstrap_intervals,
     paired_bootstrap,
 )
+from surveyalign.scoring.calibration import expected_calibration_error, vote_summary
 from surveyalign.scoring.metrics import (
     agreement_statistics,
     alignment_errors,
@@ -33,6 +34,7 @@ from surveyalign.scoring.report import (
     render_intervals,
     render_leaderboard,
     render_per_source,
+    render_voting,
 )
 from surveyalign.scoring.summary import (
     STATUSES,
@@ -49,6 +51,7 @@ __all__ = [
     "baseline_metrics",
     "bootstrap_intervals",
     "check_scores",
+    "expected_calibration_error",
     "human_aligned_score",
     "krippendorff_alpha_interval",
     "macro_mae",
@@ -64,7 +67,9 @@ __all__ = [
     "render_intervals",
     "render_leaderboard",
     "render_per_source",
+    "render_voting",
     "score_distribution",
     "summarize_predictions",
     "validate_records",
+    "vote_summary",
 ]

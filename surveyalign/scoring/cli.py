@@ -120,6 +120,7 @@ def _report(args: argparse.Namespace) -> int:
         render_intervals,
         render_leaderboard,
         render_per_source,
+        render_voting,
     )
     from surveyalign.scoring.summary import summarize_predictions
 
@@ -178,6 +179,9 @@ def _report(args: argparse.Namespace) -> int:
     console.print(render_per_source(summaries))
     console.print(render_baselines(summaries))
     console.print(render_failures(summaries))
+    voting = render_voting(summaries)
+    if voting is not None:
+        console.print(voting)
     if args.authors:
         authors = {f"{k} [authors]": {**v["authors_convention"], "n": v.get("n", 0),
                                        "n_scored": v.get("n_scored", 0), "status_counts": v.get("status_counts")}

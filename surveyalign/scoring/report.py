@@ -174,6 +174,37 @@ def render_agreement(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
     return table
 
 
+def render_voting(summaries: Mapping[str, Mapping[str, Any]]) -> Table | None:
+    """Agreement of the K voted samples and calibration of the vote share (SurveyReview App. E), per dimension.
+
+    Columns: Judge, Dimension, units voted, mean vote share, unanimous, unparsed samples, log-prob tie-breaks,
+    accuracy, ECE; then the reliability rows (share bin, units, mean share, accuracy) of all dimensions together.
+
+    Returns:
+        The table, or ``None`` when no judge voted over several samples.
+    """
+    rows = [(judge, s["voting"]) for judge, s in summaries.items() if s.get("voting")]
+    if not rows:
+        return None
+    table = Table(title="Vote agreement and calibration of the vote share (K samples per unit)")
+    table.add_column("Judge", style="bold", overflow="fold")
+    table.add_column("Dim.", no_wrap=True)
+    for name in ("voted", "mean share", "unanimous", "unparsed", "ties", "accuracy", "ECE"):
+        table.add_column(name, justify="right")
+    for judge, voting in rows:
+        for d, e in [*voting["per_dimension"].items(), ("all", voting["all"])]:
+            table.add_row(str(judge), _SHORT.get(d, d), str(e["n_units"]), _f(e["mean_vote_share"]),
+                          _f(e["unanimous"]), str(e["n_unparsed_samples"]), str(e["n_tie_break"]),
+                          _f(e["accuracy"]), _f(e["ece"], 3), end_section=d == "all")
+        for b in voting["all"]["reliability"]:
+            if b["n"]:
+                table.add_row(str(judge), f"({b['low']:.1f},{b['high']:.1f}]", str(b["n"]),
+                              _f(b["mean_confidence"]), _DASH, _DASH, _DASH, _f(b["accuracy"]), _DASH)
+    table.caption = ("share = votes of the winning score / samples that carried a score; ECE over equal-width "
+                     "share bins (rows below each judge: the reliability table)")
+    return table
+
+
 def render_per_source(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
     """Source-wise results (SurveyReview Table 7 shape, App. I.1): one row per (judge, review source)
     with papers, scored/n, AVG MSE, AVG MAE, RQS, Align and HAS."""

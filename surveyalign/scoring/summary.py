@@ -16,6 +16,7 @@ from typing import Any
 from surveyalign.constants import VALID_SCORES, normalise_dimension
 from surveyalign.scoring.baselines import baseline_metrics, majority_label
 from surveyalign.scoring.bootstrap import bootstrap_intervals
+from surveyalign.scoring.calibration import vote_summary
 from surveyalign.scoring.metrics import (
     _mean,
     alignment_errors,
@@ -227,8 +228,9 @@ def summarize_predictions(
         ``has_note``, ``skill_vs_majority``, ``baselines`` (see
         :func:`~surveyalign.scoring.baselines.baseline_metrics`) or None with ``baselines_note``,
         ``ci`` (see :func:`~surveyalign.scoring.bootstrap.bootstrap_intervals`) or None,
-        ``per_source`` ({source: same keys as the top level, without ci/baselines}) and
-        ``authors_convention``. MSE in [0, 16], MAE in [0, 4], RQS in [0, 1], Align/HAS <= 1.
+        ``per_source`` ({source: same keys as the top level, without ci/baselines}),
+        ``authors_convention`` and ``voting`` (agreement of the K samples and calibration of the vote share, see
+        :func:`~surveyalign.scoring.calibration.vote_summary`; None when every unit had one sample). MSE in [0, 16], MAE in [0, 4], RQS in [0, 1], Align/HAS <= 1.
 
     Raises:
         ValueError: on an invalid record (see :func:`validate_records`).
@@ -277,6 +279,7 @@ def summarize_predictions(
                               **_core(sub, use_consistency=use_consistency, majority=majority, weights=weights)}
     out["per_source"] = per_source
     out["authors_convention"] = _authors(recs, use_consistency, weights)
+    out["voting"] = vote_summary(recs)
     return _clean(out)
 
 
