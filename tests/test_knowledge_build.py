@@ -15,6 +15,7 @@ from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import comp_ka, neighbourhood
 from surveyalign.knowledge.sample import sample_graph
+from surveyalign.knowledge.testing import FakeScholarServer
 
 
 def test_graph_files_round_trip_and_bad_lines(tmp_path):
@@ -105,3 +106,27 @@ def test_real_session_graph_comp_ka(shared_real):
     assert len(comp.top) == 37 and len(comp.added) == 12 and comp.n_top_in_references == 25
     assert comp.text.splitlines()[0] == "Cited by the survey (36):"
     assert json.dumps(comp.text)  # serialisable as the dataset column
+
+
+def test_ka_graph_fetched_through_the_api_gives_the_same_comp_ka(dataset_dir, tmp_path):
+    """`ka graph` against a fake Semantic Scholar serving the sample graph rebuilds the same neighbourhoods."""
+    truth = sample_graph(dataset_dir)
+    with FakeScholarServer(truth.papers) as server:
+        graph_file = tmp_path / "fetched.jsonl"
+        argv = ["ka", "graph", "--dataset", str(dataset_dir), "--base-url", server.s2_url, "--out", str(graph_file),
+                "--cache-dir", str(tmp_path / "http"), "--requests-per-second", "0", "--no-progress", "--limit", "3"]
+        assert main(argv) == 0
+        report = json.loads((tmp_path / "fetched.jsonl.report.json").read_text())
+        assert report["n_surveys"] == 3 and report["n_resolved"] == report["n_references"] > 0
+        assert report["n_errors"] == 0
+        n_requests = len(server.requests)
+        assert main(argv) == 0 and len(server.requests) == n_requests  # resumed: nothing asked again
+    fetched = CitationGraph.load(graph_file)
+    config = KAConfig(dimensions=["comprehensiveness"])
+    build_ka_dataset(dataset_dir, fetched, tmp_path / "a", config, progress=False)
+    build_ka_dataset(dataset_dir, truth, tmp_path / "b", config, progress=False)
+    got = {r["paper_id"]: r for r in read_ka_records(tmp_path / "a") if r["n_resolved"]}
+    want = {r["paper_id"]: r for r in read_ka_records(tmp_path / "b")}
+    assert len(got) == 3
+    for pid, record in got.items():
+        assert record["text"] == want[pid]["text"] and record["excluded"] == want[pid]["excluded"]

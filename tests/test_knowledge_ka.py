@@ -48,6 +48,11 @@ def test_graph_csr_both_directions_and_counts():
     x, y = g.index["x"], g.index["y"]
     assert g.cites[x, y] == 1 and g.cites[y, x] == 0 and g.cited_by[y, x] == 1
     assert g.linked[x, y] == g.linked[y, x] == 1
+    # a repeated id is merged: empty fields filled, reference ids united (the first record's values win)
+    merged = CitationGraph([Paper(id="m", title="", year=2001, reference_ids=["y"]), _p("y", 2000, 1),
+                            Paper(id="m", title="Filled", year=1990, reference_ids=["y", "z", ""]), _p("z", 2002, 1)])
+    m = merged.papers[merged.index["m"]]
+    assert (m.title, m.year, m.reference_ids, merged.stats.n_edges) == ("Filled", 2001, ["y", "z"], 2)
 
 
 def test_comp_ka_scores_ties_both_way_links_and_r_inside_r_plus():
@@ -167,7 +172,7 @@ def test_survey_record_resolves_references_and_excludes_the_survey_node():
     assert record["n_resolved"] == 3 and record["survey_nodes"] == ["s"] and record["cutoff_year"] == 2016
     assert record["excluded"] == {"survey": 1, "citing_survey": 1, "after_survey": 1}
     assert record["n_kept"] == 7 and record["comp"]["top"] == ["a", "r1", "b", "c", "r2", "d"]
-    assert record["tokens"] == len(record["text"].split())
+    assert record["tokens"] == len(record["text"].split()) and record["n_resolved_incomplete"] == 0
     with pytest.raises(ValueError, match="summariser"):
         build_survey_ka(g, Resolver(g.papers), survey, "criticalness", KAConfig())
 

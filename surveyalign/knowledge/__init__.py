@@ -21,6 +21,8 @@ Knowledge augmentation (second part):
   :class:`TokenCounter`;
 - :mod:`~surveyalign.knowledge.config`: :class:`KAConfig`; :mod:`~surveyalign.knowledge.build`:
   :func:`build_ka_dataset` (what ``surveyalign ka build`` runs), :func:`read_ka_records`;
+- :func:`~surveyalign.knowledge.fetch.fetch_graph`: a graph for a dataset's surveys from Semantic Scholar or
+  OpenAlex (what ``surveyalign ka graph`` runs);
 - :func:`~surveyalign.knowledge.sample.sample_graph`: a made-up graph around a dataset's references (demo).
 """
 
@@ -41,6 +43,7 @@ from surveyalign.knowledge.clients import (
     s2_paper_to_paper,
 )
 from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig, SummariserConfig
+from surveyalign.knowledge.fetch import FetchReport, fetch_graph
 from surveyalign.knowledge.graph import CitationGraph, GraphStats, SessionSeed
 from surveyalign.knowledge.http import (
     HttpStats,
@@ -109,6 +112,7 @@ __all__ = [
     "CompKA",
     "CritCandidates",
     "CritKA",
+    "FetchReport",
     "GraphStats",
     "HTTPStatusError",
     "HttpStats",
@@ -135,6 +139,7 @@ __all__ = [
     "cited_keys",
     "comp_ka",
     "crit_candidates",
+    "fetch_graph",
     "first_author_surname",
     "neighbourhood",
     "normalise_arxiv",

@@ -37,7 +37,8 @@ from surveyalign.knowledge.references import (
 from surveyalign.knowledge.resolve import Resolver, resolution_counts
 from surveyalign.knowledge.summarise import Summariser, TokenCounter
 
-__all__ = ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "build_survey_ka", "read_ka_records"]
+__all__ = ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "build_survey_ka", "dataset_rows",
+           "dataset_surveys", "read_ka_records", "survey_references"]
 
 #: Name of the dataset column holding the KA text (read by the prompt builder, training and evaluation).
 KA_COLUMN = "knowledge"
@@ -83,7 +84,15 @@ class KAReport:
     graph: dict[str, int]
 
 
-def _survey_references(survey: SurveyKAInput):
+def survey_references(survey: SurveyKAInput) -> tuple[list[Any], str]:
+    """A survey's reference list R: its ``references`` column entries, else its text's reference section.
+
+    Args:
+        survey: the survey.
+
+    Returns:
+        ``(references, source)`` with source ``"column"``, ``"text"`` or ``"none"``.
+    """
     if survey.references:
         return [parse_reference_text(entry, str(i)) for i, entry in enumerate(survey.references, start=1)], "column"
     found = parse_markdown_references(survey.text or "")
@@ -106,15 +115,16 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
 
     Returns:
         The record: ``paper_id``, ``dimension``, ``text``, ``reason`` (why ``text`` is empty, else ``None``),
-        ``n_references``, ``reference_source``, ``n_resolved``, ``resolution`` (counts), ``unresolved``
-        (key, reason), ``n_neighbourhood`` (|R+| before exclusions), ``excluded``, ``cutoff_year``,
+        ``n_references``, ``reference_source``, ``n_resolved``, ``n_resolved_incomplete`` (resolved references
+        whose own reference list the graph has only in part or not at all: R+ misses their outgoing links),
+        ``resolution`` (counts), ``unresolved`` (key, reason), ``n_neighbourhood`` (|R+| before exclusions), ``excluded``, ``cutoff_year``,
         ``cutoff_from``, ``n_candidates`` (|R+| after), ``n_kept``, ``tokens``, ``n_calls``, ``cache_hits``,
         ``errors`` and the dimension's own details (``comp`` or ``crit``).
 
     Raises:
         ValueError: Crit-KA without a summariser.
     """
-    refs, ref_source = _survey_references(survey)
+    refs, ref_source = survey_references(survey)
     resolutions = resolver.resolve_all(refs)
     nodes = [graph.index[r.paper_id] for r in resolutions if r.resolved]
     survey_nodes = [graph.index[p.id] for p in resolver.same_title(survey.title)]
@@ -129,6 +139,8 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
         "n_references": len(refs), "reference_source": ref_source, "n_resolved": len(hood.references),
         "resolution": resolution_counts(resolutions),
         "unresolved": [{"key": r.key, "reason": r.reason} for r in resolutions if not r.resolved],
+        "n_resolved_incomplete": sum(1 for i in hood.references
+                                     if graph.papers[int(i)].references_status in ("incomplete", "partial")),
         "survey_nodes": graph.ids_of(survey_nodes), "n_neighbourhood": hood.n_neighbourhood,
         "excluded": hood.excluded, "cutoff_year": hood.cutoff_year, "cutoff_from": hood.cutoff_from,
         "n_unknown_year": hood.n_unknown_year, "n_candidates": int(hood.candidates.size), "n_kept": 0,
@@ -196,7 +208,35 @@ def read_ka_records(ka_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return list(records.values())
 
 
-def _dataset_rows(dataset_dir: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def dataset_surveys(rows: dict[str, dict[str, list[dict[str, Any]]]], dimensions: list[str],
+                    survey_years: dict[str, int] | None = None
+                    ) -> tuple[dict[str, dict[str, SurveyKAInput]], dict[tuple[str, str], list[str]]]:
+    """The surveys of each dimension's units and the unit ids per (paper_id, dimension).
+
+    Args:
+        rows: dimension -> split -> rows (see :func:`dataset_rows`).
+        dimensions: the dimensions to collect.
+        survey_years: optional paper_id -> survey year.
+
+    Returns:
+        ``(surveys, units)``: dimension -> paper_id -> :class:`SurveyKAInput`, and (paper_id, dimension) ->
+        sorted unit ids.
+    """
+    surveys: dict[str, dict[str, SurveyKAInput]] = {}
+    units: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for dim in dimensions:
+        surveys[dim] = {}
+        for split_rows in rows.get(dim, {}).values():
+            for row in split_rows:
+                pid = row["paper_id"]
+                units[(pid, dim)].append(row["unit_id"])
+                surveys[dim].setdefault(pid, SurveyKAInput(pid, row.get("title") or "",
+                                                           tuple(row.get("references") or ()), row.get("text") or "",
+                                                           (survey_years or {}).get(pid)))
+    return surveys, {key: sorted(ids) for key, ids in units.items()}
+
+
+def dataset_rows(dataset_dir: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """dimension -> split -> rows, read straight from the folder's parquet files."""
     import pyarrow.parquet as pq
 
@@ -236,7 +276,7 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
     src, out = Path(dataset_dir).resolve(), Path(out_dir).resolve()
     if src == out:
         raise ValueError(f"--out must be a new folder, not the input dataset {src}")
-    rows = _dataset_rows(src)
+    rows = dataset_rows(src)
     ka_dir = out / "ka"
     ka_dir.mkdir(parents=True, exist_ok=True)
     config_hash = stable_hash({"config": config.model_dump(), "graph": graph.stats.to_dict()})[:16]
@@ -254,23 +294,15 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
             raise ValueError("Crit-KA needs a summariser backend: set `summariser` in the KA config")
         summariser = Summariser(backend, config, counter, CallCache.load(ka_dir / "calls.jsonl"))
     resolver = Resolver(graph.papers, min_title_score=config.min_title_score, year_tolerance=config.year_tolerance)
-    jobs = []
-    units: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for dim in config.dimensions:
-        surveys: dict[str, SurveyKAInput] = {}
-        for split_rows in rows.get(dim, {}).values():
-            for row in split_rows:
-                pid = row["paper_id"]
-                units[(pid, dim)].append(row["unit_id"])
-                surveys.setdefault(pid, SurveyKAInput(pid, row.get("title") or "", tuple(row.get("references") or ()),
-                                                      row.get("text") or "", (survey_years or {}).get(pid)))
-        jobs += [(dim, surveys[pid]) for pid in sorted(surveys) if (pid, dim) not in done]
+    surveys, units = dataset_surveys(rows, config.dimensions, survey_years)
+    jobs = [(dim, surveys[dim][pid]) for dim in config.dimensions for pid in sorted(surveys[dim])
+            if (pid, dim) not in done]
     n_made = 0
     with (ka_dir / "records.jsonl").open("a", encoding="utf-8") as fh:
         for dim, survey in tqdm(jobs, desc="knowledge augmentation", disable=not progress):
             t0 = time.perf_counter()
             record = build_survey_ka(graph, resolver, survey, dim, config, summariser=summariser, counter=counter)
-            record.update(unit_ids=sorted(units[(survey.paper_id, dim)]), config_hash=config_hash,
+            record.update(unit_ids=units[(survey.paper_id, dim)], config_hash=config_hash,
                           seconds=round(time.perf_counter() - t0, 4))
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             fh.flush()

@@ -47,6 +47,38 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from surveyalign.knowledge.build import dataset_rows, dataset_surveys
+    from surveyalign.knowledge.clients import (
+        OPENALEX_URL,
+        S2_URL,
+        OpenAlexClient,
+        SemanticScholarClient,
+    )
+    from surveyalign.knowledge.config import KA_DIMENSIONS
+    from surveyalign.knowledge.fetch import fetch_graph
+
+    surveys_by_dim, _ = dataset_surveys(dataset_rows(Path(args.dataset)), list(KA_DIMENSIONS))
+    surveys = {pid: s for by_pid in surveys_by_dim.values() for pid, s in by_pid.items()}
+    chosen = [surveys[pid] for pid in sorted(surveys)][: args.limit]
+    options = {"cache_dir": args.cache_dir}
+    if args.requests_per_second is not None:
+        options["requests_per_second"] = args.requests_per_second
+    if args.api == "semanticscholar":
+        client = SemanticScholarClient(args.base_url or S2_URL, **options)
+    else:
+        client = OpenAlexClient(args.base_url or OPENALEX_URL, **options)
+    report = fetch_graph(chosen, client, args.out, search_limit=args.search_limit, max_citations=args.max_citations,
+                         progress=not args.no_progress)
+    print(f"surveys fetched now: {report.n_surveys}; references {report.n_references}, resolved {report.n_resolved}; "
+          f"{report.n_records} records appended to {report.out}; failed calls {report.n_errors}")
+    for reason, n in report.unresolved_reasons.items():
+        print(f"  unresolved ({n}): {reason}")
+    for line in report.errors[:10]:
+        print(f"  error: {line}")
+    return 0
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from surveyalign.knowledge.build import read_ka_records
 
@@ -101,6 +133,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "node, else its newest reference)")
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     build.set_defaults(handler=_cmd_build)
+
+    graph = sub.add_parser(
+        "graph", help="fetch a citation graph for a dataset's surveys from Semantic Scholar or OpenAlex",
+        description="Resolve every Comprehensiveness / Criticalness survey's references through the API (ids "
+        "first, else a title search checked with the safe rule), fetch their references and citing papers and "
+        "the papers citing the survey, and append the records to a JSONL graph for `ka build --graph`. Resumes "
+        "(OUT.state.json); answers are cached on disk. Keys: S2_API_KEY / OPENALEX_API_KEY, OPENALEX_MAILTO.")
+    graph.add_argument("--dataset", required=True, metavar="DIR", help="folder written by `surveyalign data build`")
+    graph.add_argument("--api", choices=("semanticscholar", "openalex"), default="semanticscholar")
+    graph.add_argument("--out", required=True, metavar="FILE", help="JSONL graph file (appended to)")
+    graph.add_argument("--cache-dir", default=".cache/http", metavar="DIR", help="on-disk HTTP cache")
+    graph.add_argument("--base-url", default=None, metavar="URL", help="API root (default: the public service)")
+    graph.add_argument("--requests-per-second", type=float, default=None, metavar="R",
+                       help="network request rate (default: the client's polite rate)")
+    graph.add_argument("--search-limit", type=int, default=5, metavar="N", help="search hits checked per reference")
+    graph.add_argument("--max-citations", type=int, default=200, metavar="N",
+                       help="most citing papers fetched per paper")
+    graph.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N surveys (by paper_id)")
+    graph.add_argument("--no-progress", action="store_true", help="no progress bar")
+    graph.set_defaults(handler=_cmd_graph)
 
     show = sub.add_parser("show", help="print the KA record of one survey or unit",
                           description="Print the KA record(s) of a paper_id or unit_id from a `ka build` output.")

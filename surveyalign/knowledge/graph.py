@@ -38,7 +38,8 @@ class GraphStats:
     Attributes:
         n_papers: nodes.
         n_edges: distinct citation edges (i cites j, i != j).
-        n_duplicate_ids: records whose id was already a node (the first record is kept).
+        n_duplicate_ids: records whose id was already a node (merged into it: the first record's fields win,
+            empty ones are filled from the later record, reference / citing ids are united).
         n_untitled: nodes with an empty title (kept).
         n_empty_reference_ids: empty strings in reference / citing lists (references the source left
             unresolved).
@@ -137,12 +138,25 @@ def papers_from_session(data: Any, *, path: str = "session"
     return papers, seeds, missing
 
 
+def _merge(first: Paper, later: Paper) -> Paper:
+    """One record from two with the same id: ``first`` wins, its empty fields are filled, id lists united."""
+    values = {}
+    for name in Paper.__dataclass_fields__:
+        a, b = getattr(first, name), getattr(later, name)
+        if name in ("reference_ids", "citing_ids"):
+            seen = set(a)
+            values[name] = [*a, *(x for x in b if x and x not in seen)]
+        else:
+            values[name] = a if a not in (None, "", []) else b
+    return Paper(**values)
+
+
 class CitationGraph:
     """Papers plus CSR adjacency in both directions (SurveyReview §5.2.1 reference expansion).
 
     Args:
-        papers: the records; the first record of each id becomes a node, later ones are counted as
-            duplicates.
+        papers: the records; the first record of each id becomes a node, later records of the same id are
+            merged into it and counted as duplicates.
         seeds: seed papers of saved sessions, when loaded from one (see :class:`SessionSeed`).
         missing: records without an id (``{"where", "title"}``), kept for reports.
 
@@ -167,6 +181,8 @@ class CitationGraph:
         for paper in papers:
             if paper.id in self.index:
                 stats.n_duplicate_ids += 1
+                i = self.index[paper.id]
+                self.papers[i] = _merge(self.papers[i], paper)
                 continue
             self.index[paper.id] = len(self.papers)
             self.papers.append(paper)
