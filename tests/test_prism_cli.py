@@ -22,6 +22,12 @@ def test_prism_help(capsys):
     assert "--judge" in out and "NAME=PATH" in out and "comparison.md" in out
 
 
+def test_prism_bad_submission_date_names_the_flag(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["prism", "p.json", "r.json", "--judge", "j.yaml", "--submission-date", "27/09/2024"])
+    assert exc.value.code == 2 and "--submission-date: expected YYYY-MM-DD" in capsys.readouterr().err
+
+
 def test_prism_bad_inputs_are_one_line_errors(tmp_path, capsys):
     judge = tmp_path / "judge.yaml"
     judge.write_text("backend: {kind: scripted, options: {replies: []}}\nnot_a_key: 1\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 from pathlib import Path
 
@@ -23,6 +24,14 @@ left-out item) and run_config.json.
 """
 
 
+def _date(text: str) -> dt.date:
+    """``YYYY-MM-DD`` -> date (argparse type: a bad value is a usage error naming the flag)."""
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected YYYY-MM-DD, got {text!r}") from None
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``surveyalign prism`` to the top-level parser."""
     p = subparsers.add_parser(
@@ -36,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--judge", required=True, metavar="CONFIG", help="PRISM judge YAML (see configs/prism/)")
     p.add_argument("--out", metavar="DIR", help="run folder (default: runs/prism/<paper id>)")
     p.add_argument("--paper-id", help="paper identifier (default: from the file)")
-    p.add_argument("--submission-date", metavar="YYYY-MM-DD", help="submission date (prior work must be older)")
+    p.add_argument("--submission-date", type=_date, metavar="YYYY-MM-DD", help="submission date (prior work must be older)")
     p.add_argument("--grounding-rubric", choices=("seed", "specificity"), help="overrides `grounding_rubric`")
     p.add_argument("--claim-policy", help="novelty claim-score policy (overrides `claim_policy`)")
     p.add_argument("--no-novelty", action="store_true", help="skip prior-work retrieval (novelty not assessed)")
