@@ -175,6 +175,10 @@ def test_survey_record_resolves_references_and_excludes_the_survey_node():
     assert record["tokens"] == len(record["text"].split()) and record["n_resolved_incomplete"] == 0
     with pytest.raises(ValueError, match="summariser"):
         build_survey_ka(g, Resolver(g.papers), survey, "criticalness", KAConfig())
+    # a near-identical title (a preprint of the survey, say) is left out too, without needing year or author
+    variant = CitationGraph([*g.papers, _p("s-v2", 2015, 2, ["r1"], title="The surveys")])
+    record = build_survey_ka(variant, Resolver(variant.papers), survey, "comprehensiveness", KAConfig())
+    assert record["survey_nodes"] == ["s", "s-v2"] and record["excluded"]["survey"] == 2
 
 
 def test_from_edges_matches_record_edges():
@@ -201,3 +205,20 @@ def test_blocks_counted_with_the_judge_tokenizer(tiny_model_dir):
     blocks = pack_blocks(g, nodes, budget=budget, count_tokens=counter)
     assert all(b.tokens <= budget for b in blocks) and sum(len(b.nodes) for b in blocks) == len(nodes)
     assert [b.tokens for b in blocks] == [counter(b.text) for b in blocks]
+
+
+def test_crit_ka_through_the_transformers_backend_on_the_tiny_model(tiny_model_dir, tmp_path):
+    g = _graph()
+    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_year=2016)
+    counter = TokenCounter(str(tiny_model_dir))
+    blocks = pack_blocks(g, crit_candidates(g, hood, alpha=75, beta=75).nodes, budget=40, count_tokens=counter)
+    config = KAConfig(summary_tokens=8, length=12, tokenizer=str(tiny_model_dir))
+    backend = load_backend("transformers", model=str(tiny_model_dir), device="cpu")
+    with CallCache.load(tmp_path / "calls.jsonl") as cache:
+        result = Summariser(backend, config, counter, cache).crit_ka(blocks)
+    made = result.n_calls
+    assert made == len(blocks) + (1 if any(b["summary_ok"] for b in result.blocks) else 0)
+    assert len(result.errors) == sum(not b["summary_ok"] for b in result.blocks) + (not result.text and made > len(blocks))
+    assert result.tokens <= 12 and result.tokens == (counter(result.text) if result.text else 0)
+    again = Summariser(backend, config, counter, CallCache.load(tmp_path / "calls.jsonl")).crit_ka(blocks)
+    assert (again.n_calls, again.text) == (0, result.text)

@@ -14,6 +14,8 @@ from surveyalign.knowledge import (
     parse_tei_references,
     read_references,
 )
+from surveyalign.knowledge.tei import GrobidClient
+from surveyalign.knowledge.testing import FakeScholarServer
 
 BIB = r"""
 @inproceedings{vaswani2017,
@@ -170,3 +172,21 @@ def test_real_markdown_numbered_references(shared_real):
     assert highest == 251 and len(refs) == highest and refs.keys() == [str(i) for i in range(1, 252)]
     assert refs.references[0].title == "node2vec: scalable feature learning for networks"
     assert sum(1 for r in refs.references if r.title and r.year) >= 245
+
+
+def test_grobid_client_posts_the_pdf_and_reads_tei(tmp_path, monkeypatch):
+    pdf = tmp_path / "survey.pdf"
+    pdf.write_bytes(b"%PDF-1.4 made-up bytes")
+    with FakeScholarServer([], grobid_tei=TEI, fail_first=1, fail_status=503) as server:
+        monkeypatch.setenv("GROBID_URL", server.base_url)
+        refs = GrobidClient(backoff_initial=0.01).references(pdf)  # a busy server (503) is retried
+        assert refs.keys() == ["b0", "b1"] and refs.path == str(pdf)
+        assert read_references(pdf).keys() == ["b0", "b1"]  # .pdf goes to the configured server
+        post = server.requests[-1]
+        assert (post.method, post.path, len(server.requests)) == ("POST", "/api/processReferences", 3)
+        assert b"%PDF-1.4 made-up bytes" in post.body and b'name="consolidateCitations"' in post.body
+    monkeypatch.delenv("GROBID_URL")
+    with pytest.raises(ValueError, match="no GROBID server configured"):
+        GrobidClient()
+    with pytest.raises(ValueError, match="needs a GROBID server; set GROBID_URL"):
+        read_references(pdf)

@@ -96,10 +96,12 @@ from surveyalign.knowledge.resolve import (
 )
 from surveyalign.knowledge.sample import sample_graph
 from surveyalign.knowledge.summarise import CritKA, Summariser, TokenCounter
+from surveyalign.knowledge.tei import GROBID_URL_ENV, GrobidClient
 
 __all__ = [
     "DEFAULT_MIN_TITLE_SCORE",
     "DEFAULT_YEAR_TOLERANCE",
+    "GROBID_URL_ENV",
     "KA_COLUMN",
     "KA_DIMENSIONS",
     "MIN_ABSTRACT_SCORE",
@@ -114,6 +116,7 @@ __all__ = [
     "CritKA",
     "FetchReport",
     "GraphStats",
+    "GrobidClient",
     "HTTPStatusError",
     "HttpStats",
     "KAConfig",

@@ -127,7 +127,7 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
     refs, ref_source = survey_references(survey)
     resolutions = resolver.resolve_all(refs)
     nodes = [graph.index[r.paper_id] for r in resolutions if r.resolved]
-    survey_nodes = [graph.index[p.id] for p in resolver.same_title(survey.title)]
+    survey_nodes = [graph.index[p.id] for p in resolver.similar_titles(survey.title)]
     year = survey.year
     if year is None:
         known = [graph.papers[i].year for i in survey_nodes if graph.papers[i].year is not None]

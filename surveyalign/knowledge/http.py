@@ -222,7 +222,8 @@ class PoliteClient:
         return wait
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-                json_body: Any = None) -> httpx.Response:
+                json_body: Any = None, files: dict[str, Any] | None = None,
+                data: dict[str, Any] | None = None) -> httpx.Response:
         """Send one request (with cache, rate limit and retries) and return the successful response.
 
         Args:
@@ -230,6 +231,8 @@ class PoliteClient:
             path: path relative to ``base_url`` (``"/works/W1"``) or an absolute URL.
             params: query parameters (``None`` values are left out).
             json_body: JSON body for POST.
+            files: multipart files for POST (``{"input": ("paper.pdf", bytes, "application/pdf")}``).
+            data: multipart / form fields sent with ``files``.
 
         Returns:
             The 2xx ``httpx.Response`` (its body already read).
@@ -250,7 +253,8 @@ class PoliteClient:
         def attempt() -> httpx.Response:
             try:
                 response = self._client.request(method, path, params={**query, **self._secret_params},
-                                                json=json_body, extensions={"caching": caching})
+                                                json=json_body, files=files, data=data,
+                                                extensions={"caching": caching})
                 response.read()
             except httpx.TransportError as err:
                 raise _Retryable(None, None, f"{type(err).__name__}: {err}") from err

@@ -13,6 +13,7 @@ and :func:`read_references`, which picks one from a file's suffix.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from surveyalign.knowledge.papers import (
     normalise_doi,
     year_in_text,
 )
-from surveyalign.knowledge.tei import parse_tei_references
+from surveyalign.knowledge.tei import GROBID_URL_ENV, GrobidClient, parse_tei_references
 
 __all__ = [
     "cited_keys",
@@ -311,7 +312,8 @@ def read_references(path: str | Path) -> ReferenceList:
     """Read a reference list from a file, choosing the reader from its suffix.
 
     ``.bib`` -> :func:`parse_bibtex`; ``.tex`` / ``.bbl`` -> :func:`parse_latex_bibliography`; ``.md`` /
-    ``.markdown`` / ``.txt`` -> :func:`parse_markdown_references`; ``.xml`` / ``.tei`` -> :func:`parse_tei_references`.
+    ``.markdown`` / ``.txt`` -> :func:`parse_markdown_references`; ``.xml`` / ``.tei`` -> :func:`parse_tei_references`;
+    ``.pdf`` -> the GROBID server named by ``GROBID_URL`` (:class:`~surveyalign.knowledge.tei.GrobidClient`).
 
     Args:
         path: the file.
@@ -321,13 +323,19 @@ def read_references(path: str | Path) -> ReferenceList:
 
     Raises:
         OSError: the file cannot be read.
-        ValueError: an unknown suffix (the message lists the known ones), or malformed TEI XML.
+        ValueError: an unknown suffix (the message lists the known ones), malformed TEI XML, or a PDF
+            without a GROBID server configured.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     readers = {".bib": parse_bibtex, ".tex": parse_latex_bibliography, ".bbl": parse_latex_bibliography,
                ".md": parse_markdown_references, ".markdown": parse_markdown_references,
                ".txt": parse_markdown_references, ".xml": parse_tei_references, ".tei": parse_tei_references}
+    if suffix == ".pdf":
+        if not os.environ.get(GROBID_URL_ENV):
+            raise ValueError(f"{path}: reading references from a PDF needs a GROBID server; set {GROBID_URL_ENV} "
+                             "(e.g. http://localhost:8070)")
+        return GrobidClient().references(path)
     if suffix not in readers:
         raise ValueError(f"{path}: cannot tell the reference format from suffix {suffix!r}; "
                          f"known: {sorted(readers)}")

@@ -308,16 +308,29 @@ class Resolver:
                 hits += [pool[index] for _, _, index in found]
         return [self.papers[i] for i in dict.fromkeys(hits)]
 
-    def same_title(self, title: str) -> list[Paper]:
-        """Papers whose normalised title equals ``title``'s (e.g. to find a survey's own node and exclude it).
+    def similar_titles(self, title: str) -> list[Paper]:
+        """Papers whose normalised title equals ``title``'s or reaches ``min_title_score`` against it.
+
+        No year or author is asked for: this finds what *might* be a given paper, e.g. a survey's own node(s)
+        to leave out of its neighbourhood, where leaving out one paper too many is the safe error.
 
         Args:
             title: any title.
 
         Returns:
-            The papers, in index order (empty for an empty title).
+            The papers, exact matches first (empty for an empty title).
         """
-        return [self.papers[i] for i in self._by_title.get(normalise_title(title), [])]
+        wanted = normalise_title(title)
+        if not wanted:
+            return []
+        hits = list(self._by_title.get(wanted, []))
+        words = sorted({w for w in wanted.split() if w in self._df}, key=lambda w: (self._df[w], w))
+        pool = sorted({i for w in words[:self.block_words] for i in self._postings[w]})
+        if pool:
+            found = process.extract(wanted, [self._titles[i] for i in pool], scorer=fuzz.ratio,
+                                    score_cutoff=self.min_title_score, limit=None)
+            hits += [pool[index] for _, _, index in found]
+        return [self.papers[i] for i in dict.fromkeys(hits)]
 
     def resolve(self, reference: Any) -> Resolution:
         """Resolve one reference.

@@ -44,7 +44,7 @@ class RequestLog:
         path: URL path (percent-decoded).
         query: query parameters (first value of each).
         headers: request headers with lower-case names.
-        body: the decoded JSON body, or ``None``.
+        body: the decoded JSON body, the raw bytes of another body (multipart), or ``None``.
         at: ``time.monotonic()`` on arrival.
     """
 
@@ -54,6 +54,14 @@ class RequestLog:
     headers: dict[str, str]
     body: Any
     at: float
+
+
+def _decode_body(raw: bytes, content_type: str) -> Any:
+    if not raw:
+        return None
+    if "json" in content_type:
+        return json.loads(raw)
+    return raw
 
 
 def _s2_shape(paper: Paper, *, with_lists: bool) -> dict[str, Any]:
@@ -96,6 +104,7 @@ class FakeScholarServer:
         fail_status: status of those failures (default 429).
         retry_after: ``Retry-After`` header value sent with them (``None``: no header).
         always_status: when set, every request gets this status (e.g. 503).
+        grobid_tei: when set, ``POST /api/processReferences`` (GROBID) answers this TEI document.
         port: port on 127.0.0.1; 0 picks a free one.
 
     Attributes:
@@ -105,12 +114,14 @@ class FakeScholarServer:
     """
 
     def __init__(self, papers: list[Paper], *, fail_first: int = 0, fail_status: int = 429,
-                 retry_after: str | float | None = None, always_status: int | None = None, port: int = 0) -> None:
+                 retry_after: str | float | None = None, always_status: int | None = None,
+                 grobid_tei: str | None = None, port: int = 0) -> None:
         self.papers = list(papers)
         self.fail_first = fail_first
         self.fail_status = fail_status
         self.retry_after = retry_after
         self.always_status = always_status
+        self.grobid_tei = grobid_tei
         self.requests: list[RequestLog] = []
         self._lock = threading.Lock()
         self._index: dict[str, Paper] = {}
@@ -224,7 +235,7 @@ class FakeScholarServer:
                 log = RequestLog(self.command, unquote(url.path),
                                  {k: v[0] for k, v in parse_qs(url.query).items()},
                                  {k.lower(): v for k, v in self.headers.items()},
-                                 json.loads(raw) if raw else None, time.monotonic())
+                                 _decode_body(raw, self.headers.get("content-type") or ""), time.monotonic())
                 with server._lock:
                     server.requests.append(log)
                     n = len(server.requests)
@@ -235,11 +246,14 @@ class FakeScholarServer:
                     status, body = server.fail_status, {"error": "Too Many Requests"}
                     if server.retry_after is not None:
                         headers["Retry-After"] = str(server.retry_after)
+                elif log.path == "/api/processReferences" and server.grobid_tei is not None:
+                    status, body = 200, server.grobid_tei
                 else:
                     status, body = server._route(log)
-                data = json.dumps(body).encode()
+                is_xml = isinstance(body, str)
+                data = body.encode() if is_xml else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", "application/xml" if is_xml else "application/json")
                 self.send_header("content-length", str(len(data)))
                 for name, value in headers.items():
                     self.send_header(name, value)
