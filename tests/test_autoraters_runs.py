@@ -16,14 +16,18 @@ from surveyalign.autoraters import (
     rate_litreview,
     rate_sxs,
 )
-from surveyalign.autoraters.references import paper_references, resolve_references
+from surveyalign.autoraters.references import paper_references
 from surveyalign.backends import Generation
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.cli import main
 from surveyalign.evaluation.cache import CallCache
 from surveyalign.inference import read_document
 from surveyalign.knowledge import Paper as GraphPaper
-from surveyalign.knowledge import SemanticScholarClient
+from surveyalign.knowledge import (
+    SemanticScholarClient,
+    resolution_counts,
+    resolve_references,
+)
 from surveyalign.knowledge.testing import FakeScholarServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "autoraters"
@@ -150,7 +154,8 @@ def test_reference_extraction_bibtex_and_cite_keys():
                                              "chemistry. ICML.")
     with FakeScholarServer(GRAPH) as server:
         client = SemanticScholarClient(server.s2_url, requests_per_second=0, backoff_initial=0.01)
-        resolutions, counts = resolve_references([r for _, r in refs.numbered], client)
+        resolutions, _ = resolve_references(client, [r for _, r in refs.numbered])
+        counts = resolution_counts(resolutions)
         batch = [r.body for r in server.requests if r.path.endswith("/paper/batch")]
     assert [(r.paper_id, r.method) for r in resolutions] == [("S3", "doi"), ("S1", resolutions[1].method),
                                                              ("S5", "arxiv")]
@@ -161,7 +166,8 @@ def test_resolution_ids_first_and_never_a_blind_top_hit():
     refs = [r for _, r in paper_references(read_document(MD)).numbered]
     with FakeScholarServer(GRAPH) as server:
         client = SemanticScholarClient(server.s2_url, requests_per_second=0, backoff_initial=0.01)
-        resolutions, counts = resolve_references(refs, client)
+        resolutions, _ = resolve_references(client, refs)
+        counts = resolution_counts(resolutions)
         paths = [(r.method, r.path) for r in server.requests]
     assert [r.paper_id for r in resolutions] == ["S1", None, "S3", "S4", "S5"]
     assert resolutions[1].reason.startswith("best candidate rejected")

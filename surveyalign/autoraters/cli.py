@@ -218,16 +218,21 @@ def _resolve_ids(args: argparse.Namespace, out_dir: Path, refs: dict[str, Any]) 
         if not isinstance(given, dict) or not all(isinstance(given.get(s), dict) for s in refs):
             raise ValueError(f"{args.ids}: expected {{\"ground_truth\": {{number: id}}, \"generated\": {{...}}}}")
         return given, {"source": str(args.ids)}
-    from surveyalign.autoraters.references import resolve_references
-    from surveyalign.knowledge import S2_URL, SemanticScholarClient
+    from surveyalign.knowledge import (
+        S2_URL,
+        SemanticScholarClient,
+        resolution_counts,
+        resolve_references,
+    )
 
     client = SemanticScholarClient(base_url=args.s2_url or S2_URL, cache_dir=args.s2_cache or out_dir / "s2-cache",
                                    requests_per_second=args.s2_rate)
     ids, report = {}, {"source": "semanticscholar", "base_url": args.s2_url or S2_URL}
     for side, paper_refs in refs.items():
-        resolutions, counts = resolve_references([r for _, r in paper_refs.numbered], client)
+        errors: list[str] = []
+        resolutions, _ = resolve_references(client, [r for _, r in paper_refs.numbered], errors=errors)
         ids[side] = {number: res.paper_id for (number, _), res in zip(paper_refs.numbered, resolutions, strict=True)}
-        report[side] = {**counts, "unresolved_references": [
+        report[side] = {**resolution_counts(resolutions), "api_errors": errors, "unresolved_references": [
             {"number": number, "reason": res.reason} for (number, _), res in
             zip(paper_refs.numbered, resolutions, strict=True) if not res.resolved]}
     return ids, report

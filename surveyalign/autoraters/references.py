@@ -1,37 +1,30 @@
-"""Numbered reference lists of papers and their Semantic Scholar ids, for citation F1 (PaperOrchestra App. F.3).
+"""Numbered reference lists of papers, for citation F1 (PaperOrchestra App. F.3).
 
 The lists come from the shared readers: :func:`surveyalign.inference.read_document` for the paper and the
 reference readers of :mod:`surveyalign.knowledge` for its bibliography. A LaTeX paper's raw bibliography (``.bib``
 or ``thebibliography``) is read with its fields (DOI, arXiv id, year) and numbered as the reader numbers its
 citations (``\\bibitem`` order, or order of first citation for BibTeX); a markdown or PDF paper's
 ``References`` section is read from its text.
-Resolution uses the one matching rule of :mod:`surveyalign.knowledge.resolve`: DOI / arXiv ids first (one batch
-call), then a title search whose every hit is checked; never a top hit taken blindly.
+Their resolution to Semantic Scholar ids is :func:`surveyalign.knowledge.resolve_references` (DOI / arXiv ids
+first in one batch call, then a title search whose every hit is checked; never a top hit taken blindly).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from surveyalign.autoraters.raters import NumberedReference
 from surveyalign.inference import Document
 from surveyalign.knowledge import (
-    HTTPStatusError,
     Reference,
     ReferenceList,
-    Resolution,
-    Resolver,
-    SemanticScholarClient,
     parse_bibtex,
     parse_latex_bibliography,
     parse_markdown_references,
-    resolution_counts,
-    resolve_by_search,
 )
 
-__all__ = ["PaperReferences", "paper_references", "resolve_references"]
+__all__ = ["PaperReferences", "paper_references"]
 
 
 @dataclass
@@ -101,54 +94,3 @@ def paper_references(document: Document) -> PaperReferences:
     parsed = parse_markdown_references(document.text, path=where)
     numbered = [(ref.key.removeprefix("ref-"), ref) for ref in parsed.references]
     return PaperReferences(numbered, "markdown", list(parsed.problems))
-
-
-def _identifier(ref: Reference) -> str | None:
-    if ref.doi:
-        return f"DOI:{ref.doi}"
-    if ref.arxiv_id:
-        return f"ARXIV:{ref.arxiv_id}"
-    return None
-
-
-def resolve_references(references: Sequence[Reference], client: SemanticScholarClient, *,
-                       search_limit: int = 5) -> tuple[list[Resolution], dict[str, Any]]:
-    """Resolve references to Semantic Scholar paper ids with the safe rule (PaperOrchestra App. F.3).
-
-    References with a DOI or arXiv id are looked up first in one batch call and the answer is checked with
-    the matching rule; the others (and those the batch did not confirm) go through a title search whose every
-    hit is checked. A failed request leaves the reference unresolved with the error as its reason.
-
-    Args:
-        references: the references (``key`` is kept in each :class:`Resolution`).
-        client: a :class:`~surveyalign.knowledge.SemanticScholarClient` (disk cache, backoff, Retry-After).
-        search_limit: hits asked for per title search.
-
-    Returns:
-        ``(resolutions, counts)``: one :class:`Resolution` per reference, in order, and
-        :func:`~surveyalign.knowledge.resolution_counts` of them.
-    """
-    refs = list(references)
-    out: list[Resolution | None] = [None] * len(refs)
-    with_ids = [(i, _identifier(r)) for i, r in enumerate(refs) if _identifier(r)]
-    if with_ids:
-        try:
-            found = client.papers([ident for _, ident in with_ids])
-        except HTTPStatusError as err:
-            found = [None] * len(with_ids)
-            for i, _ in with_ids:
-                out[i] = Resolution(refs[i].key, None, "unresolved", 0.0, f"API error: {err}")
-        for (i, _), paper in zip(with_ids, found, strict=True):
-            if paper is not None:
-                decision = Resolver([paper]).resolve(refs[i])
-                if decision.resolved:
-                    out[i] = decision
-    for i, ref in enumerate(refs):
-        if out[i] is not None and (out[i].resolved or out[i].reason.startswith("API error")):
-            continue
-        try:
-            out[i] = resolve_by_search(ref, lambda q: client.search(q, limit=search_limit))
-        except HTTPStatusError as err:
-            out[i] = Resolution(ref.key, None, "unresolved", 0.0, f"API error: {err}")
-    resolutions = [r for r in out if r is not None]
-    return resolutions, resolution_counts(resolutions)

@@ -22,7 +22,8 @@ Knowledge augmentation (second part):
 - :mod:`~surveyalign.knowledge.config`: :class:`KAConfig`; :mod:`~surveyalign.knowledge.build`:
   :func:`build_ka_dataset` (what ``surveyalign ka build`` runs), :func:`read_ka_records`;
 - :func:`~surveyalign.knowledge.fetch.fetch_graph`: a graph for a dataset's surveys from Semantic Scholar or
-  OpenAlex (what ``surveyalign ka graph`` runs);
+  OpenAlex (what ``surveyalign ka graph`` runs); :func:`~surveyalign.knowledge.fetch.resolve_references`: its
+  reference resolution through an API (ids first, then a checked title search), also used by the autoraters;
 - :func:`~surveyalign.knowledge.sample.sample_graph`: a made-up graph around a dataset's references (demo).
 """
 
@@ -43,7 +44,7 @@ from surveyalign.knowledge.clients import (
     s2_paper_to_paper,
 )
 from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig, SummariserConfig
-from surveyalign.knowledge.fetch import FetchReport, fetch_graph
+from surveyalign.knowledge.fetch import FetchReport, fetch_graph, resolve_references
 from surveyalign.knowledge.graph import CitationGraph, GraphStats, SessionSeed
 from surveyalign.knowledge.http import (
     HttpStats,
@@ -160,6 +161,7 @@ __all__ = [
     "read_references",
     "resolution_counts",
     "resolve_by_search",
+    "resolve_references",
     "s2_paper_to_paper",
     "same_paper",
     "sample_graph",

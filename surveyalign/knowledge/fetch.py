@@ -35,7 +35,7 @@ from surveyalign.knowledge.resolve import (
     same_paper,
 )
 
-__all__ = ["FetchReport", "fetch_graph"]
+__all__ = ["FetchReport", "fetch_graph", "resolve_references"]
 
 
 @dataclass
@@ -74,8 +74,24 @@ def _id_form(client: ScholarlyClient, doi: str | None, arxiv: str | None) -> str
     return doi  # OpenAlex: the batch filter takes DOIs
 
 
-def _resolve_all(client: ScholarlyClient, refs: list[Any], search_limit: int, report: FetchReport
-                 ) -> tuple[list[Resolution], dict[str, Paper]]:
+def resolve_references(client: ScholarlyClient, refs: list[Any], *, search_limit: int = 5,
+                       errors: list[str] | None = None) -> tuple[list[Resolution], dict[str, Paper]]:
+    """Resolve references through a scholarly API: ids first (one batch), then a checked title search.
+
+    Every answer goes through :func:`~surveyalign.knowledge.resolve.same_paper`, so a search's top hit is never
+    taken blindly; a request that fails for good leaves its reference(s) unresolved.
+
+    Args:
+        client: a :class:`SemanticScholarClient` or :class:`OpenAlexClient`.
+        refs: the references (:class:`~surveyalign.knowledge.papers.Reference` or anything with ``key``,
+            ``title``, ``year``, ``doi``, ``arxiv_id``, ``first_author_surname``).
+        search_limit: search hits checked per reference without an id match.
+        errors: a list that receives one line per failed request (``None``: not collected).
+
+    Returns:
+        ``(resolutions, papers)``: one :class:`Resolution` per reference, in order, and the resolved papers by id.
+    """
+    report = errors if errors is not None else []
     papers: dict[str, Paper] = {}
     out: list[Resolution | None] = [None] * len(refs)
     by_id = [(i, form) for i, ref in enumerate(refs) if (form := _id_form(client, ref.doi, ref.arxiv_id))]
@@ -83,7 +99,7 @@ def _resolve_all(client: ScholarlyClient, refs: list[Any], search_limit: int, re
         try:
             answers = client.papers([form for _, form in by_id])
         except HTTPStatusError as err:
-            report.errors.append(f"batch lookup of {len(by_id)} ids: {err}")
+            report.append(f"batch lookup of {len(by_id)} ids: {err}")
             answers = [None] * len(by_id)
         for (i, _), paper in zip(by_id, answers, strict=True):
             decision = same_paper(refs[i], paper) if paper is not None else None
@@ -96,7 +112,7 @@ def _resolve_all(client: ScholarlyClient, refs: list[Any], search_limit: int, re
         try:
             hits = client.search(ref.title, limit=search_limit) if ref.title else []
         except HTTPStatusError as err:
-            report.errors.append(f"search for reference {ref.key!r}: {err}")
+            report.append(f"search for reference {ref.key!r}: {err}")
             out[i] = Resolution(ref.key, None, "unresolved", 0.0, f"search failed: {err}")
             continue
         out[i] = resolve_by_search(ref, lambda _query, hits=hits: hits)
@@ -137,7 +153,7 @@ def fetch_graph(surveys: list[SurveyKAInput], client: ScholarlyClient, out: str 
         for survey in tqdm([s for s in surveys if s.paper_id not in done], desc="fetching graph",
                            disable=not progress):
             refs, _ = survey_references(survey)
-            resolutions, papers = _resolve_all(client, refs, search_limit, report)
+            resolutions, papers = resolve_references(client, refs, search_limit=search_limit, errors=report.errors)
             report.n_references += len(refs)
             report.n_resolved += sum(r.resolved for r in resolutions)
             for r in resolutions:
