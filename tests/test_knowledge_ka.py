@@ -75,6 +75,20 @@ def test_comp_ka_scores_ties_both_way_links_and_r_inside_r_plus():
         "- Paper d (2009; 5 citations)",
     ]
     assert _ids(g, comp_ka(g, hood, top_factor=1).top) == ["a", "r1", "b"]
+    # a token budget drops the lowest-ranked neighbours first, then the last references
+    words = TokenCounter("whitespace")
+    assert words(comp.text) == 57  # headers of 5 and 10 words, seven entries of 6 words
+    fitted = comp_ka(g, hood, max_tokens=48, count_tokens=words)
+    assert fitted.text.splitlines()[-3:] == [
+        "Connected to those references by citations, most connected first (2 of 4):",
+        "- Paper a (2015; 10 citations)", "- Paper b (2011; 50 citations)"]
+    assert (fitted.n_dropped_added, fitted.n_dropped_references, words(fitted.text)) == (2, 0, 47)
+    tight = comp_ka(g, hood, max_tokens=19, count_tokens=words)
+    assert tight.text.splitlines() == ["Cited by the survey (2 of 3):", "- Paper r1 (2010; 100 citations)",
+                                       "- Paper r2 (2012; 7 citations)"]
+    assert (tight.n_dropped_added, tight.n_dropped_references) == (4, 1)
+    with pytest.raises(ValueError, match="count_tokens"):
+        comp_ka(g, hood, max_tokens=10)
 
 
 def test_future_cutoff_falls_back_to_newest_reference_and_can_be_off():

@@ -151,10 +151,16 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
     elif not hood.references.size:
         record["reason"] = f"none of the {len(refs)} references resolved to a paper of the graph"
     elif dimension == "comprehensiveness":
-        comp = comp_ka(graph, hood, top_factor=config.top_factor)
-        record.update(text=comp.text, n_kept=len(comp.references) + len(comp.added),
+        if config.comp_max_tokens is not None and counter is None:
+            raise ValueError("comp_max_tokens is counted with the judge's tokenizer: set `tokenizer`")
+        comp = comp_ka(graph, hood, top_factor=config.top_factor, max_tokens=config.comp_max_tokens,
+                       count_tokens=counter)
+        n_kept = len(comp.references) + len(comp.added) - comp.n_dropped_added - comp.n_dropped_references
+        record.update(text=comp.text, n_kept=n_kept,
                       comp={"top": graph.ids_of(comp.top), "scores": comp.scores, "added": len(comp.added),
-                            "n_top_in_references": comp.n_top_in_references, "n_untitled": comp.n_untitled})
+                            "n_top_in_references": comp.n_top_in_references, "n_untitled": comp.n_untitled,
+                            "n_dropped_added": comp.n_dropped_added,
+                            "n_dropped_references": comp.n_dropped_references})
     else:
         if summariser is None:
             raise ValueError("Crit-KA needs a summariser backend: set `summariser` in the KA config")

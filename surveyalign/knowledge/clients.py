@@ -43,17 +43,27 @@ _OPENALEX_BATCH = 50  # ids OR-ed in one filter (the API allows up to 100)
 
 
 class ScholarlyClient(Protocol):
-    """What the graph builder and the resolver need of a scholarly API client."""
+    """What the graph fetcher and the resolver need of a scholarly API client (both clients below have it)."""
 
-    def paper(self, paper_id: str, *, with_references: bool = False) -> Paper: ...
+    def paper(self, paper_id: str, *, with_references: bool = False) -> Paper:
+        """One paper by id; raises ``NotFoundError`` for an unknown id."""
+        ...
 
-    def papers(self, paper_ids: list[str]) -> list[Paper | None]: ...
+    def papers(self, paper_ids: list[str]) -> list[Paper | None]:
+        """Many papers by id, aligned with ``paper_ids`` (``None`` for an unknown id)."""
+        ...
 
-    def search(self, query: str, *, limit: int = 10) -> list[Paper]: ...
+    def search(self, query: str, *, limit: int = 10) -> list[Paper]:
+        """Up to ``limit`` candidates for a free-text query (to be checked with ``same_paper``)."""
+        ...
 
-    def references(self, paper_id: str, *, limit: int = 1000) -> list[Paper]: ...
+    def references(self, paper_id: str, *, limit: int = 1000) -> list[Paper]:
+        """Up to ``limit`` papers cited by ``paper_id``."""
+        ...
 
-    def citations(self, paper_id: str, *, limit: int = 1000) -> list[Paper]: ...
+    def citations(self, paper_id: str, *, limit: int = 1000) -> list[Paper]:
+        """Up to ``limit`` papers citing ``paper_id``."""
+        ...
 
 
 def s2_paper_to_paper(data: dict[str, Any]) -> Paper:

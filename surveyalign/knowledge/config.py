@@ -69,6 +69,9 @@ class KAConfig(BaseModel):
         dimensions: dimensions whose units get a ``knowledge`` text (Comp-KA for Comprehensiveness, Crit-KA
             for Criticalness).
         top_factor: Comp-KA keeps the top ``top_factor * n`` papers of R+ (App. F.1: 2, i.e. Top_2n).
+        comp_max_tokens: optional token budget of the Comp-KA text, counted with ``tokenizer`` (``None``: the
+            paper's R united with Top_2n in full). With a budget the lowest-ranked neighbourhood entries go first,
+            then the last references; the record counts what was dropped.
         exclude_future: leave out of R+ papers published after the survey (the survey itself and papers citing
             it are always left out).
         min_title_score / year_tolerance: the reference-resolution rule (see ``same_paper``).
@@ -94,6 +97,7 @@ class KAConfig(BaseModel):
     dimensions: list[str] = Field(default_factory=lambda: list(KA_DIMENSIONS),
                                   description="dimensions that get a knowledge text")
     top_factor: int = Field(2, ge=1, description="Comp-KA keeps Top_(top_factor*n) of R+ (App. F.1: 2)")
+    comp_max_tokens: int | None = Field(None, ge=16, description="token budget of the Comp-KA text (None = all)")
     exclude_future: bool = Field(True, description="leave papers published after the survey out of R+")
     min_title_score: float = Field(DEFAULT_MIN_TITLE_SCORE, ge=0, le=100, description="title ratio for a match")
     year_tolerance: int = Field(DEFAULT_YEAR_TOLERANCE, ge=0, description="year difference confirming a match")

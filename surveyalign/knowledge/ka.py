@@ -125,7 +125,16 @@ def _id_rank(graph: CitationGraph) -> np.ndarray:
 
 
 def format_paper_line(graph: CitationGraph, node: int) -> str:
-    """One Comp-KA entry: ``- Title (2019; 1,234 citations)``; unknown fields and empty titles are spelled out."""
+    """One Comp-KA entry (App. F.1 serialisation: title, year, citation count).
+
+    Args:
+        graph: the citation graph.
+        node: a node index.
+
+    Returns:
+        ``"- Title (2019; 1,234 citations)"``; an unknown year or count is written ``year unknown`` /
+        ``citations unknown`` and an empty title ``[untitled record <id>]``.
+    """
     paper = graph.papers[int(node)]
     title = paper.title.strip() or f"[untitled record {paper.id}]"
     year = str(paper.year) if paper.year is not None else "year unknown"
@@ -145,6 +154,8 @@ class CompKA:
         scores: connectivity score of each node in ``top`` (aligned).
         n_top_in_references: members of ``top`` that are in R already (the union absorbs them).
         n_untitled: entries written without a title.
+        n_dropped_added: neighbourhood entries left out to fit ``max_tokens`` (0 without a budget).
+        n_dropped_references: references left out to fit ``max_tokens``.
     """
 
     text: str
@@ -154,9 +165,38 @@ class CompKA:
     scores: list[int]
     n_top_in_references: int
     n_untitled: int
+    n_dropped_added: int = 0
+    n_dropped_references: int = 0
 
 
-def comp_ka(graph: CitationGraph, hood: Neighbourhood, *, top_factor: int = 2) -> CompKA:
+def _comp_text(graph: CitationGraph, refs: list[int], added: list[int], n_refs: int, n_added: int) -> str:
+    """The Comp-KA text; a header says "k of n" when a token budget left entries out."""
+
+    def count(kept: int, total: int) -> str:
+        return str(total) if kept == total else f"{kept} of {total}"
+
+    lines: list[str] = []
+    if refs:
+        lines.append(f"Cited by the survey ({count(len(refs), n_refs)}):")
+        lines += [format_paper_line(graph, r) for r in refs]
+    if added:
+        lines.append(f"Connected to those references by citations, most connected first "
+                     f"({count(len(added), n_added)}):")
+        lines += [format_paper_line(graph, p) for p in added]
+    return "\n".join(lines)
+
+
+def _largest_fitting(n: int, fits: Callable[[int], bool]) -> int:
+    """Largest k in [0, n] with ``fits(k)`` (``fits`` monotone: true up to some k, false after)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def comp_ka(graph: CitationGraph, hood: Neighbourhood, *, top_factor: int = 2, max_tokens: int | None = None,
+            count_tokens: Callable[[str], int] | None = None) -> CompKA:
     """Comp-KA = R united with Top_{2n}(R+) (SurveyReview App. F.1), written as title / year / citations.
 
     Ranking: score(p) descending, then citation count descending (unknown = lowest), then graph id ascending
@@ -167,10 +207,18 @@ def comp_ka(graph: CitationGraph, hood: Neighbourhood, *, top_factor: int = 2) -
         graph: the citation graph.
         hood: R and scored R+ from :func:`neighbourhood`.
         top_factor: keep ``top_factor * |R|`` papers of R+ (2 in the paper).
+        max_tokens: optional budget of the text (not in the paper, whose judge had a long context): the
+            lowest-ranked neighbourhood entries go first, then the last references, until the text fits.
+        count_tokens: the judge tokenizer's counter; required with ``max_tokens``.
 
     Returns:
         The :class:`CompKA`.
+
+    Raises:
+        ValueError: ``max_tokens`` without ``count_tokens``.
     """
+    if max_tokens is not None and count_tokens is None:
+        raise ValueError("comp_ka: max_tokens needs count_tokens (the judge tokenizer)")
     refs = [int(r) for r in hood.references]
     k = top_factor * len(refs)
     if hood.candidates.size:
@@ -181,15 +229,17 @@ def comp_ka(graph: CitationGraph, hood: Neighbourhood, *, top_factor: int = 2) -
         top, scores = [], []
     in_refs = set(refs)
     added = [p for p in top if p not in in_refs]
-    lines: list[str] = []
-    if refs:
-        lines.append(f"Cited by the survey ({len(refs)}):")
-        lines += [format_paper_line(graph, r) for r in refs]
-    if added:
-        lines.append(f"Connected to those references by citations, most connected first ({len(added)}):")
-        lines += [format_paper_line(graph, p) for p in added]
-    untitled = sum(1 for p in refs + added if not graph.papers[p].title.strip())
-    return CompKA("\n".join(lines), refs, top, added, scores, len(top) - len(added), untitled)
+    kept_refs, kept_added = refs, added
+    def fits(kept_r: list[int], kept_a: list[int]) -> bool:
+        return count_tokens(_comp_text(graph, kept_r, kept_a, len(refs), len(added))) <= max_tokens
+
+    if max_tokens is not None and not fits(refs, added):
+        kept_added = added[:_largest_fitting(len(added), lambda n: fits(refs, added[:n]))]
+        if not kept_added:
+            kept_refs = refs[:_largest_fitting(len(refs), lambda n: fits(refs[:n], []))]
+    untitled = sum(1 for p in kept_refs + kept_added if not graph.papers[p].title.strip())
+    return CompKA(_comp_text(graph, kept_refs, kept_added, len(refs), len(added)), refs, top, added, scores, len(top) - len(added),
+                  untitled, len(added) - len(kept_added), len(refs) - len(kept_refs))
 
 
 @dataclass

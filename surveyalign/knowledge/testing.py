@@ -141,10 +141,12 @@ class FakeScholarServer:
 
     @property
     def base_url(self) -> str:
+        """``http://127.0.0.1:PORT``: the OpenAlex root (``/works``) and the GROBID root (``/api``)."""
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     @property
     def s2_url(self) -> str:
+        """The Semantic Scholar Graph API root (``base_url + "/graph/v1"``)."""
         return self.base_url + "/graph/v1"
 
     def __enter__(self) -> Self:
