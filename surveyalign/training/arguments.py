@@ -200,12 +200,15 @@ def recipe_kind(path: str | os.PathLike) -> str:
     return "dpo" if "dpo" in Path(path).resolve().parts else "sft"
 
 
-def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None) -> tuple[Any, Any, Any]:
+def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None, *,
+                      check_device: bool = True) -> tuple[Any, Any, Any]:
     """Parse a recipe YAML through the recipe's real parser, rejecting unknown keys.
 
     Args:
         path: a YAML under ``configs/sft/`` or ``configs/dpo/``.
         kind: ``"sft"`` or ``"dpo"``; inferred from the path (:func:`recipe_kind`) when None.
+        check_device: let transformers refuse ``bf16: true`` on a machine without a bf16 GPU (as the recipe
+            does); False parses a GPU config on any machine (memory planning, config checks on CPU).
 
     Returns:
         (script_args, training_args, model_args) dataclass instances, exactly as the recipe would see them
@@ -230,7 +233,13 @@ def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None) -> tuple
     unknown = sorted(set(config) - known)
     if unknown:
         raise ValueError(f"{path}: unknown key(s) {unknown}; no field of the {kind} recipe has these names")
+    import contextlib
+    from unittest import mock
+
+    no_device_check = (contextlib.nullcontext() if check_device else
+                       mock.patch("transformers.training_args.is_torch_bf16_gpu_available", return_value=True))
     try:
-        return tuple(parser.parse_dict(config, allow_extra_keys=False))
+        with no_device_check:
+            return tuple(parser.parse_dict(config, allow_extra_keys=False))
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err

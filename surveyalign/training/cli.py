@@ -86,10 +86,44 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from surveyalign.console import make_console
+    from surveyalign.training.plan import GIB, plan_from_config
+
+    for label, path in (("--config", args.config), ("--accelerate-config", args.accelerate_config)):
+        if path and not Path(path).is_file():
+            raise FileNotFoundError(f"{label} {path}: no such file")
+    plan = plan_from_config(args.config, accelerate_config=args.accelerate_config, world_size=args.num_processes,
+                            model=args.model)
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=2))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"memory per GPU: {args.config} ({plan.n_params / 1e9:.2f}B parameters, quantization "
+                        f"{plan.quantization}, {plan.world_size} process(es), ZeRO-{plan.zero_stage})")
+    table.add_column("part")
+    table.add_column("GiB", justify="right")
+    table.add_column("from")
+    lora_from = f"{plan.n_lora / 1e6:.1f}M LoRA parameters, {plan.optimizer}"
+    checkpointing = "on" if plan.gradient_checkpointing else "off"
+    activations_from = f"{plan.max_length} tokens x batch {plan.batch_size}, checkpointing {checkpointing}"
+    rows = [("weights", plan.weights_bytes, f"{plan.n_quantized / 1e9:.2f}B quantised of {plan.n_params / 1e9:.2f}B"),
+            ("LoRA weights + gradients + optimizer", plan.lora_bytes, lora_from),
+            ("activations", plan.activation_bytes, activations_from),
+            ("logits", plan.logits_bytes, "16-bit logits + fp32 copy in the loss")]
+    for part, value, source in rows:
+        table.add_row(part, f"{value / GIB:.2f}", source)
+    table.add_row("total", f"{plan.total_bytes / GIB:.2f}", "without CUDA context and allocator overhead",
+                  style="bold")
+    make_console().print(table)
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``surveyalign train {sft,dpo,dpo-pairs}`` to the top-level parser."""
     train = subparsers.add_parser(
-        "train", help="train SurveyAlign judges: SFT / DPO recipe launchers and DPO pair making",
+        "train", help="train SurveyAlign judges: SFT / DPO recipe launchers, DPO pair making, memory plans",
         description="Train the per-dimension SurveyAlign LoRA judges (SurveyAlign §5, App. D). The recipes are "
                     "recipes/sft.py and recipes/dpo.py; these subcommands launch them and make DPO pairs.",
     )
@@ -110,6 +144,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--dry-run", action="store_true", help="print the command without running it")
         p.add_argument("recipe_args", nargs=argparse.REMAINDER, help="flags passed on to the recipe (after --)")
         p.set_defaults(handler=_cmd_launch, recipe=recipe)
+
+    p = sub.add_parser(
+        "plan", help="expected memory per GPU of a recipe config (weights, LoRA state, activations, logits)",
+        description="Print the expected memory per GPU of a recipe YAML: base weights (quantised or not, sharded "
+                    "under ZeRO-3), LoRA weights + gradients + optimizer states, activations (gradient "
+                    "checkpointing) and logits. The model is sized from its config.json on the meta device with "
+                    "accelerate's estimator; the formula is in surveyalign/training/plan.py.",
+    )
+    p.add_argument("--config", required=True, help="recipe YAML (configs/sft/*.yaml, configs/dpo/*.yaml)")
+    p.add_argument("--accelerate-config", default=None,
+                   help="accelerate config of the run (its ZeRO stage and num_processes), e.g. "
+                        "configs/accelerate/zero3.yaml; default: one process, no DeepSpeed")
+    p.add_argument("--num-processes", type=positive_int, default=None,
+                   help="processes (GPUs); default: num_processes of --accelerate-config, else 1")
+    p.add_argument("--model", default=None, metavar="DIR",
+                   help="folder with the model's config.json (default: the YAML's model_name_or_path)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(handler=_cmd_plan)
 
     p = sub.add_parser(
         "dpo-pairs", help="sample K answers per training unit from an SFT adapter and write DPO pairs",
