@@ -205,7 +205,7 @@ def test_cuda_greedy_matches_cpu(tiny_model_dir, backend):
 
 
 def test_missing_local_model_or_adapter_folder_is_named(tiny_model_dir, tmp_path):
-    with pytest.raises(FileNotFoundError, match="model folder /nonexistent/model does not exist"):
+    with pytest.raises(FileNotFoundError, match="model /nonexistent/model: no such folder"):
         load_backend("transformers", model="/nonexistent/model", device="cpu")
-    with pytest.raises(FileNotFoundError, match=f"adapter folder {tmp_path / 'nope'} does not exist"):
+    with pytest.raises(FileNotFoundError, match=f"adapter {tmp_path / 'nope'}: no such folder"):
         load_backend("transformers", model=str(tiny_model_dir), adapter=str(tmp_path / "nope"), device="cpu")

@@ -35,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--default-max-tokens", type=positive_int, default=1024,
                    help="token cap when a request sets no max_tokens")
     p.add_argument("--log-level", default="info", help="uvicorn log level")
+    p.add_argument("--quantization", default="auto", choices=("auto", "none", "4bit", "8bit"),
+                   help="load the base in 4-bit (NF4, bitsandbytes) or 8-bit; auto: as the adapter's training record "
+                        "says (a QLoRA adapter gets its 4-bit base), else full precision")
+    p.add_argument("--allow-base-mismatch", action="store_true",
+                   help="serve an adapter on a base (or quantisation) other than the one in its training record")
     p.set_defaults(handler=_serve)
 
 
@@ -78,5 +83,6 @@ def _serve(args: argparse.Namespace) -> int:
     options = {"adapters": adapters} if adapters else {}
     serve(args.model, adapter, host=args.host, port=args.port, served_model_name=args.served_model_name,
           log_level=args.log_level, default_max_tokens=args.default_max_tokens, device=args.device,
-          dtype=args.dtype, batch_size=args.batch_size, **options)
+          dtype=args.dtype, batch_size=args.batch_size, quantization=args.quantization,
+          allow_base_mismatch=args.allow_base_mismatch, **options)
     return 0

@@ -46,7 +46,7 @@ __all__ = [
 FINGERPRINT_HEADER = "x-surveyalign-fingerprint"
 
 #: ``describe()`` entries of a local backend that, besides ``fingerprints``, change its answers.
-_SERVED_IDENTITY_KEYS = ("dtype", "merge_adapter", "sampling")
+_SERVED_IDENTITY_KEYS = ("dtype", "merge_adapter", "sampling", "quantization")
 
 #: Weight files of a base model are hashed in full below this total size (bytes); above it, size + mtime.
 FULL_HASH_MAX_BYTES = 64 * 1024 * 1024
@@ -159,7 +159,7 @@ def served_fingerprint(description: dict[str, Any]) -> str | None:
     """One digest identifying what a served local backend answers with (``surveyalign serve``).
 
     Hashes the backend's content ``fingerprints`` (model, adapter, tokenizer digests), the entries that change
-    its answers (``dtype``, ``merge_adapter``, ``sampling``) and, for a part that is not a local folder (a hub id:
+    its answers (``dtype``, ``merge_adapter``, ``sampling``, ``quantization`` when quantised) and, for a part that is not a local folder (a hub id:
     ``{"local": False}``), its name. Folder paths of local parts, the device and the batch size are left out:
     moving a folder or serving on another machine keeps the identity, like the local judges' cache keys.
 
@@ -178,7 +178,7 @@ def served_fingerprint(description: dict[str, Any]) -> str | None:
     if not isinstance(fingerprints, dict):
         return None
     content: dict[str, Any] = {"fingerprints": fingerprints}
-    content.update({key: description.get(key) for key in _SERVED_IDENTITY_KEYS})
+    content.update({key: description.get(key) for key in _SERVED_IDENTITY_KEYS if key in description})
     for part in ("model", "adapter", "tokenizer"):
         part_print = fingerprints.get(part)
         if isinstance(part_print, dict) and not part_print.get("local", True):

@@ -102,9 +102,16 @@ class TransformersBackend(Backend):
             (:meth:`adapter_view` gives the backend of one adapter); not merged. Excludes ``adapter``.
         shared_prefill: run the prompt once for its ``n`` samples and expand its KV cache to ``n`` rows
             (:mod:`surveyalign.backends.prefill`); ``False`` repeats the prompt per sample (for comparisons).
+        quantization: how to load the base: ``"auto"`` (default: the adapter's recorded quantisation from its
+            training record, else full precision), ``"none"``, ``"4bit"`` (NF4 + double quantisation, bitsandbytes)
+            or ``"8bit"``. A quantised base is never merged with the adapter (merging would re-quantise it).
+        allow_base_mismatch: load an adapter onto a base (or quantisation) other than the one in its training
+            record; the differences go to ``describe()["base_mismatch"]`` (run_config) instead of an error.
 
     Raises:
-        ValueError: bad option values, or both ``adapter`` and ``adapters``; OSError when a folder is missing.
+        ValueError: bad option values, or both ``adapter`` and ``adapters``; BaseMismatchError (a ``ValueError``)
+            when the base differs from an adapter's training record; FileNotFoundError for a missing local folder;
+            RuntimeError when a tensor of an adapter file attaches to no module of the base.
     """
 
     name = "transformers"
@@ -121,6 +128,8 @@ class TransformersBackend(Backend):
         trust_remote_code: bool = False,
         adapters: Mapping[str, str] | None = None,
         shared_prefill: bool = True,
+        quantization: str | dict[str, Any] | None = "auto",
+        allow_base_mismatch: bool = False,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -142,7 +151,14 @@ class TransformersBackend(Backend):
         self.device = _resolve_device(device)
         self.torch_dtype = _resolve_dtype(dtype, self.device)
         self.batch_size = int(batch_size)
-        self.merge_adapter = bool(merge_adapter)
+        from surveyalign.models.adapters import check_adapter_attached, resolve_bases
+
+        # the base the adapter(s) were trained on, in the recorded quantisation (or an error / a recorded override)
+        self.quantization, self.base_mismatch = resolve_bases(
+            self.model_path, [self.adapter_path] if self.adapter_path else list(self.adapter_paths.values()),
+            quantization=quantization, allow_base_mismatch=allow_base_mismatch,
+            compute_dtype=str(self.torch_dtype).replace("torch.", ""), where="transformers backend")
+        self.merge_adapter = bool(merge_adapter) and self.quantization is None
         tokenizer_path = tokenizer
         if tokenizer_path is None:
             has_own = self.adapter_path and (Path(self.adapter_path) / "tokenizer_config.json").exists()
@@ -155,17 +171,24 @@ class TransformersBackend(Backend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        net = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=self.torch_dtype,
-                                                   trust_remote_code=trust_remote_code)
+        load: dict[str, Any] = {"dtype": self.torch_dtype, "trust_remote_code": trust_remote_code}
+        if self.quantization is not None:
+            from surveyalign.training.quantization import bnb_config
+
+            load.update(quantization_config=bnb_config(self.quantization), device_map={"": self.device})
+        net = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
         if self.adapter_path:
             from peft import PeftModel
 
             net = PeftModel.from_pretrained(net, self.adapter_path)
+            check_adapter_attached(net, self.adapter_path)  # every adapter tensor in a module, or an error
             if self.merge_adapter:
                 net = net.merge_and_unload()
         elif self.adapter_paths:
             net = load_adapters(net, self.adapter_paths)
-        self.model = net.to(self.device).eval()
+            for name, path in self.adapter_paths.items():
+                check_adapter_attached(net, path, adapter_name=name)
+        self.model = (net if self.quantization is not None else net.to(self.device)).eval()
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else ([eos] if eos is not None else []))
         if self.tokenizer.eos_token_id is not None:
@@ -203,6 +226,9 @@ class TransformersBackend(Backend):
             "shared_prefill": self.shared_prefill,
             **({"adapters": self.adapter_paths, "adapter_fingerprints": self.adapter_fingerprints}
                if self.adapter_paths else {}),
+            # only when set, so full-precision runs keep their cache identity
+            **({"quantization": self.quantization} if self.quantization is not None else {}),
+            **({"base_mismatch": self.base_mismatch} if self.base_mismatch else {}),
         }
 
     def adapter_view(self, name: str) -> AdapterView:

@@ -56,9 +56,15 @@ class VLLMBackend(Backend):
             instead of one request per sample with seed ``seed + i``.
         enforce_eager: disable CUDA graphs (faster start, slower decode).
         llm_kwargs: further keyword arguments for ``vllm.LLM``.
+        quantization: ``"auto"`` (default: the adapter's recorded quantisation, else none), ``"none"``, ``"4bit"``
+            (vLLM's in-flight bitsandbytes 4-bit: ``quantization="bitsandbytes"``) or ``"8bit"`` (refused: vLLM's
+            bitsandbytes path is 4-bit only). Recorded in ``describe()``.
+        allow_base_mismatch: load an adapter onto a base other than the one in its training record (the
+            differences are recorded in ``describe()["base_mismatch"]``).
 
     Raises:
         ImportError: vLLM is not installed (the message says ``pip install surveyalign[gpu]``).
+        ValueError: 8-bit quantisation; BaseMismatchError when the base differs from the adapter's record.
     """
 
     name = "vllm"
@@ -76,6 +82,8 @@ class VLLMBackend(Backend):
         enforce_eager: bool = False,
         llm_kwargs: dict[str, Any] | None = None,
         adapters: Mapping[str, str] | None = None,
+        quantization: str | dict[str, Any] | None = "auto",
+        allow_base_mismatch: bool = False,
     ) -> None:
         from surveyalign.models.paths import resolve_model_path
 
@@ -85,6 +93,14 @@ class VLLMBackend(Backend):
         self.adapter_path = resolve_model_path(adapter, "vllm backend: adapter") if adapter else None
         self.adapter_paths = {str(k): resolve_model_path(v, f"vllm backend: adapter {k!r}")
                               for k, v in (adapters or {}).items()}
+        from surveyalign.models.adapters import resolve_bases
+
+        self.quantization, self.base_mismatch = resolve_bases(
+            self.model_path, [self.adapter_path] if self.adapter_path else list(self.adapter_paths.values()),
+            quantization=quantization, allow_base_mismatch=allow_base_mismatch,
+            compute_dtype="bfloat16" if dtype == "auto" else dtype, where="vllm backend")
+        if self.quantization is not None and self.quantization["bits"] != 4:
+            raise ValueError("vllm backend: only 4-bit bitsandbytes quantisation is supported (quantization: 4bit)")
         vllm = _import_vllm()
         self.dtype = dtype
         self.tensor_parallel_size = int(tensor_parallel_size)
@@ -104,6 +120,8 @@ class VLLMBackend(Backend):
             kwargs["max_model_len"] = max_model_len
         if self.adapter_path or self.adapter_paths:
             kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max(1, len(self.adapter_paths)))
+        if self.quantization is not None:
+            kwargs["quantization"] = "bitsandbytes"  # in-flight 4-bit (NF4) quantisation of the base
         kwargs.update(self.llm_kwargs)
         self._vllm = vllm
         self.llm = vllm.LLM(**kwargs)
@@ -139,6 +157,8 @@ class VLLMBackend(Backend):
             "vllm_version": getattr(self._vllm, "__version__", None),
             **({"adapters": self.adapter_paths, "adapter_fingerprints": self.adapter_fingerprints}
                if self.adapter_paths else {}),
+            **({"quantization": {**self.quantization, "vllm": "bitsandbytes"}} if self.quantization else {}),
+            **({"base_mismatch": self.base_mismatch} if self.base_mismatch else {}),
         }
 
     def adapter_view(self, name: str) -> AdapterView:

@@ -62,6 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=positive_int, help="calls in flight for async backends (overrides `concurrency`)")
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"),
+                   help="local backends: load the base in 4-bit / 8-bit (overrides `backend.options.quantization`; "
+                   "default auto: as the adapter's training record says)")
+    p.add_argument("--allow-base-mismatch", action="store_true",
+                   help="local backends: evaluate an adapter on a base (or quantisation) other than the one in its "
+                   "training record; sets `backend.options.allow_base_mismatch`, the mismatch is recorded in run_config")
     p.add_argument("--allow-training-mismatch", action="store_true",
                    help="evaluate an adapter whose training record disagrees with the config (dimension, protocol, "
                    "enable_thinking, use_knowledge); sets `allow_training_mismatch: true`, recorded in run_config")
@@ -110,6 +116,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "resume": False if args.no_resume else None,
         "progress": False if args.no_progress else None,
         "allow_training_mismatch": True if getattr(args, "allow_training_mismatch", False) else None,
+        "backend.options.quantization": getattr(args, "quantization", None),
+        "backend.options.allow_base_mismatch": True if getattr(args, "allow_base_mismatch", False) else None,
     }
     over.update({k: v for k, v in direct.items() if v is not None})
     return over
@@ -121,7 +129,8 @@ FLAG_OF_KEY = {
     "run_name": "--run-name", "name": "--name", "limit": "--limit", "samples_per_unit": "--samples",
     "backend.options.model": "--model", "backend.options.adapter": "--adapter",
     "backend.options.base_url": "--base-url", "concurrency": "--concurrency", "max_length": "--max-length",
-    "tokenizer": "--tokenizer",
+    "tokenizer": "--tokenizer", "backend.options.quantization": "--quantization",
+    "backend.options.allow_base_mismatch": "--allow-base-mismatch",
 }
 
 
@@ -142,7 +151,7 @@ def flags_from_args(args: argparse.Namespace) -> dict[str, str]:
     for key, value in overrides_from_args(args).items():
         if key in FLAG_OF_KEY:
             shown = ",".join(value) if isinstance(value, list) else value
-            out[key] = f"{FLAG_OF_KEY[key]} {shown}"
+            out[key] = FLAG_OF_KEY[key] if value is True else f"{FLAG_OF_KEY[key]} {shown}"
     return out
 
 

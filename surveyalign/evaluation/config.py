@@ -285,7 +285,7 @@ class EvalConfig(_Strict):
             lines = []
             for e in err.errors():
                 loc = ".".join(str(x) for x in e["loc"]) or "<top level>"
-                flag = _flag_for(loc, flags or {})
+                flag = _flag_for(loc, flags or {}, e["msg"])
                 lines.append(f"{flag}: {e['msg']}" if flag else f"{source}: {loc}: {e['msg']}")
             raise EvalConfigError("invalid evaluation config:\n  " + "\n  ".join(lines)) from None
 
@@ -298,12 +298,20 @@ class EvalConfig(_Strict):
         return data
 
 
-def _flag_for(loc: str, flags: dict[str, str]) -> str | None:
-    """The flag that set the value at dotted ``loc`` (the longest key equal to or above it), or None."""
+def _flag_for(loc: str, flags: dict[str, str], message: str = "") -> str | None:
+    """The flag that set the value at dotted ``loc`` (the longest key equal to or above it), or None.
+
+    A check of a whole section (``loc`` = ``backend``) is attributed to a flag below it when the message names
+    that flag's key (``backend 'openai' takes no option allow_base_mismatch``).
+    """
     best = None
     for key, flag in flags.items():
         if (loc == key or loc.startswith(key + ".")) and (best is None or len(key) > len(best[0])):
             best = (key, flag)
+    if best is None:
+        below = [(key, flag) for key, flag in flags.items()
+                 if key.startswith(loc + ".") and key.rsplit(".", 1)[-1] in message]
+        best = max(below, key=lambda item: len(item[0]), default=None)
     return best[1] if best else None
 
 
