@@ -6,16 +6,24 @@
 # than MAX_LENGTH (the number of copies is computed with the tokenizer and checked), so the recipe shortens every
 # example to just under MAX_LENGTH; the check fails unless the longest trained example (training record,
 # length.train.longest) is >= 0.95 x MAX_LENGTH. Prints that length, tokens/s and peak GPU memory per run.
+# QLoRA cases (issue 16): "qlora" trains configs/sft/qlora-readability.yaml on ONE process (4-bit NF4 base with
+# double quantisation, bf16 compute, paged 8-bit AdamW, no DeepSpeed); "qlora-zero3" trains
+# configs/sft/qlora-zero3-readability.yaml under ZeRO-3 on NPROC processes (4-bit weights stored in bf16 so
+# DeepSpeed shards them). Every case prints the measured peak memory beside `surveyalign train plan`'s estimate
+# for the same config, model, length and process count, and a QLoRA case fails unless its training record carries
+# the 4-bit quantisation.
 #
 # Usage (from the repository root, on a machine with CUDA):
 #   bash benchmarks/gpu_train_check.sh                 # Qwen3-0.6B architecture, 1 GPU, 20 steps
 #   ARCH=1.7b NPROC=2 STEPS=20 bash benchmarks/gpu_train_check.sh
+#   PRECISIONS="qlora" ARCH=4b bash benchmarks/gpu_train_check.sh          # QLoRA on one GPU
+#   PRECISIONS="qlora-zero3" NPROC=2 bash benchmarks/gpu_train_check.sh    # QLoRA under ZeRO-3
 # Environment knobs: PYTHON (default .venv/bin/python), ARCH (0.6b | 1.7b | 4b), NPROC (GPUs, default 1),
-# STEPS (default 20), MAX_LENGTH (default 16384), PRECISIONS (default "bf16 fp16"), WORK (default
+# STEPS (default 20), MAX_LENGTH (default 16384), PRECISIONS (default "bf16 fp16 qlora qlora-zero3"), WORK (default
 # runs/gpu_train_check). Exit status is non-zero when a run fails, saves an empty adapter or trains on examples
 # shorter than 0.95 x MAX_LENGTH.
 # Script check without a GPU (tiny architecture, ZeRO-3 on one CPU process; figures meaningless):
-#   ALLOW_CPU=1 ARCH=tiny STEPS=2 MAX_LENGTH=2048 PRECISIONS=fp32 bash benchmarks/gpu_train_check.sh
+#   ALLOW_CPU=1 ARCH=tiny STEPS=2 MAX_LENGTH=2048 PRECISIONS="fp32 qlora" bash benchmarks/gpu_train_check.sh
 set -euo pipefail
 
 PYTHON=${PYTHON:-.venv/bin/python}
@@ -23,7 +31,7 @@ ARCH=${ARCH:-0.6b}
 NPROC=${NPROC:-1}
 STEPS=${STEPS:-20}
 MAX_LENGTH=${MAX_LENGTH:-16384}
-PRECISIONS=${PRECISIONS:-"bf16 fp16"}
+PRECISIONS=${PRECISIONS:-"bf16 fp16 qlora qlora-zero3"}
 WORK=${WORK:-runs/gpu_train_check}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
 
@@ -110,19 +118,38 @@ if "$PYTHON" -c "import flash_attn" 2>/dev/null; then ATTN=flash_attention_2; fi
 STATUS=0
 SUMMARY=()
 for PREC in $PRECISIONS; do
+    CONFIG=configs/sft/readability.yaml
+    LAUNCH=(--config_file "$ACCEL_CONFIG" --num_processes "$NPROC")
+    PLAN=(--accelerate-config "$ACCEL_CONFIG" --num-processes "$NPROC")
     case "$PREC" in
         fp16) FLAGS=(--fp16 true --bf16 false --dtype float16) ;;
         bf16) FLAGS=(--fp16 false --bf16 true --dtype bfloat16) ;;
+        qlora|qlora-zero3)
+            if [ "$PREC" = qlora ]; then  # one process, no DeepSpeed: the one-GPU recipe
+                CONFIG=configs/sft/qlora-readability.yaml
+                LAUNCH=(--num_processes 1 --num_machines 1 --mixed_precision no --dynamo_backend no)
+                PLAN=(--num-processes 1)
+            else
+                CONFIG=configs/sft/qlora-zero3-readability.yaml
+            fi
+            if [ "${ALLOW_CPU:-0}" = 1 ]; then  # 4-bit layers run on CPU in fp32 compute (no bf16 there)
+                FLAGS=(--fp16 false --bf16 false --dtype float32 --optim adamw_torch)
+            else
+                FLAGS=(--fp16 false --bf16 true --dtype bfloat16)
+            fi ;;
         *) FLAGS=(--fp16 false --bf16 false --dtype float32) ;;
     esac
+    ESTIMATE=$("$PYTHON" -m surveyalign train plan --config "$CONFIG" --model "$WORK/qwen3-$ARCH-random" \
+        --max-length "$MAX_LENGTH" "${PLAN[@]}" --json | "$PYTHON" -c \
+        "import json, sys; p = json.load(sys.stdin); print(p['total_gib'], p['weights_gib'])") || ESTIMATE="nan nan"
     OUT="$WORK/adapter-$ARCH-$PREC"
     rm -rf "$OUT"
     START=$(date +%s)
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$WORK/smi-$PREC.csv" 2>/dev/null &
     SMI=$!
     set +e
-    "$PYTHON" -m accelerate.commands.launch --config_file "$ACCEL_CONFIG" --num_processes "$NPROC" \
-        recipes/sft.py --config configs/sft/readability.yaml \
+    "$PYTHON" -m accelerate.commands.launch "${LAUNCH[@]}" \
+        recipes/sft.py --config "$CONFIG" \
         --model_name_or_path "$WORK/qwen3-$ARCH-random" --dataset_path "$WORK/surveyreview-long-$MAX_LENGTH" --output_dir "$OUT" \
         --max_steps "$STEPS" --max_length "$MAX_LENGTH" --gradient_accumulation_steps 1 --warmup_steps 2 \
         --eval_strategy no --save_strategy no --load_best_model_at_end false --logging_steps 1 --report_to none \
@@ -135,11 +162,11 @@ for PREC in $PRECISIONS; do
         echo "== $PREC: FAILED (exit $RC); last lines of $WORK/train-$PREC.log:"; tail -30 "$WORK/train-$PREC.log"
         STATUS=1; continue
     fi
-    LINE=$("$PYTHON" - "$OUT" "$WORK/smi-$PREC.csv" "$PREC" "$ATTN" "$NPROC" "$WALL" <<'PY'
+    LINE=$("$PYTHON" - "$OUT" "$WORK/smi-$PREC.csv" "$PREC" "$ATTN" "$NPROC" "$WALL" $ESTIMATE <<'PY'
 import json, sys
 from pathlib import Path
 from surveyalign.training import inspect_adapter
-out, smi, prec, attn, nproc, wall = sys.argv[1:]
+out, smi, prec, attn, nproc, wall, plan_total, plan_weights = sys.argv[1:]
 rec = json.loads((Path(out) / "surveyalign_training.json").read_text())
 m = rec["metrics"]
 tokens, runtime = m.get("train_tokens") or 0, m.get("train_runtime") or float("nan")
@@ -152,6 +179,10 @@ ok = not rep.empty and rep.modules == {"q_proj", "k_proj", "v_proj", "o_proj", "
 train_len = rec["length"]["train"]  # LengthReport of the examples actually trained (after fitting)
 longest, max_length = train_len["longest"], rec["max_length"]
 long_ok = longest >= 0.95 * max_length and train_len["n_shortened"] == train_len["n_units"]
+quant = rec.get("quantization")  # QLoRA cases must say their base was 4-bit
+quant_ok = (not prec.startswith("qlora")) or bool(quant and quant.get("bits") == 4)
+if not quant_ok:
+    print(f"{prec}: the training record carries no 4-bit quantisation ({quant!r})", file=sys.stderr)
 if not long_ok:
     print(f"{prec}: longest trained example has {longest} tokens < 0.95 x max_length={max_length} "
           f"({train_len['n_shortened']}/{train_len['n_units']} shortened): the check did not run at full length",
@@ -160,15 +191,18 @@ print(f"{prec:5s} attn={attn} gpus={nproc} steps={rec['hyperparameters']['max_st
       f"longest_example_tokens={longest} ({longest / max_length:.3f} x) "
       f"tokens={tokens:.0f} train_s={runtime:.1f} tokens/s={tokens / runtime:.0f} "
       f"peak_alloc_GiB(rank0)={m.get('peak_gpu_memory_gib')} peak_nvidia-smi_GiB={smi_peak:.1f} "
+      f"plan_total_GiB={plan_total} plan_weights_GiB={plan_weights} "
+      f"quantization={(quant or {}).get('bits', 'none')}bit "
       f"loss_last={rec['metrics'].get('train_loss', float('nan')):.3f} adapter_tensors={rep.n_tensors} "
-      f"adapter_ok={ok} length_ok={long_ok} wall_s={wall}")
-sys.exit(0 if ok and long_ok else 3)
+      f"adapter_ok={ok} length_ok={long_ok} quant_ok={quant_ok} wall_s={wall}")
+sys.exit(0 if ok and long_ok and quant_ok else 3)
 PY
 ) || STATUS=1
     SUMMARY+=("$LINE")
     echo "== $LINE"
 done
 echo
-echo "gpu_train_check summary ($ARCH architecture, random weights, LoRA r=8 x 7 modules, ZeRO-3, grad. checkpointing):"
+echo "gpu_train_check summary ($ARCH architecture, random weights, LoRA r=8 x 7 modules, grad. checkpointing;"
+echo "  bf16/fp16/qlora-zero3: ZeRO-3 on $NPROC process(es); qlora: one process, 4-bit base; plan_* = train plan):"
 for L in "${SUMMARY[@]}"; do echo "  $L"; done
 exit $STATUS

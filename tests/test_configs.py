@@ -23,7 +23,7 @@ def _parse(rel: str):
     if rel.startswith(("configs/sft/", "configs/dpo/")):
         from surveyalign.training import parse_recipe_yaml
 
-        return parse_recipe_yaml(path)
+        return parse_recipe_yaml(path, check_device=False)  # bf16 (QLoRA) configs parse on a CPU machine too
     if rel.startswith("configs/eval/"):
         from surveyalign.evaluation import EvalConfig
 

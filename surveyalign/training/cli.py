@@ -94,7 +94,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         if path and not Path(path).is_file():
             raise FileNotFoundError(f"{label} {path}: no such file")
     plan = plan_from_config(args.config, accelerate_config=args.accelerate_config, world_size=args.num_processes,
-                            model=args.model)
+                            model=args.model, max_length=args.max_length)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
         return 0
@@ -160,6 +160,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="processes (GPUs); default: num_processes of --accelerate-config, else 1")
     p.add_argument("--model", default=None, metavar="DIR",
                    help="folder with the model's config.json (default: the YAML's model_name_or_path)")
+    p.add_argument("--max-length", type=positive_int, default=None, metavar="TOKENS",
+                   help="tokens per sequence (default: the YAML's max_length)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(handler=_cmd_plan)
 

@@ -203,7 +203,8 @@ def zero_stage(training_args: Any, accelerate_config: str | os.PathLike | None =
 
 
 def plan_from_config(config: str | os.PathLike, *, accelerate_config: str | None = None,
-                     world_size: int | None = None, model: str | None = None) -> MemoryPlan:
+                     world_size: int | None = None, model: str | None = None,
+                     max_length: int | None = None) -> MemoryPlan:
     """:func:`plan_memory` for a recipe YAML (parsed by the recipe's parser on any machine).
 
     Args:
@@ -211,6 +212,7 @@ def plan_from_config(config: str | os.PathLike, *, accelerate_config: str | None
         accelerate_config: the accelerate config the run uses (ZeRO stage and ``num_processes``).
         world_size: processes; default: ``num_processes`` of ``accelerate_config``, else 1.
         model: folder with the model's ``config.json``, replacing the YAML's ``model_name_or_path``.
+        max_length: tokens per sequence, replacing the YAML's ``max_length`` (a run with ``--max_length``).
 
     Returns:
         The :class:`MemoryPlan`.
@@ -234,7 +236,7 @@ def plan_from_config(config: str | os.PathLike, *, accelerate_config: str | None
         raise ValueError(f"{config}: no model_name_or_path; pass --model DIR (a folder with its config.json)")
     checkpointing = bool(getattr(train, "activation_checkpointing", False) or train.gradient_checkpointing)
     optim = getattr(train.optim, "value", train.optim)
-    return plan_memory(resolve_model_path(name, "--model"), max_length=int(train.max_length),
+    return plan_memory(resolve_model_path(name, "--model"), max_length=int(max_length or train.max_length),
                        lora_r=model_args.lora_r, lora_targets=list(model_args.lora_target_modules or []),
                        quantization=quantization_label(model_args), world_size=world_size,
                        zero_stage=zero_stage(train, accelerate_config), batch_size=train.per_device_train_batch_size,
