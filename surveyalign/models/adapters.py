@@ -152,13 +152,13 @@ def check_adapter_attached(model: Any, adapter_dir: str | os.PathLike, adapter_n
         raise FileNotFoundError(f"{adapter_dir}: no adapter_model.safetensors or adapter_model.bin")
     if not saved:
         raise RuntimeError(f"{adapter_dir}: the adapter file holds no tensor")
-    marker = f".{adapter_name}"
-    loaded = {key.replace(marker + ".", ".").removesuffix(marker): value
-              for key, value in model.state_dict().items() if marker in key}
+    from peft import get_peft_model_state_dict
+
+    # PEFT's own inverse of loading: the adapter's tensors as save_pretrained would write them from this model
+    loaded = get_peft_model_state_dict(model, adapter_name=adapter_name, save_embedding_layers=False)
     unmatched = []
     for key, tensor in saved.items():
-        candidates = (key, key.removesuffix(".weight"), key + ".weight")
-        found = next((loaded[c] for c in candidates if c in loaded), None)
+        found = loaded.get(key)
         if found is None or found.shape != tensor.shape or not torch.equal(found.detach().cpu().to(tensor.dtype),
                                                                           tensor):
             unmatched.append(key)
