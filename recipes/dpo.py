@@ -84,10 +84,10 @@ def main(script_args, training_args, model_args) -> dict:
     from trl import DPOTrainer, get_peft_config
 
     from surveyalign import __version__
+    from surveyalign.prompts import count_chat_tokens
     from surveyalign.training import (
         TRAINING_RECORD,
         check_packing,
-        count_chat_tokens,
         data_hash,
         finalize_adapter,
         hyperparameters,
@@ -149,7 +149,7 @@ def main(script_args, training_args, model_args) -> dict:
     if training_args.max_length is not None:
         for pair in pairs:
             kwargs = pair["chat_template_kwargs"]
-            longest = max(len(count_chat_tokens(tokenizer, pair["prompt"] + pair[side], **kwargs))
+            longest = max(count_chat_tokens(tokenizer, pair["prompt"] + pair[side], **kwargs)
                           for side in ("chosen", "rejected"))
             if longest > training_args.max_length:
                 raise ValueError(f"{script_args.pairs_path}: pair {pair['unit_id']} needs {longest} tokens > "
@@ -216,7 +216,7 @@ def main(script_args, training_args, model_args) -> dict:
         "stage": "dpo",
         "dimension": script_args.dimension,
         "protocol": first_protocol,
-        "prompt_hash": sft_record.get("prompt_hash"),
+        "template_hash": sft_record.get("template_hash"),
         "enable_thinking": bool(pairs[0]["chat_template_kwargs"]["enable_thinking"]),
         "use_knowledge": use_knowledge,
         "base_model": base_model,

@@ -76,8 +76,8 @@ def main(script_args, training_args, model_args) -> dict:
         hyperparameters,
         init_deepspeed_comm,
         prepare_sft_dataset,
-        prompt_hash,
         require_examples,
+        template_hash,
     )
 
     if not script_args.dataset_path:
@@ -162,7 +162,7 @@ def main(script_args, training_args, model_args) -> dict:
         "stage": "sft",
         "dimension": script_args.dimension,
         "protocol": script_args.protocol,
-        "prompt_hash": prompt_hash(script_args.dimension, script_args.protocol),
+        "template_hash": template_hash(script_args.dimension, script_args.protocol),
         "enable_thinking": script_args.enable_thinking,
         "use_knowledge": script_args.use_knowledge,
         "base_model": model_args.model_name_or_path,

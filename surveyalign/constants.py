@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 #: The four review dimensions, in the order the paper reports them (SurveyReview Table 2).
 DIMENSIONS: tuple[str, ...] = ("readability", "structure", "comprehensiveness", "criticalness")
 
@@ -10,6 +15,27 @@ VALID_SCORES: tuple[int, ...] = (-2, -1, 1, 2)
 
 #: Review sources of SurveyReview (App. A); "unknown" when the release does not say.
 SOURCES: tuple[str, ...] = ("f1000", "moprd", "openreview", "unknown")
+
+#: Dataset splits, in release order (SurveyReview §4: paper-level, source-stratified split).
+SPLITS: tuple[str, ...] = ("train", "validation", "test")
+
+#: Unit status: a score was read from the judge's answer (after the K-sample vote).
+SCORED = "scored"
+#: Unit status: the judge answered but no valid score could be read from any sample.
+PARSE_FAILED = "parse_failed"
+#: Unit status: every call of the unit failed at the backend (transport, server or model error).
+API_ERROR = "api_error"
+#: Unit status: never sent, because the prompt cannot fit the token budget (``max_length``) or the model context
+#: even with the survey body shortened by the length rule (``surveyalign.prompts.fit_survey_text``).
+PROMPT_TOO_LONG = "prompt_too_long"
+#: Unit status: never sent, because the unit has no survey text.
+MISSING_TEXT = "missing_text"
+#: Every unit status, in report order (``predictions.jsonl`` ``status``; scoring drops the last three from
+#: MSE/MAE, counts ``parse_failed`` as a prediction of 0).
+STATUSES: tuple[str, ...] = (SCORED, PARSE_FAILED, API_ERROR, PROMPT_TOO_LONG, MISSING_TEXT)
+
+#: Names of options, arguments and environment variables whose values are credentials (never written out).
+SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.IGNORECASE)
 
 #: Largest possible |score difference| on the benchmark scale (HAS Delta_s, §3).
 DELTA_S: float = 4.0
@@ -31,3 +57,20 @@ def normalise_dimension(name: str) -> str:
     if key not in DIMENSIONS:
         raise ValueError(f"unknown dimension {name!r}; expected one of {', '.join(DIMENSIONS)}")
     return key
+
+
+def count_statuses(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Count records per unit status.
+
+    Args:
+        records: prediction records, each with a ``status`` (one of :data:`STATUSES`).
+
+    Returns:
+        ``{status: n for every status in STATUSES} | {"total": number of records}``; a status outside
+        :data:`STATUSES` is only in ``total``.
+    """
+    records = list(records)
+    counter = Counter(r["status"] for r in records)
+    counts = {s: counter.get(s, 0) for s in STATUSES}
+    counts["total"] = len(records)
+    return counts

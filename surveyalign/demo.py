@@ -188,11 +188,11 @@ _PRED_HEAD = "\n\nMachine rationale (to be rated):\n"
 _PRED_END = "\n\nRate the agreement"
 
 
-def lexical_consistency_reply(messages: list[dict[str, str]], settings: Any = None, index: int = 0) -> str:
+def lexical_rqs_reply(messages: list[dict[str, str]], settings: Any = None, index: int = 0) -> str:
     """A lexical stand-in for the RQS consistency judge, for the offline demo only.
 
     Reads the reference and predicted rationales out of the consistency prompt
-    (``surveyalign.evaluation.consistency``), scores their word overlap with rapidfuzz's token-set ratio and
+    (``surveyalign.evaluation.rqs``), scores their word overlap with rapidfuzz's token-set ratio and
     answers it rounded to the nearest of {0.0, 0.2, ..., 1.0} as ``<consistency>X</consistency>``. The paper's
     RQS judge is an LLM (GPT-5.2, SurveyReview App. G): use an ``rqs`` block in an evaluation config for that.
 
@@ -309,7 +309,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
             from surveyalign.backends import load_backend
 
             payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}}
-            rqs_backend = load_backend("scripted", replies=lexical_consistency_reply)
+            rqs_backend = load_backend("scripted", replies=lexical_rqs_reply)
         result = run_evaluation(EvalConfig.model_validate(payload), rqs_backend=rqs_backend)
         summaries[judge] = result.metrics
         runs[judge] = str(result.run_dir)

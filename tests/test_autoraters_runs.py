@@ -20,8 +20,8 @@ from surveyalign.autoraters.references import paper_references
 from surveyalign.backends import Generation
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.cli import main
-from surveyalign.evaluation.cache import CallCache
 from surveyalign.inference import read_document
+from surveyalign.judge import CallCache
 from surveyalign.knowledge import Paper as GraphPaper
 from surveyalign.knowledge import (
     SemanticScholarClient,

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from surveyalign.constants import STATUSES
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -44,7 +46,7 @@ def test_demo_writes_run_folders(demo_run):
         preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
         assert len(preds) == 6  # limit: 6 units, none dropped
         assert {p["dimension"] for p in preds} == {"readability"}
-        assert all(p["status"] in {"scored", "parse_failed", "api_error", "missing_text"} for p in preds)
+        assert all(p["status"] in set(STATUSES) for p in preds)
         metrics = json.loads((run / "metrics.json").read_text())
         dim = metrics["per_dimension"]["readability"]
         assert dim["n"] == 6
@@ -77,17 +79,17 @@ def test_demo_metrics_through_evaluate_modules_match_harness(demo_run):
 
 
 def test_lexical_consistency_judge_reads_the_real_prompt():
-    from surveyalign.demo import lexical_consistency_reply
-    from surveyalign.evaluation.consistency import (
-        build_consistency_messages,
-        parse_consistency,
+    from surveyalign.demo import lexical_rqs_reply
+    from surveyalign.evaluation.rqs import (
+        build_rqs_messages,
+        parse_rqs_rating,
     )
 
-    same = build_consistency_messages("readability", title="T", reference=["The prose is clear."],
+    same = build_rqs_messages("readability", title="T", reference=["The prose is clear."],
                                       prediction="The prose is clear.")
-    other = build_consistency_messages("readability", title="T", reference=["The prose is clear."],
+    other = build_rqs_messages("readability", title="T", reference=["The prose is clear."],
                                        prediction="zzz qqq")
-    assert parse_consistency(lexical_consistency_reply(same)).score == 1.0
-    assert parse_consistency(lexical_consistency_reply(other)).score == 0.0
+    assert parse_rqs_rating(lexical_rqs_reply(same)).score == 1.0
+    assert parse_rqs_rating(lexical_rqs_reply(other)).score == 0.0
     with pytest.raises(ValueError):
-        lexical_consistency_reply([{"role": "user", "content": "no headings here"}])
+        lexical_rqs_reply([{"role": "user", "content": "no headings here"}])

@@ -139,18 +139,18 @@ def test_use_knowledge_mismatch_only_counts_where_units_have_knowledge(tiny_mode
     """An adapter trained with knowledge text, evaluated without it on units that have some: refused.
     The same adapter on units without any knowledge text: the flag changes no prompt, so it runs."""
     from surveyalign.data import load_surveyreview
-    from surveyalign.evaluation import runner
+    from surveyalign.evaluation import units
 
     adapter = tmp_path / "adapter"
     shutil.copytree(lora_adapter, adapter)
     _record(adapter, use_knowledge=True)
     base = load_surveyreview(dataset_dir)
     with_ka = {name: base[name].add_column("knowledge", ["KA note"] * len(base[name])) for name in ("train", "test")}
-    monkeypatch.setattr(runner, "_load_split", lambda path, split: with_ka[split])
+    monkeypatch.setattr(units, "load_surveyreview", lambda path, dimension, split: with_ka[split])
     with pytest.raises(TrainingMismatchError, match=r"use_knowledge: trained with True, this evaluation uses False "
                                                     r"\(config key: knowledge_dimensions\)"):
         run_evaluation(_config(dataset_dir, tmp_path / "runs", tiny_model_dir, adapter, knowledge_dimensions=[]))
-    monkeypatch.setattr(runner, "_load_split", lambda path, split: base[split])
+    monkeypatch.setattr(units, "load_surveyreview", lambda path, dimension, split: base[split])
     result = run_evaluation(_config(dataset_dir, tmp_path / "runs", tiny_model_dir, adapter, knowledge_dimensions=[],
                                     limit=1))
     entry = json.loads((result.run_dir / "run_config.json").read_text())["training_records"]["readability"]

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.evaluation import CallCache, EvalConfig, run_evaluation
+from surveyalign.evaluation import EvalConfig, run_evaluation
 from surveyalign.evaluation.config import _slug
+from surveyalign.judge import CallCache
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -122,7 +123,7 @@ def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, 
         cfg = json.loads((run_dir / "run_config.json").read_text())
         assert len(cfg["data"]["sha256"]) == 64 and cfg["data"]["units"] == 8
         assert cfg["prompts"]["template_hashes"]["criticalness"]["plain"] == \
-            build_judge_prompt("criticalness", "x", protocol="v1.0").hash
+            build_judge_prompt("criticalness", "x", protocol="v1.0").template_hash
         described = cfg["backend"]["per_dimension"]["readability"]
         assert described["model"] == server.model and described["base_url"] == server.base_url
         assert cfg["generation"]["max_new_tokens"] == 16 and cfg["generation"]["seed"] == 0
@@ -349,11 +350,11 @@ def test_run_config_never_holds_the_api_key(dataset_dir, tmp_path, monkeypatch):
 
 
 def test_second_process_on_the_same_run_folder_is_refused(dataset_dir, tmp_path):
-    from surveyalign.evaluation.runner import _RunLock
+    from surveyalign.evaluation.rundir import RunLock
 
     cfg = _config(dataset_dir, tmp_path, limit=1)
     cfg.run_dir.mkdir(parents=True)
-    with _RunLock(cfg.run_dir / ".lock"), pytest.raises(RuntimeError, match="in use by another evaluation process"):
+    with RunLock(cfg.run_dir / ".lock"), pytest.raises(RuntimeError, match="in use by another evaluation process"):
         run_evaluation(cfg)
     assert run_evaluation(cfg).counts["scored"] == 4
 
@@ -366,13 +367,13 @@ def test_knowledge_column_goes_into_the_configured_dimensions(dataset_dir, tmp_p
 
     from surveyalign.backends.simple import ScriptedBackend
     from surveyalign.data import load_surveyreview
-    from surveyalign.evaluation import runner
+    from surveyalign.evaluation import units
 
     base = load_surveyreview(dataset_dir)
     splits = {name: base[name].add_column("knowledge", [f"KA-NOTE-{i:03d} on related work" if i % 2 == 0 else ""
                                                         for i in range(len(base[name]))])
               for name in ("train", "test")}
-    monkeypatch.setattr(runner, "_load_split", lambda path, split: splits[split])
+    monkeypatch.setattr(units, "load_surveyreview", lambda path, dimension, split: splits[split])
     assert isinstance(splits["test"], Dataset)
 
     backend = ScriptedBackend(lambda m, s, i: "Fine. $$$-1$$$")
@@ -448,7 +449,7 @@ def _prompt_tokens(tokenizer, messages) -> int:
 def test_long_survey_is_shortened_to_max_length_or_reported_too_long(tiny_model_dir, long_survey_dataset, tmp_path,
                                                                      capsys):
     """Finding: a real survey overflowed the context on every call. Without max_length the over-long unit gets a
-    distinct 'prompt too long' api_error and no call; with max_length its survey body is cut (instruction kept)
+    distinct status, prompt_too_long, and no call; with max_length its survey body is cut (instruction kept)
     so prompt + max_new_tokens fit, counted per unit and per dimension in predictions, metrics and run_config."""
     from rich.console import Console
     from transformers import AutoTokenizer
@@ -470,13 +471,14 @@ def test_long_survey_is_shortened_to_max_length_or_reported_too_long(tiny_model_
     overflow = run_evaluation(_config(dataset, tmp_path, run_name="overflow", **common), backend=backend,
                               console=console)
     (pred,) = overflow.predictions
-    assert pred["status"] == "api_error" and pred["samples"] == [] and overflow.calls["made"] == 0
+    assert pred["status"] == "prompt_too_long" and pred["samples"] == [] and overflow.calls["made"] == 0
+    assert overflow.counts["prompt_too_long"] == 1 and overflow.counts["api_error"] == 0
     assert pred["error"].startswith("prompt too long for the model context: ")
     assert f"{n_full} prompt tokens + max_new_tokens=4 exceed the context of 32768" in pred["error"]
     assert pred["prompt_tokens"] == n_full and pred["shortened_tokens"] == 0
     printed = console.export_text()
     assert "1 unit(s) with a prompt too long to fit (model context or max_length)" in printed
-    assert "1 x api_error: prompt too long for the model context" in printed  # finding 2: top errors listed
+    assert "1 x prompt_too_long: prompt too long for the model context" in printed  # finding 2: top errors listed
 
     fitted = run_evaluation(_config(dataset, tmp_path, run_name="fitted", max_length=600, **common), backend=backend,
                             console=console)
@@ -489,9 +491,9 @@ def test_long_survey_is_shortened_to_max_length_or_reported_too_long(tiny_model_
     assert _prompt_tokens(tok, cut) == pred["prompt_tokens"]
     assert cut[0]["content"].startswith(full[0]["content"][:200])  # the instruction is never cut
     call = _read_jsonl(fitted.run_dir / "calls.jsonl")[0]
-    from surveyalign.evaluation.cache import stable_hash
+    from surveyalign.judge import stable_hash
 
-    assert call["prompt_hash"] == stable_hash(cut)
+    assert call["messages_hash"] == stable_hash(cut)
     expected = {"max_length": 600, "max_length_source": "config", "model_context": 32768, "n_counted": 1,
                 "n_shortened": 1, "removed_tokens": pred["shortened_tokens"], "n_too_long": 0,
                 "longest_prompt": pred["prompt_tokens"]}

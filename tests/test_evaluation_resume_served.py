@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from surveyalign.evaluation import CallCache, EvalConfig, run_evaluation
+from surveyalign.evaluation import EvalConfig, run_evaluation
+from surveyalign.judge import CallCache
 
 
 class _Outage:

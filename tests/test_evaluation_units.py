@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 from surveyalign.evaluation import (
-    CallCache,
     EvalConfig,
     EvalConfigError,
-    build_consistency_messages,
-    call_key,
-    majority_vote,
-    parse_consistency,
+    build_rqs_messages,
+    parse_rqs_rating,
 )
 from surveyalign.evaluation.cli import overrides_from_args
+from surveyalign.judge import CallCache, call_key, majority_vote
 
 REPO = Path(__file__).resolve().parents[1]
 EVAL_YAMLS = sorted((REPO / "configs" / "eval").glob("*.yaml"))
@@ -71,7 +69,7 @@ def test_vote_nan_logprob_ignored_and_length_checked():
 
 
 def _key(unit="r1::readability", sample=0, temp=0.0):
-    return call_key(stage="judge", unit_id=unit, dimension="readability", sample=sample, prompt_hash="p",
+    return call_key(stage="judge", unit_id=unit, dimension="readability", sample=sample, messages_hash="p",
                     backend={"backend": "constant"}, settings={"temperature": temp})
 
 
@@ -273,7 +271,7 @@ def test_baseline_configs_present():
     ],
 )
 def test_parse_consistency_valid(text, score):
-    parsed = parse_consistency(text)
+    parsed = parse_rqs_rating(text)
     assert parsed.score == score and parsed.error is None
 
 
@@ -290,12 +288,12 @@ def test_parse_consistency_valid(text, score):
     ],
 )
 def test_parse_consistency_invalid(text, reason):
-    parsed = parse_consistency(text)
+    parsed = parse_rqs_rating(text)
     assert parsed.score is None and reason in parsed.error
 
 
 def test_consistency_prompt_carries_all_inputs():
-    (msg,) = build_consistency_messages("criticalness", title="A Survey of X",
+    (msg,) = build_rqs_messages("criticalness", title="A Survey of X",
                                         reference=["Lacks synthesis.", "Only summarises."],
                                         prediction="Mostly descriptive.")
     content = msg["content"]

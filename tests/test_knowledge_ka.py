@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from surveyalign.backends import load_backend
-from surveyalign.evaluation.cache import CallCache
+from surveyalign.judge import CallCache
 from surveyalign.knowledge import Paper, Resolver
 from surveyalign.knowledge.build import SurveyKAInput, build_survey_ka
 from surveyalign.knowledge.config import KAConfig

@@ -21,8 +21,7 @@ from surveyalign.backends import (
 from surveyalign.backends.responses import normalise_message
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.backends.testing import FakeChatServer
-from surveyalign.evaluation import EvalConfig, run_evaluation
-from surveyalign.evaluation.consistency import parse_consistency
+from surveyalign.evaluation import EvalConfig, parse_rqs_rating, run_evaluation
 from surveyalign.prompts import parse_generation
 from surveyalign.training import choose_rejected
 
@@ -47,10 +46,10 @@ def test_length_stop_is_truncated_even_with_a_score_marker():
         assert parse_generation({"text": "Fine.$$$2$$$", "finish_reason": reason}).error.startswith("truncated")
     # the RQS reader goes through the same gate
     rqs = parse_generation(Generation("Same points. <consistency>0.8</consistency>", "length", None),
-                           parse=parse_consistency)
+                           parse=parse_rqs_rating)
     assert rqs.score is None and rqs.error.startswith("truncated")
     assert parse_generation(Generation("Same. <consistency>0.8</consistency>", "stop", None),
-                            parse=parse_consistency).score == 0.8
+                            parse=parse_rqs_rating).score == 0.8
 
 
 def _config(dataset, out, **fields) -> EvalConfig:

@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from surveyalign.prompts import Judgement, parse_judgement
+from surveyalign.prompts import ParsedAnswer, parse_judgement
 
 LONG_V10 = (
     "The survey reviews 120 papers published between 2015 and 2023, and Table 2 compares 14 denoising "
@@ -154,7 +154,7 @@ def test_table_is_large_enough():
 
 def test_judgement_is_frozen():
     result = parse_judgement("Clear.$$$1$$$")
-    assert result == Judgement(1, "Clear.", None)
+    assert result == ParsedAnswer(1, "Clear.", None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.score = 2  # type: ignore[misc]
 

@@ -148,8 +148,8 @@ def test_prompt_pieces_and_messages():
 def test_hash_ignores_survey_title_text_and_knowledge_text():
     base = build_judge_prompt("criticalness", SURVEY, knowledge=KNOWLEDGE, title="A")
     other = build_judge_prompt("Criticalness", "completely different survey", knowledge="other KA", title="B")
-    assert base.hash == other.hash
-    assert len(base.hash) == 64 and int(base.hash, 16) >= 0
+    assert base.template_hash == other.template_hash
+    assert len(base.template_hash) == 64 and int(base.template_hash, 16) >= 0
     assert base.content != other.content
 
 
@@ -159,25 +159,25 @@ def test_hash_changes_with_dimension_protocol_and_flags():
         for protocol in PROTOCOL_NAMES:
             for knowledge in (None, KNOWLEDGE):
                 for title in (None, "T"):
-                    hashes.add(build_judge_prompt(dimension, SURVEY, protocol=protocol, knowledge=knowledge, title=title).hash)
+                    hashes.add(build_judge_prompt(dimension, SURVEY, protocol=protocol, knowledge=knowledge, title=title).template_hash)
     assert len(hashes) == len(DIMENSIONS) * len(PROTOCOL_NAMES) * 2 * 2
 
 
 def test_hash_is_stable_across_processes():
     code = (
         "from surveyalign.prompts import build_judge_prompt as b;"
-        "print(b('structure', 'x', protocol='v1.1', knowledge='k').hash)"
+        "print(b('structure', 'x', protocol='v1.1', knowledge='k').template_hash)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123"})
-    assert out.stdout.strip() == build_judge_prompt("structure", "y", protocol="v1.1", knowledge="z").hash
+    assert out.stdout.strip() == build_judge_prompt("structure", "y", protocol="v1.1", knowledge="z").template_hash
 
 
 def test_hash_follows_template_text(monkeypatch):
-    before = build_judge_prompt("structure", SURVEY).hash
+    before = build_judge_prompt("structure", SURVEY).template_hash
     monkeypatch.setattr(T, "REQUIREMENTS", T.REQUIREMENTS + " Be brief.")
-    assert build_judge_prompt("structure", SURVEY).hash != before
+    assert build_judge_prompt("structure", SURVEY).template_hash != before
     monkeypatch.undo()
-    assert build_judge_prompt("structure", SURVEY).hash == before
+    assert build_judge_prompt("structure", SURVEY).template_hash == before
     rubric = RUBRICS["structure"]
     patched = T.DimensionRubric(
         name=rubric.name,
@@ -188,8 +188,8 @@ def test_hash_follows_template_text(monkeypatch):
         ka_heading=rubric.ka_heading,
     )
     monkeypatch.setattr(T, "RUBRICS", {**RUBRICS, "structure": patched})
-    assert build_judge_prompt("structure", SURVEY).hash != before
-    assert build_judge_prompt("readability", SURVEY).hash == build_judge_prompt("readability", "other").hash
+    assert build_judge_prompt("structure", SURVEY).template_hash != before
+    assert build_judge_prompt("readability", SURVEY).template_hash == build_judge_prompt("readability", "other").template_hash
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
@@ -294,11 +294,11 @@ def test_cli_show(tmp_path, capsys):
     out, err = capsys.readouterr()
     expected = build_judge_prompt("comprehensiveness", "{survey text}", protocol="v1.1", knowledge=KNOWLEDGE)
     assert out == expected.content + "\n"
-    assert expected.hash in err
+    assert expected.template_hash in err
     args = _cli(["prompts", "show", "--dimension", "readability", "--json"])
     assert args.handler(args) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["hash"] == build_judge_prompt("readability", "x").hash and payload["protocol"] == "v1.0"
+    assert payload["template_hash"] == build_judge_prompt("readability", "x").template_hash and payload["protocol"] == "v1.0"
 
 
 def test_cli_parse(tmp_path, capsys):

@@ -153,15 +153,17 @@ def test_over_long_survey_keeps_its_full_completion_in_the_labels(tiny_model_dir
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from surveyalign.prompts import build_sft_example
-    from surveyalign.training import count_chat_tokens, prepare_sft_dataset
+    from surveyalign.prompts import build_sft_example, count_chat_tokens
+    from surveyalign.training import prepare_sft_dataset
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     row = _long_row()
     raw = build_sft_example("readability", row["text"], row["rationales"], -1, title=row["title"])
-    full = count_chat_tokens(tokenizer, raw["prompt"] + raw["completion"], enable_thinking=False)
-    prompt_only = count_chat_tokens(tokenizer, raw["prompt"], enable_thinking=False, add_generation_prompt=True)
-    completion_ids = full[len(prompt_only):]
+    full = tokenizer.apply_chat_template(raw["prompt"] + raw["completion"], tokenize=True, return_dict=True,
+                                         enable_thinking=False)["input_ids"]
+    assert count_chat_tokens(tokenizer, raw["prompt"] + raw["completion"], enable_thinking=False) == len(full)
+    n_prompt = count_chat_tokens(tokenizer, raw["prompt"], enable_thinking=False, add_generation_prompt=True)
+    completion_ids = full[n_prompt:]
     max_length = len(full) - 300  # the survey must lose about 300 tokens
     assert len(completion_ids) > 10
 

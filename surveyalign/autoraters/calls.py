@@ -1,6 +1,6 @@
 """Autorater LLM calls through the shared backends and the evaluation call cache (runs resume).
 
-Every call is keyed like the evaluation harness's calls (``surveyalign.evaluation.call_key``: stage, unit,
+Every call is keyed like the evaluation harness's calls (``surveyalign.judge.call_key``: stage, unit,
 prompt hash, backend identity, settings), so a re-run with the same ``calls.jsonl`` makes only the calls that are
 missing. Failed calls (backend errors) are reported and not cached, so the next run tries them again.
 """
@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from surveyalign.autoraters.prompts import PROMPT_VERSION
 from surveyalign.backends import Backend, Generation, GenerationSettings
-from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
+from surveyalign.judge import CallCache, call_key, stable_hash
 from surveyalign.prompts import answer_failure
 
 __all__ = ["AutoraterJudge", "CallAnswer", "PromptCall"]
@@ -103,7 +103,7 @@ class AutoraterJudge:
     def key(self, call: PromptCall) -> str:
         """The cache key of ``call``."""
         return call_key(stage=f"autorate/{call.stage}", unit_id=call.unit_id, dimension="", sample=0,
-                        prompt_hash=stable_hash({"version": PROMPT_VERSION, "messages": call.messages}),
+                        messages_hash=stable_hash({"version": PROMPT_VERSION, "messages": call.messages}),
                         backend=self.backend.describe(), settings=self.settings.model_dump())
 
     def ask(self, calls: Sequence[PromptCall], desc: str = "autorater calls") -> list[CallAnswer]:

@@ -110,7 +110,7 @@ def _judge(args: argparse.Namespace, out_dir: Path):
 
     from surveyalign.autoraters.calls import AutoraterJudge
     from surveyalign.backends import GenerationSettings, load_backend
-    from surveyalign.evaluation.cache import CallCache
+    from surveyalign.judge import CallCache
 
     options: dict[str, Any] = {}
     for item in args.options:

@@ -9,6 +9,8 @@ Heavy libraries (datasets, pyarrow) are imported inside the functions, so import
 
 from __future__ import annotations
 
+from surveyalign.constants import SPLITS
+
 from .build import BuildResult, build_dataset
 from .jats import JatsArticle, SubArticle, parse_jats
 from .leakage import (
@@ -17,12 +19,11 @@ from .leakage import (
     strip_review_record,
     strip_running_headers,
 )
-from .load import load_surveyreview, sample_release_dir
+from .load import load_surveyreview, load_train_scores, sample_release_dir
 from .readers import read_release
 from .schema import (
     ALL_CONFIG,
     COLUMNS,
-    SPLITS,
     ReleaseFormatError,
     surveyreview_features,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "find_verbatim",
     "layout_verbatim_hits",
     "load_surveyreview",
+    "load_train_scores",
     "near_verbatim_hits",
     "near_verbatim_scores",
     "normalise_for_match",

@@ -11,10 +11,10 @@ import string
 from pathlib import Path
 from typing import Any
 
-from surveyalign.constants import DIMENSIONS
+from surveyalign.constants import DIMENSIONS, SPLITS
 
 from .files import data_files
-from .schema import ALL_CONFIG, SPLITS, features_yaml
+from .schema import ALL_CONFIG, features_yaml
 
 _TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "hub_cards" / "dataset_card.md"
 

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from surveyalign.constants import DIMENSIONS
+from surveyalign.constants import DIMENSIONS, SPLITS
 
-from .schema import ALL_CONFIG, COLUMNS, SPLITS, arrow_schema
+from .schema import ALL_CONFIG, COLUMNS, arrow_schema
 
 #: String columns that repeat for every unit of a paper; written dictionary-encoded.
 _REPEATED = ("paper_id", "title", "text", "abstract", "source", "dimension")

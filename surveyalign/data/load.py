@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from surveyalign.constants import DIMENSIONS, normalise_dimension
+from surveyalign.constants import DIMENSIONS, SPLITS, normalise_dimension
 
-from .schema import ALL_CONFIG, SPLITS
+from .schema import ALL_CONFIG
 
 
 def sample_release_dir() -> Path:
@@ -64,6 +64,25 @@ def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, spli
     if split is not None:
         return splits[split]
     return DatasetDict(splits)
+
+
+def load_train_scores(path: str | os.PathLike) -> dict[str, list[int]]:
+    """The human scores of the ``train`` split per dimension (the majority / prior-sampling baselines' labels).
+
+    Args:
+        path: a dataset folder written by :func:`surveyalign.data.build_dataset`.
+
+    Returns:
+        ``{dimension: [scores in dataset order]}`` (dimensions without train units are absent).
+
+    Raises:
+        FileNotFoundError: ``path`` is not a built dataset folder.
+    """
+    ds = load_surveyreview(path, dimension=ALL_CONFIG, split="train")
+    out: dict[str, list[int]] = {}
+    for dim, score in zip(ds["dimension"], ds["score"]):
+        out.setdefault(str(dim).lower(), []).append(int(score))
+    return out
 
 
 def _declared_configs(folder: Path) -> set[str]:

@@ -26,9 +26,6 @@ _COLUMN_TYPES: tuple[tuple[str, str], ...] = (
 #: Column names of every config, in the order they are written.
 COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COLUMN_TYPES)
 
-#: Split names of the dataset folder, in the order they are written.
-SPLITS: tuple[str, ...] = ("train", "validation", "test")
-
 #: Config holding the units of every dimension.
 ALL_CONFIG = "all"
 

@@ -20,9 +20,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from surveyalign.constants import DIMENSIONS
-
-from .schema import SPLITS
+from surveyalign.constants import DIMENSIONS, SPLITS
 
 #: Split policies of :func:`assign_splits`; "auto" picks as-released when the release names its splits.
 SPLIT_POLICIES: tuple[str, ...] = ("auto", "as-released", "paper-level")

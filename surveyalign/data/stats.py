@@ -7,9 +7,7 @@ import os
 from collections import Counter
 from typing import Any
 
-from surveyalign.constants import DIMENSIONS, SOURCES, VALID_SCORES
-
-from .schema import SPLITS
+from surveyalign.constants import DIMENSIONS, SOURCES, SPLITS, VALID_SCORES
 
 
 def dataset_stats(path: str | os.PathLike) -> dict[str, Any]:

@@ -1,57 +1,44 @@
-"""surveyalign.evaluation: run a judge over SurveyReview, resumably, and write a run folder (contract 4).
+"""surveyalign.evaluation: run a judge over SurveyReview, resumably, and write a run folder (SurveyReview §6.1).
 
 Public surface:
 
 - :class:`EvalConfig` (typed YAML config, ``EvalConfig.from_yaml(path, overrides)``),
 - :func:`run_evaluation` -> :class:`RunResult` (``run_dir``, ``metrics``, ``counts``),
-- :func:`majority_vote` / :class:`Vote` (K-sample aggregation, SurveyReview App. E),
-- :class:`CallCache` (the append-only ``calls.jsonl``),
-- :func:`build_consistency_messages` / :func:`parse_consistency` (the RQS consistency judge, App. G).
+- :class:`TrainingMismatchError` (an adapter trained with other prompt settings),
+- :func:`build_rqs_messages` / :func:`parse_rqs_rating` (the RQS stage's rating judge, App. G).
+
+The judge itself, voting and the call cache live in :mod:`surveyalign.judge`.
 
 CLI: ``surveyalign evaluate --config configs/eval/NAME.yaml [--set key=value ...]``.
 """
 
-from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
+from surveyalign.evaluation.adapters import TrainingMismatchError
 from surveyalign.evaluation.config import (
     BackendConfig,
     EvalConfig,
     EvalConfigError,
-    GenerationConfig,
     RQSConfig,
     apply_overrides,
 )
-from surveyalign.evaluation.consistency import (
-    CONSISTENCY_LEVELS,
-    ConsistencyParse,
-    build_consistency_messages,
-    parse_consistency,
+from surveyalign.evaluation.rqs import (
+    RQS_LEVELS,
+    RQSRating,
+    build_rqs_messages,
+    parse_rqs_rating,
 )
-from surveyalign.evaluation.runner import (
-    STATUSES,
-    RunResult,
-    TrainingMismatchError,
-    run_evaluation,
-)
-from surveyalign.evaluation.voting import Vote, majority_vote
+from surveyalign.evaluation.runner import RunResult, run_evaluation
 
 __all__ = [
-    "CONSISTENCY_LEVELS",
-    "STATUSES",
+    "RQS_LEVELS",
     "BackendConfig",
-    "CallCache",
-    "ConsistencyParse",
     "EvalConfig",
     "EvalConfigError",
-    "GenerationConfig",
     "RQSConfig",
+    "RQSRating",
     "RunResult",
     "TrainingMismatchError",
-    "Vote",
     "apply_overrides",
-    "build_consistency_messages",
-    "call_key",
-    "majority_vote",
-    "parse_consistency",
+    "build_rqs_messages",
+    "parse_rqs_rating",
     "run_evaluation",
-    "stable_hash",
 ]

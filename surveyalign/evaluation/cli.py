@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from surveyalign.argtypes import dimension_list, int_at_least, positive_int
+from surveyalign.constants import SPLITS
 
 _EPILOG = """\
 examples:
@@ -42,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(e.g. generation.temperature=0.7, dimensions=[readability], backend.options.concurrency=64); repeatable",
     )
     p.add_argument("--dataset", help="dataset folder (overrides `dataset`)")
-    p.add_argument("--split", choices=("train", "validation", "test"), help="split (overrides `split`)")
+    p.add_argument("--split", choices=SPLITS, help="split (overrides `split`)")
     p.add_argument("--dimensions", type=dimension_list, help="comma-separated dimensions (overrides `dimensions`)")
     p.add_argument("--output-dir", help="parent folder of the run folder (overrides `output_dir`)")
     p.add_argument("--run-name", help="run folder name (overrides `run_name`; default: the config's name)")

@@ -22,19 +22,16 @@ from pydantic import (
     model_validator,
 )
 
-from surveyalign.constants import DIMENSIONS, normalise_dimension
+from surveyalign.backends import BACKENDS, GenerationSettings, backend_class
+from surveyalign.constants import DIMENSIONS, SECRET_NAME, SPLITS, normalise_dimension
 
 __all__ = [
     "BackendConfig",
     "EvalConfig",
     "EvalConfigError",
-    "GenerationConfig",
     "RQSConfig",
     "apply_overrides",
 ]
-
-#: Option names whose values are never written to run_config.json (credentials in any form).
-_SECRET_OPTION = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.IGNORECASE)
 
 
 class EvalConfigError(ValueError):
@@ -43,19 +40,6 @@ class EvalConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class GenerationConfig(_Strict):
-    """Decoding settings of every judge call (mirrors ``surveyalign.backends.GenerationSettings``)."""
-
-    temperature: float = Field(0.0, ge=0.0, description="sampling temperature; 0 = greedy")
-    top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
-    max_new_tokens: int = Field(512, ge=1, description="generation budget per call (tokens)")
-    seed: int = Field(0, description="base seed; sample k of a unit uses seed + k")
-    enable_thinking: bool = Field(False, description="Qwen3 chat-template thinking switch")
-    want_logprobs: bool = Field(
-        False, description="ask API backends for token log-probs (the K>1 vote's tie-break; local ones always give them)"
-    )
 
 
 class BackendConfig(_Strict):
@@ -79,8 +63,6 @@ class BackendConfig(_Strict):
     @model_validator(mode="after")
     def _known_kind_and_options(self) -> BackendConfig:
         """Reject an unknown kind or option name now (naming the key), not after the data is loaded."""
-        from surveyalign.backends import BACKENDS, backend_class
-
         if self.kind not in BACKENDS:
             raise ValueError(f"unknown backend kind {self.kind!r}; expected one of {', '.join(sorted(BACKENDS))}")
         try:
@@ -116,7 +98,7 @@ class BackendConfig(_Strict):
         def clean(value: Any) -> Any:
             if isinstance(value, dict):
                 return {
-                    k: ("<redacted>" if _SECRET_OPTION.search(str(k)) and k != "api_key_env" else clean(v))
+                    k: ("<redacted>" if SECRET_NAME.search(str(k)) and k != "api_key_env" else clean(v))
                     for k, v in value.items()
                 }
             if isinstance(value, list):
@@ -136,8 +118,8 @@ class RQSConfig(_Strict):
 
     enabled: bool = Field(True, description="run the RQS stage after the judge stage")
     backend: BackendConfig = Field(..., description="the consistency judge (paper: GPT-5.2)")
-    generation: GenerationConfig = Field(
-        default_factory=lambda: GenerationConfig(max_new_tokens=256),
+    generation: GenerationSettings = Field(
+        default_factory=lambda: GenerationSettings(max_new_tokens=256),
         description="decoding settings of the consistency judge",
     )
 
@@ -154,7 +136,8 @@ class EvalConfig(_Strict):
     dimensions: list[str] = Field(default_factory=lambda: list(DIMENSIONS), description="dimensions to judge")
     protocol: Literal["v1.0", "v1.1"] = Field("v1.0", description="prompt/answer protocol version")
     backend: BackendConfig
-    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    generation: GenerationSettings = Field(default_factory=GenerationSettings,
+                                           description="decoding settings of every judge call")
     samples_per_unit: int = Field(1, ge=1, description="K judgements per unit (paper App. E: K=5 at T=0.7)")
     aggregation: Literal["majority"] = Field(
         "majority", description="K>1: majority vote, tie -> highest mean log-probability (App. E)"
@@ -183,7 +166,7 @@ class EvalConfig(_Strict):
         ge=2,
         description="token budget of a judge call: prompt + generation.max_new_tokens. A longer prompt gets its "
         "survey body cut at a token boundary (its end removed; the instruction never) by the training length rule "
-        "(surveyalign.training.fit_survey_text). Default: the adapter's training record `max_length` when it "
+        "(surveyalign.prompts.fit_survey_text). Default: the adapter's training record `max_length` when it "
         "has one, else no shortening",
     )
     tokenizer: str | None = Field(
@@ -217,8 +200,8 @@ class EvalConfig(_Strict):
     @field_validator("split")
     @classmethod
     def _split(cls, value: str) -> str:
-        if value not in ("train", "validation", "test"):
-            raise ValueError(f"unknown split {value!r}; expected train, validation or test")
+        if value not in SPLITS:
+            raise ValueError(f"unknown split {value!r}; expected one of {', '.join(SPLITS)}")
         return value
 
     @property

@@ -21,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from surveyalign.evaluation.cache import CallCache, stable_hash
+from surveyalign.judge import CallCache, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import (

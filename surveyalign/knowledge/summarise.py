@@ -1,7 +1,7 @@
 """The LLM stages of Crit-KA (SurveyReview App. F.2): block summaries, then compression to length L.
 
 Calls go through a shared judge backend (``Backend.generate``) and are cached in a ``calls.jsonl``
-(:class:`surveyalign.evaluation.cache.CallCache`) under a key made of the prompt's content hash, the backend's
+(:class:`surveyalign.judge.cache.CallCache`) under a key made of the prompt's content hash, the backend's
 ``describe()`` and the settings, so a re-run makes only the calls it does not have (and counts the hits).
 Token counts use the judge's tokenizer (:class:`TokenCounter`).
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
-from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
+from surveyalign.judge import CallCache, call_key, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
 
@@ -123,7 +123,7 @@ class Summariser:
         for i, prompt in enumerate(prompts):
             messages = [{"role": "user", "content": prompt}]
             key = call_key(stage=stage, unit_id=stable_hash(prompt), dimension="criticalness", sample=0,
-                           prompt_hash=stable_hash(messages), backend=describe, settings=settings.model_dump())
+                           messages_hash=stable_hash(messages), backend=describe, settings=settings.model_dump())
             keys.append(key)
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None and not cached.get("error"):

@@ -1,7 +1,7 @@
 """Extraction calls through a shared backend and the evaluation call cache (runs resume).
 
 Every PRISM extraction call goes through :class:`Extractor`: its key hashes the stage, the unit, the exact
-messages, the backend's identity and the generation settings (``surveyalign.evaluation.call_key``); answers are
+messages, the backend's identity and the generation settings (``surveyalign.judge.call_key``); answers are
 appended to ``calls.jsonl`` as they arrive, so re-running the same command makes only the calls that are missing
 or that failed. Failures never raise: they come back as failed :class:`~surveyalign.backends.Generation` objects
 and are counted per stage.
@@ -16,7 +16,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign.backends import Backend, Generation, GenerationSettings, Messages
-from surveyalign.evaluation.cache import CallCache, call_key, stable_hash
+from surveyalign.judge import CallCache, call_key, stable_hash
 
 __all__ = ["CallRequest", "Extractor"]
 
@@ -58,7 +58,7 @@ class Extractor:
 
     def _key(self, request: CallRequest) -> str:
         return call_key(stage=f"prism:{request.stage}", unit_id=request.unit_id, dimension=_DIMENSION, sample=0,
-                        prompt_hash=stable_hash(request.messages), backend=self.backend.describe(),
+                        messages_hash=stable_hash(request.messages), backend=self.backend.describe(),
                         settings=self.settings.model_dump())
 
     def _count(self, stage: str, what: str) -> None:

@@ -21,7 +21,7 @@ from rapidfuzz import fuzz
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
-from surveyalign.evaluation.cache import stable_hash
+from surveyalign.judge import stable_hash
 from surveyalign.knowledge import DEFAULT_MIN_TITLE_SCORE, normalise_title
 from surveyalign.prism.inputs import Paper
 from surveyalign.prism.pipeline import PriorPaper

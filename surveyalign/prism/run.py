@@ -18,12 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from surveyalign import __version__
 from surveyalign.backends import Backend, GenerationSettings, load_backend
-from surveyalign.evaluation.cache import CallCache
 from surveyalign.evaluation.config import (
     BackendConfig,
-    GenerationConfig,
     apply_overrides,
 )
+from surveyalign.judge import CallCache
 from surveyalign.knowledge import S2_URL, SemanticScholarClient
 from surveyalign.prism.calls import Extractor
 from surveyalign.prism.inputs import Paper, Review
@@ -57,7 +56,7 @@ class PrismConfig(_Strict):
     """The ``--judge`` config of ``surveyalign prism`` (PRISM extraction judge and scoring options)."""
 
     backend: BackendConfig = Field(..., description="the extraction judge: load_backend(kind, **options)")
-    generation: GenerationConfig = Field(default_factory=lambda: GenerationConfig(max_new_tokens=1024))
+    generation: GenerationSettings = Field(default_factory=lambda: GenerationSettings(max_new_tokens=1024))
     grounding_rubric: Literal["seed", "specificity"] = Field("seed", description="premise grounding scale")
     claim_policy: str = Field("top3_weighted", description="novelty claim-score aggregation policy")
     consensus: Literal["all", "human"] = Field("all", description="whose agreement weighs pooled flaws")
@@ -143,7 +142,7 @@ def run_prism(paper: Paper, reviews: Sequence[Review], config: PrismConfig, out_
     backend = backend or load_backend(config.backend.kind, **config.backend.options_for(None))
     if retriever is None and config.novelty.enabled:
         retriever = _semantic_scholar(config.novelty, out)
-    settings = GenerationSettings(**config.generation.model_dump())
+    settings = config.generation
     try:
         with CallCache.load(out / "calls.jsonl") as cache:
             extractor = Extractor(backend, settings, cache, batch_size=config.batch_size, progress=progress)

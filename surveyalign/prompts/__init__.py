@@ -4,12 +4,13 @@ Public surface::
 
     from surveyalign.prompts import (
         build_judge_prompt, format_target, build_sft_example, parse_judgement, parse_generation, render_chat,
-        Judgement, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
+        fit_survey_text, count_chat_tokens, ParsedAnswer, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
     )
 
 Training (SFT/DPO data) and evaluation both build prompts with :func:`build_judge_prompt`, so the two can
-never drift apart; :func:`parse_judgement` is the only reader of judge answer texts and :func:`parse_generation` the only reader of
-generated answers (a truncated or refused answer is never scored).
+never drift apart; :func:`parse_judgement` is the only reader of judge answer texts and :func:`parse_generation`
+the only reader of generated answers (a truncated or refused answer is never scored); :func:`fit_survey_text`
+with :func:`count_chat_tokens` is the only length rule.
 """
 
 from surveyalign.prompts.answers import TRUNCATED, answer_failure, parse_generation
@@ -23,7 +24,8 @@ from surveyalign.prompts.builder import (
     render_chat,
     validate_score,
 )
-from surveyalign.prompts.parser import Judgement, parse_judgement, strip_reasoning
+from surveyalign.prompts.length import count_chat_tokens, fit_survey_text
+from surveyalign.prompts.parser import ParsedAnswer, parse_judgement, strip_reasoning
 from surveyalign.prompts.protocols import (
     DEFAULT_PROTOCOL,
     PROTOCOLS,
@@ -40,13 +42,15 @@ __all__ = [
     "TRUNCATED",
     "DimensionRubric",
     "JudgePrompt",
-    "Judgement",
+    "ParsedAnswer",
     "Protocol",
     "answer_failure",
     "build_judge_prompt",
     "build_sft_example",
     "chat_template_variables",
     "check_template_settings",
+    "count_chat_tokens",
+    "fit_survey_text",
     "format_target",
     "get_protocol",
     "parse_generation",

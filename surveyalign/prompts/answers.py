@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from surveyalign.prompts.parser import Judgement, parse_judgement
+from surveyalign.prompts.parser import ParsedAnswer, parse_judgement
 
 __all__ = ["LENGTH_FINISH_REASONS", "TRUNCATED", "answer_failure", "parse_generation"]
 
-#: Reason (the first word of ``Judgement.error``) of an answer that stopped at the token limit.
+#: Reason (the first word of ``ParsedAnswer.error``) of an answer that stopped at the token limit.
 TRUNCATED = "truncated"
 #: ``finish_reason`` values meaning "stopped at the token limit" (OpenAI/vLLM/serve/transformers, Anthropic-style,
 #: Gemini-style, Responses-API-style).
@@ -64,7 +64,7 @@ def answer_failure(generation: Any) -> str | None:
 
 
 def parse_generation(generation: Any, protocol: str = "auto", *,
-                     parse: Callable[[str], _R] | None = None) -> Judgement | _R:
+                     parse: Callable[[str], _R] | None = None) -> ParsedAnswer | _R:
     """Parse one generated answer, refusing answers that are not final (SurveyReview App. C output format).
 
     Args:
@@ -78,7 +78,7 @@ def parse_generation(generation: Any, protocol: str = "auto", *,
 
     Returns:
         What ``parse`` returns for the answer text; for an answer that is not final (see :func:`answer_failure`),
-        for a failed request, or for an empty answer beside returned reasoning, a ``Judgement`` with
+        for a failed request, or for an empty answer beside returned reasoning, a ``ParsedAnswer`` with
         ``score=None`` and the reason in ``error`` (``"truncated: ..."``, ``"refused: ..."``, ...). The returned
         reasoning is never parsed.
 
@@ -92,12 +92,12 @@ def parse_generation(generation: Any, protocol: str = "auto", *,
         get_protocol(protocol)  # an unknown protocol is a caller error, also for answers that are not parsed
     error = _field(generation, "error")
     if error:
-        return Judgement(None, "", f"request failed: {error}")
+        return ParsedAnswer(None, "", f"request failed: {error}")
     failure = answer_failure(generation)
     if failure is not None:
-        return Judgement(None, "", failure)
+        return ParsedAnswer(None, "", failure)
     text = _field(generation, "text") or ""
     if not str(text).strip() and _field(generation, "reasoning"):
-        return Judgement(None, "", "empty answer: the server returned only reasoning (reasoning_content), no answer "
+        return ParsedAnswer(None, "", "empty answer: the server returned only reasoning (reasoning_content), no answer "
                                    "text; the reasoning is never parsed for a score")
     return reader(str(text))

@@ -47,7 +47,7 @@ class JudgePrompt:
         input: the survey text, unchanged.
         suffix: what follows the survey text (a newline and the closing separator).
         has_knowledge: whether a knowledge-augmentation block is included.
-        hash: sha256 hex digest (64 chars) of the template skeleton for this dimension, protocol, KA flag
+        template_hash: sha256 hex digest (64 chars) of the template skeleton for this dimension, protocol, KA flag
             and title flag; independent of the survey text, KA content and title, so an evaluation cache
             can key on it and a change in any template string invalidates it.
     """
@@ -58,7 +58,7 @@ class JudgePrompt:
     input: str
     suffix: str
     has_knowledge: bool
-    hash: str
+    template_hash: str
 
     @property
     def content(self) -> str:
@@ -95,7 +95,7 @@ def _render_parts(rubric: T.DimensionRubric, protocol: Protocol, knowledge: str 
     return instruction, "\n" + T.SEPARATOR
 
 
-def _prompt_hash(rubric: T.DimensionRubric, protocol: Protocol, has_knowledge: bool, has_title: bool) -> str:
+def _template_hash(rubric: T.DimensionRubric, protocol: Protocol, has_knowledge: bool, has_title: bool) -> str:
     instruction, suffix = _render_parts(
         rubric, protocol, _KNOWLEDGE_SLOT if has_knowledge else None, _TITLE_SLOT if has_title else None
     )
@@ -158,7 +158,7 @@ def build_judge_prompt(
         input=text,
         suffix=suffix,
         has_knowledge=knowledge is not None,
-        hash=_prompt_hash(rubric, proto, knowledge is not None, title is not None),
+        template_hash=_template_hash(rubric, proto, knowledge is not None, title is not None),
     )
 
 

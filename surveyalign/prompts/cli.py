@@ -72,7 +72,7 @@ def _show(args: argparse.Namespace) -> int:
             "dimension": prompt.dimension,
             "protocol": prompt.protocol,
             "has_knowledge": prompt.has_knowledge,
-            "hash": prompt.hash,
+            "template_hash": prompt.template_hash,
             "instruction": prompt.instruction,
             "input": prompt.input,
             "suffix": prompt.suffix,
@@ -81,7 +81,7 @@ def _show(args: argparse.Namespace) -> int:
         print(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
         print(prompt.content)
-        print(f"prompt hash: {prompt.hash}", file=sys.stderr)
+        print(f"template hash: {prompt.template_hash}", file=sys.stderr)
     return 0
 
 

@@ -16,7 +16,7 @@ Rules:
   the earlier well-formed markers taken out (an earlier, revised score is not part of the rationale;
   "Fine, $$$1$$$ then; on reflection weak.$$$-1$$$" -> "Fine, then; on reflection weak."), and labels,
   emphasis and fences around it removed. When nothing but a label precedes the marker
-  ("**Score:** $$$-1$$$") the score stands and the rationale is "" (``Judgement.has_rationale`` is
+  ("**Score:** $$$-1$$$") the score stands and the rationale is "" (``ParsedAnswer.has_rationale`` is
   False; ``surveyalign report`` counts such units per dimension).
 """
 
@@ -29,7 +29,7 @@ from decimal import Decimal, InvalidOperation
 from surveyalign.constants import VALID_SCORES
 from surveyalign.prompts.protocols import PROTOCOLS, Protocol, get_protocol
 
-__all__ = ["Judgement", "parse_judgement", "strip_reasoning"]
+__all__ = ["ParsedAnswer", "parse_judgement", "strip_reasoning"]
 
 _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 
@@ -50,7 +50,7 @@ _TRAIL_FENCE = re.compile(r"\n?```[^\n]*$")
 
 
 @dataclass(frozen=True)
-class Judgement:
+class ParsedAnswer:
     """A parsed judge answer (SurveyReview App. C).
 
     Attributes:
@@ -229,7 +229,7 @@ def _tag_free(text: str, tags: tuple[str, str]) -> str:
     return text
 
 
-def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
+def parse_judgement(text: str | None, protocol: str = "auto") -> ParsedAnswer:
     """Read the score and rationale out of one judge answer (SurveyReview App. C; SPEC.md §2).
 
     Args:
@@ -238,7 +238,7 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
             "auto" (whichever well-formed marker comes last).
 
     Returns:
-        :class:`Judgement`; ``score`` in {-2, -1, 1, 2} or None with ``error`` set. Never raises for
+        :class:`ParsedAnswer`; ``score`` in {-2, -1, 1, 2} or None with ``error`` set. Never raises for
         any model output.
 
     Raises:
@@ -250,13 +250,13 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
         protocols = (get_protocol(protocol),)
     names = "/".join(p.name for p in protocols)
     if text is None or not str(text).strip():
-        return Judgement(None, "", "empty output")
+        return ParsedAnswer(None, "", "empty output")
     visible, error = strip_reasoning(str(text))
     if error is not None:
-        return Judgement(None, "", error)
+        return ParsedAnswer(None, "", error)
     shown = visible.strip()
     if not shown:
-        return Judgement(None, "", "no answer after the reasoning block")
+        return ParsedAnswer(None, "", "no answer after the reasoning block")
 
     best: tuple[Protocol, re.Match[str]] | None = None
     for proto in protocols:
@@ -268,7 +268,7 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
     tail = visible[tail_from:]
     for proto in protocols:
         if _ends_cut_off(proto, tail):
-            return Judgement(None, _clean_rationale(shown), f"score marker cut off at the end of the output ({proto.name})")
+            return ParsedAnswer(None, _clean_rationale(shown), f"score marker cut off at the end of the output ({proto.name})")
     if best is None:
         for proto in protocols:
             if proto.reason_tags is not None:
@@ -276,14 +276,14 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> Judgement:
                 opening, closing = proto.reason_tags
                 last_open = lowered.rfind(opening)
                 if last_open >= 0 and lowered.find(closing, last_open) < 0:
-                    return Judgement(
+                    return ParsedAnswer(
                         None, _clean_rationale(shown), f"unclosed {opening} tag and no score: the output was cut off"
                     )
-        return Judgement(None, _clean_rationale(shown), f"no score marker found ({names})")
+        return ParsedAnswer(None, _clean_rationale(shown), f"no score marker found ({names})")
 
     proto, match = best
     rationale = _rationale_for(proto, visible, match.start(), protocols)
     score, error = _score_value(match.group("num"))
     if error is not None:
-        return Judgement(None, rationale, error)
-    return Judgement(score, rationale, None)
+        return ParsedAnswer(None, rationale, error)
+    return ParsedAnswer(score, rationale, None)

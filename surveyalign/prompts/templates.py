@@ -6,7 +6,7 @@ order of the unified template and the knowledge-augmentation (KA) blocks of App.
 our own. The paper does not print its per-score criteria; the criteria below spell out the App. A.1
 definitions at four levels.
 
-Changing any string here changes :attr:`surveyalign.prompts.JudgePrompt.hash`, so evaluation caches
+Changing any string here changes :attr:`surveyalign.prompts.JudgePrompt.template_hash`, so evaluation caches
 keyed on the hash never reuse answers to an older prompt. Bump :data:`TEMPLATE_VERSION` when the
 structure changes.
 """

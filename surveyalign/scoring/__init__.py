@@ -37,7 +37,6 @@ from surveyalign.scoring.report import (
     render_voting,
 )
 from surveyalign.scoring.summary import (
-    STATUSES,
     summarize_predictions,
     validate_records,
 )
@@ -45,7 +44,6 @@ from surveyalign.scoring.summary import (
 __all__ = [
     "INSUFFICIENT_DATA",
     "MIN_BOOTSTRAP_PAPERS",
-    "STATUSES",
     "agreement_statistics",
     "alignment_errors",
     "baseline_metrics",

@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_dimension
+from surveyalign.constants import (
+    API_ERROR,
+    DELTA_S,
+    DIMENSIONS,
+    MISSING_TEXT,
+    PROMPT_TOO_LONG,
+    VALID_SCORES,
+    normalise_dimension,
+)
 
 __all__ = [
     "agreement_statistics",
@@ -33,7 +41,7 @@ __all__ = [
 ]
 
 #: Statuses of contract 4 that the authors' script drops from the average (no answer to count).
-_AUTHORS_DROPPED = ("api_error", "missing_text")
+_AUTHORS_DROPPED = (API_ERROR, PROMPT_TOO_LONG, MISSING_TEXT)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -260,9 +268,9 @@ def alignment_errors(
             per dimension also the macro MAE, quadratic weighted kappa and Krippendorff's alpha.
             ``"authors"``: the authors' script, for comparison only: a ``None`` prediction of status
             ``parse_failed`` (or of unknown status) counts as a prediction of 0; units with status
-            ``api_error``/``missing_text`` are dropped.
-        statuses: optional contract-4 status of each unit (``scored``, ``parse_failed``, ``api_error``,
-            ``missing_text``), length n; only used by ``convention="authors"``.
+            ``api_error``/``prompt_too_long``/``missing_text`` are dropped.
+        statuses: optional status of each unit (``surveyalign.constants.STATUSES``), length n; only used by
+            ``convention="authors"``.
 
     Returns:
         ``{"convention", "per_dimension": {dim: {...}}, "avg_mse", "avg_mae", "avg_dimensions"}``.

@@ -14,6 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from surveyalign.constants import DIMENSIONS
+from surveyalign.data import load_train_scores
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
 __all__ = [
@@ -54,7 +55,7 @@ def _dims(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 def _failures(s: Mapping[str, Any]) -> str:
     c = s.get("status_counts") or {}
-    short = {"parse_failed": "parse", "api_error": "api", "missing_text": "text"}
+    short = {"parse_failed": "parse", "api_error": "api", "prompt_too_long": "long", "missing_text": "text"}
     parts = [f"{short[k]} {c[k]}" for k in short if c.get(k)]
     return " ".join(parts) if parts else "0"
 
@@ -268,17 +269,20 @@ def render_failures(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
 
     Returns:
         A rich Table, one row per (judge, dimension): n, scored, scored without rationale (the score
-        counts; the answer had only a label before its marker), parse failed, API error, missing text.
+        counts; the answer had only a label before its marker), parse failed, API error, prompt too long
+        (never sent), missing text.
     """
     table = Table(title="Failures (counted, kept in predictions.jsonl, never scored as 0)")
-    for name in ("Judge", "Dimension", "n", "scored", "no rationale", "parse failed", "API error", "missing text"):
+    for name in ("Judge", "Dimension", "n", "scored", "no rationale", "parse failed", "API error", "prompt too long",
+                 "missing text"):
         table.add_column(name, justify="left" if name in ("Judge", "Dimension") else "right")
     for judge, s in summaries.items():
         for d, e in (s.get("per_dimension") or {}).items():
             bare = e.get("n_scored_without_rationale")
             table.add_row(str(judge), d, str(e.get("n", 0)), str(e.get("n_scored", 0)),
                           _DASH if bare is None else str(bare),
-                          str(e.get("n_parse_failed", 0)), str(e.get("n_error", 0)), str(e.get("n_missing_text", 0)))
+                          str(e.get("n_parse_failed", 0)), str(e.get("n_error", 0)),
+                          str(e.get("n_prompt_too_long", 0)), str(e.get("n_missing_text", 0)))
     return table
 
 
@@ -382,7 +386,7 @@ def find_train_scores(run_dir: str | Path) -> tuple[dict[str, list[int]] | None,
     if dataset is None:
         return None, f"{cfg_path}: dataset {named or recorded} does not exist here (tried {', '.join(candidates)})"
     try:
-        return train_scores_from_dataset(dataset), f"training labels from {dataset}"
+        return load_train_scores(dataset), f"training labels from {dataset}"
     except Exception as err:  # noqa: BLE001 - report why, carry on without baselines
         return None, f"could not read training labels from {dataset}: {type(err).__name__}: {err}"
 
@@ -397,17 +401,6 @@ def had_consistency_stage(run_dir: str | Path) -> bool | None:
     return True if isinstance(config, dict) and config.get("rqs") else None
 
 
-def train_scores_from_dataset(path: str | Path) -> dict[str, list[int]]:
-    """``{dimension: [scores]}`` of the ``train`` split of a contract-1 dataset folder."""
-    from surveyalign.data import load_surveyreview
-
-    ds = load_surveyreview(str(path), dimension="all", split="train")
-    out: dict[str, list[int]] = {}
-    for dim, score in zip(ds["dimension"], ds["score"]):
-        out.setdefault(str(dim).lower(), []).append(int(score))
-    return out
-
-
 def load_train_scores_file(path: str | Path) -> dict[str, list[int]]:
     """Training labels from ``--train-scores FILE``: a JSON object ``{dimension: [scores]}`` or a
     contract-1 dataset folder.
@@ -418,7 +411,7 @@ def load_train_scores_file(path: str | Path) -> dict[str, list[int]]:
     """
     p = Path(path)
     if p.is_dir():
-        return train_scores_from_dataset(p)
+        return load_train_scores(p)
     if not p.is_file():
         raise FileNotFoundError(f"train scores not found: {p}")
     data = json.loads(p.read_text(encoding="utf-8"))

@@ -13,7 +13,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from surveyalign.constants import VALID_SCORES, normalise_dimension
+from surveyalign.constants import (
+    API_ERROR,
+    MISSING_TEXT,
+    PARSE_FAILED,
+    PROMPT_TOO_LONG,
+    STATUSES,
+    VALID_SCORES,
+    count_statuses,
+    normalise_dimension,
+)
 from surveyalign.scoring.baselines import baseline_metrics, majority_label
 from surveyalign.scoring.bootstrap import bootstrap_intervals
 from surveyalign.scoring.calibration import vote_summary
@@ -24,16 +33,14 @@ from surveyalign.scoring.metrics import (
     reason_quality,
 )
 
-__all__ = ["METRICS_VERSION", "STATUSES", "summarize_predictions", "validate_records"]
-
-#: Unit statuses of contract 4.
-STATUSES: tuple[str, ...] = ("scored", "parse_failed", "api_error", "missing_text")
+__all__ = ["METRICS_VERSION", "summarize_predictions", "validate_records"]
 
 #: Version of the metrics.json layout written by :func:`summarize_predictions`.
 METRICS_VERSION = 1
 
 _REQUIRED = ("unit_id", "paper_id", "dimension", "reference", "prediction", "status")
-_STATUS_KEY = {"parse_failed": "n_parse_failed", "api_error": "n_error", "missing_text": "n_missing_text"}
+_STATUS_KEY = {PARSE_FAILED: "n_parse_failed", API_ERROR: "n_error", PROMPT_TOO_LONG: "n_prompt_too_long",
+               MISSING_TEXT: "n_missing_text"}
 
 
 def validate_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -106,14 +113,6 @@ def _bare_score(record: Mapping[str, Any]) -> bool:
     if record["status"] != "scored" or "rationale" not in record:
         return False
     return not str(record["rationale"] or "").strip()
-
-
-def _status_counts(records: Sequence[dict]) -> dict[str, int]:
-    counts = {s: 0 for s in STATUSES}
-    for r in records:
-        counts[r["status"]] += 1
-    counts["total"] = len(records)
-    return counts
 
 
 def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int] | None,
@@ -222,7 +221,7 @@ def summarize_predictions(
         ``status_counts`` ({status: count, "total"}), ``n``, ``n_scored``, ``n_failed``,
         ``n_scored_without_rationale`` (scored units whose ``rationale`` is blank: the score counts, the
         answer gave no reason), ``per_dimension`` ({dim: {n, n_scored, n_parse_failed, n_error,
-        n_missing_text, n_failed, n_scored_without_rationale, mse, mae, macro_mae, qwk,
+        n_prompt_too_long, n_missing_text, n_failed, n_scored_without_rationale, mse, mae, macro_mae, qwk,
         krippendorff_alpha, skill_vs_majority, rq, n_rq, notes}}), ``avg_mse``,
         ``avg_mae``, ``avg_dimensions``, ``rqs``, ``a_mse``, ``a_mae``, ``align``, ``has``,
         ``has_note``, ``skill_vs_majority``, ``baselines`` (see
@@ -245,7 +244,7 @@ def summarize_predictions(
     majority = {d: majority_label(v) for d, v in train.items()} if train else None
 
     out: dict[str, Any] = {"metrics_version": METRICS_VERSION, "convention": "strict"}
-    counts = _status_counts(recs)
+    counts = count_statuses(recs)
     out.update({"status_counts": counts, "n": len(recs), "n_scored": counts["scored"],
                 "n_failed": len(recs) - counts["scored"],
                 "n_scored_without_rationale": sum(_bare_score(r) for r in recs)})
@@ -272,7 +271,7 @@ def summarize_predictions(
     per_source: dict[str, Any] = {}
     for source in sorted({r["source"] for r in recs}):
         sub = [r for r in recs if r["source"] == source]
-        c = _status_counts(sub)
+        c = count_statuses(sub)
         per_source[source] = {"status_counts": c, "n": len(sub), "n_scored": c["scored"],
                               "n_failed": len(sub) - c["scored"],
                               "n_papers": len({r["paper_id"] for r in sub}),

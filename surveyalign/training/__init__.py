@@ -34,13 +34,11 @@ from surveyalign.training.arguments import (
 from surveyalign.training.data import (
     LengthReport,
     check_prepared_lengths,
-    count_chat_tokens,
     data_hash,
     describe_split,
-    fit_survey_text,
     prepare_sft_dataset,
-    prompt_hash,
     require_examples,
+    template_hash,
 )
 from surveyalign.training.packing import check_packing, check_rows, check_trainer
 from surveyalign.training.pairs import (
@@ -67,12 +65,10 @@ __all__ = [
     "check_rows",
     "check_trainer",
     "choose_rejected",
-    "count_chat_tokens",
     "data_hash",
     "dataset_version",
     "describe_split",
     "finalize_adapter",
-    "fit_survey_text",
     "hyperparameters",
     "init_deepspeed_comm",
     "inspect_adapter",
@@ -81,12 +77,12 @@ __all__ = [
     "make_sft_parser",
     "parse_recipe_yaml",
     "prepare_sft_dataset",
-    "prompt_hash",
     "push_adapter_to_hub",
     "read_pairs",
     "read_training_record",
     "render_model_card",
     "require_examples",
+    "template_hash",
     "write_model_card",
     "write_training_record",
 ]

@@ -5,9 +5,10 @@ evaluation) as TRL conversational prompt-completion pairs. Each example carries
 ``chat_template_kwargs = {"enable_thinking": ...}``, which TRL passes to the chat template, so the rendering is
 the one evaluation uses with the same value.
 
-Length rule: when prompt + completion render to more than ``max_length`` tokens, the survey body is cut at a
-token boundary (its end is removed) until the example fits; the instruction, the knowledge-augmentation block
-and the completion (rationale + score) are never cut. TRL then truncates nothing, which the recipe checks.
+Length rule (:func:`surveyalign.prompts.fit_survey_text`, shared with DPO pairs and evaluation): when prompt +
+completion render to more than ``max_length`` tokens, the survey body is cut at a token boundary (its end is
+removed) until the example fits; the instruction, the knowledge-augmentation block and the completion
+(rationale + score) are never cut. TRL then truncates nothing, which the recipe checks.
 """
 
 from __future__ import annotations
@@ -15,9 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from datasets import Dataset
+
+from surveyalign.prompts import (
+    build_judge_prompt,
+    build_sft_example,
+    count_chat_tokens,
+    fit_survey_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,71 +64,6 @@ class LengthReport:
         return asdict(self)
 
 
-def count_chat_tokens(tokenizer, messages: list[dict], *, enable_thinking: bool, add_generation_prompt: bool = False) -> list[int]:
-    """Token ids of ``messages`` rendered with the tokenizer's chat template, the way TRL renders them.
-
-    Args:
-        tokenizer: a ``PreTrainedTokenizerBase`` with a chat template.
-        messages: chat messages (``[{"role": ..., "content": ...}, ...]``).
-        enable_thinking: passed to the template (Qwen3's thinking switch).
-        add_generation_prompt: append the assistant header (prompt-only rendering).
-
-    Returns:
-        The list of token ids.
-    """
-    out = tokenizer.apply_chat_template(
-        messages,
-        tokenize=True,
-        return_dict=True,
-        add_generation_prompt=add_generation_prompt,
-        enable_thinking=enable_thinking,
-    )
-    ids = out["input_ids"]
-    return list(ids[0]) if ids and isinstance(ids[0], list) else list(ids)
-
-
-def fit_survey_text(
-    text: str,
-    count_tokens: Callable[[str], int],
-    max_length: int | None,
-    tokenizer,
-) -> tuple[str, int, int]:
-    """Cut the end of a survey body until the whole example renders to at most ``max_length`` tokens.
-
-    Args:
-        text: the survey body (markdown).
-        count_tokens: maps a candidate survey body to the token count of the full rendered example
-            (instruction + knowledge + survey + completion).
-        max_length: token budget; None disables fitting.
-        tokenizer: tokenizer used to cut the body at token boundaries.
-
-    Returns:
-        (fitted text, rendered token count, survey tokens removed). The text is unchanged when it fits.
-
-    Raises:
-        ValueError: when the example does not fit even with an empty survey body (the instruction,
-            knowledge block and completion alone exceed ``max_length``).
-    """
-    total = count_tokens(text)
-    if max_length is None or total <= max_length:
-        return text, total, 0
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    overhead = total - len(ids)
-    keep = max_length - overhead
-    while True:
-        if keep <= 0:
-            empty_total = count_tokens("")
-            raise ValueError(
-                f"the example needs {empty_total} tokens without any survey text, more than max_length="
-                f"{max_length}; raise max_length (the completion is never cut)"
-            )
-        candidate = tokenizer.decode(ids[:keep])
-        total = count_tokens(candidate)
-        if total <= max_length:
-            return candidate, total, len(ids) - keep
-        keep -= max(1, total - max_length)
-
-
 def _knowledge(row: dict, use_knowledge: bool) -> str | None:
     value = row.get("knowledge") if use_knowledge else None
     return value or None
@@ -153,10 +98,6 @@ def prepare_sft_dataset(
     Raises:
         ValueError: naming the unit when a row has another dimension, or when an example cannot fit.
     """
-    from datasets import Dataset
-
-    from surveyalign.prompts import build_sft_example
-
     report = LengthReport(max_length=max_length)
     rows: list[dict[str, Any]] = []
     for row in dataset:
@@ -175,8 +116,8 @@ def prepare_sft_dataset(
 
         def count(text: str) -> int:
             example = build(text)
-            return len(count_chat_tokens(tokenizer, example["prompt"] + example["completion"],
-                                         enable_thinking=enable_thinking))
+            return count_chat_tokens(tokenizer, example["prompt"] + example["completion"],
+                                     enable_thinking=enable_thinking)
 
         try:
             text, n_tokens, removed = fit_survey_text(row["text"], count, max_length, tokenizer)
@@ -293,19 +234,17 @@ def check_prepared_lengths(prepared, n_expected: int, max_length: int | None, na
             raise RuntimeError(f"{name} example {i}: no completion token left in the labels")
 
 
-def prompt_hash(dimension: str, protocol: str) -> str | None:
-    """The judge-prompt hash (``JudgePrompt.hash``: template + protocol, not the survey) used for training.
+def template_hash(dimension: str, protocol: str) -> str:
+    """The judge-prompt template hash (``JudgePrompt.template_hash``: template + protocol, not the survey).
 
     Recorded in ``surveyalign_training.json`` so evaluation can tell whether it prompts the adapter with the
-    template it was trained on (SurveyAlign §5.1; prompts contract 2).
+    template it was trained on (SurveyAlign §5.1; ``surveyalign/prompts/builder.py``).
 
     Args:
         dimension: one of ``surveyalign.constants.DIMENSIONS``.
         protocol: prompt/answer protocol version (``surveyalign.prompts.PROTOCOLS``, e.g. ``"v1.0"``).
 
     Returns:
-        The sha256 hex string, or None when the prompt builder does not expose a hash.
+        The sha256 hex string.
     """
-    from surveyalign.prompts import build_judge_prompt
-
-    return getattr(build_judge_prompt(dimension, "", protocol=protocol), "hash", None)
+    return build_judge_prompt(dimension, "", protocol=protocol).template_hash

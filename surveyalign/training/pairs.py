@@ -214,9 +214,12 @@ def make_dpo_pairs(
     from surveyalign.constants import normalise_dimension
     from surveyalign.data import load_surveyreview
     from surveyalign.models.paths import resolve_model_path
-    from surveyalign.prompts import build_sft_example
+    from surveyalign.prompts import (
+        build_sft_example,
+        count_chat_tokens,
+        fit_survey_text,
+    )
     from surveyalign.training.adapter import TRAINING_RECORD
-    from surveyalign.training.data import count_chat_tokens, fit_survey_text
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -270,10 +273,10 @@ def make_dpo_pairs(
 
         def count(text: str) -> int:
             ex = build(text)
-            with_chosen = len(count_chat_tokens(tokenizer, ex["prompt"] + ex["completion"],
-                                                enable_thinking=enable_thinking))
-            prompt_only = len(count_chat_tokens(tokenizer, ex["prompt"], enable_thinking=enable_thinking,
-                                                add_generation_prompt=True))
+            with_chosen = count_chat_tokens(tokenizer, ex["prompt"] + ex["completion"],
+                                            enable_thinking=enable_thinking)
+            prompt_only = count_chat_tokens(tokenizer, ex["prompt"], enable_thinking=enable_thinking,
+                                            add_generation_prompt=True)
             # +2: the end-of-turn tokens the template adds after a sampled answer
             return max(with_chosen, prompt_only + max_new_tokens + 2)
 

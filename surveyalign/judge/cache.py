@@ -19,8 +19,12 @@ import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from surveyalign.backends import Generation
+from surveyalign.judge.calls import Call
 
 __all__ = ["CallCache", "call_key", "stable_hash"]
 
@@ -44,7 +48,7 @@ def call_key(
     unit_id: str,
     dimension: str,
     sample: int,
-    prompt_hash: str,
+    messages_hash: str,
     backend: dict[str, Any],
     settings: dict[str, Any],
 ) -> str:
@@ -55,7 +59,8 @@ def call_key(
         unit_id: ``f"{review_id}::{dimension}"`` from the dataset.
         dimension: lower-case dimension name.
         sample: sample index k in [0, K).
-        prompt_hash: hash of the full chat messages sent (template, protocol, survey text, knowledge).
+        messages_hash: ``stable_hash`` of the full chat messages sent (template, protocol, survey text,
+            knowledge); stored under ``"prompt"`` in the hashed payload, so caches of earlier versions resume.
         backend: the backend's ``describe()`` (model, adapter, kind; never credentials).
         settings: the generation settings (temperature, top_p, max_new_tokens, seed, enable_thinking).
 
@@ -73,7 +78,7 @@ def call_key(
             "unit_id": unit_id,
             "dimension": dimension,
             "sample": sample,
-            "prompt": prompt_hash,
+            "prompt": messages_hash,
             "backend": backend,
             "settings": settings,
         }
@@ -143,6 +148,36 @@ class CallCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """The last record stored under ``key``, or ``None``."""
         return self.records.get(key)
+
+    def generation(self, key: str) -> Generation:
+        """The answer stored under ``key`` as a ``Generation`` (a failed one, "no answer recorded", when absent)."""
+        rec = self.records.get(key)
+        if rec is None:
+            return Generation.failed("no answer recorded")
+        return Generation(text=rec.get("text") or "", finish_reason=rec.get("finish_reason"),
+                          mean_logprob=rec.get("mean_logprob"), error=rec.get("error"),
+                          reasoning=rec.get("reasoning"), refusal=rec.get("refusal"))
+
+    def add(self, call: Call, generation: Generation, seconds: float) -> None:
+        """Append the answer to ``call`` (a :data:`surveyalign.judge.calls.OnResult`): one ``calls.jsonl`` line with
+        key, stage, unit_id, dimension, sample, messages_hash, text, finish_reason, mean_logprob, error, refusal,
+        reasoning, seconds and an ISO time stamp."""
+        self.append({
+            "key": call.key,
+            "stage": call.stage,
+            "unit_id": call.unit_id,
+            "dimension": call.dimension,
+            "sample": call.sample,
+            "messages_hash": call.messages_hash,
+            "text": generation.text or "",
+            "finish_reason": generation.finish_reason,
+            "mean_logprob": generation.mean_logprob,
+            "error": generation.error,
+            "refusal": generation.refusal,
+            "reasoning": generation.reasoning,
+            "seconds": round(seconds, 4),
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        })
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.records.values())

@@ -1,21 +1,26 @@
 """Aggregation of K sampled judgements into one score (SurveyReview §5.3, App. E).
 
 The paper samples K=5 score-rationale pairs per dimension at temperature 0.7, takes the majority score,
-and breaks a tie with the highest average generation log-probability. This module holds the pure vote;
-the harness (:mod:`surveyalign.evaluation.runner`) feeds it the parsed samples of one unit.
+and breaks a tie with the highest average generation log-probability. This module holds the pure vote
+(:func:`majority_vote`) and the decision of one unit from its parsed samples (:func:`decide`): status, score,
+rationale and reason. :class:`surveyalign.judge.Judge` takes the vote step as a plain function (:data:`VoteFn`),
+so another aggregation plugs in without touching the status rules.
 
 The second half of App. E (merging the K rationales into one, conditioned on the rubric and the winning
-score) is not done here: the harness keeps the rationale of the best-scoring winning sample. The merge
-step is left to a later issue.
+score) is not done here: the rationale of the best-scoring winning sample is kept.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Vote", "majority_vote"]
+from surveyalign.constants import API_ERROR, PARSE_FAILED, SCORED
+from surveyalign.judge.records import Judgement, PreparedPrompt, SampleRecord
+
+__all__ = ["Vote", "VoteFn", "decide", "majority_vote", "vote_samples"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,11 @@ class Vote:
     best_index: int | None = None
     tie_break: str | None = None
     n_voted: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"counts": {score as str: votes}, "tie_break", "chosen_sample"}`` (a prediction's ``vote`` entry)."""
+        return {"counts": {str(s): c for s, c in self.counts.items()}, "tie_break": self.tie_break,
+                "chosen_sample": self.best_index}
 
 
 def _mean_logprob(indices: Sequence[int], logprobs: Sequence[float | None]) -> float:
@@ -115,3 +125,52 @@ def majority_vote(
         tie_break=tie_break,
         n_voted=sum(counts.values()),
     )
+
+
+#: The vote step: the parsed samples of one unit -> a :class:`Vote` (``best_index`` names the sample whose
+#: rationale is kept).
+VoteFn = Callable[[Sequence[SampleRecord]], Vote]
+
+
+def vote_samples(samples: Sequence[SampleRecord]) -> Vote:
+    """The default vote step: :func:`majority_vote` over the samples' scores and mean log-probabilities.
+
+    Args:
+        samples: the K parsed samples of one unit, in sample order.
+
+    Returns:
+        The :class:`Vote` (``score`` ``None`` when no sample carries a score).
+    """
+    return majority_vote([s.score for s in samples], [s.mean_logprob for s in samples])
+
+
+def decide(prompt: PreparedPrompt, samples: Sequence[SampleRecord], *, vote: VoteFn = vote_samples) -> Judgement:
+    """The judgement of one unit from its parsed samples (SurveyReview App. E; statuses of ``surveyalign.constants``).
+
+    Args:
+        prompt: the prepared prompt; when it was not sent (``missing_text``, ``prompt_too_long``) the judgement
+            carries its status and reason, and ``samples`` must be empty.
+        samples: the K parsed samples (:func:`surveyalign.judge.read_sample`), in sample order.
+        vote: the vote step (default :func:`vote_samples`).
+
+    Returns:
+        ``scored`` when the vote found a score (rationale of ``vote.best_index``); ``api_error`` when every sample
+        failed at the backend (reason: their distinct errors joined by ``"; "``); ``parse_failed`` otherwise
+        (rationale: the first non-empty one; reason: the distinct parse errors / backend errors).
+    """
+    if not prompt.sendable:
+        return Judgement(dimension=prompt.dimension, score=None, rationale="", status=prompt.status or API_ERROR,
+                         reason=prompt.reason, samples=[], vote=None, prompt=prompt)
+    outcome = vote(samples)
+    reason: str | None
+    if outcome.score is not None:
+        status, rationale, reason = SCORED, samples[outcome.best_index].rationale, None
+    elif samples and all(s.error for s in samples):
+        status, rationale = API_ERROR, ""
+        reason = "; ".join(dict.fromkeys(s.error for s in samples))
+    else:
+        status = PARSE_FAILED
+        rationale = next((s.rationale for s in samples if s.rationale), "")
+        reason = "; ".join(dict.fromkeys(s.parse_error or s.error or "no score" for s in samples))
+    return Judgement(dimension=prompt.dimension, score=outcome.score, rationale=rationale, status=status,
+                     reason=reason, samples=list(samples), vote=outcome, prompt=prompt)

@@ -1,0 +1,102 @@
+"""The judge of an evaluation run from its config: one backend per distinct option set, one Judge over them.
+
+Per-dimension backend options (e.g. one LoRA adapter per dimension, SurveyReview §5) give one backend each;
+dimensions with the same options share one. The judge gets each dimension's length budget (config
+``max_length``, else the adapter's training record) and the tokenizer that counts prompt tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from surveyalign.backends import Backend, load_backend
+from surveyalign.evaluation.adapters import max_length_for
+from surveyalign.evaluation.config import BackendConfig, EvalConfig
+from surveyalign.judge import DimensionOptions, Judge, stable_hash
+
+__all__ = ["build_backends", "build_judge", "close_backend"]
+
+_log = logging.getLogger(__name__)
+
+
+def build_backends(cfg: BackendConfig, dimensions: Sequence[str | None], protocol: str | None = None
+                   ) -> tuple[dict[str, Backend], dict[str | None, str]]:
+    """One backend per distinct option set.
+
+    Args:
+        cfg: the backend config.
+        dimensions: the dimensions judged (``[None]``: the shared options only, e.g. the RQS judge).
+        protocol: the run's protocol, given to the constant baseline unless its options name one.
+
+    Returns:
+        ``(group -> backend, dimension -> group)``; the first group is ``"shared"``.
+
+    Raises:
+        ValueError: invalid backend options (naming the dimension when per-dimension options are at fault).
+    """
+    groups: dict[str, Backend] = {}
+    of_dim: dict[str | None, str] = {}
+    by_options: dict[str, str] = {}
+    for dim in dimensions:
+        options = cfg.options_for(dim)
+        if cfg.kind == "constant" and protocol is not None:
+            options.setdefault("protocol", protocol)
+        h = stable_hash(options)
+        if h not in by_options:
+            group = "shared" if not by_options else f"g{len(by_options)}"
+            by_options[h] = group
+            try:
+                groups[group] = load_backend(cfg.kind, **options)
+            except TypeError as err:
+                raise ValueError(f"backend {cfg.kind!r}: invalid options {sorted(options)}: {err}") from None
+            except ValueError as err:
+                where = f" (dimension {dim})" if dim is not None and dim in cfg.per_dimension else ""
+                raise ValueError(f"backend{where}: {err}") from None
+        of_dim[dim] = by_options[h]
+    return groups, of_dim
+
+
+def build_judge(config: EvalConfig, given: Backend | None
+                ) -> tuple[Judge, dict[str, Backend], dict[str | None, str], dict[str, str | None]]:
+    """The run's :class:`surveyalign.judge.Judge`.
+
+    Args:
+        config: the run configuration.
+        given: a backend to use for every dimension instead of building ``config.backend`` (not closed here).
+
+    Returns:
+        ``(judge, group -> backend, dimension -> group, dimension -> source of its max_length)``; the backends
+        built here are the caller's to close (:func:`close_backend`).
+
+    Raises:
+        ValueError: invalid backend options; ``config.tokenizer`` cannot be loaded.
+    """
+    if given is not None:
+        groups, of_dim = {"shared": given}, {d: "shared" for d in config.dimensions}
+    else:
+        groups, of_dim = build_backends(config.backend, config.dimensions, config.protocol)
+    options: dict[str, DimensionOptions] = {}
+    sources: dict[str, str | None] = {}
+    for dim in config.dimensions:
+        budget, sources[dim] = max_length_for(config, dim, given)
+        options[dim] = DimensionOptions(max_length=budget, tokenizer=config.tokenizer, backend=groups[of_dim[dim]])
+    judge = Judge(groups["shared"], protocol=config.protocol, settings=config.generation, dimensions=options,
+                  concurrency=config.concurrency, batch_size=config.batch_size)
+    if config.tokenizer:
+        try:
+            judge.tokenizer_for(config.dimensions[0])  # loaded once, now: a bad folder fails before any call
+        except ValueError as err:
+            raise ValueError(f"{err} (config key: tokenizer)") from None
+    return judge, groups, of_dim, sources
+
+
+def close_backend(backend: Any) -> None:
+    """Close a backend; a failure to close must not mask the run's outcome (it is only logged)."""
+    close = getattr(backend, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as err:  # noqa: BLE001
+            _log.debug("closing %s failed: %s", type(backend).__name__, err)

@@ -1,0 +1,225 @@
+"""The RQS stage: a judge rates each predicted rationale against the reference one (SurveyReview §3, App. G).
+
+A judge model (the paper used GPT-5.2) sees the dimension, the paper title, the reference (human)
+rationale and the predicted rationale, and answers one score from {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}.
+RQ_i is the mean over the units of dimension i and RQS the mean of RQ_i over dimensions (computed by
+``surveyalign.scoring``). The prompt below is our own wording of that setup. A parsed 0.0 is a valid
+score (the authors' script dropped it as a failure; we do not).
+
+The stage runs after the judge stage, for every ``scored`` unit: one call per unit (sample 0, cached in
+``calls.jsonl`` under stage ``"rqs"``), then the rating is attached to the prediction (``consistency``, with
+``consistency_error`` ``"parse_failed: ..."`` / ``"api_error: ..."`` when none was read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.constants import SCORED
+from surveyalign.evaluation.units import Unit
+from surveyalign.judge import Call, CallCache, backend_identity, call_key, stable_hash
+from surveyalign.prompts import parse_generation
+
+__all__ = [
+    "RQS_LEVELS",
+    "RQS_TEMPLATE",
+    "RQSRating",
+    "attach_ratings",
+    "build_rqs_messages",
+    "parse_rqs_rating",
+    "rqs_calls",
+    "rqs_counts",
+    "rqs_template_hash",
+]
+
+#: The six admissible consistency scores (App. G).
+RQS_LEVELS: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+RQS_TEMPLATE = """\
+You are checking how well a machine-written review rationale agrees with the rationale a human expert \
+reviewer gave for the same survey paper, on one review dimension.
+
+Dimension: {dimension}
+What this dimension covers: {definition}
+Survey title: {title}
+
+Human reviewer's rationale (the reference):
+{reference}
+
+Machine rationale (to be rated):
+{prediction}
+
+Rate the agreement in meaning between the two rationales: do they praise or criticise the same aspects \
+of the survey, in the same direction and with similar weight? Wording, length and style do not matter; \
+points the human made that the machine misses, and claims of the machine that contradict the human, \
+lower the rating.
+
+Use exactly one of these values:
+1.0 - the same judgement and the same main points;
+0.8 - the same judgement, most main points shared, minor gaps;
+0.6 - broadly the same judgement, but several points missing or added;
+0.4 - partly overlapping points, or the same points with a different overall direction;
+0.2 - hardly any shared points;
+0.0 - unrelated or opposite judgements.
+
+Write one or two sentences explaining your rating, then end your answer with the rating inside tags, \
+for example <consistency>0.6</consistency>."""
+
+#: One-line descriptions of the dimensions for the consistency judge (SurveyReview §4).
+_DEFINITIONS = {
+    "readability": "how clear, well presented and easy to follow the writing is",
+    "structure": "how well the sections are organised, ordered and connected",
+    "comprehensiveness": "whether the references cover the key works, with no important omissions and "
+    "no outdated or off-topic sources",
+    "criticalness": "whether the survey goes beyond summary: critical perspective, insight, synthesis and "
+    "original analysis",
+}
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
+_TAG = re.compile(r"<consistency>\s*([^<]*?)\s*</consistency>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RQSRating:
+    """Result of :func:`parse_rqs_rating`: ``score`` in :data:`RQS_LEVELS` or ``None`` with ``error``."""
+
+    score: float | None
+    error: str | None = None
+
+
+def build_rqs_messages(
+    dimension: str, *, title: str, reference: str | list[str], prediction: str
+) -> list[dict[str, str]]:
+    """Chat messages asking the consistency judge to rate ``prediction`` against ``reference`` (App. G).
+
+    Args:
+        dimension: lower-case dimension name (one of ``surveyalign.constants.DIMENSIONS``).
+        title: the survey's title ("" when unknown; shown as "(unknown)").
+        reference: the human rationale, or its list of snippets (joined one per line).
+        prediction: the judge's rationale for the same unit.
+
+    Returns:
+        ``[{"role": "user", "content": str}]``.
+
+    Raises:
+        KeyError: for an unknown dimension.
+    """
+    if isinstance(reference, (list, tuple)):
+        reference = "\n".join(f"- {r.strip()}" for r in reference if str(r).strip())
+    content = RQS_TEMPLATE.format(
+        dimension=dimension.capitalize(),
+        definition=_DEFINITIONS[dimension],
+        title=title.strip() or "(unknown)",
+        reference=reference.strip() or "(empty)",
+        prediction=prediction.strip() or "(empty)",
+    )
+    return [{"role": "user", "content": content}]
+
+
+def rqs_template_hash() -> str:
+    """sha256 hex of the consistency template and the dimension definitions (recorded in run_config.json)."""
+    blob = RQS_TEMPLATE + "\n" + "\n".join(f"{k}={v}" for k, v in sorted(_DEFINITIONS.items()))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def parse_rqs_rating(text: str | None) -> RQSRating:
+    """Read the rating from a consistency judge's answer.
+
+    The last ``<consistency>X</consistency>`` outside any ``<think>...</think>`` block counts. ``X`` must
+    equal one of 0.0, 0.2, ..., 1.0 (written as "0", "0.0", ".2", "1", "1.00", ...). Anything else returns
+    ``score=None`` with the reason; nothing is rounded or defaulted. 0.0 is a valid rating.
+
+    Args:
+        text: the judge's raw answer (``None`` counts as empty).
+
+    Returns:
+        :class:`RQSRating`.
+    """
+    if not text or not text.strip():
+        return RQSRating(None, "empty answer")
+    visible = _OPEN_THINK.sub("", _THINK.sub("", text))
+    tags = _TAG.findall(visible)
+    if not tags:
+        return RQSRating(None, "no <consistency>...</consistency> tag outside <think>")
+    raw = tags[-1]
+    try:
+        value = float(raw)
+    except ValueError:
+        return RQSRating(None, f"rating {raw!r} is not a number")
+    for level in RQS_LEVELS:
+        if abs(value - level) < 1e-9:
+            return RQSRating(level, None)
+    return RQSRating(None, f"rating {raw!r} is not one of 0.0, 0.2, 0.4, 0.6, 0.8, 1.0")
+
+
+def _messages(unit: Unit, prediction: dict[str, Any]) -> list[dict[str, str]]:
+    return build_rqs_messages(unit.dimension, title=unit.row.get("title") or "",
+                              reference=list(unit.row.get("rationales") or []), prediction=prediction["rationale"])
+
+
+def _call(unit: Unit, prediction: dict[str, Any], backend: Backend, settings: GenerationSettings) -> Call:
+    messages = _messages(unit, prediction)
+    digest = stable_hash(messages)
+    key = call_key(stage="rqs", unit_id=unit.unit_id, dimension=unit.dimension, sample=0, messages_hash=digest,
+                   backend=backend_identity(backend), settings=settings.model_dump())
+    return Call(key=key, stage="rqs", unit_id=unit.unit_id, dimension=unit.dimension, sample=0, messages=messages,
+                messages_hash=digest, settings=settings, backend=backend)
+
+
+def rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], backend: Backend, settings: GenerationSettings,
+              cache: CallCache) -> tuple[list[Call], int]:
+    """The rating calls of every scored unit not yet answered in the cache (an error answer is asked again).
+
+    Args:
+        units: the units, in prediction order.
+        predictions: their prediction records.
+        backend: the RQS judge.
+        settings: its generation settings.
+        cache: the run's call cache.
+
+    Returns:
+        ``(calls to make, number answered from the cache)``.
+    """
+    calls: list[Call] = []
+    cached = 0
+    for unit, pred in zip(units, predictions):
+        if pred["status"] != SCORED:
+            continue
+        call = _call(unit, pred, backend, settings)
+        rec = cache.get(call.key)
+        if rec is not None and not rec.get("error"):
+            cached += 1
+            continue
+        calls.append(call)
+    return calls, cached
+
+
+def attach_ratings(units: list[Unit], predictions: list[dict[str, Any]], backend: Backend,
+                   settings: GenerationSettings, cache: CallCache) -> None:
+    """Fill ``consistency`` (and ``consistency_error``) of the scored predictions from the cached ratings."""
+    for unit, pred in zip(units, predictions):
+        if pred["status"] != SCORED:
+            continue
+        answer = cache.generation(_call(unit, pred, backend, settings).key)
+        if answer.error:
+            pred["consistency_error"] = f"api_error: {answer.error}"
+        else:
+            parsed = parse_generation(answer, parse=parse_rqs_rating)  # truncated / refused: parse_failed
+            pred["consistency"] = parsed.score
+            pred["consistency_error"] = None if parsed.score is not None else f"parse_failed: {parsed.error}"
+
+
+def rqs_counts(predictions: list[dict[str, Any]]) -> dict[str, int]:
+    """``{"eligible", "scored", "parse_failed", "api_error"}`` of the RQS stage over the scored predictions."""
+    scored = [p for p in predictions if p["status"] == SCORED]
+    return {
+        "eligible": len(scored),
+        "scored": sum(p["consistency"] is not None for p in scored),
+        "parse_failed": sum(str(p.get("consistency_error") or "").startswith("parse_failed") for p in scored),
+        "api_error": sum(str(p.get("consistency_error") or "").startswith("api_error") for p in scored),
+    }

@@ -1,0 +1,170 @@
+"""The units of one evaluation: (review, dimension) rows of a dataset split, and the data's provenance.
+
+A unit is one row of a SurveyReview dataset folder (``surveyalign data build``) for one dimension; its prompt
+is built later by the judge (:meth:`surveyalign.judge.Judge.prepare`), once the backends and the length budget
+are known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from surveyalign.data import load_surveyreview, load_train_scores
+from surveyalign.evaluation.config import EvalConfig
+from surveyalign.judge import PreparedPrompt
+from surveyalign.prompts import build_judge_prompt
+
+__all__ = ["Unit", "folder_fingerprint", "load_units", "template_hashes", "train_scores_or_none"]
+
+
+@dataclass
+class Unit:
+    """One (review, dimension) item of the split.
+
+    Attributes:
+        row: the dataset row (``unit_id``, ``score``, ``rationales``, ``text``, ``title``, ...).
+        dimension: canonical dimension name.
+        knowledge: the knowledge block put before the survey (``None``: none for this unit).
+        prompt: the prepared prompt (set by :func:`surveyalign.evaluation.lengths.prepare_units`).
+    """
+
+    row: dict[str, Any]
+    dimension: str
+    knowledge: str | None = None
+    prompt: PreparedPrompt | None = None
+
+    @property
+    def unit_id(self) -> str:
+        """The row's ``unit_id``."""
+        return self.row["unit_id"]
+
+    @property
+    def has_text(self) -> bool:
+        """True when the unit has a survey text (otherwise it is ``missing_text``)."""
+        return bool((self.row.get("text") or "").strip())
+
+
+def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
+    """The units of the configured split and dimensions (first ``limit`` per dimension) and the data's provenance.
+
+    Args:
+        config: the run configuration (``dataset``, ``split``, ``dimensions``, ``limit``, ``knowledge_dimensions``).
+
+    Returns:
+        ``(units, data_info)``: units in dimension order, then dataset order; ``data_info`` for ``run_config.json``
+        (path, split, unit counts, knowledge column, :func:`folder_fingerprint`).
+
+    Raises:
+        FileNotFoundError: the dataset folder does not exist.
+        ValueError: a configured dimension has no unit in the split, or a ``unit_id`` occurs twice.
+    """
+    root = Path(config.dataset)
+    if not root.exists():
+        raise FileNotFoundError(f"dataset folder not found: {root} (build one with `surveyalign data build`)")
+    ds = load_surveyreview(str(root), dimension="all", split=config.split)
+    present = set(ds.unique("dimension")) if len(ds) else set()
+    missing_dims = [d for d in config.dimensions if d not in present]
+    if missing_dims and len(ds):
+        have = [d for d in config.dimensions if d in present] or sorted(present)
+        raise ValueError(f"{root} ({config.split}): no units for dimension(s) {', '.join(missing_dims)}; "
+                         f"evaluate the dimensions that have units with --dimensions {','.join(have)} "
+                         f"(config key: dimensions)")
+    has_knowledge = "knowledge" in ds.column_names
+
+    by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
+    for row in ds:
+        dim = row["dimension"]
+        if dim in by_dim and (config.limit is None or len(by_dim[dim]) < config.limit):
+            by_dim[dim].append(row)
+
+    units: list[Unit] = []
+    seen: set[str] = set()
+    for dim in config.dimensions:
+        for row in by_dim[dim]:
+            if row["unit_id"] in seen:
+                raise ValueError(f"{root} ({config.split}): unit_id {row['unit_id']!r} occurs twice")
+            seen.add(row["unit_id"])
+            knowledge = row.get("knowledge") if has_knowledge and dim in config.knowledge_dimensions else None
+            units.append(Unit(row=row, dimension=dim, knowledge=knowledge or None))
+
+    data_info = {
+        "path": str(root.resolve()),
+        "split": config.split,
+        "units": len(units),
+        "units_per_dimension": {d: len(v) for d, v in by_dim.items()},
+        "knowledge_column": has_knowledge,
+        **folder_fingerprint(root),
+    }
+    return units, data_info
+
+
+def train_scores_or_none(dataset: str) -> dict[str, list[int]]:
+    """The train split's scores per dimension (:func:`surveyalign.data.load_train_scores`); ``{}`` when the
+    folder has no readable train split (the baselines are then left out of the metrics)."""
+    try:
+        return load_train_scores(dataset)
+    except (ValueError, KeyError, FileNotFoundError):
+        return {}
+
+
+def folder_fingerprint(root: Path) -> dict[str, Any]:
+    """sha256 over the relative paths and bytes of the data files (``root/data/**`` when it exists, else every
+    file; hidden ones skipped), plus the builder version and release hash from ``build_report.json``.
+
+    Only the data files are hashed so that rebuilding the same release (new timestamps in the card and report)
+    gives the same hash.
+
+    Args:
+        root: the dataset folder.
+
+    Returns:
+        ``{"sha256", "files", "hashed", ...}`` plus ``manifest``, ``builder_version``, ``seed``, ``release_path``
+        and ``release_sha256`` when a build report names them.
+    """
+    digest = hashlib.sha256()
+    n = 0
+    base = root / "data" if (root / "data").is_dir() else root
+    for path in sorted(p for p in base.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        digest.update(rel.encode() + b"\0")
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        digest.update(b"\0")
+        n += 1
+    info: dict[str, Any] = {"sha256": digest.hexdigest(), "files": n, "hashed": base.relative_to(root).as_posix()}
+    for name in ("build_info.json", "manifest.json", "build_report.json", "dataset_info.json"):
+        p = root / name
+        if p.is_file() and p.stat().st_size < 1_000_000:
+            try:
+                meta = json.loads(p.read_text())
+            except (ValueError, OSError):
+                continue
+            if isinstance(meta, dict):
+                info["manifest"] = name
+                for key in ("version", "dataset_version", "surveyalign_version", "seed"):
+                    if key in meta:
+                        info["builder_version" if key == "surveyalign_version" else key] = meta[key]
+                source = meta.get("input")
+                if isinstance(source, dict):
+                    info["release_path"] = source.get("path")
+                    info["release_sha256"] = source.get("sha256")
+            break
+    return info
+
+
+def template_hashes(config: EvalConfig) -> dict[str, dict[str, str]]:
+    """Template hashes (``JudgePrompt.template_hash``) per dimension, without and with knowledge augmentation."""
+    out: dict[str, dict[str, str]] = {}
+    for dim in config.dimensions:
+        entry = {"plain": build_judge_prompt(dim, "x", protocol=config.protocol).template_hash}
+        if dim in config.knowledge_dimensions:
+            entry["knowledge"] = build_judge_prompt(dim, "x", protocol=config.protocol, knowledge="k").template_hash
+        out[dim] = entry
+    return out

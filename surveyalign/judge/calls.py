@@ -1,0 +1,254 @@
+"""The call executor: many chat prompts through their backends, each answer handed over as it arrives.
+
+Native-async backends (the API client) keep ``concurrency`` requests in flight; the others get batches of
+``batch_size`` prompts that share their settings (vLLM schedules its own batches, so it gets many at once). A
+failing call never raises: it comes back as a ``Generation`` with ``error`` set. Callers persist answers in
+``on_result`` (the evaluation call cache appends them to ``calls.jsonl``), which is what makes a run resumable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from surveyalign.backends import Backend, Generation, GenerationSettings
+
+__all__ = ["Call", "OnResult", "answers_from_models", "arun_calls", "run_calls", "run_coroutine"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class Call:
+    """One call to make: ``messages`` with ``settings`` through ``backend``.
+
+    Attributes:
+        key: the call-cache key (``surveyalign.judge.call_key``).
+        stage: ``"judge"`` or ``"rqs"`` (or a caller's own stage name).
+        unit_id: the unit the call belongs to.
+        dimension: the dimension judged.
+        sample: sample index k.
+        messages: the chat prompt.
+        messages_hash: ``stable_hash(messages)``.
+        settings: the generation settings of this sample (seed = base seed + k).
+        backend: the backend answering it.
+    """
+
+    key: str
+    stage: str
+    unit_id: str
+    dimension: str
+    sample: int
+    messages: list[dict[str, str]]
+    messages_hash: str
+    settings: GenerationSettings
+    backend: Backend
+
+
+#: Called once per answered call: ``(call, generation, seconds)``; from one thread at a time per backend group.
+OnResult = Callable[[Call, Generation, float], None]
+
+
+def _failed(err: BaseException) -> Generation:
+    return Generation.failed(f"{type(err).__name__}: {err}")
+
+
+def _native_async(backend: Any) -> bool:
+    """True when the backend implements ``agenerate`` itself (rather than wrapping ``generate`` in a thread)."""
+    own = getattr(type(backend), "agenerate", None)
+    return own is not None and own is not Backend.agenerate
+
+
+def _option(backend: Any, name: str) -> int | None:
+    value = getattr(backend, name, None)
+    if value is None and hasattr(backend, "describe"):
+        value = backend.describe().get(name)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+async def _run_async(backend: Any, calls: Sequence[Call], concurrency: int, record: OnResult) -> None:
+    """``concurrency`` workers pull calls and await one answer each; every answer is recorded on arrival."""
+    pending = list(reversed(calls))
+
+    async def worker() -> None:
+        while pending:
+            call = pending.pop()
+            t0 = time.perf_counter()
+            try:
+                out = await backend.agenerate([call.messages], call.settings, n=1)
+                generation = out[0][0]
+            except Exception as err:  # noqa: BLE001 - a backend bug becomes this call's recorded error
+                generation = _failed(err)
+            record(call, generation, time.perf_counter() - t0)
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(calls)))))
+    finally:
+        aclose = getattr(backend, "aclose", None)
+        if callable(aclose):
+            try:
+                await aclose()
+            except Exception as err:  # noqa: BLE001
+                _log.debug("closing the async client of %s failed: %s", type(backend).__name__, err)
+
+
+def _run_sync(backend: Any, calls: Sequence[Call], batch_size: int, record: OnResult) -> None:
+    """Batches of ``batch_size`` prompts sharing settings through ``backend.generate``; recorded per batch."""
+    by_sample: dict[int, list[Call]] = {}
+    for call in calls:
+        by_sample.setdefault(call.sample, []).append(call)
+    for sample_calls in by_sample.values():
+        for start in range(0, len(sample_calls), batch_size):
+            batch = sample_calls[start:start + batch_size]
+            t0 = time.perf_counter()
+            try:
+                out = backend.generate([c.messages for c in batch], batch[0].settings, n=1)
+                generations = [row[0] for row in out]
+                if len(generations) != len(batch):
+                    raise RuntimeError(f"backend returned {len(generations)} answers for {len(batch)} prompts")
+            except Exception as err:  # noqa: BLE001 - recorded per call, retried on resume
+                generations = [_failed(err)] * len(batch)
+            per_call = (time.perf_counter() - t0) / len(batch)
+            for call, generation in zip(batch, generations):
+                record(call, generation, per_call)
+
+
+def answers_from_models(calls: Sequence[Call]) -> bool:
+    """True when every backend of ``calls`` answers with a model (``Backend.answers_from_model``): only then are
+    calls per second a measure of work (constant / scripted judges answer instantly)."""
+    return all(getattr(c.backend, "answers_from_model", True) for c in calls)
+
+
+def _groups(calls: Sequence[Call], concurrency: int | None, batch_size: int | None
+            ) -> list[tuple[Any, list[Call], bool, int]]:
+    """Calls grouped by backend object, in first-seen order: ``(backend, calls, native async, limit)``.
+
+    The limit is the number of requests in flight for a native-async backend, else the batch size.
+    """
+    groups: dict[int, tuple[Any, list[Call]]] = {}
+    for call in calls:
+        groups.setdefault(id(call.backend), (call.backend, []))[1].append(call)
+    out = []
+    for backend, group in groups.values():
+        if _native_async(backend):
+            out.append((backend, group, True, int(concurrency or _option(backend, "concurrency") or 32)))
+        else:  # vLLM schedules its own batches: hand it many prompts at once
+            fallback = 256 if getattr(backend, "name", "") == "vllm" else 8
+            out.append((backend, group, False, int(batch_size or _option(backend, "batch_size") or fallback)))
+    return out
+
+
+class _Counter:
+    """Error count and progress bar shared by the answers of one run of calls."""
+
+    def __init__(self, calls: Sequence[Call], desc: str, progress: bool, on_result: OnResult) -> None:
+        self.errors = 0
+        self._lock = threading.Lock()
+        self._on_result = on_result
+        timed = answers_from_models(calls)  # a baseline's "rate" is no work: no rate or ETA shown
+        self.bar = tqdm(total=len(calls), desc=desc, unit="call", disable=not progress, dynamic_ncols=True,
+                        file=sys.stderr, smoothing=0.1, bar_format=None if timed else "{l_bar}{bar}| {n_fmt}/{total_fmt}")
+
+    def __call__(self, call: Call, generation: Generation, seconds: float) -> None:
+        with self._lock:
+            self._on_result(call, generation, seconds)
+            if generation.error:
+                self.errors += 1
+                self.bar.set_postfix(errors=self.errors, refresh=False)
+            self.bar.update(1)
+
+
+def run_calls(calls: Sequence[Call], on_result: OnResult, *, concurrency: int | None = None,
+              batch_size: int | None = None, progress: bool = False, desc: str = "calls",
+              around_async: Callable[[], Any] | None = None) -> int:
+    """Make ``calls`` and hand every answer to ``on_result`` as it arrives (SurveyReview App. E: K calls per unit).
+
+    Args:
+        calls: the calls, in any order; grouped by backend, each group run in turn.
+        on_result: receives ``(call, generation, seconds)`` for every call (under a lock).
+        concurrency: requests in flight for a native-async backend (default: its ``concurrency``, else 32).
+        batch_size: prompts per ``generate`` call for the other backends (default: the backend's ``batch_size``,
+            else 256 for vLLM, 8 otherwise).
+        progress: show a tqdm bar on stderr.
+        desc: the bar's label.
+        around_async: a context-manager factory entered around each async group (the evaluation cache passes
+            ``cache.background`` so disk writes stay off the event loop).
+
+    Returns:
+        The number of answers that came back with an error.
+    """
+    if not calls:
+        return 0
+    counter = _Counter(calls, desc, progress, on_result)
+    try:
+        for backend, group, native, limit in _groups(calls, concurrency, batch_size):
+            if not native:
+                _run_sync(backend, group, limit, counter)
+                continue
+            with around_async() if around_async is not None else contextlib.nullcontext():
+                run_coroutine(_run_async(backend, group, limit, counter))
+    finally:
+        counter.bar.close()
+    return counter.errors
+
+
+async def arun_calls(calls: Sequence[Call], on_result: OnResult, *, concurrency: int | None = None,
+                     batch_size: int | None = None, progress: bool = False, desc: str = "calls") -> int:
+    """Async :func:`run_calls` for callers already in an event loop (same arguments, same result).
+
+    Native-async backends are awaited on the caller's loop; the batches of the other backends run in a worker
+    thread so the loop is never blocked.
+    """
+    if not calls:
+        return 0
+    counter = _Counter(calls, desc, progress, on_result)
+    try:
+        for backend, group, native, limit in _groups(calls, concurrency, batch_size):
+            if native:
+                await _run_async(backend, group, limit, counter)
+            else:
+                await asyncio.to_thread(_run_sync, backend, group, limit, counter)
+    finally:
+        counter.bar.close()
+    return counter.errors
+
+
+def run_coroutine(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to completion and return its result, in a helper thread when this thread runs an event loop.
+
+    Args:
+        coro: the coroutine.
+
+    Returns:
+        Its result.
+
+    Raises:
+        Whatever the coroutine raises.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as err:  # noqa: BLE001
+            box["err"] = err
+
+    t = threading.Thread(target=target, name="surveyalign-calls")
+    t.start()
+    t.join()
+    if "err" in box:
+        raise box["err"]
+    return box.get("value")

@@ -1,0 +1,369 @@
+"""The judge: backend + prompt protocol -> a scored judgement of one survey on one dimension (SurveyReview §5-6).
+
+One object does "prompt -> backend -> parse" for everything that judges surveys (the evaluation runner, the
+demo, later the ``score`` command): it builds the prompt with :func:`surveyalign.prompts.build_judge_prompt`,
+applies the training length rule (:func:`surveyalign.prompts.fit_survey_text`), sends K samples (sample k
+with seed ``seed + k``), reads each answer with :func:`surveyalign.judge.read_sample` and decides with a
+pluggable vote step (default: majority, ties by mean log-probability; App. E). Style: prometheus-eval's judge.
+
+Example::
+
+    from surveyalign.backends import load_backend
+    from surveyalign.judge import Judge
+
+    judge = Judge(load_backend("constant", score=1))
+    verdict = judge.judge(open("survey.md").read(), "readability")
+    print(verdict.status, verdict.score, verdict.rationale)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from surveyalign.backends import Backend, Generation, GenerationSettings
+from surveyalign.constants import MISSING_TEXT, PROMPT_TOO_LONG, normalise_dimension
+from surveyalign.judge.cache import CallCache, call_key, stable_hash
+from surveyalign.judge.calls import Call, arun_calls, run_calls
+from surveyalign.judge.records import Judgement, PreparedPrompt, read_sample
+from surveyalign.judge.voting import VoteFn, decide, vote_samples
+from surveyalign.prompts import (
+    DEFAULT_PROTOCOL,
+    build_judge_prompt,
+    count_chat_tokens,
+    fit_survey_text,
+)
+
+__all__ = ["OPERATIONAL_KEYS", "TOO_LONG_TEXT", "DimensionOptions", "Judge", "JudgeRequest", "backend_identity"]
+
+#: ``describe()`` entries that change how calls are made, not what they answer: left out of cache keys so a
+#: resumed run with another concurrency, timeout or device still reuses its cached answers.
+OPERATIONAL_KEYS = frozenset({"concurrency", "timeout", "max_retries", "backoff_initial", "backoff_max",
+                              "max_retry_after", "api_key_env", "api_key_present", "batch_size", "device",
+                              "transport"})
+
+#: Start of the reason of a ``prompt_too_long`` unit (no call is made for it).
+TOO_LONG_TEXT = "prompt too long for the model context"
+
+
+def backend_identity(backend: Any) -> dict[str, Any]:
+    """The part of ``backend.describe()`` that determines its answers (without :data:`OPERATIONAL_KEYS`).
+
+    Args:
+        backend: a judge backend.
+
+    Returns:
+        A JSON-serialisable dict (part of every call key).
+    """
+    desc = backend.describe() if hasattr(backend, "describe") else {"backend": type(backend).__name__}
+    return {k: v for k, v in desc.items() if k not in OPERATIONAL_KEYS}
+
+
+def _context_length(backend: Any) -> int | None:
+    """The model context (tokens) of a local backend: ``max_positions`` (transformers) or vLLM's
+    ``max_model_len``; ``None`` when unknown (API backends)."""
+    for getter in (lambda b: b.max_positions, lambda b: b.max_model_len,
+                   lambda b: b.llm.llm_engine.model_config.max_model_len):
+        try:
+            value = getter(backend)
+        except Exception:  # noqa: BLE001, S112 - attribute absent or engine internals differ
+            continue
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class DimensionOptions:
+    """How one dimension is judged.
+
+    Attributes:
+        max_length: token budget of prompt + ``max_new_tokens`` (the adapter's training ``max_length``); the
+            survey body is cut to fit. ``None``: no shortening.
+        tokenizer: a tokenizer object or a folder / hub id to load one from, to count prompt tokens; ``None``: the
+            backend's own ``tokenizer`` when it has one (API backends have none: no counting, no shortening).
+        adapter: the adapter name on a multi-adapter backend (recorded; a backend that serves several adapters
+            picks it).
+        backend: the backend judging this dimension (e.g. one adapter folder per dimension); ``None``: the
+            judge's backend.
+    """
+
+    max_length: int | None = None
+    tokenizer: Any | None = None
+    adapter: str | None = None
+    backend: Backend | None = None
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One (survey, dimension) to judge in :meth:`Judge.judge_many`.
+
+    Attributes:
+        survey: the survey text (markdown).
+        dimension: the dimension (any case).
+        knowledge: knowledge-augmentation text put before the survey (``None``: none).
+        title: the survey's title (``None``: none).
+        unit_id: the id used in call keys (default: the hash of the prompt sent).
+    """
+
+    survey: str
+    dimension: str
+    knowledge: str | None = None
+    title: str | None = None
+    unit_id: str | None = None
+
+
+class Judge:
+    """A survey judge: a backend, a prompt protocol and per-dimension options (SurveyReview §5-6, App. C, E).
+
+    Args:
+        backend: the backend answering every dimension without its own (``DimensionOptions.backend``).
+        protocol: prompt/answer protocol (``"v1.0"`` or ``"v1.1"``).
+        settings: generation settings; sample k uses seed ``settings.seed + k`` (default: greedy, 512 tokens).
+        dimensions: per-dimension options (keys in any case).
+        default: options of dimensions absent from ``dimensions``.
+        vote: the vote step over the K parsed samples of one unit (default: majority with log-prob tie-break).
+        cache: a :class:`surveyalign.judge.CallCache`; calls found in it are not made again, new answers are
+            appended (resumable). ``None``: nothing is kept between calls.
+        concurrency: requests in flight for async backends (default: the backend's own).
+        batch_size: prompts per ``generate`` for the other backends (default: the backend's own).
+        context_length: model context in tokens (default: the local backend's; unknown for API backends).
+
+    The judge does not own its backends: close them yourself (``with load_backend(...) as backend:``).
+    """
+
+    def __init__(self, backend: Backend, *, protocol: str = DEFAULT_PROTOCOL,
+                 settings: GenerationSettings | None = None,
+                 dimensions: Mapping[str, DimensionOptions] | None = None,
+                 default: DimensionOptions | None = None, vote: VoteFn = vote_samples,
+                 cache: CallCache | None = None, concurrency: int | None = None, batch_size: int | None = None,
+                 context_length: int | None = None) -> None:
+        self.backend = backend
+        self.protocol = protocol
+        self.settings = settings if settings is not None else GenerationSettings()
+        self.dimensions = {normalise_dimension(d): o for d, o in (dimensions or {}).items()}
+        self.default = default if default is not None else DimensionOptions()
+        self.vote = vote
+        self.cache = cache
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.context_length = context_length
+        self._tokenizers: dict[str, Any] = {}
+        self._identities: dict[int, dict[str, Any]] = {}
+
+    # ------------------------------------------------------------------------------------------ per dimension
+
+    def options(self, dimension: str) -> DimensionOptions:
+        """The options of ``dimension`` (``default`` when it has none of its own)."""
+        return self.dimensions.get(normalise_dimension(dimension), self.default)
+
+    def backend_for(self, dimension: str) -> Backend:
+        """The backend judging ``dimension``."""
+        return self.options(dimension).backend or self.backend
+
+    def identity(self, dimension: str) -> dict[str, Any]:
+        """The backend identity of ``dimension`` in call keys (:func:`backend_identity`, computed once per backend)."""
+        backend = self.backend_for(dimension)
+        if id(backend) not in self._identities:
+            self._identities[id(backend)] = backend_identity(backend)
+        return self._identities[id(backend)]
+
+    def tokenizer_for(self, dimension: str) -> Any | None:
+        """The tokenizer counting prompt tokens of ``dimension`` (loaded once per name), or ``None``.
+
+        Raises:
+            ValueError: a tokenizer folder / id that cannot be loaded.
+        """
+        tok = self.options(dimension).tokenizer
+        if isinstance(tok, str):
+            if tok not in self._tokenizers:
+                from transformers import (
+                    AutoTokenizer,  # heavy (loads torch): only when a tokenizer is named
+                )
+
+                try:
+                    self._tokenizers[tok] = AutoTokenizer.from_pretrained(tok)
+                except (OSError, ValueError) as err:
+                    raise ValueError(f"tokenizer {tok!r} cannot be loaded: {err}") from None
+            return self._tokenizers[tok]
+        return tok if tok is not None else getattr(self.backend_for(dimension), "tokenizer", None)
+
+    def context_for(self, dimension: str) -> int | None:
+        """The model context (tokens) of ``dimension``'s backend, ``None`` when unknown."""
+        return self.context_length or _context_length(self.backend_for(dimension))
+
+    def settings_for(self, sample: int) -> GenerationSettings:
+        """The settings of sample ``sample``: ``settings`` with seed ``settings.seed + sample``."""
+        return self.settings.model_copy(update={"seed": self.settings.seed + sample})
+
+    # ------------------------------------------------------------------------------------------ prompts
+
+    def prepare(self, survey: str, dimension: str, *, knowledge: str | None = None, title: str | None = None
+                ) -> PreparedPrompt:
+        """Build the prompt and apply the length rule (SurveyReview App. C; SurveyAlign App. D).
+
+        The end of the survey body is cut at a token boundary until prompt + ``max_new_tokens`` fit
+        ``max_length``; the instruction and the knowledge block are never cut. Tokens are counted on the prompt
+        rendered with the chat template (``enable_thinking`` of ``settings``).
+
+        Args:
+            survey: the survey text (markdown); blank: status ``missing_text``.
+            dimension: the dimension (any case).
+            knowledge: knowledge-augmentation text (``None`` / blank: none).
+            title: the survey's title (``None`` / blank: none).
+
+        Returns:
+            The :class:`PreparedPrompt`; status ``prompt_too_long`` when the prompt cannot fit ``max_length`` or
+            the model context even with the survey body shortened.
+
+        Raises:
+            ValueError: unknown dimension or protocol; a tokenizer that cannot be loaded.
+        """
+        dim = normalise_dimension(dimension)
+        knowledge = knowledge or None
+        title = title or None
+
+        def build(text: str) -> list[dict[str, str]]:
+            return build_judge_prompt(dim, text, protocol=self.protocol, knowledge=knowledge,
+                                      title=title).messages()
+
+        template = build_judge_prompt(dim, "", protocol=self.protocol, knowledge=knowledge, title=title)
+        common = {"dimension": dim, "template_hash": template.template_hash, "has_knowledge": template.has_knowledge}
+        if not (survey or "").strip():
+            return PreparedPrompt(**common, messages=None, messages_hash=None, status=MISSING_TEXT,
+                                  reason="empty survey text: no call made")
+        messages = build(survey)
+        tok = self.tokenizer_for(dim)
+        if tok is None:
+            return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages))
+
+        budget, max_new = self.options(dim).max_length, self.settings.max_new_tokens
+
+        def count(text: str) -> int:
+            return count_chat_tokens(tok, build(text), enable_thinking=self.settings.enable_thinking,
+                                     add_generation_prompt=True)
+
+        def too_long(why: str, **extra: Any) -> PreparedPrompt:
+            return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages),
+                                  status=PROMPT_TOO_LONG, reason=f"{TOO_LONG_TEXT}: {why} (no call made)", **extra)
+
+        limit = None if budget is None else budget - max_new
+        if limit is not None and limit <= 0:
+            return too_long(f"max_length={budget} leaves no room for a prompt with max_new_tokens={max_new}")
+        try:
+            text, n_tokens, removed = fit_survey_text(survey, count, limit, tok)
+        except ValueError:
+            return too_long(f"the prompt needs {count('')} tokens with an empty survey body, more than "
+                            f"max_length={budget} - max_new_tokens={max_new}")
+        if removed:
+            messages = build(text)
+        context = self.context_for(dim)
+        if context is not None and n_tokens + max_new > context:
+            cut = (f" after cutting {removed} survey tokens to max_length={budget}" if removed
+                   else f"; set max_length (CLI: --max-length) to at most {context} to shorten the survey body")
+            return too_long(f"{n_tokens} prompt tokens + max_new_tokens={max_new} exceed the context of "
+                            f"{context}{cut}", prompt_tokens=n_tokens, shortened_tokens=removed)
+        return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages),
+                              prompt_tokens=n_tokens, shortened_tokens=removed)
+
+    def call_key(self, prepared: PreparedPrompt, sample: int, *, unit_id: str | None = None,
+                 stage: str = "judge") -> str:
+        """The call-cache key of sample ``sample`` of ``prepared`` (:func:`surveyalign.judge.call_key`)."""
+        return call_key(stage=stage, unit_id=unit_id or prepared.messages_hash or "", dimension=prepared.dimension,
+                        sample=sample, messages_hash=prepared.messages_hash or "",
+                        backend=self.identity(prepared.dimension), settings=self.settings.model_dump())
+
+    def calls_for(self, prepared: PreparedPrompt, samples: int, *, unit_id: str | None = None) -> list[Call]:
+        """The K calls of one prepared prompt (none when it is not sendable)."""
+        if not prepared.sendable:
+            return []
+        return [Call(key=self.call_key(prepared, k, unit_id=unit_id), stage="judge",
+                     unit_id=unit_id or prepared.messages_hash, dimension=prepared.dimension, sample=k,
+                     messages=prepared.messages, messages_hash=prepared.messages_hash,
+                     settings=self.settings_for(k), backend=self.backend_for(prepared.dimension))
+                for k in range(samples)]
+
+    def decide(self, prepared: PreparedPrompt, generations: Sequence[Generation]) -> Judgement:
+        """Parse the K answers of ``prepared`` (sample order) and vote (:func:`surveyalign.judge.decide`)."""
+        records = [read_sample(g, protocol=self.protocol, sample=k, seed=self.settings.seed + k)
+                   for k, g in enumerate(generations)]
+        return decide(prepared, records, vote=self.vote)
+
+    # ------------------------------------------------------------------------------------------ judging
+
+    def judge(self, survey: str, dimension: str, *, knowledge: str | None = None, title: str | None = None,
+              samples: int = 1) -> Judgement:
+        """Judge one survey on one dimension with ``samples`` sampled answers (SurveyReview App. E).
+
+        Args:
+            survey: the survey text (markdown).
+            dimension: the dimension (any case).
+            knowledge: knowledge-augmentation text put before the survey (``None``: none).
+            title: the survey's title (``None``: none).
+            samples: K >= 1 answers; sample k uses seed ``settings.seed + k``.
+
+        Returns:
+            The :class:`Judgement` (status ``scored``, ``parse_failed``, ``api_error``, ``prompt_too_long`` or
+            ``missing_text``; never raises for a failing call).
+
+        Raises:
+            ValueError: unknown dimension or protocol, ``samples < 1``.
+        """
+        return self.judge_many([JudgeRequest(survey, dimension, knowledge, title)], samples=samples)[0]
+
+    async def ajudge(self, survey: str, dimension: str, *, knowledge: str | None = None, title: str | None = None,
+                     samples: int = 1) -> Judgement:
+        """Async :meth:`judge` (same arguments and result)."""
+        return (await self.ajudge_many([JudgeRequest(survey, dimension, knowledge, title)], samples=samples))[0]
+
+    def _plan(self, requests: Sequence[JudgeRequest], samples: int
+              ) -> tuple[list[PreparedPrompt], list[list[Call]], list[Call], dict[str, Generation]]:
+        if not isinstance(samples, int) or samples < 1:
+            raise ValueError(f"samples must be a positive integer, got {samples!r}")
+        prepared = [self.prepare(r.survey, r.dimension, knowledge=r.knowledge, title=r.title) for r in requests]
+        per_request = [self.calls_for(p, samples, unit_id=r.unit_id) for p, r in zip(prepared, requests)]
+        answers: dict[str, Generation] = {}
+        todo: list[Call] = []
+        for call in (c for calls in per_request for c in calls):
+            rec = self.cache.get(call.key) if self.cache is not None else None
+            if rec is not None and not rec.get("error"):
+                answers[call.key] = self.cache.generation(call.key)
+            else:
+                todo.append(call)
+        return prepared, per_request, todo, answers
+
+    def _keep(self, answers: dict[str, Generation]):
+        def on_result(call: Call, generation: Generation, seconds: float) -> None:
+            answers[call.key] = generation
+            if self.cache is not None:
+                self.cache.add(call, generation, seconds)
+        return on_result
+
+    def judge_many(self, requests: Sequence[JudgeRequest], *, samples: int = 1, progress: bool = False
+                   ) -> list[Judgement]:
+        """Judge many (survey, dimension) requests; calls run concurrently / in batches (App. E).
+
+        Args:
+            requests: the requests.
+            samples: K >= 1 answers per request.
+            progress: show a progress bar.
+
+        Returns:
+            One :class:`Judgement` per request, in request order.
+
+        Raises:
+            ValueError: unknown dimension or protocol, ``samples < 1``.
+        """
+        prepared, per_request, todo, answers = self._plan(requests, samples)
+        run_calls(todo, self._keep(answers), concurrency=self.concurrency, batch_size=self.batch_size,
+                  progress=progress, desc="judge")
+        return [self.decide(p, [answers[c.key] for c in calls]) for p, calls in zip(prepared, per_request)]
+
+    async def ajudge_many(self, requests: Sequence[JudgeRequest], *, samples: int = 1, progress: bool = False
+                          ) -> list[Judgement]:
+        """Async :meth:`judge_many` (same arguments and result), for callers running an event loop."""
+        prepared, per_request, todo, answers = self._plan(requests, samples)
+        await arun_calls(todo, self._keep(answers), concurrency=self.concurrency, batch_size=self.batch_size,
+                         progress=progress, desc="judge")
+        return [self.decide(p, [answers[c.key] for c in calls]) for p, calls in zip(prepared, per_request)]
