@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from surveyalign.backends import load_backend
 from surveyalign.judge import CallCache, stable_hash
 from surveyalign.knowledge.config import KAConfig
+from surveyalign.knowledge.dataset import write_knowledge_dataset
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import (
     comp_ka,
@@ -244,8 +247,6 @@ def dataset_surveys(rows: dict[str, dict[str, list[dict[str, Any]]]], dimensions
 
 def dataset_rows(dataset_dir: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """dimension -> split -> rows, read straight from the folder's parquet files."""
-    import pyarrow.parquet as pq
-
     rows: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
     for path in sorted((dataset_dir / "data").glob("*/*.parquet")):
         rows[path.parent.name][path.stem] = pq.read_table(path).to_pylist()
@@ -277,8 +278,6 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         FileNotFoundError: ``dataset_dir`` is not a built dataset folder.
         ValueError: ``out_dir`` equals ``dataset_dir``; Crit-KA asked without summariser or tokenizer.
     """
-    from surveyalign.knowledge.dataset import write_knowledge_dataset
-
     src, out = Path(dataset_dir).resolve(), Path(out_dir).resolve()
     if src == out:
         raise ValueError(f"--out must be a new folder, not the input dataset {src}")
@@ -293,8 +292,6 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         if counter is None:
             raise ValueError("Crit-KA counts its block budget B with the judge's tokenizer: set `tokenizer`")
         if backend is None and config.summariser is not None:
-            from surveyalign.backends import load_backend
-
             backend = load_backend(config.summariser.kind, **config.summariser.options)
         if backend is None:
             raise ValueError("Crit-KA needs a summariser backend: set `summariser` in the KA config")

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surveyalign.constants import normalise_dimension
@@ -136,8 +137,6 @@ class KAConfig(BaseModel):
             FileNotFoundError: ``path`` does not exist.
             ValueError: the YAML is not a mapping or does not validate (names the file and the key).
         """
-        import yaml
-
         data: dict[str, Any] = {}
         if path is not None:
             p = Path(path)

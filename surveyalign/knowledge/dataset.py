@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 __all__ = ["write_knowledge_dataset"]
@@ -45,9 +47,6 @@ def write_knowledge_dataset(src: Path, out: Path, rows: dict[str, dict[str, list
     Returns:
         The number of units written with a non-empty text.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     out.mkdir(parents=True, exist_ok=True)
     n_with = 0
     for dim, splits in rows.items():

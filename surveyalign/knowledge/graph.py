@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from scipy import sparse
 
 from surveyalign.knowledge.papers import Paper
@@ -296,8 +298,6 @@ class CitationGraph:
                     papers.append(Paper.from_dict(row, where=f"{path} line {n}"))
             return cls(papers)
         if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
             rows = pq.read_table(path).to_pylist()
             return cls([Paper.from_dict(row, where=f"{path} row {n}") for n, row in enumerate(rows)])
         if suffix == ".json":
@@ -326,9 +326,6 @@ class CitationGraph:
         path.parent.mkdir(parents=True, exist_ok=True)
         rows = [p.to_dict() for p in self.papers]
         if path.suffix.lower() == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
             pq.write_table(pa.Table.from_pylist(rows), path, compression="zstd")
         elif path.suffix.lower() == ".jsonl":
             with path.open("w", encoding="utf-8") as fh:

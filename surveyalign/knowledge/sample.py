@@ -13,6 +13,8 @@ import os
 import random
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.papers import Paper
 from surveyalign.knowledge.references import parse_reference_text
@@ -38,8 +40,6 @@ def sample_graph(dataset_dir: str | os.PathLike, *, seed: int = 0, neighbours_pe
     Raises:
         FileNotFoundError: no parquet files under ``dataset_dir/data``.
     """
-    import pyarrow.parquet as pq
-
     files = sorted(Path(dataset_dir).glob("data/*/*.parquet"))
     if not files:
         raise FileNotFoundError(f"{dataset_dir}: no data/<dimension>/<split>.parquet files")

@@ -38,6 +38,7 @@ class TokenCounter:
         self.name = tokenizer
         self._tok = None
         if tokenizer != "whitespace":
+            # transformers takes seconds to import: only when a real tokenizer is asked for
             from transformers import AutoTokenizer
 
             self._tok = AutoTokenizer.from_pretrained(tokenizer)
