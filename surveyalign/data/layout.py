@@ -43,7 +43,15 @@ def declared_split(file: Path, root: Path) -> str | None:
 
 
 def record_set_of(file: Path, root: Path) -> str:
-    """"grouped" for a review-sample file whose name or folder says grouped, else "raw"."""
+    """The annotation set of a review-sample file: "grouped" when its name or a folder says so, else "raw".
+
+    Args:
+        file: a review-sample file of the release.
+        root: the release folder (only the part of ``file`` below it is looked at).
+
+    Returns:
+        "grouped" or "raw" (one of :data:`RECORD_SETS`).
+    """
     try:
         parts = file.relative_to(root).parts if root.is_dir() else (file.name,)
     except ValueError:
@@ -61,7 +69,15 @@ def is_sample_file(data: object) -> bool:
 
 
 def portable_names(files: list[Path], root: Path) -> list[str]:
-    """``files`` relative to ``root`` (POSIX), for messages."""
+    """``files`` relative to ``root`` (POSIX form), for messages and reports.
+
+    Args:
+        files: files of the release.
+        root: the release folder (or the single release file).
+
+    Returns:
+        One relative path per file (its bare name when it lies outside ``root``).
+    """
     out = []
     for f in files:
         try:
