@@ -15,6 +15,7 @@ from surveyalign.backends import Backend, GenerationSettings
 from surveyalign.judge import CallCache, call_key, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
+from surveyalign.prompts import truncate_to_tokens
 
 __all__ = ["CritKA", "Summariser", "TokenCounter"]
 
@@ -53,7 +54,8 @@ class TokenCounter:
         return len(self._ids(text))
 
     def truncate(self, text: str, limit: int) -> tuple[str, bool]:
-        """Cut ``text`` to at most ``limit`` tokens at a token boundary.
+        """Cut ``text`` to at most ``limit`` tokens, at a character offset (never inside a character or an emoji
+        sequence: :func:`surveyalign.prompts.truncate_to_tokens`).
 
         Args:
             text: the text.
@@ -67,7 +69,7 @@ class TokenCounter:
             return text, False
         if self._tok is None:
             return " ".join(ids[:limit]), True
-        return self._tok.decode(ids[:limit]), True
+        return truncate_to_tokens(text, self._tok, limit), True
 
 
 @dataclass

@@ -4,7 +4,7 @@ Public surface::
 
     from surveyalign.prompts import (
         build_judge_prompt, format_target, build_sft_example, parse_judgement, parse_generation, render_chat,
-        fit_survey_text, count_chat_tokens, ParsedAnswer, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
+        fit_survey_text, truncate_to_tokens, count_chat_tokens, ParsedAnswer, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
     )
 
 Training (SFT/DPO data) and evaluation both build prompts with :func:`build_judge_prompt`, so the two can
@@ -24,7 +24,11 @@ from surveyalign.prompts.builder import (
     render_chat,
     validate_score,
 )
-from surveyalign.prompts.length import count_chat_tokens, fit_survey_text
+from surveyalign.prompts.length import (
+    count_chat_tokens,
+    fit_survey_text,
+    truncate_to_tokens,
+)
 from surveyalign.prompts.parser import ParsedAnswer, parse_judgement, strip_reasoning
 from surveyalign.prompts.protocols import (
     DEFAULT_PROTOCOL,
@@ -57,5 +61,6 @@ __all__ = [
     "parse_judgement",
     "render_chat",
     "strip_reasoning",
+    "truncate_to_tokens",
     "validate_score",
 ]
