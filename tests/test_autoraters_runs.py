@@ -17,7 +17,7 @@ from surveyalign.autoraters import (
     rate_sxs,
 )
 from surveyalign.autoraters.references import paper_references
-from surveyalign.backends import Generation
+from surveyalign.backends import Generation, GenerationSettings
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.cli import main
 from surveyalign.inference import read_document
@@ -67,6 +67,20 @@ def test_always_paper_1_judge_ties_and_flips(tmp_path):
     again = rate_sxs(_papers(3), AutoraterJudge(failing, cache=CallCache.load(tmp_path / "calls.jsonl")))
     assert failing.calls == [] and again["outcomes"] == result["outcomes"]
     assert all(c["cached"] for p in again["pairs"] for c in p["calls"])
+
+
+def test_failed_calls_are_retried_on_resume(tmp_path):
+    calls = tmp_path / "calls.jsonl"
+    flaky = ScriptedBackend(lambda m, s, k: RuntimeError("503") if "FIRST" in m[1]["content"].split("=====")[0]
+                            else _sxs_answer("paper", "paper_2"))
+    pairs = [(Paper("a", "FIRST text"), Paper("b", "other text"))]
+    first = rate_sxs(pairs, AutoraterJudge(flaky, cache=CallCache.load(calls)), kind="paper")
+    assert [c["winner"] for c in first["pairs"][0]["calls"]] == [None, "paper_2"]
+    assert len(calls.read_text().splitlines()) == 2  # the failed call is recorded too, with its error
+    healed = ScriptedBackend(lambda m, s, k: _sxs_answer("paper", "paper_2"))
+    second = rate_sxs(pairs, AutoraterJudge(healed, cache=CallCache.load(calls)), kind="paper")
+    assert len(healed.calls) == 1 and [c["cached"] for c in second["pairs"][0]["calls"]] == [False, True]
+    assert second["pairs"][0]["outcome"]["outcome"] == "tie" and second["flip_rate"]["rate"] == 1.0
 
 
 def test_sxs_unreadable_answers_are_reported_not_dropped():
@@ -273,3 +287,48 @@ def test_real_sxs_litreview_through_served_tiny_model(shared_real, tiny_model_di
     assert result["n_unreadable_calls"] == 2 and result["outcomes"] == {"win": 0, "tie": 1, "loss": 0}
     assert all(call["winner"] is None and call["problems"] for call in result["pairs"][0]["calls"])
     assert result["judge"]["backend"]["backend"] == "openai" and (tmp_path / "result.md").is_file()
+
+
+def test_length_rule_cuts_papers_fairly(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from surveyalign.autoraters.length import fit_texts
+    from surveyalign.autoraters.prompts import build_sxs_messages
+    from surveyalign.prompts import count_chat_tokens
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    long_a, short_b = "graph " * 3000 + "END-A", "a short literature review " * 10 + "END-B"
+
+    def build(texts):
+        return build_sxs_messages("litreview", texts[0], texts[1])
+
+    whole = count_chat_tokens(tok, build([long_a, short_b]), enable_thinking=False, add_generation_prompt=True)
+    budget = whole - 1000
+    fit = fit_texts(build, [long_a, short_b], tok, budget, 100)
+    assert fit.cut_tokens[0] > 1000 and fit.cut_tokens[1] == 0  # only the longer paper is cut
+    assert fit.prompt_tokens + 100 <= budget and "END-A" not in fit.messages[1]["content"]
+    assert "END-B" in fit.messages[1]["content"]
+    assert fit.prompt_tokens == count_chat_tokens(tok, fit.messages, enable_thinking=False, add_generation_prompt=True)
+    # both long: both cut, to about the same length (water-filling)
+    both = fit_texts(build, [long_a, "tree " * 2500], tok, budget, 100)
+    kept = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in ("graph " * 3000 + "END-A", "tree " * 2500)]
+    left = [n - c for n, c in zip(kept, both.cut_tokens)]
+    assert min(both.cut_tokens) > 0 and abs(left[0] - left[1]) <= 8
+    # untouched when it fits; refused (no call) when even empty texts do not fit
+    assert fit_texts(build, ["x", "y"], tok, whole, 100).cut_tokens == (0, 0)
+    assert fit_texts(build, ["x", "y"], tok, 150, 100).reason.startswith("prompt too long for the model context")
+
+    backend = ScriptedBackend(lambda m, s, k: _sxs_answer("litreview", "paper_1"))
+    judge = AutoraterJudge(backend, GenerationSettings(max_new_tokens=100), max_length=budget,
+                           tokenizer=str(tiny_model_dir))
+    result = rate_sxs([(Paper("a", long_a), Paper("b", short_b))], judge)
+    ab = result["pairs"][0]["calls"][0]
+    assert ab["length"]["cut_tokens"][1] == 0 and ab["length"]["cut_tokens"][0] > 1000 and ab["winner"] == "paper_1"
+    assert "END-A" not in backend.calls[0][0][1]["content"]
+    tight = AutoraterJudge(ScriptedBackend(["never asked"]), max_length=150,
+                           settings=judge.settings.model_copy(update={"max_new_tokens": 100}), tokenizer=tok)
+    refused = rate_sxs([(Paper("a", long_a), Paper("b", short_b))], tight)
+    assert tight.backend.calls == [] and refused["n_unreadable_calls"] == 2
+    assert refused["pairs"][0]["calls"][0]["problems"][0].startswith("prompt too long for the model context")
+    with pytest.raises(ValueError, match="needs a tokenizer"):
+        AutoraterJudge(ScriptedBackend([]), max_length=4096)

@@ -1,24 +1,36 @@
-"""Autorater LLM calls through the shared backends and the evaluation call cache (runs resume).
+"""Autorater LLM calls through the shared backends, call executor and call cache (runs resume).
 
-Every call is keyed like the evaluation harness's calls (``surveyalign.judge.call_key``: stage, unit,
-prompt hash, backend identity, settings), so a re-run with the same ``calls.jsonl`` makes only the calls that are
-missing. Failed calls (backend errors) are reported and not cached, so the next run tries them again.
+Every call is keyed like the evaluation harness's calls (:func:`surveyalign.judge.call_key`: stage, unit, messages
+hash, backend identity, settings) and made by :func:`surveyalign.judge.run_calls` (requests in flight for API
+backends, batches for local ones); each answer is appended to ``calls.jsonl`` as it arrives
+(:meth:`surveyalign.judge.CallCache.add`), so a re-run with the same cache makes only the calls that are missing
+or that failed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tqdm.auto import tqdm
-
+from surveyalign.autoraters.length import FittedPrompt, fit_texts
 from surveyalign.autoraters.prompts import PROMPT_VERSION
 from surveyalign.backends import Backend, Generation, GenerationSettings
-from surveyalign.judge import CallCache, call_key, stable_hash
+from surveyalign.judge import (
+    TOO_LONG_TEXT,
+    Call,
+    CallCache,
+    backend_identity,
+    call_key,
+    run_calls,
+    stable_hash,
+)
 from surveyalign.prompts import answer_failure
 
 __all__ = ["AutoraterJudge", "CallAnswer", "PromptCall"]
+
+#: The ``dimension`` part of every autorater call key (keeps these calls apart from survey-scoring calls).
+_DIMENSION = "autorater"
 
 
 @dataclass(frozen=True)
@@ -27,13 +39,17 @@ class PromptCall:
 
     Attributes:
         stage: which autorater step, e.g. ``"sxs-litreview"`` or ``"partition"``.
-        unit_id: what is judged, e.g. ``"pair-0::AB"``; part of the cache key.
+        unit_id: what is judged, e.g. ``"0:a.md|b.md::AB"``; part of the cache key.
         messages: the chat messages.
+        texts: the paper texts inside ``messages`` that the length rule may shorten (empty: none).
+        build: texts -> messages (the builder with its other inputs bound), needed with ``texts``.
     """
 
     stage: str
     unit_id: str
     messages: list[dict[str, str]]
+    texts: tuple[str, ...] = ()
+    build: Callable[[Sequence[str]], list[dict[str, str]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,7 @@ class CallAnswer:
         error: the backend error, ``None`` on success.
         cached: True when the answer came from ``calls.jsonl``.
         refusal: the server's refusal text, if any.
+        length: what the length rule did (prompt tokens, tokens cut per paper), ``None`` when it was off.
     """
 
     key: str
@@ -55,12 +72,19 @@ class CallAnswer:
     error: str | None
     cached: bool
     refusal: str | None = None
+    length: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, key: str, generation: Generation, cached: bool, length: FittedPrompt | None = None) -> CallAnswer:
+        """The answer carried by ``generation`` under ``key``."""
+        return cls(key, generation.text or "", generation.finish_reason, generation.error, cached, generation.refusal,
+                   None if length is None else length.to_dict())
 
     @property
     def failure(self) -> str | None:
         """Why the answer must not be read (backend error, truncated at the token cap, refused), else ``None``."""
         if self.error is not None:
-            return f"backend error: {self.error}"
+            return self.error if self.error.startswith(TOO_LONG_TEXT) else f"backend error: {self.error}"
         return answer_failure(self)
 
     @property
@@ -71,7 +95,7 @@ class CallAnswer:
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-serialisable dict (plus ``failure``)."""
         return {"key": self.key, "text": self.text, "finish_reason": self.finish_reason, "error": self.error,
-                "refusal": self.refusal, "failure": self.failure, "cached": self.cached}
+                "refusal": self.refusal, "failure": self.failure, "cached": self.cached, "length": self.length}
 
 
 class AutoraterJudge:
@@ -79,68 +103,107 @@ class AutoraterJudge:
 
     Args:
         backend: any :class:`~surveyalign.backends.Backend` (API, local model, scripted judge).
-        settings: generation settings (PaperOrchestra uses temperature 0 where the model allows it).
+        settings: generation settings (PaperOrchestra uses temperature 0 where the model allows it); default
+            greedy with 2048 new tokens.
         cache: the run's ``calls.jsonl``; ``None`` = no caching.
-        batch_size: prompts per ``generate`` call (answers are cached after each batch).
+        concurrency: requests in flight for API backends (default: the backend's own setting).
+        batch_size: prompts per ``generate`` call for local backends (default: the backend's own, else 8).
         progress: show a progress bar.
+        max_length: token budget of prompt + answer; longer prompts get the ends of their paper texts cut
+            (:func:`~surveyalign.autoraters.length.fit_texts`). ``None``: no cut (a server may then refuse).
+        tokenizer: the tokenizer counting tokens for ``max_length`` (object or folder); default: the backend's
+            own ``tokenizer`` (local backends).
+
+    Raises:
+        ValueError: ``concurrency`` or ``batch_size`` below 1, ``max_length`` not above ``max_new_tokens``, or
+            ``max_length`` without a tokenizer.
     """
 
     def __init__(self, backend: Backend, settings: GenerationSettings | None = None, cache: CallCache | None = None,
-                 batch_size: int = 8, progress: bool = False) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+                 concurrency: int | None = None, batch_size: int | None = None, progress: bool = False,
+                 max_length: int | None = None, tokenizer: Any = None) -> None:
+        for name, value in (("concurrency", concurrency), ("batch_size", batch_size)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        settings = settings or GenerationSettings(temperature=0.0, max_new_tokens=2048)
+        if max_length is not None:
+            if max_length <= settings.max_new_tokens:
+                raise ValueError(f"max_length {max_length} must exceed max_new_tokens {settings.max_new_tokens}")
+            tokenizer = tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None)
+            if tokenizer is None:
+                raise ValueError("max_length needs a tokenizer to count tokens (a folder or id; API backends have none)")
+            if isinstance(tokenizer, str):
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+        self.max_length = max_length
+        self.tokenizer = tokenizer
         self.backend = backend
-        self.settings = settings or GenerationSettings(temperature=0.0, max_new_tokens=2048)
+        self.settings = settings
         self.cache = cache
+        self.concurrency = concurrency
         self.batch_size = batch_size
         self.progress = progress
+        self._identity: dict[str, Any] | None = None
 
     def describe(self) -> dict[str, Any]:
-        """Backend identity, settings and prompt version, for the output's provenance."""
+        """Backend description, settings and prompt version, for the output's provenance."""
         return {"backend": self.backend.describe(), "settings": self.settings.model_dump(),
-                "prompt_version": PROMPT_VERSION}
+                "prompt_version": PROMPT_VERSION, "max_length": self.max_length,
+                "tokenizer": None if self.tokenizer is None else getattr(self.tokenizer, "name_or_path", None)}
+
+    def _call(self, call: PromptCall) -> Call:
+        if self._identity is None:
+            self._identity = backend_identity(self.backend)
+        stage = f"autorate/{call.stage}"
+        messages_hash = stable_hash(call.messages)
+        key = call_key(stage=stage, unit_id=call.unit_id, dimension=_DIMENSION, sample=0, messages_hash=messages_hash,
+                       backend=self._identity, settings=self.settings.model_dump())
+        return Call(key=key, stage=stage, unit_id=call.unit_id, dimension=_DIMENSION, sample=0,
+                    messages=call.messages, messages_hash=messages_hash, settings=self.settings, backend=self.backend)
 
     def key(self, call: PromptCall) -> str:
         """The cache key of ``call``."""
-        return call_key(stage=f"autorate/{call.stage}", unit_id=call.unit_id, dimension="", sample=0,
-                        messages_hash=stable_hash({"version": PROMPT_VERSION, "messages": call.messages}),
-                        backend=self.backend.describe(), settings=self.settings.model_dump())
+        return self._call(call).key
 
     def ask(self, calls: Sequence[PromptCall], desc: str = "autorater calls") -> list[CallAnswer]:
         """Answer ``calls`` in order, from the cache where possible; never raises for a failed call.
 
         Args:
-            calls: the calls.
+            calls: the calls (identical ones are made once).
             desc: progress-bar label.
 
         Returns:
             One :class:`CallAnswer` per call, in order.
         """
-        keys = [self.key(c) for c in calls]
-        answers: dict[int, CallAnswer] = {}
-        pending: list[int] = []
-        for i, key in enumerate(keys):
-            rec = self.cache.get(key) if self.cache is not None else None
-            if rec is not None:
-                answers[i] = CallAnswer(key, rec.get("text", ""), rec.get("finish_reason"), None, True,
-                                        rec.get("refusal"))
+        fitted = [self._fit(c) for c in calls]
+        planned = [self._call(c if f is None or f.messages is None else replace(c, messages=f.messages))
+                   for c, f in zip(calls, fitted, strict=True)]
+        answers: dict[str, tuple[Generation, bool]] = {}
+        todo: dict[str, Call] = {}
+        for call, fit in zip(planned, fitted, strict=True):
+            if fit is not None and fit.messages is None:  # nothing to send: reported, never cached
+                answers[call.key] = (Generation.failed(fit.reason or TOO_LONG_TEXT), False)
+                continue
+            rec = self.cache.get(call.key) if self.cache is not None else None
+            if rec is not None and not rec.get("error"):
+                answers[call.key] = (self.cache.generation(call.key), True)
             else:
-                pending.append(i)
-        bar = tqdm(total=len(pending), desc=desc, disable=not self.progress or not pending)
-        for start in range(0, len(pending), self.batch_size):
-            chunk = pending[start:start + self.batch_size]
-            try:
-                rows = self.backend.generate([calls[i].messages for i in chunk], self.settings, 1)
-            except (ValueError, RuntimeError, OSError) as err:
-                rows = [[Generation.failed(f"{type(err).__name__}: {err}")] for _ in chunk]
-            for i, row in zip(chunk, rows, strict=True):
-                gen = row[0]
-                answers[i] = CallAnswer(keys[i], gen.text, gen.finish_reason, gen.error, False, gen.refusal)
-                if gen.ok and self.cache is not None:
-                    self.cache.append({"key": keys[i], "stage": calls[i].stage, "unit_id": calls[i].unit_id,
-                                       "prompt_version": PROMPT_VERSION, "text": gen.text,
-                                       "finish_reason": gen.finish_reason, "refusal": gen.refusal,
-                                       "mean_logprob": gen.mean_logprob})
-            bar.update(len(chunk))
-        bar.close()
-        return [answers[i] for i in range(len(calls))]
+                todo.setdefault(call.key, call)
+
+        def on_result(call: Call, generation: Generation, seconds: float) -> None:
+            answers[call.key] = (generation, False)
+            if self.cache is not None:
+                self.cache.add(call, generation, seconds)
+
+        run_calls(list(todo.values()), on_result, concurrency=self.concurrency, batch_size=self.batch_size,
+                  progress=self.progress, desc=desc,
+                  around_async=self.cache.background if self.cache is not None else None)
+        return [CallAnswer.of(call.key, *answers[call.key], fit) for call, fit in zip(planned, fitted, strict=True)]
+
+    def _fit(self, call: PromptCall) -> FittedPrompt | None:
+        """The length rule applied to ``call`` (``None`` when it is off or the call has no texts)."""
+        if self.max_length is None or not call.texts or call.build is None:
+            return None
+        return fit_texts(call.build, call.texts, self.tokenizer, self.max_length, self.settings.max_new_tokens,
+                         enable_thinking=self.settings.enable_thinking)

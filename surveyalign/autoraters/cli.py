@@ -42,7 +42,15 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=non_negative_float, default=0.0, help="sampling temperature (PaperOrchestra: 0)")
     g.add_argument("--max-new-tokens", type=positive_int, default=2048, help="token cap per answer")
     g.add_argument("--seed", type=int_at_least(0), default=0, help="sampling seed")
-    g.add_argument("--batch-size", type=positive_int, default=8, help="prompts per backend call (cached after each)")
+    g.add_argument("--concurrency", type=positive_int, help="requests in flight for API backends "
+                   "(default: the backend's own)")
+    g.add_argument("--batch-size", type=positive_int, help="prompts per generate call for local backends "
+                   "(default: the backend's own, else 8)")
+    g.add_argument("--max-length", type=positive_int, metavar="TOKENS",
+                   help="token budget of prompt + answer: longer prompts get the ends of their paper texts cut, the "
+                   "longer paper first (default: no cut; a server may then refuse the prompt, which is reported)")
+    g.add_argument("--tokenizer", metavar="DIR", help="tokenizer counting tokens for --max-length (needed for API "
+                   "backends; local backends use their own)")
     p.add_argument("--output-dir", type=Path, help="folder for result.json, result.md and calls.jsonl "
                    "(default: runs/autorate/COMMAND)")
     p.add_argument("--no-resume", action="store_true", help="ignore (and replace) an existing calls.jsonl")
@@ -127,8 +135,9 @@ def _judge(args: argparse.Namespace, out_dir: Path):
     if args.no_resume and calls.exists():
         calls.replace(calls.with_suffix(".jsonl.old"))
     settings = GenerationSettings(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
-    return AutoraterJudge(backend, settings, CallCache.load(calls), batch_size=args.batch_size,
-                          progress=not args.no_progress)
+    return AutoraterJudge(backend, settings, CallCache.load(calls), concurrency=args.concurrency,
+                          batch_size=args.batch_size, progress=not args.no_progress, max_length=args.max_length,
+                          tokenizer=args.tokenizer)
 
 
 def _read(path: Path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from surveyalign.autoraters.calls import AutoraterJudge, CallAnswer, PromptCall
@@ -61,6 +62,18 @@ class NumberedReference:
     text: str
 
 
+def _sxs_build(kind: str, texts: Sequence[str]) -> list[dict[str, str]]:
+    return build_sxs_messages(kind, texts[0], texts[1])
+
+
+def _litreview_build(avg_citation_count: float, texts: Sequence[str]) -> list[dict[str, str]]:
+    return build_litreview_messages(texts[0], avg_citation_count)
+
+
+def _partition_build(references: str, texts: Sequence[str]) -> list[dict[str, str]]:
+    return build_partition_messages(texts[0], references)
+
+
 def _call_view(answer: CallAnswer, problems: Sequence[str]) -> dict[str, Any]:
     failure = [answer.failure] if answer.failure else []
     return {**answer.to_dict(), "problems": failure + [p for p in problems if p != "empty answer" or not failure]}
@@ -100,8 +113,9 @@ def rate_sxs(pairs: Sequence[tuple[Paper, Paper]], judge: AutoraterJudge, kind: 
             else:
                 texts[side] = paper.text
         unit = f"{index}:{a.paper_id}|{b.paper_id}"
-        calls.append(PromptCall(stage, f"{unit}::AB", build_sxs_messages(kind, texts["a"], texts["b"])))
-        calls.append(PromptCall(stage, f"{unit}::BA", build_sxs_messages(kind, texts["b"], texts["a"])))
+        build = partial(_sxs_build, kind)
+        for order, pair in (("AB", (texts["a"], texts["b"])), ("BA", (texts["b"], texts["a"]))):
+            calls.append(PromptCall(stage, f"{unit}::{order}", build(pair), pair, build))
         views.append({"pair": index, "a": a.paper_id, "b": b.paper_id, **({"sections": sections} if sections else {})})
     answers = judge.ask(calls, desc=stage)
     winners = []
@@ -144,7 +158,8 @@ def rate_litreview(papers: Sequence[Paper], judge: AutoraterJudge,
     Raises:
         ValueError: ``avg_citation_count`` not positive.
     """
-    calls = [PromptCall("litreview", f"{i}:{p.paper_id}", build_litreview_messages(p.text, avg_citation_count))
+    build = partial(_litreview_build, avg_citation_count)
+    calls = [PromptCall("litreview", f"{i}:{p.paper_id}", build([p.text]), (p.text,), build)
              for i, p in enumerate(papers)]
     answers = judge.ask(calls, desc="litreview")
     rows = []
@@ -202,9 +217,11 @@ def rate_citation_f1(ground_truth: Paper, gt_references: Sequence[NumberedRefere
         raise ValueError(f"unknown citation F1 variant {variant!r}; expected one of {CITATION_F1_VARIANTS}")
     sides = {"ground_truth": (ground_truth, gt_references), "generated": (generated, gen_references)}
     wanted = ["ground_truth", "generated"] if variant == "seed" else ["ground_truth"]
-    calls = [PromptCall("partition", f"{side}:{sides[side][0].paper_id}",
-                        build_partition_messages(sides[side][0].text, _references_block(sides[side][1])))
-             for side in wanted]
+    calls = []
+    for side in wanted:
+        paper, refs = sides[side]
+        build = partial(_partition_build, _references_block(refs))  # the reference list is never cut
+        calls.append(PromptCall("partition", f"{side}:{paper.paper_id}", build([paper.text]), (paper.text,), build))
     answers = dict(zip(wanted, judge.ask(calls, desc="partition"), strict=True))
     partitions, problems = {}, []
     for side, answer in answers.items():
