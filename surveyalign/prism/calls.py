@@ -2,27 +2,30 @@
 
 Every PRISM extraction call goes through :class:`Extractor`: its key hashes the stage, the unit, the exact
 messages, the backend's identity and the generation settings (``surveyalign.judge.call_key``); answers are
-appended to ``calls.jsonl`` as they arrive, so re-running the same command makes only the calls that are missing
+appended to ``calls.jsonl`` as they arrive (the shared executor ``surveyalign.judge.run_calls``: native-async API
+backends keep their ``concurrency`` requests in flight, the others get batches), so re-running the same command makes only the calls that are missing
 or that failed. Failures never raise: they come back as failed :class:`~surveyalign.backends.Generation` objects
 and are counted per stage.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any
-
-from tqdm.auto import tqdm
+from dataclasses import dataclass, field
 
 from surveyalign.backends import Backend, Generation, GenerationSettings, Messages
-from surveyalign.judge import CallCache, call_key, stable_hash
+from surveyalign.judge import (
+    Call,
+    CallCache,
+    backend_identity,
+    call_key,
+    run_calls,
+    stable_hash,
+)
 
 __all__ = ["CallRequest", "Extractor"]
 
-#: Optional fields of a cached answer brought back into its Generation (refusal, reasoning, ...).
-_GENERATION_FIELDS = tuple(f.name for f in fields(Generation) if f.name not in ("text", "finish_reason",
-                                                                               "mean_logprob", "error"))
 #: The ``dimension`` part of every PRISM call key (keeps PRISM calls apart from survey-scoring calls).
 _DIMENSION = "prism"
 
@@ -44,7 +47,8 @@ class Extractor:
         backend: any :class:`~surveyalign.backends.Backend` (API, transformers, vLLM, scripted).
         settings: generation settings of every call (greedy by default).
         cache: the run's ``calls.jsonl`` (None: no caching).
-        batch_size: prompts per ``backend.generate`` call.
+        batch_size: prompts per ``backend.generate`` call for backends that are not natively async.
+        concurrency: requests in flight for a native-async (API) backend (None: the backend's own setting).
         progress: show a progress bar per batch of requests.
         counts: stage -> ``{"calls", "cached", "made", "api_error"}``.
     """
@@ -53,13 +57,21 @@ class Extractor:
     settings: GenerationSettings = field(default_factory=GenerationSettings)
     cache: CallCache | None = None
     batch_size: int = 8
+    concurrency: int | None = None
     progress: bool = False
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    _identity: dict | None = field(default=None, init=False, repr=False)
 
-    def _key(self, request: CallRequest) -> str:
-        return call_key(stage=f"prism:{request.stage}", unit_id=request.unit_id, dimension=_DIMENSION, sample=0,
-                        messages_hash=stable_hash(request.messages), backend=self.backend.describe(),
-                        settings=self.settings.model_dump())
+    def _call(self, request: CallRequest) -> Call:
+        if self._identity is None:
+            self._identity = backend_identity(self.backend)
+        messages_hash = stable_hash(request.messages)
+        stage = f"prism:{request.stage}"
+        key = call_key(stage=stage, unit_id=request.unit_id, dimension=_DIMENSION, sample=0,
+                       messages_hash=messages_hash, backend=self._identity, settings=self.settings.model_dump())
+        return Call(key=key, stage=stage, unit_id=request.unit_id, dimension=_DIMENSION, sample=0,
+                    messages=list(request.messages), messages_hash=messages_hash, settings=self.settings,
+                    backend=self.backend)
 
     def _count(self, stage: str, what: str) -> None:
         entry = self.counts.setdefault(stage, {"calls": 0, "cached": 0, "made": 0, "api_error": 0})
@@ -75,35 +87,31 @@ class Extractor:
         Returns:
             One :class:`~surveyalign.backends.Generation` per request, in order (``error`` set on failure).
         """
-        keys = [self._key(r) for r in requests]
-        out: list[Generation | None] = [None] * len(requests)
-        todo: list[int] = []
-        for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
+        calls = [self._call(r) for r in requests]
+        out: dict[str, Generation] = {}
+        todo: list[Call] = []
+        queued: set[str] = set()
+        for request, call in zip(requests, calls, strict=True):
             self._count(request.stage, "calls")
-            record = self.cache.get(key) if self.cache is not None else None
+            record = self.cache.get(call.key) if self.cache is not None else None
             if record is not None and record.get("error") is None:
-                out[i] = Generation(**{f: record.get(f) for f in _GENERATION_FIELDS if f in record},
-                                    **{f: record.get(f) for f in ("text", "finish_reason", "mean_logprob")})
+                out[call.key] = self.cache.generation(call.key)
                 self._count(request.stage, "cached")
-            else:
-                todo.append(i)
-        bar = tqdm(total=len(todo), desc=desc, disable=not self.progress or not todo, leave=False)
-        for start in range(0, len(todo), self.batch_size):
-            chunk = todo[start:start + self.batch_size]
-            answers = self.backend.generate([requests[i].messages for i in chunk], self.settings, 1)
-            for i, row in zip(chunk, answers, strict=True):
-                gen = row[0]
-                out[i] = gen
-                self._count(requests[i].stage, "made")
-                if not gen.ok:
-                    self._count(requests[i].stage, "api_error")
-                if self.cache is not None:
-                    self.cache.append(self._record(keys[i], requests[i], gen))
-            bar.update(len(chunk))
-        bar.close()
-        return [g if g is not None else Generation.failed("no answer") for g in out]
+            elif call.key not in queued:  # the same call asked twice in one batch is made once
+                queued.add(call.key)
+                todo.append(call)
+        lock = threading.Lock()
 
-    @staticmethod
-    def _record(key: str, request: CallRequest, gen: Generation) -> dict[str, Any]:
-        return {"key": key, "stage": f"prism:{request.stage}", "unit_id": request.unit_id,
-                "messages_hash": stable_hash(request.messages), **gen.to_dict()}
+        def on_result(call: Call, generation: Generation, seconds: float) -> None:
+            with lock:
+                out[call.key] = generation
+                stage = call.stage.removeprefix("prism:")
+                self._count(stage, "made")
+                if not generation.ok:
+                    self._count(stage, "api_error")
+                if self.cache is not None:
+                    self.cache.add(call, generation, seconds)
+
+        run_calls(todo, on_result, concurrency=self.concurrency, batch_size=self.batch_size, progress=self.progress,
+                  desc=desc, around_async=self.cache.background if self.cache is not None else None)
+        return [out.get(c.key) or Generation.failed("no answer") for c in calls]

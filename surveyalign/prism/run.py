@@ -61,7 +61,8 @@ class PrismConfig(_Strict):
     claim_policy: str = Field("top3_weighted", description="novelty claim-score aggregation policy")
     consensus: Literal["all", "human"] = Field("all", description="whose agreement weighs pooled flaws")
     max_paper_chars: int = Field(30000, ge=1000, description="paper characters shown to flaw validation")
-    batch_size: int = Field(8, ge=1, description="prompts per backend call")
+    batch_size: int = Field(8, ge=1, description="prompts per backend call (local backends)")
+    concurrency: int | None = Field(None, ge=1, description="requests in flight for API backends (default: theirs)")
     novelty: NoveltyConfig = Field(default_factory=NoveltyConfig)
 
     @field_validator("claim_policy")
@@ -145,7 +146,8 @@ def run_prism(paper: Paper, reviews: Sequence[Review], config: PrismConfig, out_
     settings = config.generation
     try:
         with CallCache.load(out / "calls.jsonl") as cache:
-            extractor = Extractor(backend, settings, cache, batch_size=config.batch_size, progress=progress)
+            extractor = Extractor(backend, settings, cache, batch_size=config.batch_size,
+                                  concurrency=config.concurrency, progress=progress)
             units = extract_units(paper, reviews, extractor, retriever=retriever,
                                   grounding_rubric=config.grounding_rubric,
                                   pairs_per_claim=config.novelty.pairs_per_claim,
