@@ -178,6 +178,7 @@ PARTITION_TABLE = [
     ('{"1": "P2", "2": "P1"}', {"2": "P1"}, ["invalid label(s) (expected P0 or P1): 1='P2'"], False),
     ('Sure! {"1": "P0", "2": "P1"} Hope this helps.', {"1": "P0", "2": "P1"},
      ["extra text around the JSON object"], False),
+    ('Labels {as asked}:\n{"1": "P0", "2": "P1"}', {"1": "P0", "2": "P1"}, ["extra text around the JSON object"], False),
 ]
 
 

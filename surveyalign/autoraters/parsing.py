@@ -91,9 +91,16 @@ def read_json_answer(text: str | None) -> JsonAnswer:
     if start < 0:
         return JsonAnswer(None, problems=("invalid JSON: no JSON object in the answer",))
     decoder = json.JSONDecoder(object_pairs_hook=_hook)
-    try:
-        value, end = decoder.raw_decode(body, start)
-    except json.JSONDecodeError as err:
+    first_error: json.JSONDecodeError | None = None
+    while start >= 0:  # a brace in prose before the object ("see {below}") is skipped, and reported as extra text
+        try:
+            value, end = decoder.raw_decode(body, start)
+            break
+        except json.JSONDecodeError as err:
+            first_error = first_error or err
+            start = body.find("{", start + 1)
+    else:
+        err = first_error
         return JsonAnswer(None, problems=(f"invalid JSON: {err.msg} at line {err.lineno} column {err.colno}",))
     before, after = body[:start].strip(), body[end:].strip()
     if after.find("{") >= 0:
