@@ -66,3 +66,72 @@ def test_guard_reads_completion_masks():
     with pytest.raises(RuntimeError, match="position_ids restart"):
         check_rows([{"input_ids": [1, 2, 3, 4], "position_ids": [0, 1, 0, 1], "labels": [-100, 5, -100, 7]}],
                    "train")
+
+
+# ------------------------------------------------------------------------------------------ recipe entry / output
+
+
+def _recipe_doc(name: str) -> str:
+    import ast
+    from pathlib import Path
+
+    return ast.get_docstring(ast.parse((Path(__file__).resolve().parents[1] / "recipes" / name).read_text()))
+
+
+def test_recipe_without_config_prints_usage_and_commands(capsys):
+    from surveyalign.training import make_sft_parser
+    from surveyalign.training.entry import run_recipe
+
+    called = []
+    assert run_recipe(lambda *a: called.append(a), make_sft_parser, prog="recipes/sft.py", doc=_recipe_doc("sft.py"),
+                      argv=[]) == 2
+    err = capsys.readouterr().err
+    assert called == [] and "Traceback" not in err and "bf16" not in err
+    assert err.startswith("usage: accelerate launch [ACCELERATE OPTIONS] recipes/sft.py --config YAML")
+    assert "accelerate launch --config_file configs/accelerate/zero3.yaml recipes/sft.py" in err  # copy-paste
+    assert run_recipe(lambda *a: None, make_sft_parser, prog="recipes/sft.py", doc="", argv=["--dimension",
+                                                                                             "readability"]) == 2
+
+
+def test_recipe_value_error_is_one_line(capsys, repo_root, monkeypatch):
+    from surveyalign.training import make_sft_parser
+    from surveyalign.training.entry import run_recipe
+
+    def main(script_args, training_args, model_args):
+        raise ValueError(f"no training examples for {script_args.dimension} in X\n(train split: 0 units)")
+
+    monkeypatch.chdir(repo_root)
+    code = run_recipe(main, make_sft_parser, prog="recipes/sft.py", doc="",
+                      argv=["--config", "configs/sft/tiny-readability.yaml", "--output_dir", "/tmp/unused"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    expected = "recipes/sft.py: error: ValueError: no training examples for readability in X; (train split: 0 units)"
+    assert err == [expected]
+    monkeypatch.setenv("SURVEYALIGN_TRACEBACK", "1")
+    with pytest.raises(ValueError, match="no training examples"):
+        run_recipe(main, make_sft_parser, prog="recipes/sft.py", doc="",
+                   argv=["--config", "configs/sft/tiny-readability.yaml"])
+
+
+def test_training_logs_go_to_the_file_and_one_bar(tiny_model_dir, tmp_path, capsys):
+    import json
+
+    from surveyalign.training.progress import (
+        LOG_FILE,
+        rates_over_this_run,
+        use_log_file,
+    )
+
+    trainer = _trainer(tiny_model_dir, tmp_path, max_steps=2, logging_steps=1, per_device_train_batch_size=2)
+    path = use_log_file(trainer, tmp_path / "sft")
+    result = trainer.train()
+    captured = capsys.readouterr()
+    assert "'loss'" not in captured.out + captured.err  # no printed log dicts
+    entries = [json.loads(line) for line in (tmp_path / "sft" / LOG_FILE).read_text().splitlines()]
+    assert path.name == LOG_FILE and [e["step"] for e in entries if "loss" in e] == [1, 2]
+    # a resumed run counts only its own steps: 1 step of 2 sequences made in this run
+    rates = rates_over_this_run({"train_runtime": 4.0, "train_samples_per_second": 99.0}, trainer.state, 1,
+                                trainer.args)
+    assert (rates["train_steps_this_run"], rates["train_samples_per_second"], rates["train_steps_per_second"]) == (
+        1, 0.5, 0.25)
+    assert result.global_step == 2

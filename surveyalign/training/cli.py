@@ -42,16 +42,17 @@ def launch_command(recipe: str, config: str, *, accelerate_config: str | None = 
         extra: flags appended for the recipe (overrides of YAML fields).
 
     Returns:
-        The argv list, starting with the current Python interpreter.
+        The argv list, starting with the current Python interpreter. accelerate runs with ``--quiet``: a recipe's
+        one-line error is then the last thing printed (no ``CalledProcessError`` traceback after it).
     """
     script = str(_REPO_ROOT / "recipes" / f"{recipe}.py")
     if accelerate_config:
-        head = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", accelerate_config]
+        head = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", accelerate_config, "--quiet"]
     elif nproc > 1:
         head = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc)]
     else:
         head = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
-                "--mixed_precision", "no", "--dynamo_backend", "no"]
+                "--mixed_precision", "no", "--dynamo_backend", "no", "--quiet"]
     return [*head, script, "--config", config, *(extra or [])]
 
 
