@@ -236,6 +236,27 @@ def test_citation_f1_cli_with_ids_and_a_bad_partition(tmp_path, capsys):
     assert result["ids"]["ground_truth"]["3"] is None  # numbers missing from --ids are unresolved
 
 
+def test_sxs_paper_and_litreview_cli(tmp_path, capsys):
+    bib = FIXTURES / "bibtex" / "main.tex"
+    replies = json.dumps([_sxs_answer("paper", w) for w in ("paper_1", "tie", "paper_2", "paper_2")])
+    rc = main(["autorate", "sxs-paper", str(MD), str(TEX), "--pair", str(TEX), str(bib), "--rule", "official5",
+               "--backend", "scripted", "--option", f"replies={replies}", "--output-dir", str(tmp_path / "s"),
+               "--no-progress"])
+    assert rc == 0
+    result = json.loads((tmp_path / "s" / "result.json").read_text())
+    assert [p["outcome"]["outcome"] for p in result["pairs"]] == ["leaning_win", "tie"]
+    assert result["outcomes"] == {"win": 0, "leaning_win": 1, "tie": 1, "leaning_loss": 0, "loss": 0}
+    assert result["flip_rate"]["rate"] == 0.5 and result["rule"] == "official5"
+    assert "outcome for A (official5)" in (tmp_path / "s" / "result.md").read_text()
+    assert len(result["run"]["inputs"]) == 3 and result["run"]["n_readable_answers"] == 4
+    rc = main(["autorate", "litreview", str(MD), "--venue", "ICLR 2025", "--backend", "scripted",
+               "--option", f"replies={json.dumps([json.dumps(LITREVIEW)])}", "--output-dir", str(tmp_path / "l"),
+               "--no-progress"])
+    lit = json.loads((tmp_path / "l" / "result.json").read_text())
+    assert rc == 0 and lit["avg_citation_count"] == 59.18 and lit["venue"] == "ICLR 2025" and lit["n_valid"] == 1
+    assert "59.18" in capsys.readouterr().out
+
+
 def test_autorate_user_errors(tmp_path, capsys):
     assert main(["autorate", "sxs-paper", str(MD), "--backend", "scripted"]) == 2
     assert "give both PAPER_A and PAPER_B" in capsys.readouterr().err
