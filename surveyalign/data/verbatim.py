@@ -29,12 +29,14 @@ NEAR_VERBATIM_THRESHOLD = 90.0
 #: ("Yes.") occurs anywhere and says nothing about leakage.
 MIN_SNIPPET_CHARS = 20
 
-_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "“": '"', "”": '"', "„": '"',
-                         "‟": '"', "″": '"', "«": '"', "»": '"', "‐": "-", "‑": "-", "‒": "-", "–": "-",
-                         "—": "-", "―": "-", "−": "-", "\u00ad": None, "\u200b": None, "\u200c": None,
-                         "\u200d": None, "\ufeff": None,
-                         # markdown emphasis, code, table bars, heading hashes and quote marks become spaces
-                         "*": " ", "_": " ", "`": " ", "~": " ", "|": " ", "#": " ", ">": " "})
+#: Typographic quotes and dashes to ASCII; soft hyphens and zero-width characters dropped.
+_REPLACEMENTS: tuple[tuple[str, str], ...] = (
+    ("‘", "'"), ("’", "'"), ("‚", "'"), ("‛", "'"), ("′", "'"), ("“", '"'), ("”", '"'), ("„", '"'), ("‟", '"'),
+    ("″", '"'), ("«", '"'), ("»", '"'), ("‐", "-"), ("‑", "-"), ("‒", "-"), ("–", "-"), ("—", "-"), ("―", "-"),
+    ("−", "-"), ("\u00ad", ""), ("\u200b", ""), ("\u200c", ""), ("\u200d", ""), ("\ufeff", ""),
+)
+#: Markdown emphasis, code, table bars, heading hashes and quote marks become spaces.
+_MARKUP_RE = re.compile(r"[*_`~|#>]")
 _TAG_RE = re.compile(r"<[^>\n]+>")
 #: A hyphen between two word characters, or at a line end before one (after whitespace collapsed to one space).
 _HYPHEN_RE = re.compile(r"(?<=\w)- ?(?=\w)")
@@ -59,7 +61,10 @@ def normalise_for_match(text: str) -> str:
     text = strip_running_headers(text if text.isascii() else unicodedata.normalize("NFKC", text))
     if "<" in text:
         text = _TAG_RE.sub(" ", text)
-    text = " ".join(text.translate(_QUOTES).split())
+    for old, new in _REPLACEMENTS:
+        if old in text:
+            text = text.replace(old, new)
+    text = " ".join(_MARKUP_RE.sub(" ", text).split())
     return _HYPHEN_RE.sub("", text) if "-" in text else text
 
 
