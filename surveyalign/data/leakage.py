@@ -118,6 +118,14 @@ _REFERENCES_RE = re.compile(r"^(?:\d+\.?\s*)?(?:references|bibliography|works\s+
                             re.IGNORECASE)
 _HEADING_RE = re.compile(r"^\s*#{1,6}\s")
 
+#: Words without which no marker above can match: a text without any is returned untouched at once.
+_ANY_MARKER_RE = re.compile(
+    r"peer\s+review|referee|reviewer|approval\s+status|paper\s+decision|official\s+(?:review|comment)|"
+    r"meta[\s-]?review|^\W*decision|decision\s+letter|rebuttal\s+letter|review\s+history|last\s+updated|"
+    r"conference\s+paper\s+at|page\s+\d+\s+of|version\s+\d|[✓✔✗✘×]",
+    re.IGNORECASE | re.MULTILINE,
+)
+
 #: Sources of appended records, in :attr:`LeakageEdit.records` order.
 RECORD_KINDS = ("f1000", "openreview", "moprd")
 
@@ -261,6 +269,8 @@ def strip_review_record(text: str) -> tuple[str, LeakageEdit]:
         what was removed (:class:`LeakageEdit`).
     """
     edit = LeakageEdit()
+    if not _ANY_MARKER_RE.search(text):
+        return text, edit
     original_len = len(text)
     lines = text.split("\n")
     plains = [_plain(line) for line in lines]
