@@ -118,13 +118,10 @@ _REFERENCES_RE = re.compile(r"^(?:\d+\.?\s*)?(?:references|bibliography|works\s+
                             re.IGNORECASE)
 _HEADING_RE = re.compile(r"^\s*#{1,6}\s")
 
-#: Words without which no marker above can match: a text without any is returned untouched at once.
-_ANY_MARKER_RE = re.compile(
-    r"peer\s+review|referee|reviewer|approval\s+status|paper\s+decision|official\s+(?:review|comment)|"
-    r"meta[\s-]?review|^\W*decision|decision\s+letter|rebuttal\s+letter|review\s+history|last\s+updated|"
-    r"conference\s+paper\s+at|page\s+\d+\s+of|version\s+\d|[✓✔✗✘×]",
-    re.IGNORECASE | re.MULTILINE,
-)
+#: Lower-case words without which no marker above can match: a text holding none is returned untouched at once
+#: (plain substring tests: cheaper than any regex over a 100 kB text).
+_MARKER_WORDS = ("review", "referee", "approval status", "decision", "rebuttal", "last updated", "conference paper",
+                 "page ", "[version", "✓", "✔", "✗", "✘", "×")
 
 #: Sources of appended records, in :attr:`LeakageEdit.records` order.
 RECORD_KINDS = ("f1000", "openreview", "moprd")
@@ -269,7 +266,8 @@ def strip_review_record(text: str) -> tuple[str, LeakageEdit]:
         what was removed (:class:`LeakageEdit`).
     """
     edit = LeakageEdit()
-    if not _ANY_MARKER_RE.search(text):
+    lowered = text.lower()
+    if not any(word in lowered for word in _MARKER_WORDS):
         return text, edit
     original_len = len(text)
     lines = text.split("\n")
