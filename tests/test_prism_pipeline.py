@@ -236,3 +236,22 @@ def test_retrieval_failure_is_recorded_not_fatal(tmp_path):
     assert h1["doa"] == pytest.approx(0.6)  # the other dimensions are unaffected
     assert run.units.log.counts["retrieval"]["api_error"] == 1
     assert json.loads((tmp_path / "paper.json").read_text())["novelty_note"].startswith("prior-work retrieval failed")
+
+
+def test_claims_without_any_verdict_are_left_out_with_the_reason(tmp_path):
+    paper, humans, system = _inputs()
+
+    def judge(messages, settings, index):
+        if stage_of(messages) == "novelty_pair":
+            return "no idea" if "language family" in messages[-1]["content"] else '{"verdict": "supported"}'
+        return scripted_judge(messages, settings, index)
+
+    with FakeScholarServer(PRIOR_WORK) as server:
+        config = PrismConfig.model_validate({
+            "backend": {"kind": "scripted", "options": {"replies": []}},
+            "novelty": {"base_url": server.s2_url, "requests_per_second": 0}})
+        run = run_prism(paper, humans.reviews + system.reviews, config, tmp_path, backend=ScriptedBackend(judge))
+    h1, sys_ = run.scores["Reviewer_aB1"], run.scores["toy_system_review"]
+    assert h1["ns"] is None and h1["errors"]["novelty"].startswith("novelty_pair failed")
+    assert run.units.log.counts["novelty_pair"]["parse_failed"] == 2  # both pairs of h1's one claim
+    assert sys_["ns"] == 1.0  # its claim's two pairs read "supported"

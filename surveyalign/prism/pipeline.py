@@ -192,7 +192,7 @@ def _judge_pairs(paper: Paper, units: PaperUnits, extractor: Extractor, retrieve
                 units.log.note_default("novelty_pair", f"{rid}#claim{c}", "every pair verdict failed: claim left out")
                 continue
             kept.append(NoveltyClaim(text, stance, [v for v in judged if v is not None]))
-        units.claims[rid] = kept
+        units.claims[rid] = kept if kept or not got else "novelty_pair failed: no verdict for any claim of the review"
 
 
 def _pool_flaws(paper: Paper, units: PaperUnits, extractor: Extractor, max_paper_chars: int) -> None:
