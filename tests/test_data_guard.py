@@ -166,6 +166,9 @@ def test_cli_fail_on_leak_exits_2(tmp_path, capsys):
     assert main([*cmd, str(tmp_path / "o2"), "--fail-on-leak"]) == 0
     out = capsys.readouterr().out
     assert "gold snippets still in the inputs: 0 verbatim, 0 near-verbatim (before guard: 3 / 3)" in out
+    assert main([*cmd, str(tmp_path / "o3"), "--near-verbatim-threshold", "75"]) == 0
+    report = json.loads((tmp_path / "o3" / "build_report.json").read_text())
+    assert report["leakage_guard"]["near_verbatim_threshold"] == 75.0
 
 
 def test_shared_f1000_example_if_present():

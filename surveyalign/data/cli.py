@@ -8,6 +8,7 @@ import sys
 
 from .layout import RECORD_SETS
 from .split import SPLIT_POLICIES
+from .verbatim import NEAR_VERBATIM_THRESHOLD
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,9 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--fail-on-leak", action="store_true",
                        help="stop with an error (nothing written) when any gold rationale snippet is still verbatim "
                        "or near-verbatim in an input text after the leakage guard")
-    build.add_argument("--near-verbatim-threshold", type=float, default=None, metavar="SCORE",
+    build.add_argument("--near-verbatim-threshold", type=float, default=NEAR_VERBATIM_THRESHOLD, metavar="SCORE",
                        help="rapidfuzz partial-ratio score (0-100) from which a snippet counts as near-verbatim "
-                       "in its own text (default 90)")
+                       "in its own text (default %(default)g)")
     build.add_argument("--drop-missing-text", action="store_true",
                        help="leave units whose survey text is missing out of the data files (still reported); "
                        "default keeps them with text ''")
@@ -168,7 +169,7 @@ def _build(args: argparse.Namespace) -> int:
             seed=args.seed,
             leakage_guard=not args.no_leakage_guard,
             fail_on_leak=args.fail_on_leak,
-            **({} if args.near_verbatim_threshold is None else {"near_verbatim_threshold": args.near_verbatim_threshold}),
+            near_verbatim_threshold=args.near_verbatim_threshold,
             drop_missing_text=args.drop_missing_text,
             test_fraction=args.test_fraction,
             validation_fraction=args.validation_fraction,
