@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "surveyalign.evaluation.cli",
     "surveyalign.scoring.cli",
     "surveyalign.backends.cli",
+    "surveyalign.inference.cli",
     "surveyalign.training.cli",
     "surveyalign.prism.cli",
     "surveyalign.autoraters.cli",

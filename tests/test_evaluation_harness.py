@@ -291,8 +291,8 @@ def test_k_samples_vote_with_logprob_tie_break(dataset_dir, tmp_path):
     seen_seeds = []
 
     def reply(messages, settings, index):
-        k = settings.seed - 100  # sample k of a unit is asked with seed base + k
-        seen_seeds.append(settings.seed)
+        k = settings.seed + index - 100  # sample k of a unit is drawn with seed base + k (one n=K request)
+        seen_seeds.append(settings.seed + index)
         text, lp = table[k]
         return Generation(text, "stop", lp)
 

@@ -35,11 +35,12 @@ def test_constant_judge_scores_a_survey_with_its_rationale():
 
 def test_k_samples_use_seed_plus_k_and_the_majority_wins():
     replies = {10: "Clear. $$$2$$$", 11: "Murky. $$$-1$$$", 12: "Clear enough. $$$2$$$"}
-    backend = ScriptedBackend(lambda messages, settings, index: replies[settings.seed])
+    backend = ScriptedBackend(lambda messages, settings, index: replies[settings.seed + index])
     judge = Judge(backend, settings=GenerationSettings(temperature=0.7, seed=10))
     verdict = judge.judge(SURVEY, "structure", samples=3)
     assert [s.seed for s in verdict.samples] == [10, 11, 12]
-    assert [settings.seed for _, settings, _ in backend.calls] == [10, 11, 12]
+    # the K samples go as one n=K request (one prefill); sample index i is drawn with seed 10 + i
+    assert [(settings.seed, i) for _, settings, i in backend.calls] == [(10, 0), (10, 1), (10, 2)]
     assert [s.score for s in verdict.samples] == [2, -1, 2]
     assert (verdict.score, verdict.rationale, verdict.vote.counts) == (2, "Clear.", {-1: 1, 2: 2})
 

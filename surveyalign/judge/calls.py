@@ -21,6 +21,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign.backends import Backend, Generation, GenerationSettings
+from surveyalign.judge.fuse import fuse_samples
 
 __all__ = ["Call", "OnResult", "answers_from_models", "arun_calls", "run_calls", "run_coroutine"]
 
@@ -76,19 +77,24 @@ def _option(backend: Any, name: str) -> int | None:
 
 
 async def _run_async(backend: Any, calls: Sequence[Call], concurrency: int, record: OnResult) -> None:
-    """``concurrency`` workers pull calls and await one answer each; every answer is recorded on arrival."""
-    pending = list(reversed(calls))
+    """``concurrency`` workers pull runs of calls (the K samples of one prompt: :func:`fuse_samples`) and await
+    one ``agenerate(n=len(run))`` each; every answer is recorded on arrival."""
+    pending = list(reversed(fuse_samples(calls)))
 
     async def worker() -> None:
         while pending:
-            call = pending.pop()
+            run = pending.pop()
             t0 = time.perf_counter()
             try:
-                out = await backend.agenerate([call.messages], call.settings, n=1)
-                generation = out[0][0]
+                out = await backend.agenerate([run[0].messages], run[0].settings, n=len(run))
+                generations = list(out[0])
+                if len(generations) != len(run):
+                    raise RuntimeError(f"backend returned {len(generations)} answers for {len(run)} samples")
             except Exception as err:  # noqa: BLE001 - a backend bug becomes this call's recorded error
-                generation = _failed(err)
-            record(call, generation, time.perf_counter() - t0)
+                generations = [_failed(err)] * len(run)
+            seconds = (time.perf_counter() - t0) / len(run)
+            for call, generation in zip(run, generations):
+                record(call, generation, seconds)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(concurrency, len(calls)))))
@@ -102,24 +108,26 @@ async def _run_async(backend: Any, calls: Sequence[Call], concurrency: int, reco
 
 
 def _run_sync(backend: Any, calls: Sequence[Call], batch_size: int, record: OnResult) -> None:
-    """Batches of ``batch_size`` prompts sharing settings through ``backend.generate``; recorded per batch."""
-    by_sample: dict[int, list[Call]] = {}
-    for call in calls:
-        by_sample.setdefault(call.sample, []).append(call)
-    for sample_calls in by_sample.values():
-        for start in range(0, len(sample_calls), batch_size):
-            batch = sample_calls[start:start + batch_size]
+    """Batches of ``batch_size`` prompts sharing settings through ``backend.generate``; the K samples of one prompt
+    go as one ``n=K`` row (:func:`fuse_samples`: one prefill for them); recorded per batch."""
+    by_shape: dict[tuple[str, int], list[list[Call]]] = {}
+    for run in fuse_samples(calls):
+        by_shape.setdefault((run[0].settings.model_dump_json(), len(run)), []).append(run)
+    for (_, n), runs in by_shape.items():
+        for start in range(0, len(runs), batch_size):
+            batch = runs[start:start + batch_size]
             t0 = time.perf_counter()
             try:
-                out = backend.generate([c.messages for c in batch], batch[0].settings, n=1)
-                generations = [row[0] for row in out]
-                if len(generations) != len(batch):
-                    raise RuntimeError(f"backend returned {len(generations)} answers for {len(batch)} prompts")
+                out = backend.generate([run[0].messages for run in batch], batch[0][0].settings, n=n)
+                if len(out) != len(batch) or any(len(row) != n for row in out):
+                    raise RuntimeError(f"backend returned {[len(row) for row in out]} answers for {len(batch)} "
+                                       f"prompts x {n} samples")
             except Exception as err:  # noqa: BLE001 - recorded per call, retried on resume
-                generations = [_failed(err)] * len(batch)
-            per_call = (time.perf_counter() - t0) / len(batch)
-            for call, generation in zip(batch, generations):
-                record(call, generation, per_call)
+                out = [[_failed(err)] * n for _ in batch]
+            per_call = (time.perf_counter() - t0) / (len(batch) * n)
+            for run, row in zip(batch, out):
+                for call, generation in zip(run, row):
+                    record(call, generation, per_call)
 
 
 def answers_from_models(calls: Sequence[Call]) -> bool:

@@ -1,0 +1,135 @@
+"""``surveyalign score``: review survey files (markdown, LaTeX, PDF, folders) with SurveyAlign as one judge."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from surveyalign.constants import DIMENSIONS
+
+_DESCRIPTION = """\
+Review surveys on the four SurveyReview dimensions with one judge: a base model with one adapter per
+dimension, K samples per dimension at temperature T (seeds seed..seed+K-1, recorded), majority vote with the
+log-probability tie-break, and one merged rationale per dimension. Inputs: markdown, a LaTeX main file or
+project folder (\\input/\\include resolved, macros expanded, bibliography kept), PDF (pypdf), or a folder of
+them. Writes OUT/<survey>.json, .md and .html (and comparison.md/.html for several surveys); every call is kept
+in OUT/calls.jsonl, so re-running the same command resumes. Exit status 3 when a dimension was not scored.
+
+examples:
+  surveyalign score survey.pdf --judge configs/judge/surveyalign-tiny.yaml --out reviews/
+  surveyalign score paper/main.tex drafts/ --judge runs/adapters --out reviews/ --allow-no-knowledge
+  surveyalign score survey.md --judge judge.yaml --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``score`` to the top-level parser."""
+    p = subparsers.add_parser("score", help="review survey files with SurveyAlign (base + 4 adapters + KA + voting)",
+                              description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("surveys", nargs="+", metavar="SURVEY", help="markdown / .tex / .pdf files or folders of them")
+    p.add_argument("--judge", required=True, metavar="CONFIG|DIR|HUB_ID",
+                   help="judge config (YAML/JSON), a folder with surveyalign_judge.yaml or one adapter folder per "
+                        "dimension, or a Hub repo with that layout")
+    p.add_argument("--out", required=True, help="output folder (reports and the resumable calls.jsonl)")
+    p.add_argument("--dimensions", default=None, help=f"comma-separated subset of {','.join(DIMENSIONS)}")
+    p.add_argument("--samples", type=int, default=None, help="K samples per dimension (config default: 5)")
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (config default: 0.7)")
+    p.add_argument("--seed", type=int, default=None, help="base seed; sample k uses seed + k")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="token cap per sample")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token budget prompt + answer (default: the adapter's training length)")
+    p.add_argument("--base-url", action="append", default=None,
+                   help="openai judges: API root of a server (repeat for several; calls are spread over them)")
+    p.add_argument("--no-synthesis", action="store_true", help="keep the best winning sample's rationale")
+    p.add_argument("--knowledge", default=None, metavar="DIR",
+                   help="prepared KA texts: DIR/<survey stem>.<dimension>.txt")
+    p.add_argument("--graph", default=None, metavar="FILE",
+                   help="citation graph (surveyalign ka graph output) to build Comp-KA / Crit-KA from the references")
+    p.add_argument("--ka-config", default=None, metavar="FILE", help="KA settings (configs/ka/*.yaml) with --graph")
+    p.add_argument("--allow-no-knowledge", action="store_true",
+                   help="judge KA-trained dimensions without KA (recorded) instead of refusing them")
+    p.add_argument("--pdf-extractor", default="pypdf", choices=("pypdf", "pymupdf4llm", "marker"),
+                   help="PDF text extractor (pypdf: default; the others are optional GPL/AGPL extras)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(handler=_score)
+
+
+def _knowledge_source(args: argparse.Namespace, spec, cache):
+    from surveyalign.inference.knowledge import FileKnowledge, GraphKnowledge
+
+    if args.knowledge and args.graph:
+        raise ValueError("give --knowledge DIR or --graph FILE, not both")
+    if args.knowledge:
+        return FileKnowledge(args.knowledge)
+    if not args.graph:
+        if args.ka_config:
+            raise ValueError("--ka-config needs --graph FILE")
+        return None
+    from surveyalign.backends import load_backend
+    from surveyalign.knowledge import CitationGraph, KAConfig, Summariser, TokenCounter
+
+    config = KAConfig.from_yaml(args.ka_config)
+    counter = TokenCounter(config.tokenizer or spec.model)
+    summariser = None
+    if config.summariser is not None:
+        summariser = Summariser(load_backend(config.summariser.kind, **config.summariser.options), config, counter,
+                                cache)
+    return GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
+
+
+def _stems(documents) -> list[str]:
+    stems = [d.source.stem for d in documents]
+    return [f"{d.source.parent.name}-{s}" if stems.count(s) > 1 else s for d, s in zip(documents, stems)]
+
+
+def _score(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from surveyalign.inference.judge import SurveyAlignJudge
+    from surveyalign.inference.readers import read_documents
+    from surveyalign.inference.report import write_comparison, write_survey_report
+    from surveyalign.inference.spec import load_judge_spec
+    from surveyalign.judge import CallCache
+
+    dims = [d.strip().lower() for d in args.dimensions.split(",") if d.strip()] if args.dimensions else None
+    spec = load_judge_spec(args.judge, samples=args.samples, temperature=args.temperature, seed=args.seed,
+                           max_new_tokens=args.max_new_tokens, max_length=args.max_length, dimensions=dims,
+                           base_url=args.base_url, synthesis=False if args.no_synthesis else None)
+    documents = read_documents(args.surveys, pdf_extractor=args.pdf_extractor)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    console = Console(stderr=True)
+    cache = CallCache.load(out / "calls.jsonl")
+    reviews = []
+    judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),
+                             allow_no_knowledge=args.allow_no_knowledge)
+    try:
+        for document, stem in zip(documents, _stems(documents)):
+            review = judge.review(document, progress=not args.no_progress)
+            paths = write_survey_report(review, out, stem)
+            reviews.append(review)
+            console.print(f"{document.source}: {review['summary']['n_scored']}/{review['summary']['n_dimensions']} "
+                          f"dimensions scored -> {paths['html']}")
+    finally:
+        judge.close()
+        cache.close()
+    if len(reviews) > 1:
+        paths = write_comparison(reviews, out)
+        console.print(f"comparison of {len(reviews)} surveys -> {paths['html']}")
+    table = Table(title=f"{spec.name}: {spec.samples} sample(s) per dimension, T={spec.temperature}")
+    table.add_column("survey", overflow="fold")
+    for dim in spec.dimensions:
+        table.add_column(dim[:5], justify="right")
+    for review in reviews:
+        cells = []
+        for dim in spec.dimensions:
+            record = review["dimensions"][dim]
+            cells.append(f"{record['score']:+d}" if record["score"] is not None else record["status"])
+        table.add_row(review["survey"]["title"] or review["survey"]["source"], *cells)
+    Console(file=sys.stdout).print(table)
+    failed = sum(r["summary"]["n_dimensions"] - r["summary"]["n_scored"] for r in reviews)
+    if failed:
+        console.print(f"{failed} dimension(s) not scored (see the reports: every reason is recorded)")
+    return 3 if failed else 0

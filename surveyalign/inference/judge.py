@@ -1,0 +1,263 @@
+"""SurveyAlign as one judge: one base, four dimension adapters, knowledge augmentation, K-sample voting, merged
+rationales (SurveyReview §5, §5.3, App. E, App. F).
+
+:class:`SurveyAlignJudge` reviews a :class:`~surveyalign.inference.readers.Document` on every dimension of its
+:class:`~surveyalign.inference.spec.JudgeSpec`: the prompt and the training length rule come from
+:class:`surveyalign.judge.Judge`, the K samples of a dimension (temperature T, seeds ``seed + k``, recorded) are
+made in one call per prompt so they share one prefill, the vote is the majority over parsed samples with the
+mean-log-probability tie-break (unparsed samples do not vote and are counted; no parsed sample = the dimension
+fails, with the reason), and the winning rationales are merged by one more call
+(:mod:`surveyalign.inference.synthesis`). Every call goes through the call cache, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from surveyalign import __version__
+from surveyalign.backends import GenerationSettings
+from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
+from surveyalign.inference.readers import Document
+from surveyalign.inference.spec import (
+    KA_DIMENSIONS,
+    JudgeSpec,
+    adapter_record,
+    build_dimension_backends,
+)
+from surveyalign.inference.synthesis import (
+    SYNTHESIS_VERSION,
+    Synthesis,
+    build_synthesis_messages,
+    distinct_rationales,
+    read_synthesis,
+)
+from surveyalign.judge import (
+    Call,
+    CallCache,
+    DimensionOptions,
+    Judge,
+    Judgement,
+    JudgeRequest,
+    call_key,
+    run_calls,
+    stable_hash,
+)
+
+__all__ = ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"]
+
+#: Reason of a dimension whose adapter needs KA when none is available and ``allow_no_knowledge`` is off.
+KNOWLEDGE_REFUSED = "knowledge_required"
+
+
+def _record_max_length(adapter: str | None) -> tuple[int | None, str | None]:
+    record = adapter_record(adapter)
+    if not record:
+        return None, None
+    value = record.get("max_length")
+    if value is None and isinstance(record.get("hyperparameters"), dict):
+        value = record["hyperparameters"].get("max_length")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, f"training record of {adapter}"
+    return None, None
+
+
+class SurveyAlignJudge:
+    """Review surveys with base + dimension adapters + KA + voting, as one judge (SurveyReview §5, App. E).
+
+    Args:
+        spec: the judge (base model, adapters, K, T, seed, protocol, synthesis).
+        cache: the call cache (``calls.jsonl``) making runs resumable; ``None``: nothing kept.
+        knowledge: where KA texts come from (``None``: no KA).
+        allow_no_knowledge: judge KA-trained dimensions without KA (recorded in the output) instead of refusing.
+        backends: ``(owner, {dimension: backend})`` already built (tests, a shared server); default: built from
+            ``spec`` (:func:`~surveyalign.inference.spec.build_dimension_backends`) and closed by :meth:`close`.
+
+    Raises:
+        ValueError / OSError / ImportError: from building the backends.
+    """
+
+    def __init__(self, spec: JudgeSpec, *, cache: CallCache | None = None, knowledge: KnowledgeSource | None = None,
+                 allow_no_knowledge: bool = False, backends: tuple[Any, Mapping[str, Any]] | None = None) -> None:
+        self.spec = spec
+        self.cache = cache
+        self.knowledge = knowledge
+        self.allow_no_knowledge = bool(allow_no_knowledge)
+        self._owned = backends is None
+        self.owner, self.backends = backends if backends is not None else build_dimension_backends(spec)
+        self.settings = GenerationSettings(temperature=spec.temperature, top_p=spec.top_p,
+                                           max_new_tokens=spec.max_new_tokens, seed=spec.seed,
+                                           enable_thinking=spec.enable_thinking, want_logprobs=True)
+        self.records = {d: adapter_record(spec.adapters.get(d)) if spec.backend != "openai" else None
+                        for d in spec.dimensions}
+        self.lengths = {d: (spec.max_length, "judge config") if spec.max_length else
+                        _record_max_length(spec.adapters.get(d)) for d in spec.dimensions}
+        options = {d: DimensionOptions(max_length=self.lengths[d][0], adapter=d if d in spec.adapters else None,
+                                       backend=self.backends[d]) for d in spec.dimensions}
+        self.judge = Judge(self.owner, protocol=spec.protocol, settings=self.settings, dimensions=options,
+                           cache=cache)
+
+    # ------------------------------------------------------------------ knowledge
+    def needs_knowledge(self, dimension: str) -> bool:
+        """Whether ``dimension``'s adapter was trained with KA (its training record; else the config; else
+        SurveyAlign's choice: Comprehensiveness and Criticalness adapters)."""
+        record = self.records.get(dimension)
+        if record is not None and "use_knowledge" in record:
+            return bool(record["use_knowledge"])
+        if self.spec.knowledge_dimensions is not None:
+            return dimension in self.spec.knowledge_dimensions
+        return dimension in self.spec.adapters and dimension in KA_DIMENSIONS
+
+    def _knowledge(self, document: Document, dimension: str) -> KnowledgeRecord:
+        if not self.needs_knowledge(dimension):  # trained on plain inputs: no KA is looked for
+            return KnowledgeRecord(None, "none", required=False)
+        if self.knowledge is None:
+            record = KnowledgeRecord(None, "none", note="no knowledge source configured (--graph or --knowledge)")
+        else:
+            record = self.knowledge(document, dimension)
+        record.required = True
+        record.used = bool(record.text)
+        if not record.used:
+            why = record.note or "no KA text"
+            record.note = (f"judged WITHOUT knowledge augmentation although the adapter was trained with it "
+                           f"(--allow-no-knowledge): {why}" if self.allow_no_knowledge else
+                           f"not judged: the adapter was trained with knowledge augmentation and none is available "
+                           f"({why}); configure --graph/--knowledge or pass --allow-no-knowledge")
+        return record
+
+    # ------------------------------------------------------------------ reviewing
+    def review(self, document: Document, *, progress: bool = True) -> dict[str, Any]:
+        """Review one survey on every dimension of the spec (a progress bar per survey, stepping per dimension).
+
+        Args:
+            document: the survey, read by :func:`~surveyalign.inference.read_document`.
+            progress: show the progress bar (stderr).
+
+        Returns:
+            The review record (JSON-serialisable): ``survey`` (the document's description), ``judge`` (the
+            spec's settings), ``dimensions`` ({dimension: score, status, reason, rationale, synthesis, votes,
+            n_samples, n_voted, n_unparsed, n_errors, vote_share, tie_break, samples (seed, score, rationale,
+            text, finish_reason, mean_logprob, error, parse_error), knowledge, prompt, adapter, fingerprint,
+            notes}), ``summary`` (n_scored, n_failed, n_refused) and ``warnings``.
+        """
+        bar = tqdm(total=len(self.spec.dimensions), desc=(document.title or document.source.name)[:40],
+                   unit="dim", disable=not progress, leave=True)
+        dims: dict[str, Any] = {}
+        try:
+            for dim in self.spec.dimensions:
+                bar.set_postfix_str(dim)
+                dims[dim] = self._review_dimension(document, dim)
+                bar.update(1)
+        finally:
+            bar.close()
+        statuses = [d["status"] for d in dims.values()]
+        return {
+            "survey": document.to_dict(),
+            "judge": self.describe(),
+            "dimensions": dims,
+            "summary": {"n_dimensions": len(dims), "n_scored": statuses.count("scored"),
+                        "n_failed": sum(s not in ("scored", KNOWLEDGE_REFUSED) for s in statuses),
+                        "n_refused": statuses.count(KNOWLEDGE_REFUSED)},
+            "warnings": [],  # judge-level warnings; the document's own are under survey.warnings
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "surveyalign_version": __version__,
+        }
+
+    def _review_dimension(self, document: Document, dim: str) -> dict[str, Any]:
+        knowledge = self._knowledge(document, dim)
+        base = {"adapter": self.spec.adapters.get(dim), "fingerprint": self.judge.identity(dim),
+                "knowledge": {k: v for k, v in knowledge.to_dict().items() if k != "text"},
+                "notes": [knowledge.note] if knowledge.note else []}
+        if knowledge.required and not knowledge.used and not self.allow_no_knowledge:
+            return {**base, "score": None, "status": KNOWLEDGE_REFUSED, "reason": knowledge.note, "rationale": "",
+                    "synthesis": None, "votes": {}, "n_samples": 0, "n_voted": 0, "n_unparsed": 0, "n_errors": 0,
+                    "vote_share": None, "tie_break": None, "samples": [], "prompt": None}
+        request = JudgeRequest(document.text, dim, knowledge=knowledge.text if knowledge.used else None,
+                               title=document.title or None)
+        [judgement] = self.judge.judge_many([request], samples=self.spec.samples)
+        synthesis = self._synthesize(judgement) if judgement.status == "scored" else None
+        return {**base, **self._dimension_record(judgement, synthesis)}
+
+    def _dimension_record(self, judgement: Judgement, synthesis: Synthesis | None) -> dict[str, Any]:
+        vote = judgement.vote
+        counts = {str(s): c for s, c in (vote.counts.items() if vote else [])}
+        n_voted = vote.n_voted if vote else 0
+        prompt = judgement.prompt
+        max_length, origin = self.lengths[judgement.dimension]
+        return {
+            "score": judgement.score, "status": judgement.status, "reason": judgement.reason,
+            "rationale": synthesis.rationale if synthesis else judgement.rationale,
+            "synthesis": synthesis.to_dict() if synthesis else None,
+            "votes": counts, "n_samples": len(judgement.samples), "n_voted": n_voted,
+            "n_unparsed": sum(s.status == "parse_failed" for s in judgement.samples),
+            "n_errors": sum(s.status == "api_error" for s in judgement.samples),
+            "vote_share": (counts[str(judgement.score)] / n_voted) if judgement.score is not None else None,
+            "tie_break": vote.tie_break if vote else None,
+            "chosen_sample": vote.best_index if vote else None,
+            "samples": [{"sample": s.sample, "seed": s.seed, "score": s.score, "rationale": s.rationale,
+                         "text": s.text, "finish_reason": s.finish_reason, "mean_logprob": s.mean_logprob,
+                         "error": s.error, "parse_error": s.parse_error} for s in judgement.samples],
+            "prompt": None if prompt is None else {
+                "prompt_tokens": prompt.prompt_tokens, "shortened_tokens": prompt.shortened_tokens,
+                "max_length": max_length, "max_length_from": origin, "has_knowledge": prompt.has_knowledge,
+                "template_hash": prompt.template_hash, "messages_hash": prompt.messages_hash},
+        }
+
+    # ------------------------------------------------------------------ rationale synthesis (App. E)
+    def _synthesize(self, judgement: Judgement) -> Synthesis:
+        vote = judgement.vote
+        best = judgement.rationale
+        winners = [judgement.samples[i].rationale for i in vote.winners]
+        merged = distinct_rationales(winners)
+        if not self.spec.synthesis or len(merged) <= 1:
+            return Synthesis(best, "single" if len(merged) <= 1 else "best_sample",
+                             None if len(merged) <= 1 else "synthesis turned off", "", len(merged))
+        dim, score = judgement.dimension, judgement.score
+        messages = build_synthesis_messages(dim, score, merged, protocol=self.spec.protocol)
+        settings = self.settings.model_copy(update={"temperature": 0.0})
+        messages_hash = stable_hash(messages)
+        key = call_key(stage="synthesis", unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}",
+                       dimension=dim, sample=0, messages_hash=messages_hash, backend=self.judge.identity(dim),
+                       settings=settings.model_dump())
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None and not cached.get("error"):
+            return read_synthesis(self.cache.generation(key), score, best, protocol=self.spec.protocol,
+                                  n_merged=len(merged))
+        answers: dict[str, Any] = {}
+
+        def keep(call: Call, generation: Any, seconds: float) -> None:
+            answers[call.key] = generation
+            if self.cache is not None:
+                self.cache.add(call, generation, seconds)
+
+        call = Call(key=key, stage="synthesis", unit_id=judgement.prompt.messages_hash or "", dimension=dim,
+                    sample=0, messages=messages, messages_hash=messages_hash, settings=settings,
+                    backend=self.judge.backend_for(dim))
+        run_calls([call], keep)
+        return read_synthesis(answers[key], score, best, protocol=self.spec.protocol, n_merged=len(merged))
+
+    # ------------------------------------------------------------------ description
+    def describe(self) -> dict[str, Any]:
+        """The judge's settings for the report (no credentials)."""
+        spec = self.spec
+        return {"name": spec.name, "backend": spec.backend, "model": spec.model, "adapters": dict(spec.adapters),
+                "protocol": spec.protocol, "samples": spec.samples, "temperature": spec.temperature,
+                "top_p": spec.top_p, "max_new_tokens": spec.max_new_tokens, "seed": spec.seed,
+                "seeds": [spec.seed + k for k in range(spec.samples)], "enable_thinking": spec.enable_thinking,
+                "synthesis": spec.synthesis, "synthesis_version": SYNTHESIS_VERSION,
+                "allow_no_knowledge": self.allow_no_knowledge,
+                "knowledge_dimensions": [d for d in spec.dimensions if self.needs_knowledge(d)],
+                "knowledge_source": getattr(self.knowledge, "name", None)}
+
+    def review_many(self, documents: Sequence[Document], *, progress: bool = True) -> list[dict[str, Any]]:
+        """:meth:`review` for each document, in order."""
+        return [self.review(d, progress=progress) for d in documents]
+
+    def close(self) -> None:
+        """Close the backends this judge built (not those it was given)."""
+        if self._owned:
+            for backend in {id(b): b for b in [self.owner, *self.backends.values()]}.values():
+                backend.close()

@@ -1,0 +1,123 @@
+"""Knowledge augmentation for a survey being reviewed (SurveyReview §5.2, App. F): where the KA text comes from.
+
+SurveyAlign's Comprehensiveness and Criticalness adapters were trained with a KA block before the survey (Comp-KA:
+the expanded reference neighbourhood; Crit-KA: year-stamped summaries of related work). Judging with them without
+that block gives them inputs they never saw, so ``surveyalign score`` refuses those dimensions unless knowledge
+is available or the user passes ``--allow-no-knowledge`` (and the output then says so).
+
+Two sources: :class:`FileKnowledge` (KA texts prepared beforehand, one file per survey and dimension) and
+:class:`GraphKnowledge` (built from the survey's reference list with a citation graph, through
+:func:`surveyalign.knowledge.build_survey_ka`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from surveyalign.inference.readers import Document
+
+__all__ = ["FileKnowledge", "GraphKnowledge", "KnowledgeRecord", "KnowledgeSource"]
+
+
+@dataclass
+class KnowledgeRecord:
+    """The KA of one (survey, dimension) as the report records it.
+
+    Attributes:
+        text: the KA text put before the survey (``None``: no KA).
+        source: ``"file"``, ``"graph"`` or ``"none"``.
+        required: whether the dimension's adapter was trained with KA.
+        used: whether ``text`` went into the prompt.
+        note: why there is no KA, or what was done without it (``None`` when KA was used).
+        details: the builder's record (references resolved, neighbourhood size, ...) or the file read.
+    """
+
+    text: str | None
+    source: str
+    required: bool = False
+    used: bool = False
+    note: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON fields (the text itself as ``text``; ``chars`` its length)."""
+        out = asdict(self)
+        out["chars"] = len(self.text or "")
+        return out
+
+
+class KnowledgeSource(Protocol):
+    """Gives the KA text of one survey for one dimension (``None`` text with a ``note`` when there is none)."""
+
+    name: str
+
+    def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
+        """Return the KA record of ``document`` for ``dimension``."""
+        ...
+
+
+class FileKnowledge:
+    """KA texts prepared beforehand: ``DIR/<survey stem>.<dimension>.txt`` (or ``.md``).
+
+    Args:
+        folder: the folder holding the files.
+
+    Raises:
+        NotADirectoryError: ``folder`` is not a folder.
+    """
+
+    name = "file"
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise NotADirectoryError(f"--knowledge {self.folder}: not a folder of <survey>.<dimension>.txt files")
+
+    def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
+        """Read ``<stem>.<dimension>.txt``/``.md``; an absent or empty file gives no KA (with a note)."""
+        stem = document.source.stem
+        for suffix in (".txt", ".md"):
+            path = self.folder / f"{stem}.{dimension}{suffix}"
+            if path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace").strip()
+                if text:
+                    return KnowledgeRecord(text, "file", details={"path": str(path)})
+                return KnowledgeRecord(None, "file", note=f"{path} is empty", details={"path": str(path)})
+        return KnowledgeRecord(None, "file", note=f"no {stem}.{dimension}.txt in {self.folder}")
+
+
+class GraphKnowledge:
+    """Comp-KA / Crit-KA built from the survey's references and a citation graph (SurveyReview App. F).
+
+    Args:
+        graph: a ``surveyalign.knowledge.CitationGraph``.
+        config: a ``surveyalign.knowledge.KAConfig``.
+        summariser: a ``surveyalign.knowledge.Summariser`` (needed for Crit-KA; ``None``: Crit-KA not built).
+        counter: a token counter of the judge tokenizer (records the KA length), or ``None``.
+    """
+
+    name = "graph"
+
+    def __init__(self, graph: Any, config: Any, *, summariser: Any | None = None, counter: Any | None = None) -> None:
+        from surveyalign.knowledge import Resolver
+
+        self.graph = graph
+        self.config = config
+        self.summariser = summariser
+        self.counter = counter
+        self.resolver = Resolver(graph.papers)
+
+    def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
+        """Resolve the survey's references in the graph and build its KA text for ``dimension``."""
+        from surveyalign.knowledge import SurveyKAInput, build_survey_ka
+
+        if dimension == "criticalness" and self.summariser is None:
+            return KnowledgeRecord(None, "graph", note="Crit-KA needs a summariser backend (KA config `summariser`)")
+        survey = SurveyKAInput(paper_id=document.source.stem, title=document.title, text=document.text)
+        record = build_survey_ka(self.graph, self.resolver, survey, dimension, self.config,
+                                 summariser=self.summariser, counter=self.counter)
+        text = record.get("text") or None
+        return KnowledgeRecord(text, "graph", note=None if text else record.get("reason"),
+                               details={k: v for k, v in record.items() if k != "text"})
