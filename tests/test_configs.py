@@ -32,6 +32,10 @@ def _parse(rel: str):
         from surveyalign.prism import PrismConfig
 
         return PrismConfig.from_yaml(path)
+    if rel.startswith("configs/judge/"):
+        from surveyalign.inference import load_judge_spec
+
+        return load_judge_spec(path)
     if rel.startswith("configs/accelerate/"):
         from accelerate.commands.config.config_args import load_config_from_file
 

@@ -1,10 +1,25 @@
-"""Judge new surveys: read a survey file (markdown, LaTeX, PDF) into the markdown the judge reads.
+"""Review new surveys: read survey files, judge them with SurveyAlign as one judge, write reports.
 
 Public surface::
 
-    from surveyalign.inference import Document, read_document, read_documents, find_documents
+    from surveyalign.inference import (
+        Document, read_document, read_documents, find_documents,     # markdown / LaTeX / PDF -> markdown
+        JudgeSpec, load_judge_spec, build_dimension_backends,        # base + dimension adapters + sampling
+        SurveyAlignJudge,                                            # K samples, vote, merged rationale, KA
+        FileKnowledge, GraphKnowledge, KnowledgeRecord,              # where KA texts come from
+        write_survey_report, write_comparison, render_html, render_markdown,
+    )
+
+CLI: ``surveyalign score SURVEY... --judge CONFIG|DIR|HUB_ID --out DIR``.
 """
 
+from surveyalign.inference.judge import KNOWLEDGE_REFUSED, SurveyAlignJudge
+from surveyalign.inference.knowledge import (
+    FileKnowledge,
+    GraphKnowledge,
+    KnowledgeRecord,
+    KnowledgeSource,
+)
 from surveyalign.inference.latex import LatexConversion, latex_to_markdown
 from surveyalign.inference.latex_flatten import FlatLatex, flatten_latex
 from surveyalign.inference.readers import (
@@ -15,16 +30,48 @@ from surveyalign.inference.readers import (
     read_document,
     read_documents,
 )
+from surveyalign.inference.report import (
+    render_html,
+    render_markdown,
+    write_comparison,
+    write_survey_report,
+)
+from surveyalign.inference.spec import (
+    JudgeSpec,
+    build_dimension_backends,
+    load_judge_spec,
+)
+from surveyalign.inference.synthesis import (
+    SYNTHESIS_VERSION,
+    Synthesis,
+    build_synthesis_messages,
+)
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
+    "KNOWLEDGE_REFUSED",
     "PDF_EXTRACTORS",
+    "SYNTHESIS_VERSION",
     "Document",
+    "FileKnowledge",
     "FlatLatex",
+    "GraphKnowledge",
+    "JudgeSpec",
+    "KnowledgeRecord",
+    "KnowledgeSource",
     "LatexConversion",
+    "SurveyAlignJudge",
+    "Synthesis",
+    "build_dimension_backends",
+    "build_synthesis_messages",
     "find_documents",
     "flatten_latex",
     "latex_to_markdown",
+    "load_judge_spec",
     "read_document",
     "read_documents",
+    "render_html",
+    "render_markdown",
+    "write_comparison",
+    "write_survey_report",
 ]

@@ -1,0 +1,106 @@
+"""Benchmark: K=5 voting with one shared prefill vs five independent calls vs one call (SurveyReview App. E).
+
+Tiny Qwen3 (``build_tiny_model``), a judge prompt of about 2,000 tokens, CPU, greedy-free sampling at T=0.7:
+
+* ``one call``: ``generate([prompt], n=1)``;
+* ``voting (shared prefill)``: ``generate([prompt], n=5)``: the prompt runs once, its KV cache is expanded to
+  five rows (``surveyalign.backends.prefill``);
+* ``voting (prompt repeated)``: the same with ``shared_prefill=False`` (what ``num_return_sequences`` does: five
+  copies of the prompt through the model);
+* ``five independent calls``: five ``generate([prompt], n=1)`` calls with seeds 0..4.
+
+Also counts the prompt tokens that went through the model (a hook on the token embedding). Goal: voting <= 1.5x
+one call. Prints the best of ``--repeats`` runs per mode and the ratios to one call.
+
+    .venv/bin/python benchmarks/bench_voting.py [--prompt-tokens 2000] [--new-tokens 32] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from surveyalign.backends import GenerationSettings, load_backend
+from surveyalign.models import build_tiny_model
+from surveyalign.prompts import build_judge_prompt
+
+
+def _prompt(backend, target: int) -> list[dict[str, str]]:
+    words = "graph neural networks survey method results section review data model".split()
+    text, n = "", 0
+    while n < target:
+        text += " ".join(words[(len(text) + i) % len(words)] for i in range(200)) + "\n"
+        messages = build_judge_prompt("readability", text).messages()
+        n = len(backend.tokenizer(backend.render(messages, GenerationSettings()), add_special_tokens=False)
+                ["input_ids"])
+    return messages
+
+
+def _time(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _prompt_tokens(backend, fn) -> int:
+    seen: list[tuple[int, int]] = []
+    handle = backend.model.get_input_embeddings().register_forward_hook(
+        lambda module, args, out: seen.append(tuple(args[0].shape)))
+    try:
+        fn()
+    finally:
+        handle.remove()
+    first_step = next(i for i, (_, t) in enumerate(seen) if t == 1)
+    return sum(r * t for r, t in seen[:first_step + 1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--prompt-tokens", type=int, default=2000)
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    model = build_tiny_model(tempfile.mkdtemp(prefix="bench-voting-"))
+    shared = load_backend("transformers", model=str(model), device="cpu", batch_size=args.samples)
+    repeated = load_backend("transformers", model=str(model), device="cpu", batch_size=args.samples,
+                            shared_prefill=False)
+    messages = _prompt(shared, args.prompt_tokens)
+    n_prompt = len(shared.tokenizer(shared.render(messages, GenerationSettings()), add_special_tokens=False)
+                   ["input_ids"])
+    # an id outside the vocabulary as the only stop token: every mode decodes exactly --new-tokens per sample
+    never = int(shared.model.config.vocab_size) + 1
+    shared.eos_token_ids = repeated.eos_token_ids = [never]
+    settings = GenerationSettings(temperature=0.7, max_new_tokens=args.new_tokens, seed=0)
+    k = args.samples
+    modes = {
+        "one call": lambda: shared.generate([messages], settings, n=1),
+        f"voting K={k} (shared prefill)": lambda: shared.generate([messages], settings, n=k),
+        f"voting K={k} (prompt repeated)": lambda: repeated.generate([messages], settings, n=k),
+        f"{k} independent calls": lambda: [shared.generate([messages], settings.model_copy(update={"seed": i}), n=1)
+                                           for i in range(k)],
+    }
+    modes["one call"]()  # warm-up
+    print(f"tiny Qwen3, CPU, prompt {n_prompt} tokens, {args.new_tokens} new tokens per sample, K={k}, "
+          f"best of {args.repeats}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    times = {name: _time(fn, args.repeats) for name, fn in modes.items()}
+    base = times["one call"]
+    for name, seconds in times.items():
+        backend = repeated if "repeated" in name else shared
+        tokens = _prompt_tokens(backend, modes[name]) if "independent" not in name else \
+            k * _prompt_tokens(shared, modes["one call"])
+        print(f"  {name:32s} {seconds:7.3f} s   {seconds / base:5.2f}x one call   prompt tokens through the model: "
+              f"{tokens}")
+    ratio = times[f"voting K={k} (shared prefill)"] / base
+    print(f"voting / one call = {ratio:.2f} (goal <= 1.5): {'met' if ratio <= 1.5 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
