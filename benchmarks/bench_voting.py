@@ -30,7 +30,7 @@ from surveyalign.prompts import build_judge_prompt
 
 
 def _prompt(backend, target: int) -> list[dict[str, str]]:
-    words = "graph neural networks survey method results section review data model".split()
+    words = ["graph", "neural", "networks", "survey", "method", "results", "section", "review", "data", "model"]
     text, n = "", 0
     while n < target:
         text += " ".join(words[(len(text) + i) % len(words)] for i in range(200)) + "\n"

@@ -179,7 +179,7 @@ def test_openai_backend_puts_every_recorded_setting_in_the_request():
             "openai", base_url=server.base_url, model="fake-judge", api_key_env=None) as backend:
         backend.generate([USER], SETTINGS, n=2)
         described = backend.describe()
-    first, second = server.requests
+    first, second = sorted(server.requests, key=lambda body: body["seed"])  # concurrent: any arrival order
     assert (first["temperature"], first["top_p"], first["max_tokens"]) == (0.7, 0.9, 77)
     assert (first["seed"], second["seed"]) == (5, 6)
     assert first["logprobs"] is True and first["chat_template_kwargs"] == {"enable_thinking": True}

@@ -115,3 +115,33 @@ def test_score_real_pdf_and_latex_with_the_tiny_judge(shared_real, tiny_adapters
             assert record["status"] == "scored" or record["reason"]
         shortened = [r["prompt"]["shortened_tokens"] for r in review["dimensions"].values() if r["prompt"]]
         assert shortened and all(s > 0 for s in shortened)  # the training length rule cut these long surveys
+
+
+def test_score_with_a_citation_graph_builds_comp_ka(surveys, tmp_path):
+    from surveyalign.backends.testing import FakeChatServer
+    from surveyalign.knowledge import CitationGraph, Paper
+
+    papers = [Paper(id="W1", title="Oracles in practice", year=2001, authors=["A. Writer"], citation_count=50),
+              Paper(id="W2", title="Metamorphic testing revisited", year=2010, authors=["B. Author"], citation_count=9),
+              Paper(id="W3", title="Property-based oracles", year=2004, citation_count=30, reference_ids=["W1", "W2"]),
+              Paper(id="W4", title="Mutation analysis of oracles", year=2006, citation_count=12, reference_ids=["W1"])]
+    graph = CitationGraph(papers).save(tmp_path / "graph.jsonl")
+    ka_config = tmp_path / "ka.yaml"
+    ka_config.write_text("tokenizer: whitespace\n", encoding="utf-8")
+    with FakeChatServer(replies=["Grounded. $$$1$$$"]) as server:
+        config = tmp_path / "api.yaml"
+        config.write_text(f"backend: openai\nmodel: fake\nbase_url: {server.base_url}\n"
+                          "adapters: {comprehensiveness: fake, criticalness: fake}\n", encoding="utf-8")
+        out = tmp_path / "ka-run"
+        code = main(["score", str(surveys[0]), "--judge", str(config), "--out", str(out), "--samples", "2",
+                     "--graph", str(graph), "--ka-config", str(ka_config), "--no-progress"])
+        sent = [body["messages"][0]["content"] for body in server.requests]
+    assert code == 3  # Crit-KA needs a summariser: criticalness is refused, the rest is scored
+    review = json.loads((out / "oracles.json").read_text(encoding="utf-8"))
+    comp = review["dimensions"]["comprehensiveness"]
+    assert comp["status"] == "scored" and comp["knowledge"]["used"] is True
+    assert comp["knowledge"]["details"]["n_resolved"] == 2 and comp["prompt"]["has_knowledge"] is True
+    assert sum("Property-based oracles" in c for c in sent) == 2  # the KA block reached both comp samples
+    crit = review["dimensions"]["criticalness"]
+    assert crit["status"] == KNOWLEDGE_REFUSED and "summariser" in crit["reason"]
+    assert review["dimensions"]["readability"]["knowledge"]["required"] is False

@@ -182,3 +182,20 @@ def test_spec_from_config_and_adapter_folder(tmp_path, tiny_adapters, tiny_model
         load_judge_spec(tmp_path / "empty")
     with pytest.raises(ValueError, match="Hub repo cannot be fetched"):
         load_judge_spec("someone/surveyalign-judge")
+
+
+def test_same_seeds_give_the_same_review(tiny_model_dir, document):
+    backend = load_backend("transformers", model=str(tiny_model_dir), device="cpu")
+    spec = JudgeSpec(model=str(tiny_model_dir), dimensions=["readability"], samples=4, max_new_tokens=6,
+                     synthesis=False, seed=21)
+
+    def samples(spec):
+        judge = SurveyAlignJudge(spec, backends=(backend, {"readability": backend}))
+        return [(s["seed"], s["text"], s["mean_logprob"])
+                for s in judge.review(document, progress=False)["dimensions"]["readability"]["samples"]]
+
+    first, again = samples(spec), samples(spec)
+    assert first == again and [seed for seed, _, _ in first] == [21, 22, 23, 24]
+    assert len({text for _, text, _ in first}) > 1  # T=0.7: the four seeds give different samples
+    other = samples(spec.model_copy(update={"seed": 50}))
+    assert [text for _, text, _ in other] != [text for _, text, _ in first]

@@ -111,7 +111,7 @@ class GraphKnowledge:
 
     def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
         """Resolve the survey's references in the graph and build its KA text for ``dimension``."""
-        from surveyalign.knowledge import SurveyKAInput, build_survey_ka
+        from surveyalign.knowledge.build import SurveyKAInput, build_survey_ka
 
         if dimension == "criticalness" and self.summariser is None:
             return KnowledgeRecord(None, "graph", note="Crit-KA needs a summariser backend (KA config `summariser`)")
