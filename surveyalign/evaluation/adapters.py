@@ -14,7 +14,8 @@ from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
 from surveyalign.training import read_training_record
 
-__all__ = ["TrainingMismatchError", "adapter_for", "check_training_records", "max_length_for", "training_record"]
+__all__ = ["TrainingMismatchError", "adapter_for", "check_training_records", "max_length_for", "record_max_length",
+           "training_record"]
 
 
 class TrainingMismatchError(ValueError):
@@ -82,14 +83,25 @@ def max_length_for(config: EvalConfig, dimension: str, given: Any | None) -> tup
     if config.max_length is not None:
         return config.max_length, "config"
     adapter = adapter_for(config, dimension, given)
-    record = training_record(adapter) if adapter else None
-    if record:
-        value = record.get("max_length")
-        if value is None and isinstance(record.get("hyperparameters"), dict):
-            value = record["hyperparameters"].get("max_length")
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value, f"training record of {adapter}"
-    return None, None
+    value = record_max_length(training_record(adapter) if adapter else None)
+    return (value, f"training record of {adapter}") if value is not None else (None, None)
+
+
+def record_max_length(record: dict[str, Any] | None) -> int | None:
+    """The training length (``max_length``, top level or under ``hyperparameters``) of a training record.
+
+    Args:
+        record: a training record (``surveyalign_training.json``), or ``None``.
+
+    Returns:
+        A positive token count, or ``None`` when the record has none.
+    """
+    if not record:
+        return None
+    value = record.get("max_length")
+    if value is None and isinstance(record.get("hyperparameters"), dict):
+        value = record["hyperparameters"].get("max_length")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def check_training_records(config: EvalConfig, units: list[Unit], given: Any | None, console: Any

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from surveyalign import __version__
 from surveyalign.backends import GenerationSettings
+from surveyalign.evaluation.adapters import record_max_length
 from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
 from surveyalign.inference.readers import Document
 from surveyalign.inference.spec import (
@@ -53,18 +54,6 @@ __all__ = ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"]
 KNOWLEDGE_REFUSED = "knowledge_required"
 
 
-def _record_max_length(adapter: str | None) -> tuple[int | None, str | None]:
-    record = adapter_record(adapter)
-    if not record:
-        return None, None
-    value = record.get("max_length")
-    if value is None and isinstance(record.get("hyperparameters"), dict):
-        value = record["hyperparameters"].get("max_length")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value, f"training record of {adapter}"
-    return None, None
-
-
 class SurveyAlignJudge:
     """Review surveys with base + dimension adapters + KA + voting, as one judge (SurveyReview §5, App. E).
 
@@ -93,12 +82,18 @@ class SurveyAlignJudge:
                                            enable_thinking=spec.enable_thinking, want_logprobs=True)
         self.records = {d: adapter_record(spec.adapters.get(d)) if spec.backend != "openai" else None
                         for d in spec.dimensions}
-        self.lengths = {d: (spec.max_length, "judge config") if spec.max_length else
-                        _record_max_length(spec.adapters.get(d)) for d in spec.dimensions}
+        self.lengths = {d: self._length(d) for d in spec.dimensions}
         options = {d: DimensionOptions(max_length=self.lengths[d][0], adapter=d if d in spec.adapters else None,
                                        backend=self.backends[d]) for d in spec.dimensions}
         self.judge = Judge(self.owner, protocol=spec.protocol, settings=self.settings, dimensions=options,
                            cache=cache)
+
+    def _length(self, dimension: str) -> tuple[int | None, str | None]:
+        """The token budget of ``dimension`` and its origin: the config, else the adapter's training length."""
+        if self.spec.max_length:
+            return self.spec.max_length, "judge config"
+        value = record_max_length(self.records.get(dimension))
+        return (value, f"training record of {self.spec.adapters[dimension]}") if value else (None, None)
 
     # ------------------------------------------------------------------ knowledge
     def needs_knowledge(self, dimension: str) -> bool:

@@ -169,19 +169,17 @@ def load_judge_spec(judge: str | os.PathLike, **overrides: Any) -> JudgeSpec:
 
 
 def adapter_record(adapter: str | None) -> dict[str, Any] | None:
-    """The adapter's training record (``surveyalign_training.json``), or ``None`` without one.
+    """The training record (``surveyalign_training.json``) of a local adapter folder, or ``None`` (no folder, a Hub
+    id or a served model name, or no record).
 
     Raises:
         ValueError: the record exists but is unreadable (file and field named).
     """
     if not adapter or not Path(adapter).is_dir():
         return None
-    from surveyalign.training import read_training_record
+    from surveyalign.evaluation.adapters import training_record
 
-    try:
-        return read_training_record(adapter)
-    except FileNotFoundError:
-        return None
+    return training_record(adapter)
 
 
 def build_dimension_backends(spec: JudgeSpec) -> tuple[Any, dict[str, Any]]:
