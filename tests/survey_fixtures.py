@@ -68,7 +68,7 @@ REFS_BIB = r"""@article{lovelace1843,
   author = {Ada Lovelace},
   title = {Notes on the {Analytical} Engine},
   journal = {Scientific Memoirs},
-  year = {1843}
+  year = {1953}
 }
 @inproceedings{turing1950,
   author = {Alan Turing and Max Newman},

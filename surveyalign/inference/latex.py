@@ -10,7 +10,7 @@ section headings, the abstract, numbered citations ``[n]`` and a ``## References
 * :func:`latex_to_markdown` expands the macros the survey defines (``\\newcommand``, ``\\renewcommand``,
   ``\\providecommand``, ``\\DeclareRobustCommand``, argument-free ``\\def``) through ``pylatexenc``'s macro
   database, keeps math verbatim, numbers citations and renders the bibliography from the ``.bib`` files named by
-  ``\\bibliography``/``\\addbibresource`` (``bibtexparser``), from a ``thebibliography`` environment, or from a
+  ``\\bibliography``/``\\addbibresource`` (:func:`surveyalign.knowledge.parse_bibtex`), from a ``thebibliography`` environment, or from a
   compiled ``.bbl`` when the ``.bib`` is absent. The raw bibliography text is returned for knowledge augmentation
   (SurveyReview §5.2, App. F: the survey's reference set R).
 """
@@ -24,6 +24,8 @@ from pathlib import Path
 from pylatexenc import latex2text, latexwalker, macrospec
 
 from surveyalign.inference.latex_flatten import flatten_latex
+from surveyalign.knowledge.papers import Reference
+from surveyalign.knowledge.references import parse_bibtex
 
 __all__ = ["LatexConversion", "latex_to_markdown"]
 
@@ -290,56 +292,35 @@ def _contexts(macros: list[_Macro], citations: _Citations, cited: list[str], num
     return walker_db, converter
 
 
-def _bib_field(entry, name: str) -> str:
-    for key, value in entry.fields_dict.items():
-        if key.lower() == name:
-            text = latex2text.LatexNodes2Text().latex_to_text(str(value.value))
-            return " ".join(text.split())
-    return ""
-
-
 def _read_bib_files(names: list[str], bases: list[Path], warnings: list[str], where: str
-                    ) -> tuple[dict[str, object], list[Path], list[str]]:
-    import bibtexparser
-
-    entries: dict[str, object] = {}
+                    ) -> tuple[dict[str, Reference], list[Path], list[str]]:
+    """The entries of the ``.bib`` files named by ``\\bibliography`` (read by the knowledge package's reader)."""
+    entries: dict[str, Reference] = {}
     paths: list[Path] = []
     raw: list[str] = []
     for name in names:
         name = name.strip()
-        target = None
-        for base in bases:
-            for candidate in (base / name, base / f"{name}.bib"):
-                if candidate.is_file():
-                    target = candidate
-                    break
-            if target:
-                break
+        target = next((c for base in bases for c in (base / name, base / f"{name}.bib") if c.is_file()), None)
         if target is None:
             warnings.append(f"{where}: bibliography {name!r} not found (looked for {name}.bib in "
                             f"{', '.join(str(b) for b in bases)})")
             continue
         text = target.read_text(encoding="utf-8", errors="replace")
-        library = bibtexparser.parse_string(text)
-        for block in library.failed_blocks:
-            first = block.raw.strip().split("\n", 1)[0][:80]
-            reason = getattr(block, "error", None) or type(block).__name__
-            warnings.append(f"{target.name}: entry not read ({reason}): {first} (first entry with a key is kept)")
-        for entry in library.entries:
-            entries.setdefault(entry.key, entry)
+        found = parse_bibtex(text, path=target.name)
+        warnings.extend(found.problems)
+        for reference in found.references:
+            entries.setdefault(reference.key, reference)
         paths.append(target)
         raw.append(text)
     return entries, paths, raw
 
 
-def _render_entry(number: int, entry) -> str:
-    authors = _bib_field(entry, "author").replace(" and ", ", ")
-    venue = next((v for v in (_bib_field(entry, f) for f in ("journal", "booktitle", "publisher", "howpublished",
-                                                                     "school", "institution")) if v), "")
-    parts = [p for p in (authors, _bib_field(entry, "title"), venue, _bib_field(entry, "year")) if p]
+def _render_entry(number: int, reference: Reference) -> str:
+    """One ``[n] Authors. Title. Venue. Year.`` line of the rendered reference list (DOI / arXiv id appended)."""
+    parts = [p for p in (", ".join(reference.authors), reference.title, reference.venue,
+                         str(reference.year) if reference.year else "") if p]
     line = f"[{number}] " + ". ".join(parts) + "."
-    for label, name in (("doi", "doi"), ("arXiv", "eprint")):
-        value = _bib_field(entry, name)
+    for label, value in (("doi", reference.doi), ("arXiv", reference.arxiv_id)):
         if value:
             line += f" {label}: {value}"
     return line
