@@ -1,4 +1,4 @@
-"""DPO of the Criticalness judge on top of its SFT adapter (SurveyAlign §5.2.3; pairs: SPEC §4, our choice).
+"""DPO of the Criticalness judge on top of its SFT adapter (SurveyAlign §5.2.3; pairs: our choice).
 
 # 1. make preference pairs from the SFT adapter (K sampled answers per training unit):
 ```bash
@@ -17,7 +17,7 @@ accelerate launch --num_processes 1 recipes/dpo.py --config configs/dpo/tiny-cri
     --output_dir runs/tiny-dpo
 ```
 
-Reference model (SPEC §4, SurveyAlign §5.2.3; TRL 1.16 + PEFT 0.21 behaviour checked in the code):
+Reference model (SurveyAlign §5.2.3; TRL 1.16 + PEFT 0.21 behaviour checked in the code):
 - With `sft_adapter` (the Criticalness recipe): the policy is the SFT adapter loaded trainable, and the reference
   is the SFT policy itself, i.e. a frozen copy of the SFT adapter on the same base (TRL adds it as a second
   adapter named `ref` when it receives a PeftModel and no `ref_model`). This is the conventional DPO reference
@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 
 def main(script_args, training_args, model_args) -> dict:
-    """Train, save and describe one DPO adapter (Criticalness stage 2; SurveyAlign §5.2.3, pairs: SPEC §4).
+    """Train, save and describe one DPO adapter (Criticalness stage 2; SurveyAlign §5.2.3, pairs: our choice).
 
     Reads the pairs file (only ``status == "paired"`` records train; the others are counted), refuses a pair
     that would not fit ``max_length`` tokens (TRL would cut the answer), loads the SFT adapter as the trainable

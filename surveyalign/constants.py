@@ -37,6 +37,16 @@ STATUSES: tuple[str, ...] = (SCORED, PARSE_FAILED, API_ERROR, PROMPT_TOO_LONG, M
 #: Names of options, arguments and environment variables whose values are credentials (never written out).
 SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.IGNORECASE)
 
+#: BibTeX of SurveyReview, cited by the evaluate modules in ``metrics/`` and the cards.
+SURVEYREVIEW_CITATION = """\
+@inproceedings{surveyreview2026,
+  title     = {SurveyReview: A Reviewer-Aligned Benchmark for Survey Evaluators},
+  booktitle = {Proceedings of the 32nd ACM SIGKDD Conference on Knowledge Discovery and Data Mining (KDD '26)},
+  year      = {2026},
+  doi       = {10.1145/3770855.3817505}
+}
+"""
+
 #: Largest possible |score difference| on the benchmark scale (HAS Delta_s, §3).
 DELTA_S: float = 4.0
 

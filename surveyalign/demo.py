@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from surveyalign import __version__
 from surveyalign.constants import normalise_dimension
+from surveyalign.paths import resource_path
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = "configs/demo.yaml"
@@ -222,8 +223,9 @@ def _evaluate_modules(run_dir: Path) -> dict[str, Any]:
     rows = [r for r in rows if r["status"] != "missing_text"]
     args = {"predictions": [r["prediction"] for r in rows], "references": [r["reference"] for r in rows],
             "dimensions": [r["dimension"] for r in rows]}
-    alignment = evaluate.load(str(_resolve("metrics/survey_alignment"))).compute(**args)
-    has = evaluate.load(str(_resolve("metrics/has"))).compute(**args, consistency=[r.get("consistency") for r in rows])
+    alignment = evaluate.load(str(resource_path("metrics", "survey_alignment"))).compute(**args)
+    has = evaluate.load(str(resource_path("metrics", "has"))).compute(**args,
+                                                                      consistency=[r.get("consistency") for r in rows])
     return {"avg_mse": alignment["avg_mse"], "avg_mae": alignment["avg_mae"], "rqs": has["rqs"],
             "align": has["align"], "has": has["has"], "has_note": has.get("has_note"),
             "n": sum(d["n"] for d in alignment["per_dimension"].values()),

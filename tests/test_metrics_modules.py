@@ -34,14 +34,15 @@ def test_module_doctests(name, at_repo_root):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_module_card_and_info(name, repo_root):
+def test_module_card_and_info(name, repo_root, at_repo_root):
     card = (repo_root / "metrics" / name / "README.md").read_text()
     assert card.startswith("---\n")
     assert f'evaluate.load("metrics/{name}")' in card and f'evaluate.load("{name}")' in card
-    assert "surveyalign metrics register" in card and "--source DIR" in card
-    source = (repo_root / "metrics" / name / f"{name}.py").read_text()
-    for const in ("_DESCRIPTION", "_CITATION", "_KWARGS_DESCRIPTION"):
-        assert f"{const} = " in source
+    assert "surveyalign metrics register" in card and "a wheel install has them too" in " ".join(card.split())
+    requirements = (repo_root / "metrics" / name / "requirements.txt").read_text().split()
+    assert "surveyalign" in requirements and any(r.startswith("evaluate") for r in requirements)
+    info = evaluate.load(f"metrics/{name}").info
+    assert info.citation.lstrip().startswith("@") and info.description.strip() and info.inputs_description.strip()
 
 
 def test_has_module_matches_pure_function_and_batches_with_none(at_repo_root):
@@ -65,11 +66,16 @@ def test_has_module_matches_pure_function_and_batches_with_none(at_repo_root):
     assert got["has"] == pytest.approx(expected["has"])
     assert (got["n"], got["n_scored"], got["n_failed"]) == (6, 4, 2)
     assert got["per_dimension"]["structure"]["n_failed"] == 1
-    # consistency left out entirely: HAS is None with a reason, Align is still there
-    plain = has.compute(predictions=preds, references=refs, dimensions=dims)
+    # a run without consistency ratings: the no_consistency config; HAS is None with a reason, Align is there
+    without = evaluate.load("metrics/has", "no_consistency")
+    plain = without.compute(predictions=preds, references=refs, dimensions=dims)
     assert plain["has"] is None and "RQS" in plain["has_note"] and plain["align"] == pytest.approx(expected["align"])
-    has.add(prediction=None, reference=1, dimensions="readability")
-    assert has.compute()["n_failed"] == 1
+    without.add(prediction=None, reference=1, dimensions="readability")
+    assert without.compute()["n_failed"] == 1
+    with pytest.raises(ValueError, match="inputs are missing: \\['consistency'\\]"):
+        has.compute(predictions=preds, references=refs, dimensions=dims)  # the default config needs the column
+    with pytest.raises(ValueError, match="unknown config 'rqs'"):
+        evaluate.load("metrics/has", "rqs")
 
 
 def test_survey_alignment_keeps_none_as_failure(at_repo_root):
@@ -131,19 +137,18 @@ def test_register_reports_missing_source(tmp_path, capsys):
     assert "is not a folder" in capsys.readouterr().err
 
 
-def test_register_without_repository_metrics_names_source(tmp_path, capsys, monkeypatch):
-    """A plain (wheel) install has no metrics/ next to the package: the command stops and names --source;
-    with --source pointing at a checkout's metrics/ it registers all three modules."""
+def test_modules_are_package_data_and_register_without_source(tmp_path, capsys):
+    """The modules ship inside the package (surveyalign/resources/metrics, copied into a wheel), so registering
+    needs no checkout: every module and its card are found there."""
     from surveyalign.cli import main
+    from surveyalign.paths import resource_path
     from surveyalign.scoring import registry
 
-    checkout_metrics = registry.default_metrics_dir()
-    monkeypatch.setattr(registry, "default_metrics_dir", lambda: tmp_path / "site-packages" / "metrics")
-    assert main(["metrics", "register", "--cache", str(tmp_path / "c")]) == 2
-    err = capsys.readouterr().err
-    assert "metrics/ folder was not found" in err and "--source DIR" in err
-    assert not (tmp_path / "c").exists()  # nothing half-written
-    assert main(["metrics", "register", "--cache", str(tmp_path / "c"), "--source", str(checkout_metrics)]) == 0
+    shipped = resource_path("metrics")
+    assert registry.default_metrics_dir() == shipped
+    for name in NAMES:
+        assert (shipped / name / f"{name}.py").is_file() and (shipped / name / "requirements.txt").is_file()
+    assert main(["metrics", "register", "--cache", str(tmp_path / "c")]) == 0
     printed = capsys.readouterr().out
     assert [line.split(":")[0] for line in printed.splitlines()[:len(NAMES)]] == [f"registered {n}" for n in NAMES]
 
@@ -154,7 +159,7 @@ def test_register_help_mentions_source(capsys):
     with pytest.raises(SystemExit):
         main(["metrics", "register", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "editable install" in text and "--source DIR" in text
+    assert "ship with the package" in text and "also in a wheel" in text and "--source DIR" in text
 
 
 def test_prism_module_configs_match_column_functions_with_batches(at_repo_root):

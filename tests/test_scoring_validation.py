@@ -68,9 +68,12 @@ def test_valid_input_still_gives_the_hand_computed_values():
 
 
 @pytest.mark.parametrize(("module", "kwargs", "message"), [
-    ("has", {"predictions": [7, -1], "references": [-1, -1], "dimensions": DIMS}, "predictions\\[0\\] = 7.0 is outside"),
-    ("has", {"predictions": [NAN, -1], "references": [-1, -1], "dimensions": DIMS}, "predictions\\[0\\] = nan is not finite"),
-    ("has", {"predictions": [-1], "references": [-1, -1], "dimensions": DIMS}, "Mismatch in the number"),
+    ("has", {"predictions": [7, -1], "references": [-1, -1], "dimensions": DIMS, "consistency": [0.2, 0.4]},
+     "predictions\\[0\\] = 7.0 is outside"),
+    ("has", {"predictions": [NAN, -1], "references": [-1, -1], "dimensions": DIMS, "consistency": [None, None]},
+     "predictions\\[0\\] = nan is not finite"),
+    ("has", {"predictions": [-1], "references": [-1, -1], "dimensions": DIMS, "consistency": [None]},
+     "Mismatch in the number"),
     ("survey_alignment", {"predictions": [1], "references": [3], "dimensions": ["structure"]},
      "references\\[0\\] = 3.0 is outside"),
     ("rqs", {"consistency": [NAN], "dimensions": ["structure"]}, "consistency\\[0\\] = nan is not finite"),

@@ -7,16 +7,8 @@ and :func:`~surveyalign.scoring.human_aligned_score` (SurveyReview §3 Eq. 2-8).
 import datasets
 import evaluate
 
+from surveyalign.constants import SURVEYREVIEW_CITATION
 from surveyalign.scoring import alignment_errors, human_aligned_score, reason_quality
-
-_CITATION = """\
-@inproceedings{surveyreview2026,
-  title     = {SurveyReview: A Reviewer-Aligned Benchmark for Survey Evaluators},
-  booktitle = {Proceedings of the 32nd ACM SIGKDD Conference on Knowledge Discovery and Data Mining (KDD '26)},
-  year      = {2026},
-  doi       = {10.1145/3770855.3817505}
-}
-"""
 
 _DESCRIPTION = """\
 Human-aligned Score of SurveyReview. The mean errors over dimensions are turned into alignment scores
@@ -32,8 +24,9 @@ Args:
     predictions (`list` of `int` or `None`): the judge's score of each unit; None for a failed unit.
     references (`list` of `int`): the human score of each unit.
     dimensions (`list` of `str`): the dimension of each unit (any case).
-    consistency (`list` of `float` or `None`, optional): rationale-consistency rating of each unit in
-        [0, 1] (None where missing). Leave it out when the run has no consistency stage.
+    consistency (`list` of `float` or `None`): rationale-consistency rating of each unit in [0, 1] (None where
+        missing). A run without a consistency stage loads the config without it:
+        `evaluate.load("has", "no_consistency")`.
     alpha (`tuple` of two `float`, optional): weights of (A_MSE, A_MAE); default (0.4, 0.6).
     beta (`tuple` of two `float`, optional): weights of (Align, RQS); default (0.75, 0.25).
     delta_s (`float`, optional): largest possible score difference; default 4.0.
@@ -74,7 +67,8 @@ Examples:
 
     Without consistency ratings HAS is not invented:
 
-    >>> plain = has.compute(predictions=[-1, 1, None], references=[-1, -1, 1], dimensions=["readability"] * 3)
+    >>> plain = evaluate.load("metrics/has", "no_consistency").compute(
+    ...     predictions=[-1, 1, None], references=[-1, -1, 1], dimensions=["readability"] * 3)
     >>> plain["has"] is None, round(plain["align"], 4), plain["n_failed"]
     (True, 0.8, 1)
     >>> plain["has_note"]
@@ -82,71 +76,44 @@ Examples:
 """
 
 
+_BASE_FEATURES = {
+    "predictions": datasets.Value("float64"),  # float: NaN reaches the checks of surveyalign.scoring
+    "references": datasets.Value("float64"),
+    "dimensions": datasets.Value("string"),
+}
+
+
+#: Config names: ``"default"`` takes a ``consistency`` column (RQS and HAS), ``"no_consistency"`` does not (Align).
+CONFIGS = ("default", "no_consistency")
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class HumanAlignedScore(evaluate.Metric):
-    """SurveyReview HAS. ``consistency`` is optional: when it is left out every unit gets None."""
+    """SurveyReview HAS; ``evaluate.load("has", "no_consistency")`` for a run without rationale-consistency
+    ratings (then HAS is None and Align is given)."""
 
     def _info(self):
+        if self.config_name not in CONFIGS:
+            raise ValueError(f"has: unknown config {self.config_name!r}; choose one of {', '.join(CONFIGS)}")
+        features = {
+            "predictions": datasets.Value("float64"),  # float: NaN reaches the checks of surveyalign.scoring
+            "references": datasets.Value("float64"),
+            "dimensions": datasets.Value("string"),
+        }
+        if self.config_name == "default":
+            features["consistency"] = datasets.Value("float64")
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=SURVEYREVIEW_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("float64"),  # float: NaN reaches the checks of surveyalign.scoring
-                    "references": datasets.Value("float64"),
-                    "dimensions": datasets.Value("string"),
-                    "consistency": datasets.Value("float64"),
-                }
-            ),
+            features=datasets.Features(features),
             reference_urls=["https://surveyreview.github.io"],
         )
 
-    # evaluate requires every feature in each call; consistency is optional for HAS, so fill it with None.
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of units; ``consistency`` may be left out (all None).
-
-        Args:
-            predictions: judge scores in {-2, -1, 1, 2} or None (failed unit).
-            references: human scores in {-2, -1, 1, 2}.
-            **kwargs: ``dimensions`` (one per unit) and optional ``consistency`` (floats in [0, 1] or None).
-        """
-        if predictions is not None and kwargs.get("consistency") is None:
-            kwargs["consistency"] = [None] * len(predictions)
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
-
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one unit; ``consistency`` may be left out (None).
-
-        Args:
-            prediction: judge score in {-2, -1, 1, 2} or None (failed unit).
-            reference: human score in {-2, -1, 1, 2}.
-            **kwargs: ``dimension`` and optional ``consistency`` (float in [0, 1] or None).
-        """
-        kwargs.setdefault("consistency", None)
-        return super().add(prediction=prediction, reference=reference, **kwargs)
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Compute HAS over the given and the added units; ``consistency`` may be left out (all None).
-
-        SurveyReview §3 Eq. 6-8; the outputs are listed in ``_KWARGS_DESCRIPTION`` and the metric card.
-
-        Args:
-            predictions: judge scores in {-2, -1, 1, 2} or None (failed unit, counted and left out).
-            references: human scores in {-2, -1, 1, 2}.
-            **kwargs: ``dimensions``, optional ``consistency``, ``alpha``, ``beta``, ``delta_s``.
-
-        Returns:
-            ``{"has": float <= 1 or None, "align", "rqs", "avg_mse", "avg_mae", "per_dimension", ...}``.
-        """
-        if predictions is not None and kwargs.get("consistency") is None:
-            kwargs["consistency"] = [None] * len(predictions)
-        return super().compute(predictions=predictions, references=references, **kwargs)
-
-    def _compute(self, predictions, references, dimensions, consistency, alpha=(0.4, 0.6), beta=(0.75, 0.25),
+    def _compute(self, predictions, references, dimensions, consistency=None, alpha=(0.4, 0.6), beta=(0.75, 0.25),
                  delta_s=4.0):
         err = alignment_errors(predictions, references, dimensions)
-        have_rq = any(c is not None for c in consistency)
+        have_rq = consistency is not None and any(c is not None for c in consistency)
         rq = reason_quality(consistency, dimensions) if have_rq else None
         score = human_aligned_score(err["avg_mse"], err["avg_mae"], None if rq is None else rq["rqs"],
                                     alpha=tuple(alpha), beta=tuple(beta), delta_s=delta_s)

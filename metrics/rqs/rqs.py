@@ -6,16 +6,8 @@ A thin wrapper over :func:`surveyalign.scoring.reason_quality` (SurveyReview §3
 import datasets
 import evaluate
 
+from surveyalign.constants import SURVEYREVIEW_CITATION
 from surveyalign.scoring import reason_quality
-
-_CITATION = """\
-@inproceedings{surveyreview2026,
-  title     = {SurveyReview: A Reviewer-Aligned Benchmark for Survey Evaluators},
-  booktitle = {Proceedings of the 32nd ACM SIGKDD Conference on Knowledge Discovery and Data Mining (KDD '26)},
-  year      = {2026},
-  doi       = {10.1145/3770855.3817505}
-}
-"""
 
 _DESCRIPTION = """\
 Reason Quality Score of SurveyReview: a consistency judge (GPT-5.2 in the paper) rates how well each
@@ -68,7 +60,7 @@ class ReasonQualityScore(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=SURVEYREVIEW_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(
                 {"consistency": datasets.Value("float64"), "dimensions": datasets.Value("string")}

@@ -6,16 +6,8 @@ A thin wrapper over :func:`surveyalign.scoring.alignment_errors` (SurveyReview Â
 import datasets
 import evaluate
 
+from surveyalign.constants import SURVEYREVIEW_CITATION
 from surveyalign.scoring import alignment_errors
-
-_CITATION = """\
-@inproceedings{surveyreview2026,
-  title     = {SurveyReview: A Reviewer-Aligned Benchmark for Survey Evaluators},
-  booktitle = {Proceedings of the 32nd ACM SIGKDD Conference on Knowledge Discovery and Data Mining (KDD '26)},
-  year      = {2026},
-  doi       = {10.1145/3770855.3817505}
-}
-"""
 
 _DESCRIPTION = """\
 Score alignment between an LLM judge of survey papers and human reviewers on the SurveyReview scale
@@ -80,7 +72,7 @@ class SurveyAlignment(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=SURVEYREVIEW_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(
                 {

@@ -1,4 +1,4 @@
-"""Judge backends behind one small interface (contract 3): API, local transformers, vLLM, baselines.
+"""Judge backends behind one small interface (``surveyalign/backends/base.py``): API, local transformers, vLLM, baselines.
 
 ``load_backend(kind, **options)`` builds one; every backend answers
 ``generate(prompts, settings, n) -> list[list[Generation]]``. Heavy libraries (torch, transformers, vllm)
@@ -43,7 +43,7 @@ def backend_class(kind: str) -> type[Backend]:
 
 
 def load_backend(kind: str, **options: Any) -> Backend:
-    """Build a backend of ``kind`` with ``options`` (contract 3).
+    """Build a backend of ``kind`` with ``options`` (``surveyalign/backends/base.py``).
 
     Kinds and their main options: ``"openai"`` (model, base_url, api_key_env="OPENAI_API_KEY", concurrency,
     timeout, max_retries), ``"transformers"`` (model, adapter=None, device="auto", dtype="auto", batch_size),

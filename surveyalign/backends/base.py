@@ -2,7 +2,7 @@
 
 A judge backend turns chat prompts into sampled answers. The evaluation harness (SurveyReview §6,
 App. E test-time scaling) asks for ``n`` samples per prompt and needs, for each sample, the text, why the
-generation stopped and the mean token log-probability (the tie-break of the majority vote, SPEC §5).
+generation stopped and the mean token log-probability (the tie-break of the majority vote).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _RUNNER_LOCK = threading.Lock()
 
 
 class GenerationSettings(BaseModel):
-    """Sampling settings shared by every backend (contract 3).
+    """Sampling settings shared by every backend (``surveyalign/backends/base.py``).
 
     Attributes:
         temperature: softmax temperature, >= 0; 0 means greedy decoding (and ``n`` identical samples).
@@ -123,7 +123,7 @@ class _LoopThread:
 
 
 class Backend(ABC):
-    """A judge backend: ``n`` sampled answers per chat prompt (contract 3; style: prometheus-eval).
+    """A judge backend: ``n`` sampled answers per chat prompt (style: prometheus-eval).
 
     Subclasses implement at least one of :meth:`generate` (sync) or :meth:`agenerate` (async); the base class
     derives the other. Per-request failures come back as :class:`Generation` with ``error`` set and are

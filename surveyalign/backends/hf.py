@@ -5,7 +5,7 @@ over the temperature-scaled, nucleus-truncated distribution), so a sample does n
 prompts share its batch: re-running one unit reproduces it. The mean token log-probability is taken from the
 model's raw next-token distribution (before temperature / top-p; the checkpoint's own
 ``generation_config`` sampling defaults such as ``repetition_penalty`` are not applied), over the generated tokens including the
-end-of-turn token when the answer stopped (SurveyReview App. E tie-break, SPEC §5).
+end-of-turn token when the answer stopped (SurveyReview App. E tie-break).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _resolve_dtype(dtype: str, device: str) -> Any:
 
 
 class TransformersBackend(Backend):
-    """A local causal LM judge through ``transformers`` (contract 3, kind ``"transformers"``).
+    """A local causal LM judge through ``transformers`` (``surveyalign/backends/base.py``, kind ``"transformers"``).
 
     Args:
         model: local folder (or cached hub id) of the base model and tokenizer.
@@ -266,7 +266,7 @@ class TransformersBackend(Backend):
                                 where=f"transformers backend ({self.tokenizer_path})")
 
     def render(self, messages: Messages, settings: GenerationSettings) -> str:
-        """Render one chat prompt to text with the explicit ``enable_thinking`` switch (contract 2).
+        """Render one chat prompt to text with the explicit ``enable_thinking`` switch (``surveyalign/prompts/builder.py``).
 
         Args:
             messages: one chat prompt (``{"role", "content"}`` dicts).

@@ -73,7 +73,7 @@ class _LoopState:
 
 
 class OpenAIBackend(Backend):
-    """Chat-completions client for OpenAI-compatible servers (contract 3, kind ``"openai"``).
+    """Chat-completions client for OpenAI-compatible servers (``surveyalign/backends/base.py``, kind ``"openai"``).
 
     Args:
         model: model name sent in every request (e.g. ``"gpt-4o"``, or a ``surveyalign serve`` model name).

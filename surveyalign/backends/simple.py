@@ -17,7 +17,7 @@ from surveyalign.constants import VALID_SCORES
 
 
 class ConstantBackend(Backend):
-    """The constant-score baseline judge (SPEC §7; kind ``"constant"``).
+    """The constant-score baseline judge (our baseline; kind ``"constant"``).
 
     Every sample is the same well-formed judgement ``format_target(rationale, score, protocol)``
     (e.g. ``"No specific comment.$$$-1$$$"`` under protocol v1.0), so a run with this judge measures how far

@@ -37,7 +37,7 @@ def _import_vllm() -> Any:
 
 
 class VLLMBackend(Backend):
-    """A local model served in-process by vLLM (contract 3, kind ``"vllm"``).
+    """A local model served in-process by vLLM (``surveyalign/backends/base.py``, kind ``"vllm"``).
 
     Args:
         model: model folder or hub id.

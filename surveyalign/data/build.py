@@ -1,4 +1,4 @@
-"""Build the script-free SurveyReview dataset folder from a release (contract 1; SurveyReview §4, App. A-B).
+"""Build the script-free SurveyReview dataset folder from a release (SurveyReview §4, App. A-B).
 
 Output layout::
 

@@ -1,53 +1,25 @@
 """Dataset card (README.md) of a built SurveyReview folder: YAML front matter + filled template.
 
-The template lives in ``hub_cards/dataset_card.md`` (``string.Template`` placeholders such as ``$n_papers``);
-a copy of its structure is built in here for installs that do not ship the repository's ``hub_cards/``.
+The template lives in ``hub_cards/dataset_card.md`` (``string.Template`` placeholders such as ``$n_papers``),
+shipped with the package (``surveyalign.paths.resource_path``).
 """
 
 from __future__ import annotations
 
 import json
 import string
-from pathlib import Path
 from typing import Any
 
 from surveyalign.constants import DIMENSIONS, SPLITS
+from surveyalign.paths import resource_path
 
 from .files import data_files
 from .schema import ALL_CONFIG, features_yaml
 
-_TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "hub_cards" / "dataset_card.md"
-
-_FALLBACK_TEMPLATE = """# SurveyReview (built by surveyalign $version)
-
-Reviewer-aligned benchmark for judges of survey papers: $n_papers papers, $n_reviews reviews, $n_units units
-(paper x review x dimension) with a score in {-2,-1,+1,+2} and rationale snippets.
-
-## Provenance
-$provenance
-
-## Filtering
-$filtering
-
-## Splits
-$splits
-
-## Leakage guard
-$leakage
-
-## License
-The survey texts and review sentences belong to their authors and venues; follow each source's terms.
-
-## Build report
-$report_summary
-"""
-
 
 def template_text() -> str:
-    """The card template: ``hub_cards/dataset_card.md`` when present, else the built-in copy."""
-    if _TEMPLATE_PATH.is_file():
-        return _TEMPLATE_PATH.read_text(encoding="utf-8")
-    return _FALLBACK_TEMPLATE
+    """The card template ``hub_cards/dataset_card.md``."""
+    return resource_path("hub_cards", "dataset_card.md").read_text(encoding="utf-8")
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:

@@ -91,7 +91,7 @@ def data_files(config: str, rows: dict[tuple[str, str], list[dict]]) -> list[dic
     """``data_files`` entries of one config for the README front matter (paths relative to the folder).
 
     A split without rows has no file and is left out (``datasets`` cannot load an empty split);
-    :func:`surveyalign.data.load_surveyreview` adds it back as an empty split. Layout of contract 1
+    :func:`surveyalign.data.load_surveyreview` adds it back as an empty split. Layout of ``surveyalign/data/schema.py``
     (configs per dimension + "all"; SurveyReview §4).
 
     Args:

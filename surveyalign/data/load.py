@@ -1,4 +1,4 @@
-"""Loading a built SurveyReview folder and locating the shipped sample release (contract 1)."""
+"""Loading a built SurveyReview folder and locating the shipped sample release (``surveyalign/data/schema.py``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from surveyalign.constants import DIMENSIONS, SPLITS, normalise_dimension
+from surveyalign.paths import resource_path
 
 from .schema import ALL_CONFIG
 
@@ -17,7 +18,7 @@ def sample_release_dir() -> Path:
         ``surveyalign/resources/sample_release`` (``annotations/<dimension>.json``, ``articles/articles4test.json``,
         ``sources.json``). Its papers, reviews and scores are invented; it exists for the demo and tests.
     """
-    return Path(__file__).resolve().parents[1] / "resources" / "sample_release"
+    return resource_path("sample_release")
 
 
 def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, split: str | None = None):

@@ -1,4 +1,4 @@
-"""Readers for the two SurveyReview release layouts (SurveyReview §4, App. A-B; SPEC §1).
+"""Readers for the two SurveyReview release layouts (SurveyReview §4, App. A-B).
 
 * Per-dimension layout: ``<folder>/<dimension>.json`` arrays of ``{"uid", "score", "reasons"}`` (one record per
   review; a uid may repeat) plus ``articles*.json`` objects ``{uid: markdown}``.

@@ -1,4 +1,4 @@
-"""Row schema of the SurveyReview dataset folder (contract 1; SurveyReview §4, App. A-B).
+"""Row schema of the SurveyReview dataset folder (SurveyReview §4, App. A-B).
 
 One row is one *unit*: (paper, review, dimension) with the human score and its rationale snippets.
 """
@@ -79,7 +79,7 @@ def arrow_schema():
 
 
 def surveyreview_features():
-    """Return the typed ``datasets.Features`` of one SurveyReview row (contract 1).
+    """Return the typed ``datasets.Features`` of one SurveyReview row (``surveyalign/data/schema.py``).
 
     Returns:
         ``datasets.Features`` with string ids, ``score`` as int64 in {-2,-1,1,2}, ``rationales`` and

@@ -1,4 +1,4 @@
-"""``surveyalign evaluate``: run a judge over a SurveyReview split from a YAML config (contract 4)."""
+"""``surveyalign evaluate``: run a judge over a SurveyReview split from a YAML config (``surveyalign/evaluation/predictions.py``)."""
 
 from __future__ import annotations
 

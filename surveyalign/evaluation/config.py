@@ -125,7 +125,7 @@ class RQSConfig(_Strict):
 
 
 class EvalConfig(_Strict):
-    """Everything one evaluation run needs (SurveyReview §3, §5.3, §6.1; contract 4 of the project brief).
+    """Everything one evaluation run needs (SurveyReview §3, §5.3, §6.1).
 
     Load with :meth:`from_yaml` (file + overrides) or ``EvalConfig.model_validate(dict)``.
     """

@@ -1,4 +1,4 @@
-"""The one parser of judge answers (SurveyReview App. C output format; SPEC.md §2).
+"""The one parser of judge answers (SurveyReview App. C output format).
 
 Rules:
 
@@ -230,7 +230,7 @@ def _tag_free(text: str, tags: tuple[str, str]) -> str:
 
 
 def parse_judgement(text: str | None, protocol: str = "auto") -> ParsedAnswer:
-    """Read the score and rationale out of one judge answer (SurveyReview App. C; SPEC.md §2).
+    """Read the score and rationale out of one judge answer (SurveyReview App. C).
 
     Args:
         text: the raw generated text (may contain ``<think>`` blocks, markdown, code fences).

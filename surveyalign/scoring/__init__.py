@@ -1,6 +1,6 @@
 """surveyalign.scoring: the metrics of SurveyReview (MSE/MAE, RQS, HAS; §3, §6.1, App. G) plus the
 figures the paper leaves out (training-label baselines, chance-corrected agreement, paper-level
-bootstrap intervals and paired tests), run summaries and leaderboard tables (contract 5).
+bootstrap intervals and paired tests), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
 """
 
 from surveyalign.scoring.baselines import (
@@ -25,6 +25,7 @@ from surveyalign.scoring.metrics import (
     quadratic_weighted_kappa,
     reason_quality,
 )
+from surveyalign.scoring.records import validate_records
 from surveyalign.scoring.registry import register_metrics
 from surveyalign.scoring.report import (
     render_agreement,
@@ -36,10 +37,7 @@ from surveyalign.scoring.report import (
     render_per_source,
     render_voting,
 )
-from surveyalign.scoring.summary import (
-    summarize_predictions,
-    validate_records,
-)
+from surveyalign.scoring.summary import summarize_predictions
 
 __all__ = [
     "INSUFFICIENT_DATA",

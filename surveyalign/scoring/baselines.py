@@ -1,4 +1,4 @@
-"""Trivial reference judges computed from the training labels (SPEC §7, our choice; beyond the paper).
+"""Trivial reference judges computed from the training labels (our choice; beyond the paper).
 
 With about 66% of the benchmark labels at -1, a judge that always answers -1 lands close to the best
 published system on MSE/MAE; every report therefore carries two baselines fitted on the training split:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_dimension
+from surveyalign.scoring.records import validate_records
 
 __all__ = ["INSUFFICIENT_DATA", "MIN_BOOTSTRAP_PAPERS", "bootstrap_intervals", "paired_bootstrap"]
 
@@ -50,7 +51,7 @@ class _Tables:
 
 def _build_tables(records: Sequence[dict], papers: list[str] | None = None,
                   values: Sequence[float] | None = None) -> _Tables:
-    """Sufficient statistics from contract-4 records; only ``status == "scored"`` units enter ``conf``."""
+    """Sufficient statistics from prediction records; only ``status == "scored"`` units enter ``conf``."""
     if papers is None:
         papers = sorted({str(r["paper_id"]) for r in records})
     pidx = {p: i for i, p in enumerate(papers)}
@@ -181,7 +182,7 @@ def bootstrap_intervals(records: Sequence[dict], *, n_resamples: int = 1000, see
     """Percentile 95% intervals from a paper-level bootstrap of one judge's records.
 
     Args:
-        records: contract-4 prediction records (need ``paper_id``, ``dimension``, ``reference``,
+        records: prediction records (need ``paper_id``, ``dimension``, ``reference``,
             ``prediction``, ``status``, optional ``consistency``).
         n_resamples: number of bootstrap resamples (B >= 1).
         seed: seed of numpy's ``default_rng``; the same seed gives the same intervals.
@@ -265,8 +266,8 @@ def paired_bootstrap(
     both runs) and every resample draws the same papers for both, so paper difficulty cancels out.
 
     Args:
-        records_a: contract-4 records of judge A.
-        records_b: contract-4 records of judge B.
+        records_a: prediction records of judge A.
+        records_b: prediction records of judge B.
         n_resamples: bootstrap resamples B.
         seed: numpy seed.
         alpha, beta, delta_s: HAS weights.
@@ -288,7 +289,6 @@ def paired_bootstrap(
             or a shared unit has different references.
     """
     # imported here: summary imports this module
-    from surveyalign.scoring.summary import validate_records
 
     a_by = {r["unit_id"]: r for r in validate_records(records_a)}
     b_by = {r["unit_id"]: r for r in validate_records(records_b)}

@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "counts. Training labels come from the dataset named in run_config.json, or --train-scores."
         ),
     )
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="evaluation run folder(s) (contract 4)")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="evaluation run folder(s) (``surveyalign/evaluation/predictions.py``)")
     p.add_argument("--train-scores", metavar="FILE",
                    help="training labels for the baselines: JSON {dimension: [scores]} or a dataset folder "
                         "(default: the dataset of each run's run_config.json)")
@@ -57,16 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "place evaluate's loader falls back to when the Hub is unreachable or HF_EVALUATE_OFFLINE=1. "
             "Afterwards evaluate.load('has') works offline in any process using the same HF_MODULES_CACHE. "
             "Without registering, load by path: evaluate.load('metrics/has') from the repository root. "
-            "The modules are read from the repository's metrics/ folder, which only a source checkout or "
-            "editable install (pip install -e) has: after a plain install pass --source DIR (e.g. the "
-            "metrics/ folder of a checkout); without it the command stops with an error saying so."
+            "The modules ship with the package (surveyalign/resources/metrics: the repository's metrics/ "
+            "folder, also in a wheel); --source DIR registers modules from another folder."
         ),
     )
     r.add_argument("--cache", metavar="DIR",
                    help="HF_MODULES_CACHE folder to write to (default: $HF_MODULES_CACHE or "
                         "~/.cache/huggingface/modules)")
-    r.add_argument("--source", metavar="DIR", help="folder holding <name>/<name>.py (default: the repo's metrics/, present only in a "
-                        "source or editable install; required otherwise)")
+    r.add_argument("--source", metavar="DIR", help="folder holding <name>/<name>.py (default: the modules shipped with the "
+                        "package)")
     r.add_argument("--name", action="append", dest="names", metavar="NAME",
                    help="register only this module (repeatable; default: survey_alignment, rqs, has)")
     r.set_defaults(handler=_register)

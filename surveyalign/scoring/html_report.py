@@ -22,13 +22,18 @@ import jinja2
 from matplotlib.figure import Figure
 
 from surveyalign import __version__
-from surveyalign.constants import DIMENSIONS, VALID_SCORES, normalise_dimension
+from surveyalign.constants import (
+    DIMENSIONS,
+    STATUSES,
+    VALID_SCORES,
+    normalise_dimension,
+)
+from surveyalign.paths import resource_path
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
-from surveyalign.scoring.summary import STATUSES
 
 __all__ = ["render_html_report", "write_html_report"]
 
-_TEMPLATES = Path(__file__).resolve().parents[1] / "resources" / "templates"
+_TEMPLATES = resource_path("templates")
 _DASH = "–"
 
 
@@ -57,7 +62,7 @@ def confusion_matrices(records: Sequence[Mapping[str, Any]]) -> dict[str, list[l
     """Judge-by-human count tables of the scored units, per dimension.
 
     Args:
-        records: contract-4 prediction records.
+        records: prediction records.
 
     Returns:
         ``{dimension: matrix}`` in paper order, ``matrix[i][j]`` = units the judge scored
@@ -187,7 +192,7 @@ def render_html_report(
 
     Args:
         summaries: ``{judge name: summarize_predictions(...) output}`` (or a run's metrics.json).
-        records: ``{judge name: contract-4 records}``; a judge without records gets no confusion matrix or
+        records: ``{judge name: prediction records}``; a judge without records gets no confusion matrix or
             distribution (its metrics.json figures still show).
         run_dirs: ``{judge name: run folder}`` for the provenance section (run_config.json is read).
         comparison: output of :func:`surveyalign.scoring.paired_bootstrap`, or None.

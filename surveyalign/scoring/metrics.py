@@ -1,6 +1,6 @@
 """Score-alignment, reason-quality and HAS metrics as pure functions (SurveyReview §3, §6.1, App. G).
 
-Conventions (our choice where the paper is silent, SPEC §2-3):
+Conventions (our choice where the paper is silent):
 
 * A failed unit is a ``None`` prediction. It is counted (``n_failed``) and never scored as 0; MSE/MAE
   and every agreement statistic are computed over the scored units only. ``convention="authors"``
@@ -40,7 +40,7 @@ __all__ = [
     "reason_quality",
 ]
 
-#: Statuses of contract 4 that the authors' script drops from the average (no answer to count).
+#: Statuses that the authors' script drops from the average (no answer to count).
 _AUTHORS_DROPPED = (API_ERROR, PROMPT_TOO_LONG, MISSING_TEXT)
 
 

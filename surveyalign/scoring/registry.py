@@ -16,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from surveyalign.paths import resource_path
+
 __all__ = ["METRIC_NAMES", "default_metrics_dir", "register_metrics"]
 
 #: The evaluate modules shipped in the repository's ``metrics/`` folder.
@@ -23,12 +25,8 @@ METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has", "prism", "cit
 
 
 def default_metrics_dir() -> Path:
-    """The ``metrics/`` folder next to the ``surveyalign`` package (a source or editable install).
-
-    ``metrics/`` is not package data: after a plain (wheel) install this path does not exist, and
-    :func:`register_metrics` then asks for ``source`` (CLI: ``--source DIR``).
-    """
-    return Path(__file__).resolve().parents[2] / "metrics"
+    """The shipped evaluate modules: the repository's ``metrics/`` folder, package data of every install."""
+    return resource_path("metrics")
 
 
 def _source_root(source: str | os.PathLike | None) -> Path:
@@ -38,15 +36,7 @@ def _source_root(source: str | os.PathLike | None) -> Path:
         if not root.is_dir():
             raise FileNotFoundError(f"--source {root} is not a folder (it must hold <name>/<name>.py)")
         return root
-    root = default_metrics_dir()
-    if not root.is_dir():
-        raise FileNotFoundError(
-            f"the repository's metrics/ folder was not found (looked at {root}): the metric modules ship "
-            "with a source checkout or editable install (pip install -e), not as package data. Pass "
-            "--source DIR (Python: register_metrics(source=DIR)) naming a folder that holds "
-            "<name>/<name>.py, e.g. the metrics/ folder of a surveyalign checkout"
-        )
-    return root
+    return default_metrics_dir()
 
 
 def _modules_cache(cache_dir: str | os.PathLike | None) -> Path:
@@ -77,16 +67,14 @@ def register_metrics(
         cache_dir: the ``HF_MODULES_CACHE`` folder to write to; default: ``$HF_MODULES_CACHE`` or
             evaluate's default (``~/.cache/huggingface/modules``). Bare names resolve only in processes
             that use the same ``HF_MODULES_CACHE``.
-        source: folder holding ``<name>/<name>.py`` (default: the repository's ``metrics/``, which exists
-            only in a source or editable install; elsewhere pass it).
+        source: folder holding ``<name>/<name>.py`` (default: the shipped ``metrics/``).
         names: which modules (default: :data:`METRIC_NAMES`).
 
     Returns:
         ``{name: path of the registered <name>.py}``.
 
     Raises:
-        FileNotFoundError: naming the missing ``<source>/<name>/<name>.py``; when ``source`` is None and the
-            repository's ``metrics/`` folder is absent (a non-editable install), saying to pass ``--source DIR``.
+        FileNotFoundError: naming the missing ``<source>/<name>/<name>.py``.
     """
     src_root = _source_root(source)
     cache = _modules_cache(cache_dir)

@@ -1,4 +1,4 @@
-"""Rich tables of metrics summaries and reading of run folders (``surveyalign report``; contract 4-5).
+"""Rich tables of metrics summaries and reading of run folders (``surveyalign report``).
 
 Every table takes ``{judge name: summary}`` where a summary is the output of
 :func:`~surveyalign.scoring.summary.summarize_predictions` (the content of a run's ``metrics.json``).
@@ -261,7 +261,7 @@ def render_baselines(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
 
 
 def render_failures(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
-    """Unit status counts per judge and dimension (SurveyReview §6.1 failures; contract 4 statuses).
+    """Unit status counts per judge and dimension (SurveyReview §6.1 failures; statuses of ``surveyalign.constants``).
 
     Args:
         summaries: ``{judge name: summarize_predictions output}``; metrics.json files written before the
@@ -321,7 +321,7 @@ def render_comparison(result: Mapping[str, Any], name_a: str, name_b: str) -> Ta
 
 
 def read_predictions(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Read ``RUN_DIR/predictions.jsonl`` (contract 4).
+    """Read ``RUN_DIR/predictions.jsonl`` (``surveyalign/evaluation/predictions.py``).
 
     Raises:
         FileNotFoundError: if the file is absent.
@@ -403,7 +403,7 @@ def had_consistency_stage(run_dir: str | Path) -> bool | None:
 
 def load_train_scores_file(path: str | Path) -> dict[str, list[int]]:
     """Training labels from ``--train-scores FILE``: a JSON object ``{dimension: [scores]}`` or a
-    contract-1 dataset folder.
+    dataset folder built by ``surveyalign data build``.
 
     Raises:
         FileNotFoundError: if the path does not exist.

@@ -1,7 +1,7 @@
-"""``summarize_predictions``: the metrics.json of an evaluation run (contract 5; SurveyReview §3, §6.1,
-App. G, I.1; SPEC §2-3, §7).
+"""``summarize_predictions``: the metrics.json of an evaluation run (SurveyReview §3, §6.1,
+App. G, I.1).
 
-Reads the ``predictions.jsonl`` records of contract 4 and returns one JSON-serialisable dict: counts of
+Reads the ``predictions.jsonl`` records and returns one JSON-serialisable dict: counts of
 every status per dimension, MSE/MAE over scored units, chance-corrected agreement, RQS/Align/HAS,
 training-label baselines, paper-level bootstrap intervals, the per-source breakdown of Table 7 and,
 under an explicit name, the authors' convention.
@@ -18,8 +18,6 @@ from surveyalign.constants import (
     MISSING_TEXT,
     PARSE_FAILED,
     PROMPT_TOO_LONG,
-    STATUSES,
-    VALID_SCORES,
     count_statuses,
     normalise_dimension,
 )
@@ -32,77 +30,15 @@ from surveyalign.scoring.metrics import (
     human_aligned_score,
     reason_quality,
 )
+from surveyalign.scoring.records import validate_records
 
-__all__ = ["METRICS_VERSION", "summarize_predictions", "validate_records"]
+__all__ = ["METRICS_VERSION", "summarize_predictions"]
 
 #: Version of the metrics.json layout written by :func:`summarize_predictions`.
 METRICS_VERSION = 1
 
-_REQUIRED = ("unit_id", "paper_id", "dimension", "reference", "prediction", "status")
 _STATUS_KEY = {PARSE_FAILED: "n_parse_failed", API_ERROR: "n_error", PROMPT_TOO_LONG: "n_prompt_too_long",
                MISSING_TEXT: "n_missing_text"}
-
-
-def validate_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Check contract-4 records and return normalised copies.
-
-    Normalisation: ``dimension`` lower case, ``source`` lower case (``"unknown"`` when absent or empty),
-    ``paper_id``/``unit_id`` as str, ``consistency`` as float or None.
-
-    Args:
-        records: one mapping per unit (``predictions.jsonl`` lines).
-
-    Returns:
-        A list of new dicts, same order.
-
-    Raises:
-        ValueError: naming the record (index and unit_id) and the field: a missing field, an unknown
-            status or dimension, a reference outside {-2, -1, 1, 2}, a ``scored`` unit without a
-            prediction, a prediction outside {-2, -1, 1, 2}, a consistency outside [0, 1], or a
-            repeated unit_id.
-    """
-    out: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    for i, rec in enumerate(records):
-        where = f"record {i} (unit_id={rec.get('unit_id')!r})"
-        missing = [f for f in _REQUIRED if f not in rec]
-        if missing:
-            raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
-        r = dict(rec)
-        r["unit_id"], r["paper_id"] = str(r["unit_id"]), str(r["paper_id"])
-        if r["unit_id"] in seen:
-            raise ValueError(f"{where}: unit_id repeats record {seen[r['unit_id']]}")
-        seen[r["unit_id"]] = i
-        try:
-            r["dimension"] = normalise_dimension(r["dimension"])
-        except ValueError as err:
-            raise ValueError(f"{where}: field dimension: {err}") from None
-        if r["status"] not in STATUSES:
-            raise ValueError(f"{where}: field status = {r['status']!r}; expected one of {', '.join(STATUSES)}")
-        ref = r["reference"]
-        if isinstance(ref, bool) or not isinstance(ref, (int, float)) or ref not in VALID_SCORES:
-            raise ValueError(f"{where}: field reference = {ref!r}; expected one of {VALID_SCORES}")
-        r["reference"] = int(ref)
-        pred = r["prediction"]
-        if pred is not None:
-            if isinstance(pred, bool) or not isinstance(pred, (int, float)) or not math.isfinite(pred) \
-                    or pred not in VALID_SCORES:
-                raise ValueError(f"{where}: field prediction = {pred!r}; expected one of {VALID_SCORES} or null")
-            r["prediction"] = int(pred)
-        if r["status"] == "scored" and pred is None:
-            raise ValueError(f"{where}: status is 'scored' but prediction is null")
-        if r["status"] != "scored":
-            r["prediction"] = None  # a failed unit is never scored, whatever it carries
-        c = r.get("consistency")
-        if c is not None:
-            if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 <= float(c) <= 1.0:
-                raise ValueError(f"{where}: field consistency = {c!r}; expected a number in [0, 1] or null")
-            r["consistency"] = float(c)
-        else:
-            r["consistency"] = None
-        r["source"] = str(r.get("source") or "unknown").lower()
-        out.append(r)
-    return out
 
 
 def _bare_score(record: Mapping[str, Any]) -> bool:
@@ -202,10 +138,10 @@ def summarize_predictions(
     beta: tuple[float, float] = (0.75, 0.25),
     delta_s: float = 4.0,
 ) -> dict[str, Any]:
-    """Every metric of one evaluation run, as written to ``metrics.json`` (contract 5).
+    """Every metric of one evaluation run, as written to ``metrics.json`` (``surveyalign/scoring/summary.py``).
 
     Args:
-        records: contract-4 ``predictions.jsonl`` records (fields unit_id, paper_id, review_id, source,
+        records: ``predictions.jsonl`` records (fields unit_id, paper_id, review_id, source,
             dimension, reference, prediction (int | None), status, consistency (float | None), ...).
         train_scores: ``{dimension: [training scores]}`` for the majority / prior-sampling baselines
             and the skill scores; ``None`` leaves them out (``baselines`` is None with a note).

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from surveyalign.paths import resource_path
+
 logger = logging.getLogger(__name__)
 
 #: File name of the training record inside an adapter folder.
 TRAINING_RECORD = "surveyalign_training.json"
 #: Keys every training record has (and their types): what evaluation must reproduce to judge as in training.
 RECORD_KEYS: dict[str, type] = {"protocol": str, "enable_thinking": bool, "dimension": str, "use_knowledge": bool}
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CARD_TEMPLATE = _REPO_ROOT / "hub_cards" / "model_card.md"
+#: The model card template shipped with the package (``hub_cards/model_card.md``).
+DEFAULT_CARD_TEMPLATE = resource_path("hub_cards", "model_card.md")
 _LORA_KEY = re.compile(r"\.(?P<module>[A-Za-z0-9_]+)\.lora_(?P<ab>[AB])(?:\.[A-Za-z0-9_]+)?\.weight$")
 
 
@@ -185,7 +187,7 @@ def _record_problem(record: Any, dimensions: tuple[str, ...]) -> str | None:
 
 
 def dataset_version(dataset_path: str | os.PathLike | None) -> str | None:
-    """Data version of a SurveyReview dataset folder, read from its ``build_report.json`` (contract 1).
+    """Data version of a SurveyReview dataset folder, read from its ``build_report.json`` (``surveyalign/data/schema.py``).
 
     Args:
         dataset_path: folder written by ``surveyalign data build`` (None, a Hub id or a folder without a
@@ -209,21 +211,6 @@ def dataset_version(dataset_path: str | os.PathLike | None) -> str | None:
     return f"surveyreview@{sha} seed {report.get('seed', '?')} builder {report.get('surveyalign_version', '?')}"
 
 
-_FALLBACK_CARD = """---
-library_name: peft
-base_model: ${base_model}
-tags: [surveyalign, surveyreview, lora, ${stage}]
----
-# ${title}
-
-LoRA adapter of ${base_model} judging the ${dimension} of survey papers (SurveyAlign, SurveyReview).
-
-${hyperparameters}
-
-${metrics}
-"""
-
-
 def _table(rows: dict[str, Any], header: str = "setting") -> str:
     lines = [f"| {header} | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in rows.items()]
@@ -242,8 +229,7 @@ def render_model_card(record: dict[str, Any], template: str | os.PathLike | None
 
     Args:
         record: the training record (see ``recipes/sft.py``).
-        template: template path; when None and the repository template is missing (installed package),
-            a short built-in card is used and a warning logged.
+        template: template path; None: :data:`DEFAULT_CARD_TEMPLATE`.
 
     Returns:
         The card text (markdown with YAML front matter).
@@ -252,13 +238,7 @@ def render_model_card(record: dict[str, Any], template: str | os.PathLike | None
         FileNotFoundError: when an explicit ``template`` does not exist.
         KeyError: when the template uses a placeholder not listed above.
     """
-    if template is not None:
-        text = Path(template).read_text(encoding="utf-8")
-    elif DEFAULT_CARD_TEMPLATE.is_file():
-        text = DEFAULT_CARD_TEMPLATE.read_text(encoding="utf-8")
-    else:
-        logger.warning("%s not found; writing a short built-in model card", DEFAULT_CARD_TEMPLATE)
-        text = _FALLBACK_CARD
+    text = Path(template if template is not None else DEFAULT_CARD_TEMPLATE).read_text(encoding="utf-8")
     lora = record.get("lora", {})
     metrics = record.get("metrics") or {}
     length = record.get("length", {})

@@ -28,7 +28,7 @@ def _check_dimension(value: str) -> str:
 
 @dataclass
 class SFTScriptArguments:
-    """What the SFT recipe trains on: one dimension of a SurveyReview dataset folder (contract 1).
+    """What the SFT recipe trains on: one dimension of a SurveyReview dataset folder (``surveyalign/data/schema.py``).
 
     The survey body is shortened (never the completion) so that prompt + completion fit ``max_length`` of the
     ``SFTConfig``; see :func:`surveyalign.training.prepare_sft_dataset`. SurveyAlign §5.1-§5.2, App. D.

@@ -172,7 +172,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "rejected = the first of K answers sampled from the SFT adapter whose parsed score differs "
                     "from gold (fallback: a zero-shot judge's answer). Units without such an answer are recorded "
                     "with status no_pair. Appends to --out and skips units already there (resumable). "
-                    "Pair construction is our choice (the paper is silent; SPEC.md §4).",
+                    "Pair construction is our choice (the paper is silent).",
     )
     p.add_argument("--adapter", required=True, help="SFT adapter folder (its surveyalign_training.json gives "
                                                     "the base model, dimension, protocol and enable_thinking)")

@@ -82,7 +82,7 @@ def prepare_sft_dataset(
     """Turn SurveyReview rows into TRL prompt-completion examples that fit ``max_length``.
 
     Args:
-        dataset: a ``datasets.Dataset`` with the contract-1 columns (``unit_id``, ``dimension``, ``text``,
+        dataset: a ``datasets.Dataset`` with the dataset columns (``surveyalign/data/schema.py``) (``unit_id``, ``dimension``, ``text``,
             ``rationales``, ``score``; optional ``knowledge``).
         tokenizer: the tokenizer of the model to train (its chat template renders the examples).
         dimension: the dimension trained; rows of other dimensions raise.

@@ -1,4 +1,4 @@
-"""Preference pairs for the Criticalness DPO stage (SurveyAlign §5.2.3; pair construction is our choice, SPEC §4).
+"""Preference pairs for the Criticalness DPO stage (SurveyAlign §5.2.3; pair construction is our choice).
 
 For every training unit: prompt = the judge prompt of the unit (with its KA block when present), chosen = the
 human rationale with the gold score (exactly the SFT completion), rejected = one of K answers sampled from the
@@ -149,7 +149,7 @@ def read_pairs(path: str | os.PathLike, *, paired_only: bool = True) -> list[dic
 
 
 def _load_sampler(model: str, adapter: str | None, batch_size: int, device: str):
-    """The contract-3 transformers backend."""
+    """The transformers backend."""
     from surveyalign.backends import load_backend
 
     return load_backend("transformers", model=model, adapter=adapter, device=device, batch_size=batch_size)
@@ -183,7 +183,7 @@ def make_dpo_pairs(
     """Sample K answers per training unit from an SFT adapter and write DPO preference pairs.
 
     Args:
-        dataset_path: SurveyReview dataset folder (contract 1).
+        dataset_path: SurveyReview dataset folder (``surveyalign/data/schema.py``).
         adapter: the SFT adapter folder; its ``surveyalign_training.json`` supplies defaults for ``model``,
             ``dimension``, ``protocol``, ``enable_thinking`` and ``use_knowledge`` (explicit values must agree).
         out: JSONL file to append to (created with parents).
