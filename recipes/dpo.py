@@ -36,9 +36,7 @@ A `ref_model` is never passed together with a `peft_config` (TRL would load a se
 from __future__ import annotations
 
 import os
-import shlex
 import sys
-from collections import Counter
 
 if __package__ in (None, ""):  # run as a script: make the repository importable without installing it
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,12 +44,6 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 def main(script_args, training_args, model_args) -> dict:
     """Train, save and describe one DPO adapter (Criticalness stage 2; SurveyAlign §5.2.3, pairs: our choice).
-
-    Reads the pairs file (only ``status == "paired"`` records train; the others are counted), refuses a pair
-    that would not fit ``max_length`` tokens (TRL would cut the answer), loads the SFT adapter as the trainable
-    policy with a frozen copy of it as the reference (see the module docstring), trains with TRL's
-    ``DPOTrainer`` (resuming from the last checkpoint of ``output_dir``) and writes the adapter,
-    ``surveyalign_training.json`` and the model card into ``output_dir``.
 
     Args:
         script_args: :class:`surveyalign.training.DPOScriptArguments` (pairs file, optional evaluation pairs,
@@ -61,229 +53,51 @@ def main(script_args, training_args, model_args) -> dict:
         model_args: ``trl.ModelConfig`` (base model; LoRA settings used only without ``sft_adapter``).
 
     Returns:
-        The training record written to ``surveyalign_training.json`` (``stage``="dpo", ``dimension``,
-        ``protocol``, ``enable_thinking``, ``use_knowledge``, ``reference``, ``reference_check``,
-        ``pair_origins`` (origin -> count), ``n_train`` (pairs), ``hyperparameters``, ``metrics`` (DPO loss,
-        rewards), ``adapter``...).
+        The training record written to ``surveyalign_training.json`` (:func:`surveyalign.training.dpo_record`).
 
     Raises:
-        ValueError: when ``pairs_path`` or the base model is missing, no pair is usable (the message counts the
-            file's paired / no_pair records), ``eval_pairs_path`` holds no pair, a pair's dimension,
-            protocol or thinking switch disagrees with the SFT adapter, or a pair exceeds ``max_length``.
-        RuntimeError: when TRL dropped pairs, the reference is not the frozen SFT adapter, or the saved adapter
-            is empty.
+        ValueError: no pairs file or base model, no usable pair, a pair that disagrees with the SFT adapter or
+            exceeds ``max_length``, an evaluation file without pairs (see :func:`surveyalign.training.read_dpo_inputs`).
+        RuntimeError: TRL dropped pairs, packed rows, the reference is not the frozen SFT adapter, or the saved
+            adapter is empty.
     """
-    import json
+    from transformers import AutoTokenizer, set_seed
+    from trl import DPOTrainer
 
-    import torch
-    import transformers
-    import trl
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
-    from transformers.trainer_utils import get_last_checkpoint
-    from trl import DPOTrainer, get_peft_config
-
-    from surveyalign import __version__
-    from surveyalign.prompts import count_chat_tokens
     from surveyalign.training import (
-        TRAINING_RECORD,
         check_packing,
-        data_hash,
+        check_reference,
+        dpo_datasets,
+        dpo_policy,
+        dpo_record,
         finalize_adapter,
-        hyperparameters,
         init_deepspeed_comm,
-        read_pairs,
+        read_dpo_inputs,
+        train_with_resume,
     )
 
-    if not script_args.pairs_path:
-        raise ValueError("--pairs_path is required (a file written by `surveyalign train dpo-pairs`)")
+    inputs = read_dpo_inputs(script_args, model_args)  # pairs (only made ones; the others are counted) + SFT record
     init_deepspeed_comm(training_args)
     set_seed(training_args.seed)
+    tokenizer = AutoTokenizer.from_pretrained(inputs.base_model, trust_remote_code=training_args.trust_remote_code)
+    train_dataset, eval_dataset = dpo_datasets(inputs, script_args, training_args, tokenizer)
 
-    sft_record: dict = {}
-    if script_args.sft_adapter:
-        record_path = os.path.join(script_args.sft_adapter, TRAINING_RECORD)
-        if os.path.isfile(record_path):
-            with open(record_path) as handle:
-                sft_record = json.load(handle)
-    if sft_record.get("dimension", script_args.dimension) != script_args.dimension:
-        raise ValueError(f"{script_args.sft_adapter} was trained for {sft_record['dimension']!r}, not "
-                         f"{script_args.dimension!r}")
-    base_model = model_args.model_name_or_path or sft_record.get("base_model")
-    if not base_model:
-        raise ValueError("--model_name_or_path is required (no base model recorded with the SFT adapter)")
-
-    # Pairs (only made ones; units without a pair are counted)
-    all_records = read_pairs(script_args.pairs_path, paired_only=False)
-    pairs = [r for r in all_records if r["status"] == "paired"]
-    if script_args.max_train_samples is not None:
-        pairs = pairs[: script_args.max_train_samples]
-    if not pairs:  # fail before TRL does (a bare StopIteration on an empty dataset)
-        statuses = Counter(r["status"] for r in all_records)
-        limit = (f", max_train_samples={script_args.max_train_samples}"
-                 if script_args.max_train_samples is not None else "")
-        raise ValueError(f"no DPO pairs for {script_args.dimension} in {script_args.pairs_path} "
-                         f"({len(all_records)} records: {statuses['paired']} paired, {statuses['no_pair']} "
-                         f"no_pair{limit}); see the no_pair records' reason and samples")
-    for number, pair in enumerate(pairs, 1):
-        if pair["dimension"] != script_args.dimension:
-            raise ValueError(f"{script_args.pairs_path}: pair {number} ({pair['unit_id']}) has dimension "
-                             f"{pair['dimension']!r}, expected {script_args.dimension!r}")
-        for key in ("protocol", "enable_thinking"):
-            value = pair["chat_template_kwargs"]["enable_thinking"] if key == "enable_thinking" else pair[key]
-            if key in sft_record and sft_record[key] != value:
-                raise ValueError(f"{script_args.pairs_path}: pair {number} has {key}={value!r} but the SFT "
-                                 f"adapter was trained with {sft_record[key]!r}")
-    # knowledge blocks: what dpo-pairs recorded, else what the SFT adapter was trained with
-    use_knowledge = pairs[0].get("use_knowledge", sft_record.get("use_knowledge"))
-    if use_knowledge is None:
-        print("neither the pairs nor an SFT record say whether knowledge blocks were used; recording false",
-              flush=True)
-    use_knowledge = bool(use_knowledge)
-    origins = Counter(p["origin"] for p in pairs)
-    print(f"DPO on {len(pairs)} pairs ({dict(origins)}); {len(all_records) - len(pairs)} units of the file "
-          "have no pair or are beyond max_train_samples", flush=True)
-
-    tokenizer = AutoTokenizer.from_pretrained(base_model, trust_remote_code=training_args.trust_remote_code)
-    # TRL cuts the end of a too-long pair (the answer): refuse instead, dpo-pairs fits the survey to max_length
-    if training_args.max_length is not None:
-        for pair in pairs:
-            kwargs = pair["chat_template_kwargs"]
-            longest = max(count_chat_tokens(tokenizer, pair["prompt"] + pair[side], **kwargs)
-                          for side in ("chosen", "rejected"))
-            if longest > training_args.max_length:
-                raise ValueError(f"{script_args.pairs_path}: pair {pair['unit_id']} needs {longest} tokens > "
-                                 f"max_length={training_args.max_length}; re-run dpo-pairs with --max-length "
-                                 f"{training_args.max_length}")
-    columns = ("prompt", "chosen", "rejected", "chat_template_kwargs")
-    train_dataset = Dataset.from_list([{c: p[c] for c in columns} for p in pairs])
-    eval_dataset = None
-    if script_args.eval_pairs_path and training_args.eval_strategy != "no":
-        eval_pairs = read_pairs(script_args.eval_pairs_path)
-        if not eval_pairs:  # an error, not a silent run without evaluation (as in recipes/sft.py)
-            total = len(read_pairs(script_args.eval_pairs_path, paired_only=False))
-            raise ValueError(f"no evaluation pairs in {script_args.eval_pairs_path} ({total} records, none "
-                             "paired); pass --eval_strategy no or drop --eval_pairs_path to train without "
-                             "evaluation")
-        eval_dataset = Dataset.from_list([{c: p[c] for c in columns} for p in eval_pairs])
-
-    # Policy: the SFT adapter, trainable (TRL copies it as the frozen reference, checked below), or a fresh
-    # LoRA adapter (reference: the adapter-disabled base model)
-    model_init_kwargs = {"revision": model_args.model_revision, "attn_implementation": model_args.attn_implementation,
-                         "dtype": model_args.dtype, "trust_remote_code": training_args.trust_remote_code}
-    model_init_kwargs.update(training_args.model_init_kwargs or {})
-    if script_args.sft_adapter:
-        from peft import PeftModel
-
-        base = AutoModelForCausalLM.from_pretrained(base_model, **model_init_kwargs)
-        model = PeftModel.from_pretrained(base, script_args.sft_adapter, is_trainable=True)
-        peft_config = None
-    else:
-        training_args.model_init_kwargs = model_init_kwargs
-        model = base_model
-        peft_config = get_peft_config(model_args)
+    # Policy: the SFT adapter, trainable; TRL copies it as the frozen reference (checked below). No ref_model.
+    model, peft_config = dpo_policy(script_args, training_args, model_args, inputs.base_model)
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False  # we push the finished folder
-    trainer = DPOTrainer(
-        model=model,
-        ref_model=None,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-    )
+    trainer = DPOTrainer(model=model, ref_model=None, args=training_args, train_dataset=train_dataset,
+                         eval_dataset=eval_dataset, processing_class=tokenizer, peft_config=peft_config)
     if len(trainer.train_dataset) != len(train_dataset):
         raise RuntimeError(f"TRL kept {len(trainer.train_dataset)} of {len(train_dataset)} pairs")
     check_packing(training_args, trainer.model.config._attn_implementation)  # no flattened (padding-free) rows
-    reference_check = _check_reference(trainer.model, script_args.sft_adapter)
+    reference_check = check_reference(trainer.model, script_args.sft_adapter)
     print(f"DPO reference: {reference_check['reference']}", flush=True)
 
-    checkpoint = training_args.resume_from_checkpoint
-    if checkpoint is None and os.path.isdir(training_args.output_dir):
-        checkpoint = get_last_checkpoint(training_args.output_dir)
-    if checkpoint:
-        print(f"resuming from {checkpoint}", flush=True)
-    result = trainer.train(resume_from_checkpoint=checkpoint)
-    metrics = {f"train_{k}" if not k.startswith("train") else k: v for k, v in result.metrics.items()}
-    if eval_dataset is not None:
-        metrics.update(trainer.evaluate())
-
-    lora = sft_record.get("lora") or {"r": model_args.lora_r, "alpha": model_args.lora_alpha,
-                                      "dropout": model_args.lora_dropout,
-                                      "target_modules": list(model_args.lora_target_modules or [])}
-    first_protocol = pairs[0]["protocol"]
-    record = {
-        "stage": "dpo",
-        "dimension": script_args.dimension,
-        "protocol": first_protocol,
-        "template_hash": sft_record.get("template_hash"),
-        "enable_thinking": bool(pairs[0]["chat_template_kwargs"]["enable_thinking"]),
-        "use_knowledge": use_knowledge,
-        "base_model": base_model,
-        "sft_adapter": script_args.sft_adapter,
-        "reference": reference_check["reference"],
-        "reference_check": reference_check,
-        "dataset_path": script_args.pairs_path,
-        "data_version": script_args.data_version or sft_record.get("data_version"),
-        "data_hash": data_hash(pairs, columns=("unit_id", "prompt", "chosen", "rejected")),
-        "sft_data_hash": sft_record.get("data_hash"),
-        "pair_origins": dict(origins),
-        "n_train": len(train_dataset),
-        "n_eval": len(eval_dataset) if eval_dataset is not None else 0,
-        "max_length": training_args.max_length,
-        "length": {"n_shortened": sum(1 for p in pairs if p.get("survey_tokens_removed"))},
-        "lora": lora,
-        "hyperparameters": hyperparameters(training_args, extra=("beta", "loss_type")),
-        "metrics": metrics,
-        "best_checkpoint": trainer.state.best_model_checkpoint,
-        "command": shlex.join(["accelerate", "launch", *sys.argv]),
-        "versions": {"surveyalign": __version__, "trl": trl.__version__, "transformers": transformers.__version__,
-                     "torch": torch.__version__},
-    }
+    metrics = train_with_resume(trainer, training_args, evaluate=eval_dataset is not None)
+    record = dpo_record(script_args, training_args, model_args, inputs, (train_dataset, eval_dataset),
+                        reference_check, metrics, trainer.state.best_model_checkpoint)
     finalize_adapter(trainer, training_args, record, script_args.model_card_template, push_to_hub=push_to_hub)
     return record
-
-
-def _check_reference(model, sft_adapter: str | None) -> dict:
-    """Check which reference TRL's DPOTrainer will use for a PEFT policy, before training.
-
-    Args:
-        model: ``trainer.model`` (a ``peft.PeftModel``) right after the trainer was built.
-        sft_adapter: the SFT adapter folder the policy was loaded from, or None (fresh adapter).
-
-    Returns:
-        ``{"reference": str, "adapter": "ref" | None, "n_tensors_checked": int}``; with ``sft_adapter`` every
-        ``ref`` LoRA tensor was compared with the saved SFT tensor of the same module (exact equality after
-        casting the saved tensor to the parameter's dtype; ZeRO-3-partitioned, zero-sized ones are skipped).
-
-    Raises:
-        RuntimeError: when there is an SFT adapter but no ``ref`` adapter (TRL would use the base model), or a
-            ``ref`` tensor differs from the SFT adapter's.
-    """
-    import torch
-    from safetensors.torch import load_file
-
-    if not sft_adapter:
-        if "ref" in getattr(model, "peft_config", {}):
-            raise RuntimeError("a fresh adapter was given a 'ref' copy; expected the adapter-disabled reference")
-        return {"reference": "base model (adapter disabled)", "adapter": None, "n_tensors_checked": 0}
-    if "ref" not in getattr(model, "peft_config", {}):
-        raise RuntimeError(f"TRL built no frozen 'ref' copy of {sft_adapter}: the DPO reference would be the base "
-                           "model, not the SFT policy (check the TRL/PEFT versions)")
-    saved = load_file(os.path.join(sft_adapter, "adapter_model.safetensors"))
-    checked = 0
-    for name, param in model.named_parameters():
-        if ".ref." not in name or param.numel() == 0:
-            continue
-        if param.requires_grad:
-            raise RuntimeError(f"reference tensor {name} is trainable; the reference must stay frozen")
-        key = name.replace(".ref.", ".")
-        if key not in saved:
-            raise RuntimeError(f"reference tensor {name} has no counterpart {key} in {sft_adapter}")
-        if not torch.equal(param.detach().cpu(), saved[key].to(param.dtype)):
-            raise RuntimeError(f"reference tensor {name} differs from {key} of {sft_adapter}")
-        checked += 1
-    return {"reference": "frozen copy of the SFT adapter", "adapter": "ref", "n_tensors_checked": checked}
 
 
 def make_parser():

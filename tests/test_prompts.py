@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,24 +107,38 @@ def test_comp_and_crit_knowledge_descriptions_differ():
     assert RUBRICS["criticalness"].ka_description not in comp
 
 
+OWN_WORDS_FIXTURE = Path(__file__).parent / "fixtures" / "own_words" / "surveyreview_6grams.txt.gz"
+
+
+def _gram_hashes(text: str, n: int = 6) -> set[str]:
+    """sha256 (first 12 hex) of every run of ``n`` lower-case words of ``text``: what the fixture holds for the
+    SurveyReview paper (the hashes, not the text), so the check runs without the paper."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return {hashlib.sha256(" ".join(words[i:i + n]).encode()).hexdigest()[:12] for i in range(len(words) - n + 1)}
+
+
 def test_prompts_are_in_our_own_words():
-    """No run of 6 words of any rendered prompt appears in the seed paper (facts carry over, wording does not)."""
-    import re
-    from pathlib import Path
+    """No run of 6 words of any rendered judge or RQS prompt appears in the SurveyReview paper (facts carry over,
+    wording does not). The paper's 6-word runs are shipped as hashes in tests/fixtures/own_words/."""
+    from surveyalign.evaluation import build_rqs_messages
 
-    seeds = sorted((Path(__file__).resolve().parents[2] / "shared" / "seeds").glob("000_*.txt"))
-    if not seeds:
-        pytest.skip("../shared/seeds is not present")
-
-    def grams(text: str, n: int = 6) -> set[str]:
-        words = re.findall(r"[a-z0-9]+", text.lower())
-        return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
-
-    seed = grams(seeds[0].read_text(encoding="utf-8"))
+    paper = set(gzip.decompress(OWN_WORDS_FIXTURE.read_bytes()).decode().split())
+    assert len(paper) > 5000
     for dimension in DIMENSIONS:
         for protocol in PROTOCOL_NAMES:
             content = build_judge_prompt(dimension, "", protocol=protocol, knowledge="k", title="t").content
-            assert not grams(content) & seed, (dimension, protocol)
+            assert not _gram_hashes(content) & paper, (dimension, protocol)
+        rqs = build_rqs_messages(dimension, title="t", reference=["r"], prediction="p")[0]["content"]
+        assert not _gram_hashes(rqs) & paper, dimension
+
+
+def test_own_words_fixture_matches_the_paper():
+    """When the paper is at hand (../shared/seeds), the shipped hashes are exactly its 6-word runs."""
+    seeds = sorted((Path(__file__).resolve().parents[2] / "shared" / "seeds").glob("000_*.txt"))
+    if not seeds:
+        pytest.skip("../shared/seeds is not present (the own-words test above runs from the fixture)")
+    shipped = set(gzip.decompress(OWN_WORDS_FIXTURE.read_bytes()).decode().split())
+    assert shipped == _gram_hashes(seeds[0].read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)

@@ -78,7 +78,8 @@ def max_length_for(config: EvalConfig, dimension: str, given: Any | None) -> tup
 
     Returns:
         ``(config.max_length, "config")`` when set, else the ``max_length`` of the adapter's training record
-        (``"training record of DIR"``), else ``(None, None)``: no shortening.
+        (``"training record of DIR"``; the record's top-level ``max_length``, the one place it is stored), else
+        ``(None, None)``: no shortening.
     """
     if config.max_length is not None:
         return config.max_length, "config"
@@ -88,7 +89,7 @@ def max_length_for(config: EvalConfig, dimension: str, given: Any | None) -> tup
 
 
 def record_max_length(record: dict[str, Any] | None) -> int | None:
-    """The training length (``max_length``, top level or under ``hyperparameters``) of a training record.
+    """The training length of a training record: its top-level ``max_length``, the one place it is stored.
 
     Args:
         record: a training record (``surveyalign_training.json``), or ``None``.
@@ -99,8 +100,6 @@ def record_max_length(record: dict[str, Any] | None) -> int | None:
     if not record:
         return None
     value = record.get("max_length")
-    if value is None and isinstance(record.get("hyperparameters"), dict):
-        value = record["hyperparameters"].get("max_length")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 

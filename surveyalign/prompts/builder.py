@@ -294,15 +294,12 @@ def render_chat(
     Raises:
         ValueError: if the tokenizer has no chat template (raised by transformers).
     """
-    rendered = tokenizer.apply_chat_template(
+    return tokenizer.apply_chat_template(
         messages,
         tokenize=False,
         add_generation_prompt=add_generation_prompt,
         enable_thinking=bool(enable_thinking),
     )
-    if not isinstance(rendered, str):  # pragma: no cover - defensive against API changes
-        raise TypeError(f"apply_chat_template returned {type(rendered).__name__}, expected str")
-    return rendered
 
 
 def chat_template_variables(tokenizer: Any) -> set[str]:

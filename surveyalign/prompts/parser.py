@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from surveyalign.constants import VALID_SCORES
 from surveyalign.prompts.protocols import PROTOCOLS, Protocol, get_protocol
@@ -127,10 +127,7 @@ def _ends_cut_off(protocol: Protocol, tail: str) -> bool:
 def _score_value(token: str) -> tuple[int | None, str | None]:
     """Turn a marker token such as '+1', '1.0' or '-2' into a valid score, or explain why not."""
     normalised = token.replace("\u2212", "-")
-    try:
-        value = Decimal(normalised)
-    except InvalidOperation:  # pragma: no cover - the marker pattern only admits numbers
-        return None, f"score {token!r} is not a number"
+    value = Decimal(normalised)  # the marker pattern only admits numbers
     if value != value.to_integral_value():
         return None, f"score {token!r} is not an integer; expected one of -2, -1, 1, 2"
     as_int = int(value)

@@ -20,17 +20,6 @@ from surveyalign.training.adapter import (
     write_model_card,
     write_training_record,
 )
-from surveyalign.training.arguments import (
-    LORA_ALPHA,
-    LORA_DROPOUT,
-    LORA_RANK,
-    LORA_TARGET_MODULES,
-    DPOScriptArguments,
-    SFTScriptArguments,
-    make_dpo_parser,
-    make_sft_parser,
-    parse_recipe_yaml,
-)
 from surveyalign.training.data import (
     LengthReport,
     check_prepared_lengths,
@@ -40,6 +29,14 @@ from surveyalign.training.data import (
     require_examples,
     template_hash,
 )
+from surveyalign.training.dpo import (
+    DPOInputs,
+    check_reference,
+    dpo_datasets,
+    dpo_policy,
+    dpo_record,
+    read_dpo_inputs,
+)
 from surveyalign.training.packing import check_packing, check_rows, check_trainer
 from surveyalign.training.pairs import (
     PairsSummary,
@@ -47,42 +44,65 @@ from surveyalign.training.pairs import (
     make_dpo_pairs,
     read_pairs,
 )
+from surveyalign.training.sft import SFTData, load_sft_data, sft_record
+from surveyalign.training.steps import model_init_kwargs, provenance, train_with_resume
 
 __all__ = [
-    "LORA_ALPHA",
-    "LORA_DROPOUT",
-    "LORA_RANK",
-    "LORA_TARGET_MODULES",
     "RECORD_KEYS",
     "TRAINING_RECORD",
     "AdapterReport",
+    "DPOInputs",
     "DPOScriptArguments",
     "LengthReport",
     "PairsSummary",
+    "SFTData",
     "SFTScriptArguments",
     "check_packing",
     "check_prepared_lengths",
+    "check_reference",
     "check_rows",
     "check_trainer",
     "choose_rejected",
     "data_hash",
     "dataset_version",
     "describe_split",
+    "dpo_datasets",
+    "dpo_policy",
+    "dpo_record",
     "finalize_adapter",
     "hyperparameters",
     "init_deepspeed_comm",
     "inspect_adapter",
+    "load_sft_data",
     "make_dpo_pairs",
     "make_dpo_parser",
     "make_sft_parser",
+    "model_init_kwargs",
     "parse_recipe_yaml",
     "prepare_sft_dataset",
+    "provenance",
     "push_adapter_to_hub",
+    "read_dpo_inputs",
     "read_pairs",
     "read_training_record",
     "render_model_card",
     "require_examples",
+    "sft_record",
     "template_hash",
+    "train_with_resume",
     "write_model_card",
     "write_training_record",
 ]
+
+
+#: Names of :mod:`surveyalign.training.arguments`, which needs TRL (the ``train`` extra): imported on first use, so
+#: evaluation and the data commands work without TRL installed.
+_NEEDS_TRL = ("DPOScriptArguments", "SFTScriptArguments", "make_dpo_parser", "make_sft_parser", "parse_recipe_yaml")
+
+
+def __getattr__(name: str):
+    if name in _NEEDS_TRL:
+        from surveyalign.training import arguments
+
+        return getattr(arguments, name)
+    raise AttributeError(f"module 'surveyalign.training' has no attribute {name!r}")

@@ -134,8 +134,11 @@ def write_training_record(output_dir: str | os.PathLike, record: dict[str, Any])
     return path
 
 
-def read_training_record(adapter_dir: str | os.PathLike) -> dict[str, Any]:
+def read_training_record(adapter_dir: str | os.PathLike, *, required: bool = True) -> dict[str, Any]:
     """Read and check the training record of an adapter folder (what evaluation must reproduce).
+
+    The one reader of ``surveyalign_training.json``: evaluation, DPO pair making and the DPO recipe use it;
+    :func:`write_training_record` is the one writer.
 
     The returned dict always has these keys, with these types (others, e.g. ``stage``, ``base_model``,
     ``data_hash``, ``data_version``, ``hyperparameters``, ``metrics``, ``length``, follow as written):
@@ -148,18 +151,22 @@ def read_training_record(adapter_dir: str | os.PathLike) -> dict[str, Any]:
 
     Args:
         adapter_dir: folder written by a surveyalign recipe.
+        required: when False, a folder without a record gives ``{}`` (an adapter trained elsewhere).
 
     Returns:
-        The record dict (a fresh copy; safe to modify).
+        The record dict (a fresh copy; safe to modify); ``{}`` for a folder without one when not ``required``.
 
     Raises:
-        FileNotFoundError: naming the folder when it has no record (not trained by a surveyalign recipe).
+        FileNotFoundError: naming the folder when it has no record and ``required`` (not trained by a
+            surveyalign recipe).
         ValueError: naming the file and the field when the record is not a JSON object, lacks one of the four
             keys above or holds a value of the wrong type or an unknown dimension.
     """
     from surveyalign.constants import DIMENSIONS
 
     path = Path(adapter_dir) / TRAINING_RECORD
+    if not path.is_file() and not required:
+        return {}
     if not path.is_file():
         raise FileNotFoundError(f"{adapter_dir}: no {TRAINING_RECORD} (adapter not trained by a surveyalign recipe)")
     try:
@@ -401,7 +408,7 @@ def init_deepspeed_comm(training_args) -> None:
 
 #: Training settings copied from the trainer config into the training record and the model card.
 HYPERPARAMETER_KEYS = ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
-                       "per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "fp16", "bf16",
+                       "per_device_train_batch_size", "gradient_accumulation_steps", "fp16", "bf16",
                        "gradient_checkpointing", "seed", "optim", "weight_decay", "eval_strategy",
                        "load_best_model_at_end", "metric_for_best_model")
 

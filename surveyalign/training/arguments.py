@@ -1,9 +1,11 @@
 """Script arguments of the SurveyAlign training recipes and the parsers that read their YAML files.
 
 The recipes (``recipes/sft.py``, ``recipes/dpo.py``) parse three dataclasses with TRL's ``TrlParser``: our
-script arguments below, TRL's ``SFTConfig``/``DPOConfig`` and TRL's ``ModelConfig`` (LoRA settings live
-there: ``use_peft``, ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``lora_target_modules``). Nothing of TRL is
-re-declared here. SurveyReview App. D / SurveyAlign §5.
+script arguments below (subclasses of ``trl.ScriptArguments``, which brings ``dataset_train_split`` and the other
+dataset fields), TRL's ``SFTConfig``/``DPOConfig`` and TRL's ``ModelConfig`` (LoRA settings live there:
+``use_peft``, ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``lora_target_modules``). Nothing of TRL is
+re-declared here. SurveyReview App. D / SurveyAlign §5. This module needs TRL (the ``train`` extra):
+``surveyalign.training`` imports it on first use of one of its names.
 """
 
 from __future__ import annotations
@@ -14,10 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: App. D: LoRA goes on every attention and feed-forward projection of the decoder.
-LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-#: App. D: LoRA rank, scaling factor and dropout.
-LORA_RANK, LORA_ALPHA, LORA_DROPOUT = 8, 16, 0.0
+from trl import ScriptArguments
 
 
 def _check_dimension(value: str) -> str:
@@ -27,7 +26,7 @@ def _check_dimension(value: str) -> str:
 
 
 @dataclass
-class SFTScriptArguments:
+class SFTScriptArguments(ScriptArguments):
     """What the SFT recipe trains on: one dimension of a SurveyReview dataset folder (``surveyalign/data/schema.py``).
 
     The survey body is shortened (never the completion) so that prompt + completion fit ``max_length`` of the
@@ -36,7 +35,8 @@ class SFTScriptArguments:
 
     dataset_path: str | None = field(
         default=None,
-        metadata={"help": "SurveyReview dataset folder written by `surveyalign data build` (or a Hub id)."},
+        metadata={"help": "SurveyReview dataset folder written by `surveyalign data build` (or a Hub id); "
+                          "TRL's `dataset_name` is taken when this is not set."},
     )
     dimension: str = field(
         default="readability",
@@ -60,7 +60,6 @@ class SFTScriptArguments:
             "non-empty (Comp-KA / Crit-KA, SurveyAlign §5.2.3)."
         },
     )
-    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     dataset_eval_split: str = field(
         default="validation",
         metadata={"help": "Split used for evaluation loss and best-checkpoint selection (paper-level 10%%)."},
@@ -84,10 +83,11 @@ class SFTScriptArguments:
 
     def __post_init__(self) -> None:
         self.dimension = _check_dimension(self.dimension)
+        self.dataset_path = self.dataset_path or self.dataset_name
 
 
 @dataclass
-class DPOScriptArguments:
+class DPOScriptArguments(ScriptArguments):
     """What the DPO recipe trains on: preference pairs made by ``surveyalign train dpo-pairs``.
 
     DPO starts from the SFT adapter (``sft_adapter``), loaded as a trainable PEFT model; TRL then keeps a frozen
@@ -147,13 +147,10 @@ def _recipe_parser(dataclass_types: tuple, prog: str | None, description: str | 
         text = "\n".join(re.sub(r" {3,}(?=--)", " \\\n    ", line) for line in lines)
     parser = TrlParser(dataclass_types, prog=prog, description=text, epilog=_RECIPE_EPILOG,
                        formatter_class=_Formatter, usage="%(prog)s --config YAML [--FIELD VALUE ...]")
-    action = parser.add_argument(
+    parser.add_argument(
         "--config", metavar="YAML", default=argparse.SUPPRESS,
         help="recipe YAML (configs/sft/*.yaml or configs/dpo/*.yaml) whose keys are the options below",
     )
-    group = parser._optionals._group_actions  # list --config right after -h/--help, before TRL's long list
-    group.remove(action)
-    group.insert(1, action)
     return parser
 
 

@@ -219,13 +219,13 @@ def make_dpo_pairs(
         count_chat_tokens,
         fit_survey_text,
     )
-    from surveyalign.training.adapter import TRAINING_RECORD
+    from surveyalign.training.adapter import TRAINING_RECORD, read_training_record
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     adapter = resolve_model_path(adapter, "--adapter")
     record_path = Path(adapter) / TRAINING_RECORD
-    trained = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    trained = read_training_record(adapter, required=False)
     dimension = normalise_dimension(dimension) if dimension is not None else None
     for name, given in (("dimension", dimension), ("protocol", protocol), ("enable_thinking", enable_thinking)):
         if given is not None and name in trained and trained[name] != given:
