@@ -59,3 +59,19 @@ def test_vote_summary_per_dimension_and_in_metrics():
     assert vote_summary([_record(9, "readability", 1, 1, [1])]) is None
     metrics = summarize_predictions(records, bootstrap=0)
     assert metrics["voting"]["per_dimension"]["readability"]["ece"] == pytest.approx((0.75 + 0.5) / 3)
+
+
+def test_report_prints_the_voting_table():
+    from rich.console import Console
+
+    from surveyalign.scoring import render_voting
+
+    records = [_record(1, "readability", 1, 1, [1, 1, 1, 1, 1]), _record(2, "readability", -1, 1, [1, 1, -1, None, 1])]
+    summaries = {"judge-a": summarize_predictions(records, bootstrap=0),
+                 "single": summarize_predictions([_record(3, "structure", 1, 1, [1])], bootstrap=0)}
+    console = Console(record=True, width=160)
+    console.print(render_voting(summaries))
+    text = console.export_text()
+    assert "Vote agreement" in text and "judge-a" in text and "single" not in text
+    assert "0.88" in text  # mean share (1 + 0.75) / 2
+    assert render_voting({"single": summaries["single"]}) is None

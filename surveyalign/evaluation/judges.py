@@ -1,7 +1,8 @@
 """The judge of an evaluation run from its config: one backend per distinct option set, one Judge over them.
 
-Per-dimension backend options (e.g. one LoRA adapter per dimension, SurveyReview §5) give one backend each;
-dimensions with the same options share one. The judge gets each dimension's length budget (config
+Per-dimension backend options give one backend each and dimensions with the same options share one; when the
+dimensions differ only in their LoRA adapter (SurveyReview §5), the base is loaded once with every adapter
+(``adapters={dimension: folder}``) and each dimension is judged by its adapter's view. The judge gets each dimension's length budget (config
 ``max_length``, else the adapter's training record) and the tokenizer that counts prompt tokens.
 """
 
@@ -36,6 +37,9 @@ def build_backends(cfg: BackendConfig, dimensions: Sequence[str | None], protoco
     Raises:
         ValueError: invalid backend options (naming the dimension when per-dimension options are at fault).
     """
+    shared_base = _one_base_adapters(cfg, dimensions)
+    if shared_base is not None:
+        return shared_base
     groups: dict[str, Backend] = {}
     of_dim: dict[str | None, str] = {}
     by_options: dict[str, str] = {}
@@ -55,6 +59,32 @@ def build_backends(cfg: BackendConfig, dimensions: Sequence[str | None], protoco
                 where = f" (dimension {dim})" if dim is not None and dim in cfg.per_dimension else ""
                 raise ValueError(f"backend{where}: {err}") from None
         of_dim[dim] = by_options[h]
+    return groups, of_dim
+
+
+def _one_base_adapters(cfg: BackendConfig, dimensions: Sequence[str | None]
+                       ) -> tuple[dict[str, Backend], dict[str | None, str]] | None:
+    """Dimensions that differ only in their LoRA adapter share one loaded base (SurveyReview §5: one adapter per
+    dimension on one base): one transformers / vLLM backend with ``adapters={dimension: folder}``, each dimension
+    judged by its adapter's view. ``None`` when that does not apply (other kinds, other differing options, fewer
+    than two distinct adapters)."""
+    if cfg.kind not in ("transformers", "vllm"):
+        return None
+    dims = [d for d in dimensions if d is not None]
+    per = {d: cfg.options_for(d) for d in dims}
+    rest = {stable_hash({k: v for k, v in o.items() if k not in ("adapter", "merge_adapter")}) for o in per.values()}
+    adapters = {d: str(o["adapter"]) for d, o in per.items() if o.get("adapter")}
+    if len(rest) != 1 or len(set(adapters.values())) < 2:
+        return None
+    options = {k: v for k, v in next(iter(per.values())).items() if k not in ("adapter", "merge_adapter")}
+    try:
+        owner = load_backend(cfg.kind, **options, adapters=adapters)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"backend {cfg.kind!r} with one adapter per dimension: {err}") from None
+    groups: dict[str, Backend] = {"shared": owner, **{d: owner.adapter_view(d) for d in adapters}}
+    of_dim: dict[str | None, str] = {d: d if d in adapters else "shared" for d in dims}
+    if None in dimensions:
+        of_dim[None] = "shared"
     return groups, of_dim
 
 
