@@ -19,11 +19,12 @@ from markupsafe import Markup
 
 from surveyalign import __version__
 from surveyalign.constants import VALID_SCORES
+from surveyalign.paths import resource_path
 from surveyalign.prompts import RUBRICS
 
 __all__ = ["render_html", "render_markdown", "vote_chart_svg", "write_comparison", "write_survey_report"]
 
-_TEMPLATES = Path(__file__).resolve().parents[1] / "resources" / "templates"
+_TEMPLATES = resource_path("templates")
 _DASH = "–"
 
 
