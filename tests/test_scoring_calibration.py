@@ -75,3 +75,24 @@ def test_report_prints_the_voting_table():
     assert "Vote agreement" in text and "judge-a" in text and "single" not in text
     assert "0.88" in text  # mean share (1 + 0.75) / 2
     assert render_voting({"single": summaries["single"]}) is None
+
+
+def test_html_report_has_the_voting_section(tmp_path):
+    import json
+    import re
+
+    from surveyalign.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    records = [_record(1, "readability", 1, 1, [1, 1, 1, 1, 1]), _record(2, "readability", -1, 1, [1, 1, -1, None, 1])]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "run_config.json").write_text(json.dumps({"name": "voter"}))
+    out = tmp_path / "report.html"
+    assert main(["report", str(run), "--html", str(out), "--bootstrap", "0"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert 'id="voting-section"' in page
+    row = re.search(r'<tr data-dimension="readability">(.*?)</tr>', page).group(1)
+    cells = re.findall(r"<td>(.*?)</td>", row)
+    # units, mean share (1 + 0.75) / 2, unanimous 1/2, one unparsed sample, no tie, accuracy 1/2, ECE (0 + 0.75) / 2
+    assert cells == ["readability", "2", "0.875", "0.500", "1", "0", "0.500", "0.375"]

@@ -239,6 +239,14 @@ def render_html_report(
         counts = s.get("status_counts") or {}
         failures.append({"judge": name, "counts": [counts.get(st, 0) for st in STATUSES],
                          "total": counts.get("total", sum(counts.get(st, 0) for st in STATUSES))})
+    voting = [{"judge": name, "rows": [{"dimension": d, **{k: _f(e.get(k)) for k in ("mean_vote_share", "unanimous",
+                                                                                    "accuracy", "ece")},
+                                        "n_units": e["n_units"], "n_unparsed": e["n_unparsed_samples"],
+                                        "n_ties": e["n_tie_break"]}
+                                       for d, e in [*s["voting"]["per_dimension"].items(), ("all", s["voting"]["all"])]],
+               "reliability": [{**b, "mean": _f(b["mean_confidence"]), "acc": _f(b["accuracy"])}
+                               for b in s["voting"]["all"]["reliability"] if b["n"]]}
+              for name, s in summaries.items() if s.get("voting")]
     methods = sorted({f"{(s.get('ci') or {}).get('method')}, {(s.get('ci') or {}).get('resamples')} resamples"
                       for s in summaries.values() if s.get("ci")})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
@@ -248,7 +256,7 @@ def render_html_report(
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), version=__version__,
         ci_method="; ".join(methods) or "none (--bootstrap 0)", dims=dims, scores=list(VALID_SCORES),
         leaderboard=leaderboard, leaderboard_notes=notes, comparison=_comparison(comparison, compared),
-        judges=judges, per_source=per_source, statuses=list(STATUSES), failures=failures,
+        judges=judges, per_source=per_source, statuses=list(STATUSES), failures=failures, voting=voting,
         provenance=[{"judge": name, "rows": _provenance_items((run_dirs or {}).get(name), s)}
                     for name, s in summaries.items()],
     )
