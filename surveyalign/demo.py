@@ -94,17 +94,11 @@ class DemoConfig(BaseModel):
             FileNotFoundError: if ``path`` does not exist.
             ValueError: naming the file and the offending key when the YAML does not validate.
         """
-        import yaml
         from pydantic import ValidationError
 
-        data: dict[str, Any] = {}
-        if path is not None:
-            p = Path(path)
-            if not p.is_file():
-                raise FileNotFoundError(f"demo config not found: {p}")
-            data = yaml.safe_load(p.read_text()) or {}
-            if not isinstance(data, dict):
-                raise ValueError(f"{p}: top level must be a mapping, got {type(data).__name__}")
+        from surveyalign.yamlconfig import read_yaml_mapping
+
+        data: dict[str, Any] = {} if path is None else read_yaml_mapping(path, "demo config")
         data.update({k: v for k, v in (overrides or {}).items() if v is not None})
         try:
             cfg = cls.model_validate(data)

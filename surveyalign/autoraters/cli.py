@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.argtypes import int_at_least, non_negative_float, positive_int
+from surveyalign.yamlconfig import yaml_error_line
 
 _EPILOG = """\
 examples:
@@ -125,7 +126,10 @@ def _judge(args: argparse.Namespace, out_dir: Path):
         key, eq, raw = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"--option {item!r}: expected KEY=VALUE")
-        options[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        try:
+            options[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as err:
+            raise ValueError(f"--option {item!r}: the value is not valid YAML: {yaml_error_line(err)}") from None
     if args.model:
         options["model"] = args.model
     if args.base_url:

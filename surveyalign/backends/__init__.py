@@ -59,7 +59,8 @@ def load_backend(kind: str, **options: Any) -> Backend:
         The built :class:`Backend` (local models are loaded now).
 
     Raises:
-        ValueError: unknown kind, or an option the backend does not take (the message lists valid ones).
+        ValueError: unknown kind, an option the backend does not take (the message lists valid ones), or a
+            required option missing (e.g. ``model``).
         ImportError: the backend's optional dependency is missing (e.g. vllm).
     """
     cls = backend_class(kind)
@@ -68,6 +69,11 @@ def load_backend(kind: str, **options: Any) -> Backend:
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ValueError(f"backend {kind!r} does not take option(s) {unknown}; valid options: {valid}")
+    missing = [name for name, p in parameters.items() if name != "self" and p.default is p.empty
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in options]
+    if missing:
+        hint = " (--model NAME on the command line, `model:` under backend.options in a config)" if "model" in missing else ""
+        raise ValueError(f"backend {kind!r} needs option(s) {missing}{hint}")
     return cls(**options)
 
 

@@ -18,7 +18,7 @@ examples:
 
 The run folder (OUTPUT_DIR/RUN_NAME) holds calls.jsonl (append-only cache: re-running the same command
 after a crash or kill makes only the missing calls), predictions.jsonl (one line per unit, with its status:
-scored / parse_failed / api_error / missing_text), metrics.json and run_config.json.
+scored / parse_failed / api_error / prompt_too_long / missing_text), metrics.json and run_config.json.
 """
 
 

@@ -24,6 +24,7 @@ from pydantic import (
 
 from surveyalign.backends import BACKENDS, GenerationSettings, backend_class
 from surveyalign.constants import DIMENSIONS, SECRET_NAME, SPLITS, normalise_dimension
+from surveyalign.yamlconfig import read_yaml_mapping
 
 __all__ = [
     "BackendConfig",
@@ -229,17 +230,11 @@ class EvalConfig(_Strict):
             EvalConfigError: (a ``ValueError``) naming the file and each offending key, e.g.
                 ``configs/eval/x.yaml: generation.temprature: Extra inputs are not permitted``.
         """
-        import yaml
-
         p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"evaluation config not found: {p}")
         try:
-            data = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise EvalConfigError(f"{p}: not valid YAML: {err}") from None
-        if not isinstance(data, dict):
-            raise EvalConfigError(f"{p}: the top level must be a mapping, got {type(data).__name__}")
+            data = read_yaml_mapping(p, "evaluation config")
+        except ValueError as err:  # bad YAML or not a mapping (a missing file stays a FileNotFoundError)
+            raise EvalConfigError(str(err)) from None
         return cls.from_dict(data, overrides, source=str(p), flags=flags)
 
     @classmethod

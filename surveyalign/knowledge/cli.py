@@ -76,19 +76,24 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         print(f"  unresolved ({n}): {reason}")
     for line in report.errors[:10]:
         print(f"  error: {line}")
-    return 0
+    if report.n_retry:
+        print(f"{report.n_retry} survey(s) had failed calls: not marked done, a re-run asks for them again")
+    return 3 if report.n_errors and not report.n_records else 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from surveyalign.constants import normalise_dimension
     from surveyalign.knowledge.build import read_ka_records
 
+    dimension = normalise_dimension(args.dimension) if args.dimension else None  # unknown name: ValueError
     records = [r for r in read_ka_records(args.dataset)
                if args.uid == r["paper_id"] or args.uid in r.get("unit_ids", [])
                or any(u.split("::")[0] == args.uid for u in r.get("unit_ids", []))]
-    if args.dimension:
-        records = [r for r in records if r["dimension"] == args.dimension.lower()]
+    if dimension:
+        records = [r for r in records if r["dimension"] == dimension]
     if not records:
-        raise ValueError(f"no KA record for {args.uid!r} in {args.dataset} (give a paper_id or a unit_id)")
+        on = f" on {dimension}" if dimension else ""
+        raise ValueError(f"no KA record for {args.uid!r}{on} in {args.dataset} (give a paper_id or a unit_id)")
     for record in records:
         if args.json:
             print(json.dumps(record, indent=2, ensure_ascii=False))

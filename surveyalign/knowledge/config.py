@@ -8,10 +8,8 @@ our choices, documented here and recorded in every KA record. The summariser is 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surveyalign.constants import normalise_dimension
@@ -19,6 +17,7 @@ from surveyalign.knowledge.resolve import (
     DEFAULT_MIN_TITLE_SCORE,
     DEFAULT_YEAR_TOLERANCE,
 )
+from surveyalign.yamlconfig import read_yaml_mapping
 
 __all__ = ["COMPRESS_PROMPT", "KA_DIMENSIONS", "SUMMARY_PROMPT", "KAConfig", "SummariserConfig"]
 
@@ -137,14 +136,7 @@ class KAConfig(BaseModel):
             FileNotFoundError: ``path`` does not exist.
             ValueError: the YAML is not a mapping or does not validate (names the file and the key).
         """
-        data: dict[str, Any] = {}
-        if path is not None:
-            p = Path(path)
-            if not p.is_file():
-                raise FileNotFoundError(f"KA config not found: {p}")
-            data = yaml.safe_load(p.read_text()) or {}
-            if not isinstance(data, dict):
-                raise ValueError(f"{p}: top level must be a mapping, got {type(data).__name__}")
+        data: dict[str, Any] = {} if path is None else read_yaml_mapping(path, "KA config")
         data.update({k: v for k, v in (overrides or {}).items() if v is not None})
         try:
             return cls.model_validate(data)

@@ -31,6 +31,7 @@ from surveyalign.knowledge.papers import Paper
 from surveyalign.knowledge.resolve import (
     Resolution,
     normalise_title,
+    reason_class,
     resolve_by_search,
     same_paper,
 )
@@ -50,6 +51,7 @@ class FetchReport:
         n_records: paper records written by this run.
         n_errors: API calls that failed for good (each listed in ``errors``; the reference stays unresolved or
             its neighbourhood incomplete).
+        n_retry: surveys with at least one failed call: not marked done, so a re-run asks for them again.
         errors: one line per failure.
         unresolved_reasons: reason -> count.
     """
@@ -60,6 +62,7 @@ class FetchReport:
     n_resolved: int = 0
     n_records: int = 0
     n_errors: int = 0
+    n_retry: int = 0
     errors: list[str] = field(default_factory=list)
     unresolved_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -152,13 +155,14 @@ def fetch_graph(surveys: list[SurveyKAInput], client: ScholarlyClient, out: str 
     with out.open("a", encoding="utf-8") as fh:
         for survey in tqdm([s for s in surveys if s.paper_id not in done], desc="fetching graph",
                            disable=not progress):
+            errors_before = len(report.errors)
             refs, _ = survey_references(survey)
             resolutions, papers = resolve_references(client, refs, search_limit=search_limit, errors=report.errors)
             report.n_references += len(refs)
             report.n_resolved += sum(r.resolved for r in resolutions)
             for r in resolutions:
                 if not r.resolved:
-                    key = r.reason.split(":", 1)[0]
+                    key = reason_class(r.reason)
                     reasons[key] = reasons.get(key, 0) + 1
             records: list[Paper] = []
             for pid, paper in papers.items():
@@ -184,8 +188,11 @@ def fetch_graph(surveys: list[SurveyKAInput], client: ScholarlyClient, out: str 
             fh.flush()
             report.n_records += len(records)
             report.n_surveys += 1
-            done.add(survey.paper_id)
-            state_path.write_text(json.dumps({"done": sorted(done)}))
+            if len(report.errors) == errors_before:  # a survey with failed calls is asked again on a re-run
+                done.add(survey.paper_id)
+                state_path.write_text(json.dumps({"done": sorted(done)}))
+            else:
+                report.n_retry += 1
     report.n_errors = len(report.errors)
     report.unresolved_reasons = dict(sorted(reasons.items()))
     out.with_suffix(out.suffix + ".report.json").write_text(json.dumps(report.to_dict(), indent=2))

@@ -41,6 +41,7 @@ __all__ = [
     "Resolver",
     "normalise_surname",
     "normalise_title",
+    "reason_class",
     "resolution_counts",
     "resolve_by_search",
     "same_paper",
@@ -379,6 +380,18 @@ def resolve_by_search(reference: Any, search: Callable[[str], Sequence[Paper]], 
                    year_tolerance=year_tolerance)
 
 
+def reason_class(reason: str) -> str:
+    """The class of an unresolved reference's reason, so that similar reasons are counted together.
+
+    Args:
+        reason: a :attr:`Resolution.reason`, e.g. ``"search failed: GET http://127.0.0.1:9/paper/search ..."``.
+
+    Returns:
+        The text before the first colon, digit or parenthesis, e.g. ``"search failed"``.
+    """
+    return re.split(r"[\d(:]", reason, maxsplit=1)[0].strip()
+
+
 def resolution_counts(resolutions: Iterable[Resolution]) -> dict[str, Any]:
     """Summarise resolutions: totals, resolved per method, unresolved per reason class.
 
@@ -387,11 +400,10 @@ def resolution_counts(resolutions: Iterable[Resolution]) -> dict[str, Any]:
 
     Returns:
         ``{"n": int, "resolved": int, "unresolved": int, "by_method": {method: n},
-        "unresolved_reasons": {reason prefix: n}}`` (reason prefix = the text before the first digit or
-        parenthesis, so similar reasons group).
+        "unresolved_reasons": {reason class: n}}`` (see :func:`reason_class`).
     """
     items = list(resolutions)
     by_method = Counter(r.method for r in items if r.resolved)
-    reasons = Counter(re.split(r"[\d(]", r.reason, maxsplit=1)[0].strip() for r in items if not r.resolved)
+    reasons = Counter(reason_class(r.reason) for r in items if not r.resolved)
     return {"n": len(items), "resolved": sum(by_method.values()), "unresolved": len(items) - sum(by_method.values()),
             "by_method": dict(sorted(by_method.items())), "unresolved_reasons": dict(sorted(reasons.items()))}

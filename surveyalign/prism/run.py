@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surveyalign import __version__
@@ -31,6 +30,7 @@ from surveyalign.prism.pipeline import PaperUnits, PriorWorkRetriever, extract_u
 from surveyalign.prism.prompts import GROUNDING_RUBRICS
 from surveyalign.prism.report import score_reviews, write_run
 from surveyalign.prism.retrieval import PriorWorkSearch
+from surveyalign.yamlconfig import read_yaml_mapping
 
 __all__ = ["NoveltyConfig", "PrismConfig", "PrismRun", "run_prism"]
 
@@ -81,14 +81,7 @@ class PrismConfig(_Strict):
             ValueError: invalid YAML or an invalid / unknown key (file and key named).
         """
         p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"PRISM judge config not found: {p}")
-        try:
-            data = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ValueError(f"{p}: not valid YAML: {err}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{p}: the top level must be a mapping")  # noqa: TRY004
+        data = read_yaml_mapping(p, "PRISM judge config")
         try:
             return cls.model_validate(apply_overrides(data, overrides or {}))
         except ValidationError as err:

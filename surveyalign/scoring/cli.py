@@ -44,13 +44,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     m = subparsers.add_parser(
         "metrics",
-        help="manage the evaluate metric modules (survey_alignment, rqs, has)",
+        help="manage the evaluate metric modules (survey_alignment, rqs, has, prism, citation_f1)",
         description="Helpers for the `evaluate` modules in metrics/.",
     )
     msub = m.add_subparsers(dest="metrics_command", metavar="ACTION")
     r = msub.add_parser(
         "register",
-        help="make evaluate.load('has'|'rqs'|'survey_alignment') work offline by bare name",
+        help="make evaluate.load('survey_alignment'|'rqs'|'has'|'prism'|'citation_f1') work offline by "
+             "bare name",
         description=(
             "Copy the metric modules of metrics/ into evaluate's module cache "
             "($HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<name>/<sha256>/<name>.py), the "

@@ -212,17 +212,15 @@ def parse_recipe_yaml(path: str | os.PathLike, kind: str | None = None, *,
         without command-line overrides.
 
     Raises:
-        ValueError: naming the file when it holds keys no dataclass knows or a value a field rejects.
-        TypeError: naming the file when it is not a YAML mapping.
+        FileNotFoundError: no such file.
+        ValueError: naming the file when it is not valid YAML (line and column), not a mapping, or holds keys no
+            dataclass knows or a value a field rejects.
     """
-    import yaml
+    from surveyalign.yamlconfig import read_yaml_mapping
 
     kind = kind or recipe_kind(path)
     parser = make_dpo_parser() if kind == "dpo" else make_sft_parser()
-    with open(path, encoding="utf-8") as handle:
-        config = yaml.safe_load(handle)
-    if not isinstance(config, dict):
-        raise TypeError(f"{path}: a recipe config must be a YAML mapping")
+    config = read_yaml_mapping(path, "recipe config")
     config.pop("env", None)  # TrlParser applies `env:` to os.environ; not a dataclass field
     import dataclasses
 

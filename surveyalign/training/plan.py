@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from surveyalign.yamlconfig import read_yaml_mapping
+
 __all__ = ["MemoryPlan", "plan_from_config", "plan_memory", "zero_stage"]
 
 GIB = 2**30
@@ -187,11 +189,9 @@ def zero_stage(training_args: Any, accelerate_config: str | os.PathLike | None =
     Raises:
         OSError: a named DeepSpeed JSON cannot be read.
     """
-    import yaml
-
     source: Any = getattr(training_args, "deepspeed", None)
     if source is None and accelerate_config:
-        acc = yaml.safe_load(Path(accelerate_config).read_text(encoding="utf-8")) or {}
+        acc = read_yaml_mapping(accelerate_config, "accelerate config")
         ds = acc.get("deepspeed_config") or {}
         source = ds.get("deepspeed_config_file") or ({"zero_optimization": {"stage": ds["zero_stage"]}}
                                                      if "zero_stage" in ds else None)
@@ -221,16 +221,14 @@ def plan_from_config(config: str | os.PathLike, *, accelerate_config: str | None
         ValueError: the YAML does not parse, or names no model.
         OSError: a config file cannot be read.
     """
-    import yaml
-
     from surveyalign.models.paths import resolve_model_path
     from surveyalign.training.arguments import parse_recipe_yaml
     from surveyalign.training.quantization import quantization_label
 
     _, train, model_args = parse_recipe_yaml(config, check_device=False)
     if world_size is None:
-        acc = yaml.safe_load(Path(accelerate_config).read_text(encoding="utf-8")) if accelerate_config else {}
-        world_size = int((acc or {}).get("num_processes", 1))
+        acc = read_yaml_mapping(accelerate_config, "accelerate config") if accelerate_config else {}
+        world_size = int(acc.get("num_processes", 1))
     name = model or model_args.model_name_or_path
     if not name:
         raise ValueError(f"{config}: no model_name_or_path; pass --model DIR (a folder with its config.json)")

@@ -1,0 +1,60 @@
+"""Reading the YAML config files of every command (evaluation, demo, KA, PRISM, recipes, accelerate).
+
+:func:`read_yaml_mapping` is the one reader: a missing file, a YAML syntax error and a top level that is not a
+mapping each give a one-line error naming the file (and, for a syntax error, the line and column), so the
+command line reports them as a user error instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["read_yaml_mapping", "yaml_error_line"]
+
+
+def yaml_error_line(err: yaml.YAMLError) -> str:
+    """Say what is wrong with a YAML text in one line.
+
+    Args:
+        err: the error PyYAML raised.
+
+    Returns:
+        e.g. ``"line 2, column 10: expected ',' or '}', but got ':'"`` (1-based line and column, where PyYAML
+        knows them).
+    """
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{problem}"
+
+
+def read_yaml_mapping(path: str | os.PathLike, what: str = "config") -> dict[str, Any]:
+    """Read a YAML file whose top level is a mapping (an empty file reads as ``{}``).
+
+    Args:
+        path: the YAML file.
+        what: what the file is, for the messages (e.g. ``"KA config"``).
+
+    Returns:
+        The mapping.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a file (``"<what> not found: <path>"``).
+        ValueError: the text is not valid YAML (file, line and column named) or its top level is not a mapping.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ValueError(f"{p}: not valid YAML: {yaml_error_line(err)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: the top level of a {what} must be a mapping, got {type(data).__name__}")  # noqa: TRY004
+    return data

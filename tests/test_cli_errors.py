@@ -1,0 +1,128 @@
+"""Bad input a newcomer runs into gives one line and exit 2, never a traceback: broken YAML configs of every
+command, a backend without its required option, a malformed --option value, an unknown --dimension. Also:
+`ka graph` against an API that does not answer leaves the surveys to be asked again (never marked done)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from surveyalign.backends import load_backend
+from surveyalign.cli import main
+from surveyalign.knowledge import (
+    Resolution,
+    SemanticScholarClient,
+    reason_class,
+    resolution_counts,
+)
+from surveyalign.knowledge.build import SurveyKAInput
+from surveyalign.knowledge.fetch import fetch_graph
+from surveyalign.yamlconfig import read_yaml_mapping
+
+BROKEN = "backend: {kind: constant\n  options: [\n"  # flow mapping never closed: error at line 2, column 10
+
+
+@pytest.fixture
+def broken_yaml(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text(BROKEN)
+    return path
+
+
+def _one_line_error(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "Traceback" not in err and "Traceback" not in captured.out
+    return err.splitlines()[0]
+
+
+def test_read_yaml_mapping_names_file_line_and_column(tmp_path, broken_yaml):
+    with pytest.raises(ValueError, match=r"broken\.yaml: not valid YAML: line 2, column 10: expected ',' or '}'"):
+        read_yaml_mapping(broken_yaml, "KA config")
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n")
+    with pytest.raises(ValueError, match=r"list\.yaml: the top level of a KA config must be a mapping, got list"):
+        read_yaml_mapping(listed, "KA config")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing but a comment\n")
+    assert read_yaml_mapping(empty) == {}
+    with pytest.raises(FileNotFoundError, match="demo config not found: .*absent.yaml"):
+        read_yaml_mapping(tmp_path / "absent.yaml", "demo config")
+
+
+@pytest.mark.parametrize("command", ["evaluate", "demo", "ka build", "prism", "train plan"])
+def test_broken_yaml_config_is_one_line_exit_2(command, broken_yaml, tmp_path, capsys):
+    paper = tmp_path / "paper.md"
+    paper.write_text("# A paper\n\nSome text.\n")
+    argv = {
+        "evaluate": ["evaluate", "--config", str(broken_yaml)],
+        "demo": ["demo", "--config", str(broken_yaml)],
+        "ka build": ["ka", "build", "--dataset", str(tmp_path), "--graph", "sample", "--out", str(tmp_path / "o"),
+                     "--config", str(broken_yaml)],
+        "prism": ["prism", str(paper), str(paper), "--judge", str(broken_yaml)],
+        "train plan": ["train", "plan", "--config", str(broken_yaml)],
+    }[command]
+    line = _one_line_error(capsys, argv)
+    assert f"{broken_yaml}: not valid YAML: line 2, column 10: expected ',' or '}}', but got ':'" in line
+
+
+def test_backend_without_its_required_option_is_a_value_error():
+    with pytest.raises(ValueError, match=r"backend 'openai' needs option\(s\) \['model'\] \(--model NAME"):
+        load_backend("openai", api_key_env=None)
+    with pytest.raises(ValueError, match=r"backend 'scripted' needs option\(s\) \['replies'\]$"):
+        load_backend("scripted")
+
+
+def test_autorate_without_model_and_with_bad_option_yaml(tmp_path, capsys):
+    paper = tmp_path / "paper.md"
+    paper.write_text("# A paper\n\n## Introduction\nText [1].\n\n## References\n[1] A. B. Title. 2020.\n")
+    out = str(tmp_path / "out")
+    line = _one_line_error(capsys, ["autorate", "litreview", str(paper), "--output-dir", out, "--no-progress"])
+    assert "ValueError: backend 'openai' needs option(s) ['model']" in line
+    line = _one_line_error(capsys, ["autorate", "litreview", str(paper), "--backend", "scripted", "--option",
+                                    "replies=[", "--output-dir", out, "--no-progress"])
+    assert "--option 'replies=[': the value is not valid YAML: line 1, column 2" in line
+
+
+def test_ka_show_unknown_dimension_says_so(tmp_path, capsys):
+    (tmp_path / "ka").mkdir()
+    record = {"paper_id": "sr0001", "dimension": "comprehensiveness", "unit_ids": ["sr0001-r1::comprehensiveness"]}
+    (tmp_path / "ka" / "records.jsonl").write_text(json.dumps(record) + "\n")
+    line = _one_line_error(capsys, ["ka", "show", "sr0001", "--dataset", str(tmp_path), "--dimension", "readablty"])
+    assert "unknown dimension 'readablty'" in line
+    line = _one_line_error(capsys, ["ka", "show", "sr0001", "--dataset", str(tmp_path), "--dimension", "Criticalness"])
+    assert "no KA record for 'sr0001' on criticalness" in line
+
+
+def test_reason_classes_group_failed_searches():
+    failed = "search failed: GET http://127.0.0.1:9/paper/search?query=x failed after 6 tries: ConnectError"
+    assert reason_class(failed) == "search failed"
+    assert reason_class("similar title (91.2) but years 2019 vs 2021 differ") == "similar title"
+    assert reason_class("reference has no title, DOI or arXiv id") == "reference has no title, DOI or arXiv id"
+    resolutions = [Resolution(key=str(i), paper_id=None, method="unresolved", score=0.0,
+                              reason=failed.replace("x", str(i)))
+                   for i in range(3)]
+    assert resolution_counts(resolutions)["unresolved_reasons"] == {"search failed": 3}
+
+
+def _dead_url() -> str:
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_ka_graph_with_failed_calls_is_asked_again(tmp_path):
+    client = SemanticScholarClient(_dead_url(), requests_per_second=0, max_attempts=1, backoff_initial=0)
+    surveys = [SurveyKAInput("sr0001", "A survey of graphs", references=("[1] A. Author. Graph kernels. 2015.",))]
+    out = tmp_path / "graph.jsonl"
+    report = fetch_graph(surveys, client, out, progress=False)
+    assert (report.n_surveys, report.n_references, report.n_resolved, report.n_records) == (1, 1, 0, 0)
+    assert report.n_errors == 2 and report.n_retry == 1  # the reference search and the survey lookup
+    assert report.unresolved_reasons == {"search failed": 1}
+    assert not (tmp_path / "graph.jsonl.state.json").exists()  # nothing marked done: a re-run asks again
+    again = fetch_graph(surveys, client, out, progress=False)
+    assert (again.n_surveys, again.n_errors, again.n_retry) == (1, 2, 1)
