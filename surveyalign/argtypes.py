@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["bool_value", "dimension_list", "dimension_value", "int_at_least", "non_negative_float", "positive_int",
-           "probability"]
+__all__ = ["bool_value", "dimension_list", "dimension_value", "int_at_least", "non_negative_float", "number_between",
+           "positive_float", "positive_int", "probability"]
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -107,3 +107,41 @@ def dimension_list(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError(f"expected comma-separated dimensions, got {text!r}")
     return list(dict.fromkeys(names))
+
+
+def number_between(low: float, high: float) -> Callable[[str], float]:
+    """A ``type=`` function accepting numbers in ``[low, high]`` (fractions, thresholds).
+
+    Args:
+        low: the smallest accepted value; high: the largest.
+
+    Returns:
+        A function ``str -> float`` raising ``argparse.ArgumentTypeError`` ("expected a number in [0, 1], got '2'").
+    """
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number in [{low:g}, {high:g}], got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a number in [{low:g}, {high:g}], got {text!r}")
+        return value
+
+    check.__name__ = f"number in [{low:g}, {high:g}]"
+    return check
+
+
+def positive_float(text: str) -> float:
+    """A ``type=`` function for numbers > 0 (rates, delays).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or not above 0.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value

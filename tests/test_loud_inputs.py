@@ -113,3 +113,21 @@ def test_dpo_pairs_flag_errors_name_the_flag(capsys, argv, message):
         main(["train", "dpo-pairs", "--adapter", "a", "--dataset", "d", "--out", "o", *argv])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["data", "build", "--official", "x", "--out", "y", "--test-fraction", "2"],
+     "argument --test-fraction: expected a number in [0, 1], got '2'"),
+    (["data", "build", "--official", "x", "--out", "y", "--seed", "-1"],
+     "argument --seed: expected an integer >= 0, got '-1'"),
+    (["report", "runs/x", "--bootstrap", "-1"], "argument --bootstrap: expected an integer >= 0, got '-1'"),
+    (["report", "runs/x", "--width", "0"], "argument --width: expected an integer >= 1, got '0'"),
+    (["serve", "--model", "m", "--batch-size", "0"], "argument --batch-size: expected an integer >= 1, got '0'"),
+    (["train", "plan", "--config", "c.yaml", "--num-processes", "0"],
+     "argument --num-processes: expected an integer >= 1, got '0'"),
+])
+def test_other_commands_name_the_flag(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--served-model-name", default=None,
                    help="model id clients send; default: the adapter folder's name, else the model folder's")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
+                   help="weights dtype (auto: bf16/fp16 on GPU, fp32 on CPU)")
     p.add_argument("--batch-size", type=positive_int, default=8, help="rows per generate call (concurrent requests batch)")
     p.add_argument("--default-max-tokens", type=positive_int, default=1024,
                    help="token cap when a request sets no max_tokens")

@@ -6,6 +6,13 @@ import argparse
 import json
 import sys
 
+from surveyalign.argtypes import (
+    int_at_least,
+    number_between,
+    positive_float,
+    positive_int,
+)
+
 from .layout import RECORD_SETS
 from .split import SPLIT_POLICIES
 from .verbatim import NEAR_VERBATIM_THRESHOLD
@@ -37,14 +44,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--out", required=True, metavar="DIR", help="output dataset folder (replaced if present)")
     build.add_argument("--sources", metavar="FILE", help="JSON {uid or paper key: source} mapping "
                        "(default: sources.json in the release folder, if any)")
-    build.add_argument("--seed", type=int, default=42, help="split seed (default 42)")
+    build.add_argument("--seed", type=int_at_least(0), default=42, help="split seed (default 42)")
     build.add_argument("--no-leakage-guard", action="store_true",
                        help="keep peer-review status lines and referee reports in the texts (recorded in the "
                        "report and the card)")
     build.add_argument("--fail-on-leak", action="store_true",
                        help="stop with an error (nothing written) when any gold rationale snippet is still verbatim "
                        "or near-verbatim in an input text after the leakage guard")
-    build.add_argument("--near-verbatim-threshold", type=float, default=NEAR_VERBATIM_THRESHOLD, metavar="SCORE",
+    build.add_argument("--near-verbatim-threshold", type=number_between(0, 100), default=NEAR_VERBATIM_THRESHOLD,
+                       metavar="SCORE",
                        help="rapidfuzz partial-ratio score (0-100) from which a snippet counts as near-verbatim "
                        "in its own text (default %(default)g)")
     build.add_argument("--drop-missing-text", action="store_true",
@@ -57,9 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--records", choices=RECORD_SETS, default=None,
                        help="which annotation set of the review-sample files to read when the release has both "
                        "raw/ and grouped files (default: grouped, as the authors' training script); never mixed")
-    build.add_argument("--test-fraction", type=float, default=0.25,
+    build.add_argument("--test-fraction", type=number_between(0, 1), default=0.25,
                        help="paper-level policy: share of papers in test, 0-1 (default 0.25; 1.0 = all in test)")
-    build.add_argument("--validation-fraction", type=float, default=0.10,
+    build.add_argument("--validation-fraction", type=number_between(0, 1), default=0.10,
                        help="share of training papers in validation (default 0.10)")
     build.set_defaults(handler=_build)
 
@@ -110,14 +118,14 @@ def _register_fetch(sub: argparse._SubParsersAction) -> None:
     fetch.add_argument("--openreview-url", action="append", metavar="URL",
                        help=f"OpenReview API root, repeatable, searched in order (default {OPENREVIEW_URL} then "
                        f"{OPENREVIEW_V1_URL}, which still serves older venues)")
-    fetch.add_argument("--requests-per-second", type=float, default=2.0, metavar="R",
+    fetch.add_argument("--requests-per-second", type=positive_float, default=2.0, metavar="R",
                        help="network requests per second per service (default 2; 0 = unlimited)")
-    fetch.add_argument("--max-attempts", type=int, default=6, metavar="N",
+    fetch.add_argument("--max-attempts", type=positive_int, default=6, metavar="N",
                        help="tries per request on 429/5xx/transport errors (default 6)")
     fetch.add_argument("--contact", metavar="EMAIL", help="contact address sent in the User-Agent (polite use)")
     fetch.add_argument("--pdf-extractor", default="pypdf", metavar="NAME",
                        help="PDF extractor for OpenReview PDFs: pypdf (default), pymupdf4llm or marker")
-    fetch.add_argument("--shard-size", type=int, default=100, metavar="N", help="uids per articles shard")
+    fetch.add_argument("--shard-size", type=positive_int, default=100, metavar="N", help="uids per articles shard")
     fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
     fetch.set_defaults(handler=_fetch)
 

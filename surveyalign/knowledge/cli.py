@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from surveyalign.argtypes import int_at_least, positive_float, positive_int
+
 __all__ = ["register"]
 
 
@@ -150,12 +152,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     graph.add_argument("--out", required=True, metavar="FILE", help="JSONL graph file (appended to)")
     graph.add_argument("--cache-dir", default=".cache/http", metavar="DIR", help="on-disk HTTP cache")
     graph.add_argument("--base-url", default=None, metavar="URL", help="API root (default: the public service)")
-    graph.add_argument("--requests-per-second", type=float, default=None, metavar="R",
+    graph.add_argument("--requests-per-second", type=positive_float, default=None, metavar="R",
                        help="network request rate (default: the client's polite rate)")
-    graph.add_argument("--search-limit", type=int, default=5, metavar="N", help="search hits checked per reference")
-    graph.add_argument("--max-citations", type=int, default=200, metavar="N",
+    graph.add_argument("--search-limit", type=positive_int, default=5, metavar="N", help="search hits checked per reference")
+    graph.add_argument("--max-citations", type=int_at_least(0), default=200, metavar="N",
                        help="most citing papers fetched per paper")
-    graph.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N surveys (by paper_id)")
+    graph.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N surveys (by paper_id)")
     graph.add_argument("--no-progress", action="store_true", help="no progress bar")
     graph.set_defaults(handler=_cmd_graph)
 
@@ -164,6 +166,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("uid", help="a paper_id (sr0001), review_id (sr0001-r2) or unit_id (sr0001-r2::comprehensiveness)")
     show.add_argument("--dataset", required=True, metavar="DIR", help="the --out folder of `surveyalign ka build`")
     show.add_argument("--dimension", default=None, help="only this dimension")
-    show.add_argument("--unresolved", type=int, default=10, metavar="N", help="list at most N unresolved references")
+    show.add_argument("--unresolved", type=int_at_least(0), default=10, metavar="N", help="list at most N unresolved references")
     show.add_argument("--json", action="store_true", help="print the whole record as JSON")
     show.set_defaults(handler=_cmd_show)

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from surveyalign.argtypes import int_at_least, positive_int
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``report`` and ``metrics`` to the top-level parser."""
@@ -26,9 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--train-scores", metavar="FILE",
                    help="training labels for the baselines: JSON {dimension: [scores]} or a dataset folder "
                         "(default: the dataset of each run's run_config.json)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    p.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="N",
                    help="paper-level bootstrap resamples for the CIs (0: none; default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="bootstrap seed (default 0)")
     p.add_argument("--compare", action="store_true",
                    help="with exactly two RUN_DIRs: paired bootstrap test of A against B on shared units")
     p.add_argument("--authors", action="store_true",
@@ -38,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="also write one self-contained HTML page: leaderboard with CIs and baselines, confusion "
                         "matrices and score distributions per dimension (embedded PNGs), per-source table, failure "
                         "counts, the comparison (with --compare) and each run's provenance; opens without network")
-    p.add_argument("--width", type=int, default=None,
+    p.add_argument("--width", type=positive_int, default=None,
                    help="console width (default: the terminal's; 200 when the output is not a terminal)")
     p.set_defaults(handler=_report)
 
