@@ -72,6 +72,7 @@ def main(script_args, training_args, model_args) -> dict:
         dpo_record,
         finalize_adapter,
         init_deepspeed_comm,
+        quiet_library_bars,
         read_dpo_inputs,
         train_with_resume,
     )
@@ -85,8 +86,9 @@ def main(script_args, training_args, model_args) -> dict:
     # Policy: the SFT adapter, trainable; TRL copies it as the frozen reference (checked below). No ref_model.
     model, peft_config = dpo_policy(script_args, training_args, model_args, inputs.base_model)
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False  # we push the finished folder
-    trainer = DPOTrainer(model=model, ref_model=None, args=training_args, train_dataset=train_dataset,
-                         eval_dataset=eval_dataset, processing_class=tokenizer, peft_config=peft_config)
+    with quiet_library_bars():  # one progress bar: the trainer's
+        trainer = DPOTrainer(model=model, ref_model=None, args=training_args, train_dataset=train_dataset,
+                             eval_dataset=eval_dataset, processing_class=tokenizer, peft_config=peft_config)
     if len(trainer.train_dataset) != len(train_dataset):
         raise RuntimeError(f"TRL kept {len(trainer.train_dataset)} of {len(train_dataset)} pairs")
     check_packing(training_args, trainer.model.config._attn_implementation)  # no flattened (padding-free) rows
@@ -113,5 +115,6 @@ def make_parser():
 
 
 if __name__ == "__main__":
-    script_args, training_args, model_args = make_parser().parse_args_and_config()
-    main(script_args, training_args, model_args)
+    from surveyalign.training import run_recipe
+
+    raise SystemExit(run_recipe(main, make_parser, prog="recipes/dpo.py", doc=__doc__))

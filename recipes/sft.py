@@ -49,6 +49,7 @@ def main(script_args, training_args, model_args) -> dict:
     from transformers import AutoTokenizer, set_seed
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
+    from surveyalign.models import resolve_model_path
     from surveyalign.training import (
         check_prepared_lengths,
         check_trainer,
@@ -56,6 +57,7 @@ def main(script_args, training_args, model_args) -> dict:
         init_deepspeed_comm,
         load_sft_data,
         model_init_kwargs,
+        quiet_library_bars,
         sft_record,
         train_with_resume,
     )
@@ -64,6 +66,7 @@ def main(script_args, training_args, model_args) -> dict:
         raise ValueError("--dataset_path is required (a folder written by `surveyalign data build`)")
     if not model_args.model_name_or_path:
         raise ValueError("--model_name_or_path is required")
+    model_args.model_name_or_path = resolve_model_path(model_args.model_name_or_path, "--model_name_or_path")
     init_deepspeed_comm(training_args)
     set_seed(training_args.seed)
 
@@ -75,9 +78,11 @@ def main(script_args, training_args, model_args) -> dict:
     # Model + trainer (LoRA from ModelConfig: App. D r=8, alpha=16, dropout 0, seven projections)
     training_args.model_init_kwargs = model_init_kwargs(model_args, training_args)
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False  # we push the finished folder
-    trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=data.train_dataset,
-                         eval_dataset=data.eval_dataset, processing_class=tokenizer,
-                         peft_config=get_peft_config(model_args), quantization_config=get_quantization_config(model_args))
+    with quiet_library_bars():  # one progress bar: the trainer's (no data-preparation / weight-loading bars)
+        trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args,
+                             train_dataset=data.train_dataset, eval_dataset=data.eval_dataset,
+                             processing_class=tokenizer, peft_config=get_peft_config(model_args),
+                             quantization_config=get_quantization_config(model_args))
     check_trainer(trainer)  # packing refused; one example per row, completion at the end, in TRL's own rows
     check_prepared_lengths(trainer.train_dataset, len(data.train_dataset), training_args.max_length, "train")
     if data.eval_dataset is not None:
@@ -103,5 +108,6 @@ def make_parser():
 
 
 if __name__ == "__main__":
-    script_args, training_args, model_args = make_parser().parse_args_and_config()
-    main(script_args, training_args, model_args)
+    from surveyalign.training import run_recipe
+
+    raise SystemExit(run_recipe(main, make_parser, prog="recipes/sft.py", doc=__doc__))

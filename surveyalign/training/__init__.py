@@ -37,6 +37,7 @@ from surveyalign.training.dpo import (
     dpo_record,
     read_dpo_inputs,
 )
+from surveyalign.training.entry import recipe_usage, run_recipe
 from surveyalign.training.packing import check_packing, check_rows, check_trainer
 from surveyalign.training.pairs import (
     PairsSummary,
@@ -44,10 +45,23 @@ from surveyalign.training.pairs import (
     make_dpo_pairs,
     read_pairs,
 )
+from surveyalign.training.progress import (
+    LOG_FILE,
+    checkpoint_step,
+    quiet_library_bars,
+    rates_over_this_run,
+    use_log_file,
+)
+from surveyalign.training.quantization import (
+    base_record,
+    bnb_config,
+    quantization_record,
+)
 from surveyalign.training.sft import SFTData, load_sft_data, sft_record
 from surveyalign.training.steps import model_init_kwargs, provenance, train_with_resume
 
 __all__ = [
+    "LOG_FILE",
     "RECORD_KEYS",
     "TRAINING_RECORD",
     "AdapterReport",
@@ -57,11 +71,14 @@ __all__ = [
     "PairsSummary",
     "SFTData",
     "SFTScriptArguments",
+    "base_record",
+    "bnb_config",
     "check_packing",
     "check_prepared_lengths",
     "check_reference",
     "check_rows",
     "check_trainer",
+    "checkpoint_step",
     "choose_rejected",
     "data_hash",
     "dataset_version",
@@ -82,14 +99,20 @@ __all__ = [
     "prepare_sft_dataset",
     "provenance",
     "push_adapter_to_hub",
+    "quantization_record",
+    "quiet_library_bars",
+    "rates_over_this_run",
     "read_dpo_inputs",
     "read_pairs",
     "read_training_record",
+    "recipe_usage",
     "render_model_card",
     "require_examples",
+    "run_recipe",
     "sft_record",
     "template_hash",
     "train_with_resume",
+    "use_log_file",
     "write_model_card",
     "write_training_record",
 ]

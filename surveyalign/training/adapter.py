@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.paths import resource_path
+from surveyalign.training.quantization import describe_quantization
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +232,8 @@ def render_model_card(record: dict[str, Any], template: str | os.PathLike | None
     as is, e.g. ``Reason$$$X$$$``): ``${title}``,
     ``${base_model}``, ``${dimension}``, ``${stage}``, ``${protocol}``, ``${enable_thinking}``,
     ``${data_version}``, ``${data_hash}``, ``${dataset_path}``, ``${n_train}``, ``${n_eval}``,
-    ``${n_shortened}``, ``${max_length}``, ``${lora}``, ``${hyperparameters}`` (markdown table),
+    ``${n_shortened}``, ``${max_length}``, ``${lora}``, ``${quantization}`` (how the base was loaded),
+    ``${hyperparameters}`` (markdown table),
     ``${metrics}`` (markdown table or a sentence saying none were computed), ``${command}``.
 
     Args:
@@ -268,6 +270,7 @@ def render_model_card(record: dict[str, Any], template: str | os.PathLike | None
         "metrics": _table({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}, "metric")
         if metrics else "No metrics were computed for this run.",
         "command": record.get("command", ""),
+        "quantization": describe_quantization(record.get("quantization")),
     }
     def fill(match: re.Match) -> str:
         name = match[1]

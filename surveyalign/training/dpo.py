@@ -15,10 +15,14 @@ from typing import Any
 
 from datasets import Dataset
 
+from surveyalign.models.adapters import check_adapter_attached, resolve_base
+from surveyalign.models.paths import resolve_model_path
 from surveyalign.prompts import count_chat_tokens
 from surveyalign.training.adapter import hyperparameters, read_training_record
 from surveyalign.training.data import data_hash
 from surveyalign.training.pairs import read_pairs
+from surveyalign.training.progress import quiet_library_bars
+from surveyalign.training.quantization import base_record, quantization_record
 from surveyalign.training.steps import model_init_kwargs, provenance
 
 __all__ = ["DPOInputs", "check_reference", "dpo_datasets", "dpo_policy", "dpo_record", "read_dpo_inputs"]
@@ -63,6 +67,8 @@ def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
     """
     if not script_args.pairs_path:
         raise ValueError("--pairs_path is required (a file written by `surveyalign train dpo-pairs`)")
+    if script_args.sft_adapter:
+        script_args.sft_adapter = resolve_model_path(script_args.sft_adapter, "--sft_adapter")
     sft = read_training_record(script_args.sft_adapter, required=False) if script_args.sft_adapter else {}
     if sft.get("dimension", script_args.dimension) != script_args.dimension:
         raise ValueError(f"{script_args.sft_adapter} was trained for {sft['dimension']!r}, not "
@@ -70,6 +76,7 @@ def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
     base_model = model_args.model_name_or_path or sft.get("base_model")
     if not base_model:
         raise ValueError("--model_name_or_path is required (no base model recorded with the SFT adapter)")
+    base_model = resolve_model_path(base_model, "--model_name_or_path")  # local-looking: never a Hub lookup
     records = read_pairs(script_args.pairs_path, paired_only=False)
     pairs = [r for r in records if r["status"] == "paired"][: script_args.max_train_samples]
     if not pairs:  # fail before TRL does (a bare StopIteration on an empty dataset)
@@ -138,20 +145,39 @@ def dpo_policy(script_args: Any, training_args: Any, model_args: Any, base_model
     """The policy: the SFT adapter loaded trainable (TRL copies it as the frozen reference), or, without one, the
     base model with a fresh LoRA adapter from ``model_args`` (reference: the adapter-disabled base model).
 
+    The base is loaded quantised when ``model_args`` says so (QLoRA); the SFT adapter must have been trained on the
+    same base in the same quantisation (its record's ``base`` and ``quantization``), and every tensor of it must
+    attach to a module of the base.
+
     Returns:
         ``(model or model name, peft_config or None)`` for ``trl.DPOTrainer``.
+
+    Raises:
+        BaseMismatchError: (a ``ValueError``) the base or its quantisation differs from the SFT adapter's record.
+        RuntimeError: an SFT adapter tensor attaches to no module of the base.
     """
-    from trl import get_peft_config
+    from trl import get_peft_config, get_quantization_config
 
     init = model_init_kwargs(model_args, training_args, trust_remote_code=training_args.trust_remote_code)
+    quantization = get_quantization_config(model_args)  # QLoRA: the 4-bit base the SFT adapter was trained on
+    if quantization is not None:
+        init["quantization_config"] = quantization
     if not script_args.sft_adapter:
         training_args.model_init_kwargs = init
         return base_model, get_peft_config(model_args)
-    from peft import PeftModel
+    from peft import PeftModel, prepare_model_for_kbit_training
     from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(base_model, **init)
-    return PeftModel.from_pretrained(base, script_args.sft_adapter, is_trainable=True), None
+    # the SFT adapter continues on its own base, loaded the way it was trained (else BaseMismatchError)
+    resolve_base(base_model, script_args.sft_adapter, quantization=quantization_record(model_args) or "none",
+                 where="recipes/dpo.py")
+    with quiet_library_bars():
+        base = AutoModelForCausalLM.from_pretrained(base_model, **init)
+    if quantization is not None:
+        base = prepare_model_for_kbit_training(base, use_gradient_checkpointing=training_args.gradient_checkpointing)
+    model = PeftModel.from_pretrained(base, script_args.sft_adapter, is_trainable=True)
+    check_adapter_attached(model, script_args.sft_adapter)  # every SFT tensor in a module of this base
+    return model, None
 
 
 def check_reference(model: Any, sft_adapter: str | None) -> dict[str, Any]:
@@ -220,6 +246,7 @@ def dpo_record(script_args: Any, training_args: Any, model_args: Any, inputs: DP
         "enable_thinking": bool(pairs[0]["chat_template_kwargs"]["enable_thinking"]),
         "use_knowledge": inputs.use_knowledge,
         "base_model": inputs.base_model,
+        **base_record(model_args, model=inputs.base_model),  # base identity + quantisation, checked at evaluation
         "sft_adapter": script_args.sft_adapter,
         "reference": reference_check["reference"],
         "reference_check": reference_check,

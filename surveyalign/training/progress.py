@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOG_FILE", "log_file_progress", "quiet_library_bars", "rates_over_this_run", "use_log_file"]
+__all__ = ["LOG_FILE", "checkpoint_step", "log_file_progress", "quiet_library_bars", "rates_over_this_run",
+           "use_log_file"]
 
 #: File (inside the output folder) that receives one JSON line per trainer log entry.
 LOG_FILE = "training_log.jsonl"
@@ -133,3 +134,19 @@ def rates_over_this_run(metrics: dict[str, Any], state: Any, start_step: int, ar
         out["train_samples_per_second"] = round(samples / runtime, 3)
         out["train_steps_per_second"] = round(steps / runtime, 3)
     return out
+
+
+def checkpoint_step(checkpoint: str | None) -> int:
+    """The global step a run resumes from: N of ``.../checkpoint-N`` (0 for a fresh run).
+
+    Args:
+        checkpoint: the checkpoint folder the trainer resumes from, or None.
+
+    Returns:
+        The step number, 0 when ``checkpoint`` is None or not named ``checkpoint-N``.
+    """
+    if not checkpoint:
+        return 0
+    name = Path(str(checkpoint)).name
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if name.startswith("checkpoint-") and tail.isdigit() else 0

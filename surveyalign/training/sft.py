@@ -19,6 +19,7 @@ from surveyalign.training.data import (
     require_examples,
     template_hash,
 )
+from surveyalign.training.quantization import base_record
 from surveyalign.training.steps import provenance
 
 __all__ = ["SFTData", "load_sft_data", "sft_record"]
@@ -113,6 +114,7 @@ def sft_record(script_args: Any, training_args: Any, model_args: Any, data: SFTD
         "enable_thinking": script_args.enable_thinking,
         "use_knowledge": script_args.use_knowledge,
         "base_model": model_args.model_name_or_path,
+        **base_record(model_args),  # base identity + quantisation: evaluation, serve and score check and reuse them
         "dataset_path": script_args.dataset_path,
         "data_version": script_args.data_version or dataset_version(script_args.dataset_path),
         "data_hash": data_hash(data.train_rows),

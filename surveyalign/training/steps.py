@@ -38,25 +38,38 @@ def model_init_kwargs(model_args: Any, training_args: Any, **extra: Any) -> dict
 def train_with_resume(trainer: Any, training_args: Any, evaluate: bool) -> dict[str, Any]:
     """Train (from the last checkpoint of ``output_dir`` when there is one), then evaluate.
 
+    Log entries go to ``<output_dir>/training_log.jsonl`` with one progress bar on the terminal
+    (:func:`surveyalign.training.progress.use_log_file`); the throughput figures count only the steps of this run.
+
     Args:
         trainer: a TRL trainer.
         training_args: its config (``resume_from_checkpoint``, ``output_dir``).
         evaluate: run ``trainer.evaluate()`` after training (there is an evaluation split).
 
     Returns:
-        The metrics: ``train_*`` (loss, runtime in s, ...), the evaluation metrics, ``peak_gpu_memory_gib`` on a
+        The metrics: ``train_*`` (loss, runtime in s, samples/s and steps/s over this run's
+        ``train_steps_this_run`` steps, ...), the evaluation metrics, ``peak_gpu_memory_gib`` on a
         GPU and ``train_tokens`` (TRL's running count, when it logs one).
     """
     import torch
     from transformers.trainer_utils import get_last_checkpoint
 
+    from surveyalign.training.progress import (
+        checkpoint_step,
+        rates_over_this_run,
+        use_log_file,
+    )
+
+    log_file = use_log_file(trainer, training_args.output_dir)  # log lines to a file, one progress bar
     checkpoint = training_args.resume_from_checkpoint
     if checkpoint is None and os.path.isdir(training_args.output_dir):
         checkpoint = get_last_checkpoint(training_args.output_dir)
     if checkpoint:
         print(f"resuming from {checkpoint}", flush=True)
+    print(f"training log: {log_file}", flush=True)
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    metrics = {f"train_{k}" if not k.startswith("train") else k: v for k, v in result.metrics.items()}
+    run_metrics = rates_over_this_run(result.metrics, trainer.state, checkpoint_step(checkpoint), training_args)
+    metrics = {f"train_{k}" if not k.startswith("train") else k: v for k, v in run_metrics.items()}
     if evaluate:
         metrics.update(trainer.evaluate())
     if torch.cuda.is_available():
