@@ -9,9 +9,26 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["bool_value", "dimension_list", "dimension_value", "int_at_least", "non_negative_float", "number_between",
            "positive_float", "positive_int", "probability"]
+
+
+def _checked(kind: Callable[[str], Any], accept: Callable[[Any], bool], wanted: str) -> Callable[[str], Any]:
+    """A ``type=`` function: ``kind(text)`` when ``accept`` holds, else ``ArgumentTypeError("expected WANTED")``."""
+
+    def check(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        return value
+
+    check.__name__ = wanted
+    return check
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -23,52 +40,29 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
     Returns:
         A function ``str -> int`` raising ``argparse.ArgumentTypeError`` ("expected an integer >= 1, got '0'").
     """
+    return _checked(int, lambda value: value >= minimum, f"an integer >= {minimum}")
 
-    def check(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
-        return value
 
-    check.__name__ = f"integer >= {minimum}"
-    return check
+def number_between(low: float, high: float) -> Callable[[str], float]:
+    """A ``type=`` function accepting numbers in ``[low, high]`` (fractions, thresholds).
+
+    Args:
+        low: the smallest accepted value; high: the largest.
+
+    Returns:
+        A function ``str -> float`` raising ``argparse.ArgumentTypeError`` ("expected a number in [0, 1], got '2'").
+    """
+    return _checked(float, lambda value: low <= value <= high, f"a number in [{low:g}, {high:g}]")
 
 
 #: Integers >= 1 (counts, sizes, token budgets).
 positive_int = int_at_least(1)
-
-
-def non_negative_float(text: str) -> float:
-    """A ``type=`` function for floats >= 0 (temperatures).
-
-    Raises:
-        argparse.ArgumentTypeError: not a number, or negative.
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def probability(text: str) -> float:
-    """A ``type=`` function for a probability mass in (0, 1] (top_p).
-
-    Raises:
-        argparse.ArgumentTypeError: not a number, or outside (0, 1].
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
+#: Floats >= 0 (temperatures).
+non_negative_float = _checked(float, lambda value: value >= 0, "a number >= 0")
+#: Floats > 0 (rates, delays).
+positive_float = _checked(float, lambda value: value > 0, "a number > 0")
+#: A probability mass in (0, 1] (top_p).
+probability = _checked(float, lambda value: 0 < value <= 1, "a number in (0, 1]")
 
 
 def bool_value(text: str) -> bool:
@@ -108,40 +102,3 @@ def dimension_list(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(f"expected comma-separated dimensions, got {text!r}")
     return list(dict.fromkeys(names))
 
-
-def number_between(low: float, high: float) -> Callable[[str], float]:
-    """A ``type=`` function accepting numbers in ``[low, high]`` (fractions, thresholds).
-
-    Args:
-        low: the smallest accepted value; high: the largest.
-
-    Returns:
-        A function ``str -> float`` raising ``argparse.ArgumentTypeError`` ("expected a number in [0, 1], got '2'").
-    """
-
-    def check(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number in [{low:g}, {high:g}], got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected a number in [{low:g}, {high:g}], got {text!r}")
-        return value
-
-    check.__name__ = f"number in [{low:g}, {high:g}]"
-    return check
-
-
-def positive_float(text: str) -> float:
-    """A ``type=`` function for numbers > 0 (rates, delays).
-
-    Raises:
-        argparse.ArgumentTypeError: not a number, or not above 0.
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
