@@ -280,6 +280,13 @@ def test_vllm_backend_passes_every_setting(tiny_model_dir, monkeypatch):
     assert [(p["temperature"], p["top_p"], p["max_tokens"], p["seed"], p["n"]) for p in seen["params"]] == [
         (0.7, 0.9, 77, 5, 1), (0.7, 0.9, 77, 6, 1)]
     assert all(p["logprobs"] == 0 for p in seen["params"])
+    # quantised judges on small GPUs: vLLM's in-flight bitsandbytes 4-bit, recorded in describe() (run_config)
+    assert "quantization" not in seen["llm"][-1]
+    quantised = load_backend("vllm", model=str(tiny_model_dir), quantization="4bit")
+    assert seen["llm"][-1]["quantization"] == "bitsandbytes"
+    assert quantised.describe()["quantization"]["bits"] == 4
+    with pytest.raises(ValueError, match="only 4-bit bitsandbytes"):
+        load_backend("vllm", model=str(tiny_model_dir), quantization="8bit")
 
 
 # ------------------------------------------------------------------------------------------- pre-flight

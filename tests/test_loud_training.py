@@ -135,3 +135,21 @@ def test_training_logs_go_to_the_file_and_one_bar(tiny_model_dir, tmp_path, caps
     assert (rates["train_steps_this_run"], rates["train_samples_per_second"], rates["train_steps_per_second"]) == (
         1, 0.5, 0.25)
     assert result.global_step == 2
+
+
+def test_recipe_field_error_names_the_flag_or_the_yaml(capsys, repo_root, monkeypatch, tmp_path):
+    import yaml
+
+    from surveyalign.training import make_sft_parser
+    from surveyalign.training.entry import run_recipe
+
+    monkeypatch.chdir(repo_root)
+    argv = ["--config", "configs/sft/tiny-readability.yaml", "--dimension", "clarity"]
+    assert run_recipe(lambda *a: None, make_sft_parser, prog="recipes/sft.py", doc="", argv=argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("recipes/sft.py: error: --dimension clarity: ValueError: unknown dimension 'clarity'")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**yaml.safe_load((repo_root / "configs/sft/tiny-readability.yaml").read_text()),
+                                   "dimension": "clarity"}))
+    assert run_recipe(lambda *a: None, make_sft_parser, prog="recipes/sft.py", doc="", argv=["--config", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"recipes/sft.py: error: {bad}: ValueError: unknown dimension")

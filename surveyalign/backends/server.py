@@ -388,6 +388,10 @@ def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", po
     extra = adapter_models(backend)
     app = build_app(backend, name, batch_wait_s=batch_wait_s, default_max_tokens=default_max_tokens,
                     extra_models=extra)
-    print(f"serving {', '.join(repr(n) for n in [name, *extra])} ({backend.describe()['device']}) at "
-          f"http://{host}:{port}/v1", flush=True)
+    described = backend.describe()
+    bits = (described.get("quantization") or {}).get("bits")
+    print(f"serving {', '.join(repr(n) for n in [name, *extra])} ({described['device']}"
+          f"{f', base in {bits}-bit' if bits else ''}) at http://{host}:{port}/v1", flush=True)
+    for line in described.get("base_mismatch") or []:  # --allow-base-mismatch: said once, loudly
+        print(f"WARNING: serving on another base than the adapter's training record: {line}", flush=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

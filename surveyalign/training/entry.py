@@ -80,14 +80,38 @@ def run_recipe(main: Callable[..., Any], make_parser: Callable[[], Any], *, prog
             print(recipe_usage(doc, prog), file=sys.stderr)
         return 2
     default_offline()
+    where = ""
     try:
-        parsed = make_parser().parse_args_and_config(argv)
+        try:
+            parsed = make_parser().parse_args_and_config(argv)
+        except ValueError as err:  # a field's check: name the flag that set it, else the YAML
+            where = _origin(str(err), argv)
+            raise
         main(*parsed)
     except USER_ERRORS as err:
         if os.environ.get("SURVEYALIGN_TRACEBACK"):
             raise
         if _first_process():
             message = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
-            print(f"{prog}: error: {type(err).__name__}: {message}", file=sys.stderr, flush=True)
+            print(f"{prog}: error: {where}{type(err).__name__}: {message}", file=sys.stderr, flush=True)
         return 2
     return 0
+
+
+def _origin(message: str, argv: Sequence[str]) -> str:
+    """``"--dimension clarity: "`` when a command-line flag's name or value is in ``message``, else
+    ``"configs/x.yaml: "`` (the value came from the YAML), or ``""`` when neither is known."""
+    pairs = []
+    for index, arg in enumerate(argv):
+        if arg.startswith("--") and arg != "--config":
+            name, eq, value = arg[2:].partition("=")
+            if not eq and index + 1 < len(argv) and not argv[index + 1].startswith("--"):
+                value = argv[index + 1]
+            pairs.append((name, value))
+    lowered = message.lower()
+    for name, value in pairs:
+        if name.lower() in lowered or (value and f"'{value.lower()}'" in lowered):  # messages quote values
+            return f"--{name} {value}: ".replace(" : ", ": ")
+    config = next((argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--config"),
+                  next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--config=")), None))
+    return f"{config}: " if config else ""
