@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from surveyalign.argtypes import int_at_least, non_negative_float, positive_int
+from surveyalign.argtypes import (
+    int_at_least,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
 from surveyalign.yamlconfig import yaml_error_line
 
 _EPILOG = """\
@@ -23,13 +28,6 @@ Each command writes OUTPUT_DIR/result.json (every call, parse problem and the va
 OUTPUT_DIR/result.md (markdown tables, also printed) and OUTPUT_DIR/calls.jsonl (the call cache: re-running
 the same command makes only the missing calls). Exit status 3 when no judge answer could be read.
 """
-
-
-def _positive_float(text: str) -> float:
-    value = non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def _add_judge_options(p: argparse.ArgumentParser) -> None:
@@ -93,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--venue", choices=sorted(VENUE_AVERAGE_CITATIONS),
                    help="take the venue's average citation count (" + ", ".join(
                        f"{k}: {v:g}" for k, v in VENUE_AVERAGE_CITATIONS.items()) + ")")
-    p.add_argument("--avg-citations", type=_positive_float, help="average citation count of the venue / field "
+    p.add_argument("--avg-citations", type=positive_float, help="average citation count of the venue / field "
                    f"(default {DEFAULT_AVERAGE_CITATIONS:g}, the official code's default)")
     _add_judge_options(p)
     p.set_defaults(handler=_litreview)

@@ -8,8 +8,8 @@ import sys
 
 from surveyalign.argtypes import (
     int_at_least,
+    non_negative_float,
     number_between,
-    positive_float,
     positive_int,
 )
 
@@ -118,7 +118,7 @@ def _register_fetch(sub: argparse._SubParsersAction) -> None:
     fetch.add_argument("--openreview-url", action="append", metavar="URL",
                        help=f"OpenReview API root, repeatable, searched in order (default {OPENREVIEW_URL} then "
                        f"{OPENREVIEW_V1_URL}, which still serves older venues)")
-    fetch.add_argument("--requests-per-second", type=positive_float, default=2.0, metavar="R",
+    fetch.add_argument("--requests-per-second", type=non_negative_float, default=2.0, metavar="R",
                        help="network requests per second per service (default 2; 0 = unlimited)")
     fetch.add_argument("--max-attempts", type=positive_int, default=6, metavar="N",
                        help="tries per request on 429/5xx/transport errors (default 6)")

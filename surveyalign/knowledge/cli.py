@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from surveyalign.argtypes import int_at_least, positive_float, positive_int
+from surveyalign.argtypes import int_at_least, non_negative_float, positive_int
 
 __all__ = ["register"]
 
@@ -152,7 +152,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     graph.add_argument("--out", required=True, metavar="FILE", help="JSONL graph file (appended to)")
     graph.add_argument("--cache-dir", default=".cache/http", metavar="DIR", help="on-disk HTTP cache")
     graph.add_argument("--base-url", default=None, metavar="URL", help="API root (default: the public service)")
-    graph.add_argument("--requests-per-second", type=positive_float, default=None, metavar="R",
+    graph.add_argument("--requests-per-second", type=non_negative_float, default=None, metavar="R",
                        help="network request rate (default: the client's polite rate)")
     graph.add_argument("--search-limit", type=positive_int, default=5, metavar="N", help="search hits checked per reference")
     graph.add_argument("--max-citations", type=int_at_least(0), default=200, metavar="N",
