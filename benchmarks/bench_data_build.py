@@ -45,7 +45,12 @@ def _sentence(rng: random.Random, n: int) -> str:
 
 
 def generate_release(root: Path, *, papers: int, reviews: int, text_kb: int, seed: int = 0) -> None:
-    """Write testset/<dimension>.json, articles/articles4test.json and sources.json under ``root``."""
+    """Write annotations/<dimension>.json, articles/articles4test.json and sources.json under ``root``.
+
+    The label folder names no split (the layout of ``surveyalign/resources/sample_release``), so the build
+    splits the papers itself into train / validation / test; a ``testset/`` folder would declare every label
+    a test label and the build would put everything into test.
+    """
     rng = random.Random(seed)
     sources = ["f1000"] * 1058 + ["moprd"] * 375 + ["openreview"] * 197
     rng.shuffle(sources)
@@ -57,14 +62,14 @@ def generate_release(root: Path, *, papers: int, reviews: int, text_kb: int, see
         paper_source.setdefault(p, sources[r])
     scores = [-1] * 60 + [1] * 22 + [-2] * 4 + [2] * 4 + [0] * 8 + [-3] * 2
     pool = [_sentence(rng, rng.randint(8, 18)) for _ in range(4000)]
-    testset = {d: [] for d in DIMENSIONS}
+    labels = {d: [] for d in DIMENSIONS}
     review_snippets: dict[int, list[str]] = {}
     for r, p in enumerate(owners):
         for d in DIMENSIONS:
             s = rng.choice(scores)
             reasons = [] if s == 0 else [f"{rng.choice(pool)} ({p}-{r}-{d}-{k})" for k in range(rng.randint(1, 4))]
             review_snippets.setdefault(p, []).extend(reasons)
-            testset[d].append({"uid": f"paper{p:04d}", "score": float(s), "reasons": reasons})
+            labels[d].append({"uid": f"paper{p:04d}", "score": float(s), "reasons": reasons})
     paragraphs = [" ".join(_sentence(rng, rng.randint(10, 25)) for _ in range(6)) for _ in range(3000)]
     articles = {}
     target = text_kb * 1000
@@ -83,10 +88,10 @@ def generate_release(root: Path, *, papers: int, reviews: int, text_kb: int, see
             text = text.replace("\n", " [version 1; peer review: 2 approved]\n", 1)
             text += "\n\n## Open Peer Review\n\n### Reviewer Report 1\n\n" + " ".join(review_snippets.get(p, []))
         articles[f"paper{p:04d}"] = text
-    (root / "testset").mkdir(parents=True)
+    (root / "annotations").mkdir(parents=True)
     (root / "articles").mkdir()
-    for d, records in testset.items():
-        (root / "testset" / f"{d}.json").write_text(json.dumps(records))
+    for d, records in labels.items():
+        (root / "annotations" / f"{d}.json").write_text(json.dumps(records))
     (root / "articles" / "articles4test.json").write_text(json.dumps(articles))
     (root / "sources.json").write_text(json.dumps({f"paper{p:04d}": s for p, s in paper_source.items()}))
 
@@ -114,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"built {rep['units']['kept']} units ({rep['papers']} papers) into {out_mb:.0f} MB; leakage guard cleaned "
               f"{rep['leakage_guard']['texts_cleaned']} texts, {rep['leakage_guard']['snippets_verbatim_before_guard']} "
               f"-> {rep['leakage_guard']['snippets_verbatim_in_inputs']} verbatim snippets")
+        print(f"split ({rep['split']['policy']}): " + ", ".join(
+            f"{name} {c['papers']} papers / {c['units']} units" for name, c in rep["counts"].items()))
         print("phases (s): " + ", ".join(f"{k} {v:.2f}" for k, v in rep["timings_s"].items()))
         verdict = "OK" if build_s < args.target_s else "SLOWER THAN TARGET"
         print(f"build_dataset: {build_s:.2f} s wall, {cpu_s:.2f} s CPU, load average {os.getloadavg()[0]:.1f} "

@@ -32,8 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build = sub.add_parser(
         "build",
         help="build the dataset folder from release files",
-        description="Read a SurveyReview release (per-dimension testset/<dimension>.json + articles JSON, "
-        "and/or raw sample files with 'result' lists), drop score 0/-3 units (counted), keep the split the "
+        description="Read a SurveyReview release (per-dimension annotations/<dimension>.json, or "
+        "testset/<dimension>.json for test labels only, + articles JSON, and/or raw sample files with 'result' "
+        "lists), drop score 0/-3 units (counted), keep the split the "
         "release names in its file names or else split papers 75/25 by source (validation = 10 percent of train "
         "papers), strip published peer-review records from the texts, "
         "and write OUT/README.md (configs per dimension + 'all'), OUT/data/<dimension>/<split>.parquet and "
