@@ -1,7 +1,8 @@
 """The ``surveyalign`` command line: one subcommand group per sub-package.
 
-Each sub-package exposes ``register(subparsers)`` in its ``cli`` module; heavy imports (torch, trl,
-datasets) happen inside the command handlers so ``surveyalign --help`` stays fast.
+Each sub-package exposes ``register(subparsers)`` in its ``cli`` module; heavy imports (torch, transformers,
+trl, datasets, scikit-learn, scipy, matplotlib, lxml, pypdf) happen inside the command handlers or in
+submodules that the sub-packages load on first use (lazy_loader), so ``surveyalign --help`` stays fast.
 """
 
 from __future__ import annotations

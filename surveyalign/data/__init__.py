@@ -9,10 +9,11 @@ Heavy libraries (datasets, pyarrow) are imported inside the functions, so import
 
 from __future__ import annotations
 
+import lazy_loader
+
 from surveyalign.constants import SPLITS
 
 from .build import BuildResult, build_dataset
-from .jats import JatsArticle, SubArticle, parse_jats
 from .leakage import (
     RECORD_KINDS,
     LeakageEdit,
@@ -38,6 +39,12 @@ from .verbatim import (
     normalise_for_match,
     verbatim_hits,
 )
+
+# The JATS reader loads on first use (lazy_loader), so building the CLI parser does not import lxml.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["jats"],
+    submod_attrs={"jats": ["JatsArticle", "SubArticle", "parse_jats"]})[0]
 
 __all__ = [
     "ALL_CONFIG",

@@ -99,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_fetch(sub: argparse._SubParsersAction) -> None:
-    from .fetch.apis import EUROPEPMC_URL, OPENREVIEW_URL, OPENREVIEW_V1_URL
+    from .fetch.urls import EUROPEPMC_URL, OPENREVIEW_URL, OPENREVIEW_V1_URL
 
     fetch = sub.add_parser(
         "fetch-texts",

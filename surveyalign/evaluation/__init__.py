@@ -12,7 +12,8 @@ The judge itself, voting and the call cache live in :mod:`surveyalign.judge`.
 CLI: ``surveyalign evaluate --config configs/eval/NAME.yaml [--set key=value ...]``.
 """
 
-from surveyalign.evaluation.adapters import TrainingMismatchError
+import lazy_loader
+
 from surveyalign.evaluation.config import (
     BackendConfig,
     EvalConfig,
@@ -26,7 +27,14 @@ from surveyalign.evaluation.rqs import (
     build_rqs_messages,
     parse_rqs_rating,
 )
-from surveyalign.evaluation.runner import RunResult, run_evaluation
+
+# The runner and the adapter checks load on first use (lazy_loader), so building the CLI parser does not import
+# datasets or the training stack.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["adapters", "runner"],
+    submod_attrs={
+    "adapters": ["TrainingMismatchError"], "runner": ["RunResult", "run_evaluation"]})[0]
 
 __all__ = [
     "RQS_LEVELS",

@@ -13,23 +13,9 @@ Public surface::
 CLI: ``surveyalign score SURVEY... --judge CONFIG|DIR|HUB_ID --out DIR``.
 """
 
-from surveyalign.inference.judge import KNOWLEDGE_REFUSED, SurveyAlignJudge
-from surveyalign.inference.knowledge import (
-    FileKnowledge,
-    GraphKnowledge,
-    KnowledgeRecord,
-    KnowledgeSource,
-)
-from surveyalign.inference.latex import LatexConversion, latex_to_markdown
+import lazy_loader
+
 from surveyalign.inference.latex_flatten import FlatLatex, flatten_latex
-from surveyalign.inference.readers import (
-    DOCUMENT_SUFFIXES,
-    PDF_EXTRACTORS,
-    Document,
-    find_documents,
-    read_document,
-    read_documents,
-)
 from surveyalign.inference.report import (
     render_html,
     render_markdown,
@@ -46,6 +32,18 @@ from surveyalign.inference.synthesis import (
     Synthesis,
     build_synthesis_messages,
 )
+
+# The readers (BibTeX / TEI via surveyalign.knowledge: lxml), the judge and its KA sources load on first use
+# (lazy_loader), so building the CLI parser does not import them.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["judge", "knowledge", "latex", "readers"],
+    submod_attrs={
+        "judge": ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"],
+        "knowledge": ["FileKnowledge", "GraphKnowledge", "KnowledgeRecord", "KnowledgeSource"],
+        "latex": ["LatexConversion", "latex_to_markdown"],
+        "readers": ["DOCUMENT_SUFFIXES", "PDF_EXTRACTORS", "Document", "find_documents", "read_document",
+                    "read_documents"]})[0]
 
 __all__ = [
     "DOCUMENT_SUFFIXES",

@@ -27,13 +27,8 @@ Knowledge augmentation (second part):
 - :func:`~surveyalign.knowledge.sample.sample_graph`: a made-up graph around a dataset's references (demo).
 """
 
-from surveyalign.knowledge.build import (
-    KA_COLUMN,
-    KAReport,
-    SurveyKAInput,
-    build_ka_dataset,
-    read_ka_records,
-)
+import lazy_loader
+
 from surveyalign.knowledge.clients import (
     OPENALEX_URL,
     S2_URL,
@@ -44,22 +39,11 @@ from surveyalign.knowledge.clients import (
     s2_paper_to_paper,
 )
 from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig, SummariserConfig
-from surveyalign.knowledge.fetch import FetchReport, fetch_graph, resolve_references
-from surveyalign.knowledge.graph import CitationGraph, GraphStats, SessionSeed
 from surveyalign.knowledge.http import (
     HttpStats,
     HTTPStatusError,
     NotFoundError,
     PoliteClient,
-)
-from surveyalign.knowledge.ka import (
-    CompKA,
-    CritCandidates,
-    Neighbourhood,
-    comp_ka,
-    crit_candidates,
-    neighbourhood,
-    pack_blocks,
 )
 from surveyalign.knowledge.papers import (
     REFERENCE_FORMATS,
@@ -71,15 +55,6 @@ from surveyalign.knowledge.papers import (
     normalise_arxiv,
     normalise_doi,
     year_in_text,
-)
-from surveyalign.knowledge.references import (
-    cited_keys,
-    parse_bibtex,
-    parse_latex_bibliography,
-    parse_markdown_references,
-    parse_reference_text,
-    parse_tei_references,
-    read_references,
 )
 from surveyalign.knowledge.resolve import (
     DEFAULT_MIN_TITLE_SCORE,
@@ -96,9 +71,23 @@ from surveyalign.knowledge.resolve import (
     resolve_by_search,
     same_paper,
 )
-from surveyalign.knowledge.sample import sample_graph
-from surveyalign.knowledge.summarise import CritKA, Summariser, TokenCounter
-from surveyalign.knowledge.tei import GROBID_URL_ENV, GrobidClient
+
+# Graphs, KA, summaries, reference readers and GROBID load on first use (lazy_loader), so building the CLI
+# parser (and the HTTP clients that other packages reuse) import neither scipy, pyarrow nor lxml.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["build", "fetch", "graph", "ka", "references", "sample", "summarise", "tei"],
+    submod_attrs={
+    "build": ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "read_ka_records"],
+    "fetch": ["FetchReport", "fetch_graph", "resolve_references"],
+    "graph": ["CitationGraph", "GraphStats", "SessionSeed"],
+    "ka": ["CompKA", "CritCandidates", "Neighbourhood", "comp_ka", "crit_candidates", "neighbourhood",
+           "pack_blocks"],
+    "references": ["cited_keys", "parse_bibtex", "parse_latex_bibliography", "parse_markdown_references",
+                   "parse_reference_text", "parse_tei_references", "read_references"],
+    "sample": ["sample_graph"],
+    "summarise": ["CritKA", "Summariser", "TokenCounter"],
+    "tei": ["GROBID_URL_ENV", "GrobidClient"]})[0]
 
 __all__ = [
     "DEFAULT_MIN_TITLE_SCORE",

@@ -19,6 +19,8 @@ Public surface:
 CLI: ``surveyalign prism PAPER REVIEWS... --judge CONFIG``.
 """
 
+import lazy_loader
+
 from surveyalign.prism.calls import CallRequest, Extractor
 from surveyalign.prism.columns import (
     constructiveness_by_review,
@@ -63,13 +65,6 @@ from surveyalign.prism.prompts import (
     build_messages,
     stage_of,
 )
-from surveyalign.prism.readers import (
-    SECTION_ALIASES,
-    ReviewFile,
-    read_paper,
-    read_reviews,
-    split_review_sections,
-)
 from surveyalign.prism.report import (
     HEADLINE_METRICS,
     REFERENCE_FIGURES,
@@ -78,8 +73,6 @@ from surveyalign.prism.report import (
     score_reviews,
     write_run,
 )
-from surveyalign.prism.retrieval import PriorWorkSearch, is_prior, mmr_select
-from surveyalign.prism.run import NoveltyConfig, PrismConfig, PrismRun, run_prism
 from surveyalign.prism.units import (
     ADU,
     ASPECTS,
@@ -98,6 +91,16 @@ from surveyalign.prism.units import (
     RankedCritique,
     ReviewComment,
 )
+
+# The readers (lxml), the prior-work retrieval (scikit-learn) and the run load on first use (lazy_loader), so
+# building the CLI parser imports neither.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["readers", "retrieval", "run"],
+    submod_attrs={
+    "readers": ["SECTION_ALIASES", "ReviewFile", "read_paper", "read_reviews", "split_review_sections"],
+    "retrieval": ["PriorWorkSearch", "is_prior", "mmr_select"],
+    "run": ["NoveltyConfig", "PrismConfig", "PrismRun", "run_prism"]})[0]
 
 __all__ = [
     "ADU",

@@ -5,6 +5,8 @@ what they share and what others read: script arguments and parsers, the SFT exam
 rule, DPO pair construction, saved-adapter checks, the training record and the model card.
 """
 
+import lazy_loader
+
 from surveyalign.training.adapter import (
     RECORD_KEYS,
     TRAINING_RECORD,
@@ -19,23 +21,6 @@ from surveyalign.training.adapter import (
     render_model_card,
     write_model_card,
     write_training_record,
-)
-from surveyalign.training.data import (
-    LengthReport,
-    check_prepared_lengths,
-    data_hash,
-    describe_split,
-    prepare_sft_dataset,
-    require_examples,
-    template_hash,
-)
-from surveyalign.training.dpo import (
-    DPOInputs,
-    check_reference,
-    dpo_datasets,
-    dpo_policy,
-    dpo_record,
-    read_dpo_inputs,
 )
 from surveyalign.training.entry import recipe_usage, run_recipe
 from surveyalign.training.packing import check_packing, check_rows, check_trainer
@@ -57,8 +42,21 @@ from surveyalign.training.quantization import (
     bnb_config,
     quantization_record,
 )
-from surveyalign.training.sft import SFTData, load_sft_data, sft_record
 from surveyalign.training.steps import model_init_kwargs, provenance, train_with_resume
+
+# Loaded on first use (lazy_loader): :mod:`surveyalign.training.arguments` needs TRL (the ``train`` extra), so
+# evaluation and the data commands work without TRL installed; the SFT / DPO data builders import datasets, so
+# building the CLI parser stays light.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["arguments", "data", "dpo", "sft"],
+    submod_attrs={
+        "arguments": ["DPOScriptArguments", "SFTScriptArguments", "make_dpo_parser", "make_sft_parser",
+                      "parse_recipe_yaml"],
+        "data": ["LengthReport", "check_prepared_lengths", "data_hash", "describe_split", "prepare_sft_dataset",
+                 "require_examples", "template_hash"],
+        "dpo": ["DPOInputs", "check_reference", "dpo_datasets", "dpo_policy", "dpo_record", "read_dpo_inputs"],
+        "sft": ["SFTData", "load_sft_data", "sft_record"]})[0]
 
 __all__ = [
     "LOG_FILE",
@@ -116,16 +114,3 @@ __all__ = [
     "write_model_card",
     "write_training_record",
 ]
-
-
-#: Names of :mod:`surveyalign.training.arguments`, which needs TRL (the ``train`` extra): imported on first use, so
-#: evaluation and the data commands work without TRL installed.
-_NEEDS_TRL = ("DPOScriptArguments", "SFTScriptArguments", "make_dpo_parser", "make_sft_parser", "parse_recipe_yaml")
-
-
-def __getattr__(name: str):
-    if name in _NEEDS_TRL:
-        from surveyalign.training import arguments
-
-        return getattr(arguments, name)
-    raise AttributeError(f"module 'surveyalign.training' has no attribute {name!r}")

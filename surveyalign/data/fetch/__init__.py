@@ -7,19 +7,20 @@ Public surface::
 ``surveyalign data fetch-texts --official DIR --out DIR`` runs :func:`fetch_texts`.
 """
 
-from .apis import (
-    EUROPEPMC_URL,
-    OPENREVIEW_URL,
-    OPENREVIEW_V1_URL,
-    SOURCE_DOI_PREFIXES,
-    Candidate,
-    EuropePMC,
-    OpenReview,
-    doi_version,
-)
-from .identify import Identification, ReleasePaper, candidates_for, decide, expected_doi
-from .pipeline import SHARD_PATTERN, STATUSES, FetchResult, fetch_texts
-from .targets import PaperTarget, release_targets
+import lazy_loader
+
+from .urls import EUROPEPMC_URL, OPENREVIEW_URL, OPENREVIEW_V1_URL
+
+# The clients, the pipeline and the release readers load on first use (lazy_loader), so building the CLI
+# parser does not import lxml or the knowledge clients.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["apis", "identify", "pipeline", "targets"],
+    submod_attrs={
+    "apis": ["SOURCE_DOI_PREFIXES", "Candidate", "EuropePMC", "OpenReview", "doi_version"],
+    "identify": ["Identification", "ReleasePaper", "candidates_for", "decide", "expected_doi"],
+    "pipeline": ["SHARD_PATTERN", "STATUSES", "FetchResult", "fetch_texts"],
+    "targets": ["PaperTarget", "release_targets"]})[0]
 
 __all__ = [
     "EUROPEPMC_URL",

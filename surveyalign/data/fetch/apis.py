@@ -21,10 +21,6 @@ import lxml.html
 from surveyalign.knowledge.http import PoliteClient
 from surveyalign.knowledge.papers import Paper, normalise_doi
 
-EUROPEPMC_URL = "https://www.ebi.ac.uk/europepmc/webservices/rest"
-OPENREVIEW_URL = "https://api2.openreview.net"
-#: API 1 still serves the venues that were not moved to API 2 (older conferences).
-OPENREVIEW_V1_URL = "https://api.openreview.net"
 #: DOI prefixes of the journals each release source comes from.
 SOURCE_DOI_PREFIXES = {"f1000": ("10.12688/f1000research.",), "moprd": ("10.7717/peerj.", "10.7717/peerj-cs.")}
 
@@ -85,7 +81,8 @@ class EuropePMC:
     """Europe PMC REST search and JATS full text (F1000Research and PeerJ articles are in PMC).
 
     Args:
-        http: the polite client, its ``base_url`` the REST root (:data:`EUROPEPMC_URL`).
+        http: the polite client, its ``base_url`` the REST root
+            (:data:`~surveyalign.data.fetch.urls.EUROPEPMC_URL`).
         page_size: hits asked for per search (1-1000).
     """
 
@@ -168,8 +165,8 @@ class OpenReview:
     """OpenReview note search and submission PDFs (API 2 and API 1 note shapes).
 
     Args:
-        http: the polite client, its ``base_url`` the API root (:data:`OPENREVIEW_URL` or
-            :data:`OPENREVIEW_V1_URL`).
+        http: the polite client, its ``base_url`` the API root
+            (:data:`~surveyalign.data.fetch.urls.OPENREVIEW_URL` or :data:`~surveyalign.data.fetch.urls.OPENREVIEW_V1_URL`).
         limit: hits asked for per search.
     """
 

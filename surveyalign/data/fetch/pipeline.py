@@ -37,15 +37,10 @@ from ..leakcheck import check_leaks, guard_texts
 from ..readers import FETCH_REPORT_FILE as FETCH_REPORT
 from ..readers import FETCH_STATE_FILE as FETCH_STATE
 from ..verbatim import layout_verbatim_hits
-from .apis import (
-    EUROPEPMC_URL,
-    OPENREVIEW_URL,
-    OPENREVIEW_V1_URL,
-    EuropePMC,
-    OpenReview,
-)
+from .apis import EuropePMC, OpenReview
 from .identify import JATS_SOURCES, candidates_for, decide
 from .targets import PaperTarget, release_targets
+from .urls import EUROPEPMC_URL, OPENREVIEW_URL, OPENREVIEW_V1_URL
 
 #: Shards written by this command (the release's own ``articles_part*.json`` are never touched).
 SHARD_PATTERN = "articles_part_fetched_{:03d}.json"
