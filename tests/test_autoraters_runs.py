@@ -91,7 +91,9 @@ def test_sxs_unreadable_answers_are_reported_not_dropped():
     first, second = result["pairs"]
     assert [c["winner"] for c in first["calls"]] == [None, None]
     assert first["calls"][0]["problems"] == ["invalid JSON: no JSON object in the answer"]
-    assert first["calls"][1]["problems"][0].startswith("truncated: the answer stopped at the token limit")
+    assert first["calls"][1]["problems"] == [
+        ("truncated: the answer stopped at the token limit (finish_reason 'length'); it is not read even if it "
+         "already holds a complete JSON object (raise max_new_tokens)")]
     assert second["calls"][0]["problems"] == ["backend error: RuntimeError: HTTP 503"]
     assert second["calls"][1]["winner"] == "tie" and "sections" not in second
     assert result["n_unreadable_calls"] == 3 and result["outcomes"] == {"win": 0, "tie": 2, "loss": 0}

@@ -39,7 +39,9 @@ def _closed_port() -> int:
 
 def test_length_stop_is_truncated_even_with_a_score_marker():
     truncated = parse_generation(Generation("Clear and well organised.$$$1$$$", "length", -0.2))
-    assert truncated.score is None and truncated.error.startswith("truncated: ")
+    assert truncated.score is None
+    assert truncated.error == ("truncated: the answer stopped at the token limit (finish_reason 'length'); it is not "
+                               "read even if it already holds a complete score marker (raise max_new_tokens)")
     # the same text with a normal stop scores 1; the other servers' spellings of a length stop are truncated too
     assert parse_generation(Generation("Clear and well organised.$$$1$$$", "stop", -0.2)).score == 1
     for reason in ("max_tokens", "MAX_TOKENS", "max_output_tokens"):
@@ -47,7 +49,7 @@ def test_length_stop_is_truncated_even_with_a_score_marker():
     # the RQS reader goes through the same gate
     rqs = parse_generation(Generation("Same points. <consistency>0.8</consistency>", "length", None),
                            parse=parse_rqs_rating)
-    assert rqs.score is None and rqs.error.startswith("truncated")
+    assert rqs.score is None and rqs.error.startswith("truncated: ") and "score marker" not in rqs.error
     assert parse_generation(Generation("Same. <consistency>0.8</consistency>", "stop", None),
                             parse=parse_rqs_rating).score == 0.8
 

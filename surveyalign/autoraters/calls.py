@@ -85,7 +85,7 @@ class CallAnswer:
         """Why the answer must not be read (backend error, truncated at the token cap, refused), else ``None``."""
         if self.error is not None:
             return self.error if self.error.startswith(TOO_LONG_TEXT) else f"backend error: {self.error}"
-        return answer_failure(self)
+        return answer_failure(self, "JSON object")
 
     @property
     def readable_text(self) -> str | None:

@@ -89,7 +89,7 @@ class ExtractionLog:
         entry["answers"] += 1
         if not gen.ok:
             parsed, status = Parsed(error=gen.error), "api_error"
-        elif (not_final := answer_failure(gen)) is not None:  # truncated or refused: never parsed
+        elif (not_final := answer_failure(gen, "JSON object")) is not None:  # truncated or refused: never parsed
             parsed, status = Parsed(error=not_final), "parse_failed"
         else:
             parsed = parser(gen.text, *args)

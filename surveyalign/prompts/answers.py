@@ -40,12 +40,17 @@ def _field(generation: Any, name: str) -> Any:
     return getattr(generation, name, None)
 
 
-def answer_failure(generation: Any) -> str | None:
+def answer_failure(generation: Any, expected: str | None = None) -> str | None:
     """Why ``generation`` is not a final answer that may be parsed, or ``None`` when it is one.
+
+    Shared by every reader of generated answers: the judge's score markers (:func:`parse_generation`), the
+    autoraters' and PRISM's JSON answers.
 
     Args:
         generation: a :class:`~surveyalign.backends.Generation` or a mapping with the same fields (a cached call
             record of ``calls.jsonl``: ``text``, ``finish_reason``, ``refusal``, ``reasoning``).
+        expected: what the caller reads from the answer (e.g. ``"score marker"``, ``"JSON object"``), named in the
+            message of a truncated answer; ``None`` keeps the message general.
 
     Returns:
         ``"truncated: ..."`` for a length stop, ``"refused: <text>"`` for a refusal or content filter, ``None``
@@ -54,8 +59,9 @@ def answer_failure(generation: Any) -> str | None:
     finish = _field(generation, "finish_reason")
     refusal = _field(generation, "refusal")
     if finish in LENGTH_FINISH_REASONS:
-        return (f"{TRUNCATED}: the answer stopped at the token limit (finish_reason {finish!r}); it is not scored "
-                "even if it holds a score marker (raise max_new_tokens)")
+        held = f"it already holds a complete {expected}" if expected else "its visible part looks complete"
+        return (f"{TRUNCATED}: the answer stopped at the token limit (finish_reason {finish!r}); it is not read "
+                f"even if {held} (raise max_new_tokens)")
     if refusal:
         return f"refused: {str(refusal).strip()}"
     if finish in FILTER_FINISH_REASONS:
@@ -93,7 +99,7 @@ def parse_generation(generation: Any, protocol: str = "auto", *,
     error = _field(generation, "error")
     if error:
         return ParsedAnswer(None, "", f"request failed: {error}")
-    failure = answer_failure(generation)
+    failure = answer_failure(generation, "score marker" if parse is None else None)
     if failure is not None:
         return ParsedAnswer(None, "", failure)
     text = _field(generation, "text") or ""
