@@ -43,7 +43,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def dataset_dir(tmp_path_factory) -> Path:
-    """The shipped made-up sample release built once per session into ``.../data/surveyreview`` (contract 1).
+    """The shipped made-up sample release built once per session into ``.../data/surveyreview`` (layout: ``surveyalign/data/schema.py``).
 
     Shared read-only by the evaluation, training and report tests; a test that changes a dataset builds its own.
     """

@@ -1,4 +1,4 @@
-"""The judge-answer parser against a table of realistic outputs (SurveyReview App. C; SPEC.md §2).
+"""The judge-answer parser against a table of realistic outputs (SurveyReview App. C).
 
 Each row: raw answer, protocol, expected score (or None), expected rationale (exact, or None to skip the
 check), and a fragment the error must contain (None = the answer must parse).
