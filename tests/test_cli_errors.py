@@ -4,13 +4,16 @@ command, a backend without its required option, a malformed --option value, an u
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import socket
+from pathlib import Path
 
 import pytest
 
 from surveyalign.backends import load_backend
-from surveyalign.cli import main
+from surveyalign.cli import build_parser, main
 from surveyalign.knowledge import (
     Resolution,
     SemanticScholarClient,
@@ -53,7 +56,7 @@ def test_read_yaml_mapping_names_file_line_and_column(tmp_path, broken_yaml):
         read_yaml_mapping(tmp_path / "absent.yaml", "demo config")
 
 
-@pytest.mark.parametrize("command", ["evaluate", "demo", "ka build", "prism", "train plan"])
+@pytest.mark.parametrize("command", ["evaluate", "demo", "ka build", "prism", "train plan", "score"])
 def test_broken_yaml_config_is_one_line_exit_2(command, broken_yaml, tmp_path, capsys):
     paper = tmp_path / "paper.md"
     paper.write_text("# A paper\n\nSome text.\n")
@@ -64,6 +67,7 @@ def test_broken_yaml_config_is_one_line_exit_2(command, broken_yaml, tmp_path, c
                      "--config", str(broken_yaml)],
         "prism": ["prism", str(paper), str(paper), "--judge", str(broken_yaml)],
         "train plan": ["train", "plan", "--config", str(broken_yaml)],
+        "score": ["score", str(paper), "--judge", str(broken_yaml), "--out", str(tmp_path / "reviews")],
     }[command]
     line = _one_line_error(capsys, argv)
     assert f"{broken_yaml}: not valid YAML: line 2, column 10: expected ',' or '}}', but got ':'" in line
@@ -126,3 +130,22 @@ def test_ka_graph_with_failed_calls_is_asked_again(tmp_path):
     assert not (tmp_path / "graph.jsonl.state.json").exists()  # nothing marked done: a re-run asks again
     again = fetch_graph(surveys, client, out, progress=False)
     assert (again.n_surveys, again.n_errors, again.n_retry) == (1, 2, 1)
+
+
+def _parsers(parser: argparse.ArgumentParser, name: str = "surveyalign"):
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word, sub in action.choices.items():
+                yield from _parsers(sub, f"{name} {word}")
+
+
+def test_every_repository_path_in_a_help_text_exists():
+    """A newcomer copies the examples of `--help`: the configs and files they name are shipped."""
+    repo = Path(__file__).resolve().parents[1]
+    pattern = r"(?<![\w/])((?:configs|recipes|metrics|benchmarks|hub_cards|surveyalign)/[\w./-]+\w)"
+    named = {(name, path) for name, parser in _parsers(build_parser())
+             for path in re.findall(pattern, parser.format_help()) if "NAME" not in path}
+    assert ("surveyalign score", "configs/judge/surveyalign-qwen3-32b.yaml") in named
+    missing = sorted((name, path) for name, path in named if not (repo / path).exists())
+    assert not missing, f"--help texts name paths that do not exist: {missing}"

@@ -17,7 +17,7 @@ them. Writes OUT/<survey>.json, .md and .html (and comparison.md/.html for sever
 in OUT/calls.jsonl, so re-running the same command resumes. Exit status 3 when a dimension was not scored.
 
 examples:
-  surveyalign score survey.pdf --judge configs/judge/surveyalign-tiny.yaml --out reviews/
+  surveyalign score survey.pdf --judge configs/judge/surveyalign-qwen3-32b.yaml --out reviews/
   surveyalign score paper/main.tex drafts/ --judge runs/adapters --out reviews/ --allow-no-knowledge
   surveyalign score survey.md --judge judge.yaml --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1
 """

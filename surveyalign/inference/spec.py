@@ -15,11 +15,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surveyalign.constants import DIMENSIONS
 from surveyalign.prompts import DEFAULT_PROTOCOL
+from surveyalign.yamlconfig import read_yaml_mapping
 
 __all__ = ["JUDGE_FILES", "JudgeSpec", "adapter_record", "build_dimension_backends", "load_judge_spec"]
 
@@ -86,11 +86,13 @@ def _resolve(path: str, root: Path) -> str:
 
 
 def _from_file(path: Path) -> JudgeSpec:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) if path.suffix != ".json" else json.loads(
-            path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, ValueError) as exc:
-        raise ValueError(f"{path}: not valid YAML/JSON: {exc}") from exc
+    if path.suffix != ".json":
+        raw = read_yaml_mapping(path, "judge config")
+    else:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a judge config is a mapping (model, adapters, samples, ...)")  # noqa: TRY004
     try:
