@@ -149,3 +149,12 @@ def test_every_repository_path_in_a_help_text_exists():
     assert ("surveyalign score", "configs/judge/surveyalign-qwen3-32b.yaml") in named
     missing = sorted((name, path) for name, path in named if not (repo / path).exists())
     assert not missing, f"--help texts name paths that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("argv", [["prompts", "parse", "absent.txt"],
+                                  ["prompts", "show", "--dimension", "readability", "--survey", "absent.txt"],
+                                  ["prompts", "show", "--dimension", "readability", "--knowledge", "absent.txt"]])
+def test_prompts_missing_file_is_exit_2(argv, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = _one_line_error(capsys, argv)
+    assert line.startswith("surveyalign prompts: error: OSError: cannot read ") and "absent.txt: No such file" in line

@@ -58,7 +58,7 @@ def _read(path: Path, what: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise SystemExit(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+        raise OSError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None  # exit 2, one line
 
 
 def _show(args: argparse.Namespace) -> int:
