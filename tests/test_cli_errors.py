@@ -158,3 +158,14 @@ def test_prompts_missing_file_is_exit_2(argv, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     line = _one_line_error(capsys, argv)
     assert line.startswith("surveyalign prompts: error: OSError: cannot read ") and "absent.txt: No such file" in line
+
+
+def test_score_unknown_dimension_is_a_flag_error(tmp_path, capsys):
+    survey = tmp_path / "survey.md"
+    survey.write_text("# A survey\n\nText.\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["score", str(survey), "--judge", str(tmp_path / "judge.yaml"), "--out", str(tmp_path / "r"),
+              "--dimensions", "Readability,readablty"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --dimensions: unknown dimension 'readablty'" in err and "ValidationError" not in err

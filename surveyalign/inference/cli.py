@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from surveyalign.argtypes import dimension_list
 from surveyalign.constants import DIMENSIONS
 
 _DESCRIPTION = """\
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="judge config (YAML/JSON), a folder with surveyalign_judge.yaml or one adapter folder per "
                         "dimension, or a Hub repo with that layout")
     p.add_argument("--out", required=True, help="output folder (reports and the resumable calls.jsonl)")
-    p.add_argument("--dimensions", default=None, help=f"comma-separated subset of {','.join(DIMENSIONS)}")
+    p.add_argument("--dimensions", type=dimension_list, default=None, help=f"comma-separated subset of {','.join(DIMENSIONS)}")
     p.add_argument("--samples", type=int, default=None, help="K samples per dimension (config default: 5)")
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (config default: 0.7)")
     p.add_argument("--seed", type=int, default=None, help="base seed; sample k uses seed + k")
@@ -87,13 +87,14 @@ def _score(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from surveyalign.console import make_console
     from surveyalign.inference.judge import SurveyAlignJudge
     from surveyalign.inference.readers import read_documents
     from surveyalign.inference.report import write_comparison, write_survey_report
     from surveyalign.inference.spec import load_judge_spec
     from surveyalign.judge import CallCache
 
-    dims = [d.strip().lower() for d in args.dimensions.split(",") if d.strip()] if args.dimensions else None
+    dims = args.dimensions  # checked and normalised by the flag type (argtypes.dimension_list)
     spec = load_judge_spec(args.judge, samples=args.samples, temperature=args.temperature, seed=args.seed,
                            max_new_tokens=args.max_new_tokens, max_length=args.max_length, dimensions=dims,
                            base_url=args.base_url, synthesis=False if args.no_synthesis else None)
@@ -128,7 +129,7 @@ def _score(args: argparse.Namespace) -> int:
             record = review["dimensions"][dim]
             cells.append(f"{record['score']:+d}" if record["score"] is not None else record["status"])
         table.add_row(review["survey"]["title"] or review["survey"]["source"], *cells)
-    Console(file=sys.stdout).print(table)
+    make_console().print(table)  # not squeezed to 80 columns when piped
     failed = sum(r["summary"]["n_dimensions"] - r["summary"]["n_scored"] for r in reviews)
     if failed:
         console.print(f"{failed} dimension(s) not scored (see the reports: every reason is recorded)")
