@@ -96,14 +96,14 @@ class DemoConfig(BaseModel):
         """
         from pydantic import ValidationError
 
-        from surveyalign.yamlconfig import read_yaml_mapping
+        from surveyalign.yamlconfig import read_yaml_mapping, validation_line
 
         data: dict[str, Any] = {} if path is None else read_yaml_mapping(path, "demo config")
         data.update({k: v for k, v in (overrides or {}).items() if v is not None})
         try:
             cfg = cls.model_validate(data)
         except ValidationError as err:
-            raise ValueError(f"{path or '<defaults>'}: invalid demo config:\n{err}") from None
+            raise ValueError(validation_line(err, str(path or "<defaults>"), "demo config")) from None
         normalise_dimension(cfg.dimension)
         return cfg
 

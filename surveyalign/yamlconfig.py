@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["read_yaml_mapping", "yaml_error_line"]
+__all__ = ["read_yaml_mapping", "validation_line", "yaml_error_line"]
 
 
 def yaml_error_line(err: yaml.YAMLError) -> str:
@@ -58,3 +58,22 @@ def read_yaml_mapping(path: str | os.PathLike, what: str = "config") -> dict[str
     if not isinstance(data, dict):
         raise ValueError(f"{p}: the top level of a {what} must be a mapping, got {type(data).__name__}")  # noqa: TRY004
     return data
+
+
+def validation_line(err: Any, source: str, what: str = "config") -> str:
+    """Say in one line what a pydantic ``ValidationError`` of a config found.
+
+    Args:
+        err: the ``pydantic.ValidationError``.
+        source: where the values came from (the YAML path, or ``"<defaults>"`` plus flags).
+        what: what the config is (e.g. ``"KA config"``).
+
+    Returns:
+        e.g. ``"configs/ka/x.yaml: invalid KA config: dimensions: knowledge augmentation is defined for ..."``,
+        every error joined with ``"; "``.
+    """
+    parts = []
+    for item in err.errors():
+        where = ".".join(str(p) for p in item.get("loc", ())) or "(top level)"
+        parts.append(f"{where}: {str(item.get('msg', '')).removeprefix('Value error, ')}")
+    return f"{source}: invalid {what}: " + "; ".join(parts)

@@ -169,3 +169,14 @@ def test_score_unknown_dimension_is_a_flag_error(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "argument --dimensions: unknown dimension 'readablty'" in err and "ValidationError" not in err
+
+
+def test_config_validation_errors_are_one_line(tmp_path, capsys):
+    line = _one_line_error(capsys, ["ka", "build", "--dataset", str(tmp_path), "--graph", "sample", "--out",
+                                    str(tmp_path / "o"), "--dimensions", "readability"])
+    assert line.endswith("<defaults>: invalid KA config: dimensions: knowledge augmentation is defined for "
+                         "['comprehensiveness', 'criticalness'] only, not ['readability']")
+    demo = tmp_path / "demo.yaml"
+    demo.write_text("seed: many\n")
+    line = _one_line_error(capsys, ["demo", "--config", str(demo)])
+    assert f"{demo}: invalid demo config: seed: Input should be a valid integer" in line

@@ -17,7 +17,7 @@ from surveyalign.knowledge.resolve import (
     DEFAULT_MIN_TITLE_SCORE,
     DEFAULT_YEAR_TOLERANCE,
 )
-from surveyalign.yamlconfig import read_yaml_mapping
+from surveyalign.yamlconfig import read_yaml_mapping, validation_line
 
 __all__ = ["COMPRESS_PROMPT", "KA_DIMENSIONS", "SUMMARY_PROMPT", "KAConfig", "SummariserConfig"]
 
@@ -141,4 +141,4 @@ class KAConfig(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as err:
-            raise ValueError(f"{path or '<defaults>'}: invalid KA config:\n{err}") from None
+            raise ValueError(validation_line(err, str(path or "<defaults>"), "KA config")) from None
