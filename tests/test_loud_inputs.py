@@ -131,3 +131,17 @@ def test_other_commands_name_the_flag(capsys, argv, message):
         main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_score_flags_are_named_and_base_options_only_for_local_judges(tmp_path, capsys):
+    survey = tmp_path / "survey.md"
+    survey.write_text("# A survey\n\nText.")
+    judge = tmp_path / "judge.yaml"
+    judge.write_text("backend: openai\nmodel: fake\nbase_url: http://127.0.0.1:9/v1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["score", str(survey), "--judge", str(judge), "--out", str(tmp_path / "o"), "--samples", "0"])
+    assert exit_info.value.code == 2
+    assert "argument --samples: expected an integer >= 1, got '0'" in capsys.readouterr().err
+    assert main(["score", str(survey), "--judge", str(judge), "--out", str(tmp_path / "o"),
+                 "--quantization", "4bit"]) == 2
+    assert "--quantization: only for local judges (transformers, vllm)" in capsys.readouterr().err

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from surveyalign.argtypes import dimension_list
+from surveyalign.argtypes import (
+    dimension_list,
+    int_at_least,
+    non_negative_float,
+    positive_int,
+)
 from surveyalign.constants import DIMENSIONS
 
 _DESCRIPTION = """\
@@ -33,11 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "dimension, or a Hub repo with that layout")
     p.add_argument("--out", required=True, help="output folder (reports and the resumable calls.jsonl)")
     p.add_argument("--dimensions", type=dimension_list, default=None, help=f"comma-separated subset of {','.join(DIMENSIONS)}")
-    p.add_argument("--samples", type=int, default=None, help="K samples per dimension (config default: 5)")
-    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (config default: 0.7)")
-    p.add_argument("--seed", type=int, default=None, help="base seed; sample k uses seed + k")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="token cap per sample")
-    p.add_argument("--max-length", type=int, default=None,
+    p.add_argument("--samples", type=positive_int, default=None, help="K samples per dimension (config default: 5)")
+    p.add_argument("--temperature", type=non_negative_float, default=None,
+                   help="sampling temperature (config default: 0.7)")
+    p.add_argument("--seed", type=int_at_least(0), default=None, help="base seed; sample k uses seed + k")
+    p.add_argument("--max-new-tokens", type=positive_int, default=None, help="token cap per sample")
+    p.add_argument("--max-length", type=int_at_least(2), default=None,
                    help="token budget prompt + answer (default: the adapter's training length)")
     p.add_argument("--base-url", action="append", default=None,
                    help="openai judges: API root of a server (repeat for several; calls are spread over them)")
@@ -52,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--pdf-extractor", default="pypdf", choices=("pypdf", "pymupdf4llm", "marker"),
                    help="PDF text extractor (pypdf: default; the others are optional GPL/AGPL extras)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"), default=None,
+                   help="local judges: load the base in 4-bit (NF4, bitsandbytes) or 8-bit; default auto: as the "
+                        "adapters' training records say (QLoRA adapters get their 4-bit base)")
+    p.add_argument("--allow-base-mismatch", action="store_true",
+                   help="local judges: score with adapters on a base (or quantisation) other than the one in their "
+                        "training records; the mismatch is recorded in the backend description")
     p.set_defaults(handler=_score)
 
 
@@ -78,13 +91,24 @@ def _knowledge_source(args: argparse.Namespace, spec, cache):
     return GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
 
 
+def _base_options(spec, args: argparse.Namespace):
+    """``spec`` with ``--quantization`` / ``--allow-base-mismatch`` merged into its backend options (local judges)."""
+    extra = {k: v for k, v in (("quantization", args.quantization),
+                                ("allow_base_mismatch", True if args.allow_base_mismatch else None)) if v is not None}
+    if not extra:
+        return spec
+    if spec.backend not in ("transformers", "vllm"):
+        flags = " and ".join(f"--{k.replace('_', '-')}" for k in extra)
+        raise ValueError(f"{flags}: only for local judges (transformers, vllm); this judge's backend is {spec.backend}")
+    return spec.model_copy(update={"backend_options": {**spec.backend_options, **extra}})
+
+
 def _stems(documents) -> list[str]:
     stems = [d.source.stem for d in documents]
     return [f"{d.source.parent.name}-{s}" if stems.count(s) > 1 else s for d, s in zip(documents, stems)]
 
 
 def _score(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from surveyalign.console import make_console
@@ -98,10 +122,11 @@ def _score(args: argparse.Namespace) -> int:
     spec = load_judge_spec(args.judge, samples=args.samples, temperature=args.temperature, seed=args.seed,
                            max_new_tokens=args.max_new_tokens, max_length=args.max_length, dimensions=dims,
                            base_url=args.base_url, synthesis=False if args.no_synthesis else None)
+    spec = _base_options(spec, args)
     documents = read_documents(args.surveys, pdf_extractor=args.pdf_extractor)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    console = Console(stderr=True)
+    console = make_console(file=sys.stderr)
     cache = CallCache.load(out / "calls.jsonl")
     reviews = []
     judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),
