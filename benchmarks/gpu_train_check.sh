@@ -192,7 +192,7 @@ print(f"{prec:5s} attn={attn} gpus={nproc} steps={rec['hyperparameters']['max_st
       f"tokens={tokens:.0f} train_s={runtime:.1f} tokens/s={tokens / runtime:.0f} "
       f"peak_alloc_GiB(rank0)={m.get('peak_gpu_memory_gib')} peak_nvidia-smi_GiB={smi_peak:.1f} "
       f"plan_total_GiB={plan_total} plan_weights_GiB={plan_weights} "
-      f"quantization={(quant or {}).get('bits', 'none')}bit "
+      f"quantization={str(quant['bits']) + '-bit' if quant else 'none'} "
       f"loss_last={rec['metrics'].get('train_loss', float('nan')):.3f} adapter_tensors={rep.n_tensors} "
       f"adapter_ok={ok} length_ok={long_ok} quant_ok={quant_ok} wall_s={wall}")
 sys.exit(0 if ok and long_ok and quant_ok else 3)
