@@ -45,6 +45,9 @@ _RUNNING_HEADER_RE = re.compile(
 )
 
 _HEADER_HINT_RE = re.compile(r"last\s+updated|conference\s+paper\s+at|page\s+\d+\s+of", re.IGNORECASE)
+#: One word of each ``_HEADER_HINT_RE`` branch: a text whose lower-cased form holds none of them cannot match it (these
+#: letters have no case-insensitive twins beyond their capitals), so the slow case-folded regex scan is skipped.
+_HEADER_HINT_WORDS = ("updated", "conference", "page")
 
 #: A line made only of reviewer status marks (ticks, question marks, crosses).
 _MARKS_RE = re.compile(r"^[\s✓✔✗✘×?!]*[✓✔✗✘×][\s✓✔✗✘×?!]*$")
@@ -245,7 +248,8 @@ def strip_running_headers(text: str) -> str:
     Returns:
         The text without those lines (unchanged when there is none).
     """
-    if not _HEADER_HINT_RE.search(text):
+    lowered = text.lower()
+    if not any(word in lowered for word in _HEADER_HINT_WORDS) or not _HEADER_HINT_RE.search(text):
         return text
     return "\n".join(line for line in text.split("\n") if not _RUNNING_HEADER_RE.match(_plain(line)))
 
