@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from rapidfuzz import fuzz
 
-from surveyalign.data import near_verbatim_hits, normalise_for_match, strip_running_headers
-from surveyalign.data.verbatim import MIN_SNIPPET_CHARS, NEAR_VERBATIM_THRESHOLD, layout_verbatim_hits
+from surveyalign.data import (
+    near_verbatim_hits,
+    normalise_for_match,
+    strip_running_headers,
+)
+from surveyalign.data.verbatim import (
+    MIN_SNIPPET_CHARS,
+    NEAR_VERBATIM_THRESHOLD,
+    layout_verbatim_hits,
+)
 
 _BODY = ("Retrieval augmented generation has become a common way to ground model outputs in external evidence. "
          "This survey groups the methods by where retrieval happens and by what is retrieved.")
@@ -25,8 +33,9 @@ _GOLD = [
 ]
 
 
-def _reference_near(snippet: str, text: str) -> bool | None:
-    s, t = normalise_for_match(snippet).casefold(), normalise_for_match(text).casefold()
+def _reference_near(snippet: str, text: str, normalised: bool = False) -> bool | None:
+    s, t = (snippet, text) if normalised else (normalise_for_match(snippet), normalise_for_match(text))
+    s, t = s.casefold(), t.casefold()
     if len(s) < MIN_SNIPPET_CHARS:
         return None
     sw, tw = s.split(), t.split()
@@ -57,3 +66,13 @@ def test_fast_matchers_agree_with_brute_force():
     ]
     assert expected_verbatim == [{0}, set(), set(), None]
     assert layout_verbatim_hits(_GOLD, _TEXTS) == expected_verbatim
+
+
+def test_prefilter_splits_words_like_str_split_on_unnormalised_input():
+    # normalised=True trusts the caller; tabs, runs of spaces and non-ASCII spaces still split words as str.split does
+    text = "Caf\u00e9 reviews:\tthe  taxonomy\u00a0is clear but the dense retrievers section is thin  "
+    snippet = "the taxonomy is clear but the dense retrievers section is thin"
+    pairs = [(snippet, text), (snippet, text.replace("\t", " ")), ("the taxonomy was never clear at all here", text)]
+    expected = [_reference_near(s, t, normalised=True) for s, t in pairs]
+    assert expected == [True, True, False]
+    assert near_verbatim_hits(pairs, normalised=True) == expected

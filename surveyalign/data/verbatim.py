@@ -118,7 +118,7 @@ def near_verbatim_hits(pairs: Sequence[tuple[str, str]], *, threshold: float = N
     """Whether each snippet occurs near-verbatim in its text (:func:`near_verbatim_scores` >= ``threshold``).
 
     Scoring every snippet against a whole survey is slow (milliseconds per pair), so a pair is scored only when
-    its text shares a run of :data:`_CHUNK_WORDS` consecutive words with the snippet (a set lookup per chunk);
+    its text shares a run of :data:`_CHUNK_WORDS` consecutive words with the snippet (hashed runs, numpy);
     a text sharing no such run holds no realistic near copy (it would need a changed word in every run of
     four, far below the threshold). Snippets of fewer words are scored directly.
 
@@ -148,21 +148,7 @@ def near_verbatim_hits(pairs: Sequence[tuple[str, str]], *, threshold: float = N
             text_index[key] = len(texts)
             texts.append(key)
         owner_text.append(text_index[key])
-    grams: dict[int, set[tuple[str, ...]]] = {}
-    candidate: set[int] = set()
-    for n, snip in enumerate(snips):
-        words = snip.split()
-        if len(snip) < min_chars:
-            continue
-        if len(words) < _CHUNK_WORDS:  # too few words for a chunk: scored directly
-            candidate.add(n)
-            continue
-        t = owner_text[n]
-        if t not in grams:
-            tw = texts[t].split()
-            grams[t] = set(zip(*(tw[i:] for i in range(_CHUNK_WORDS))))
-        if any(chunk in grams[t] for chunk in zip(*(words[i:] for i in range(_CHUNK_WORDS)))):
-            candidate.add(n)
+    candidate = _shared_chunk_pairs(snips, owner_text, texts, min_chars)
     out: list[bool | None] = []
     for n, snip in enumerate(snips):
         if len(snip) < min_chars:
@@ -177,6 +163,82 @@ def near_verbatim_hits(pairs: Sequence[tuple[str, str]], *, threshold: float = N
 
 #: Words per chunk of the near-verbatim prefilter.
 _CHUNK_WORDS = 4
+#: Odd multiplier of the chunk hash and its inverse modulo 2**64 (polynomial hash over UTF-8 bytes).
+_CHUNK_BASE = 0x100000001B3
+_CHUNK_INV = pow(_CHUNK_BASE, -1, 1 << 64)
+
+
+def _single_spaced(value: str) -> str:
+    """``value`` with its words (``str.split``) joined by single spaces (returned as is when already so)."""
+    if value.isascii() and not (value[:1] == " " or value[-1:] == " " or "  " in value
+                                or any(c in value for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")):
+        return value
+    return " ".join(value.split())
+
+
+def _chunk_hashes(data: bytes, powers):
+    """Hash of every run of :data:`_CHUNK_WORDS` space-separated words of ``data`` and the byte span of each.
+
+    The hash of bytes ``data[a:e]`` is ``sum(data[j] * inv**(j - a))`` modulo 2**64, computed from prefix sums
+    (numpy, vectorised), so equal runs hash equally wherever they stand. ``powers`` = ``(inv**j, base**j)``
+    arrays at least ``len(data)`` long.
+    """
+    import numpy as np  # lazy: importing surveyalign.data stays light
+
+    raw = np.frombuffer(data, dtype=np.uint8)
+    inv_pow, base_pow = powers
+    prefix = np.zeros(len(raw) + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        np.cumsum(raw.astype(np.uint64) * inv_pow[: len(raw)], out=prefix[1:])
+        spaces = np.flatnonzero(raw == 32)
+        starts = np.concatenate(([0], spaces + 1))[: max(len(spaces) + 1 - (_CHUNK_WORDS - 1), 0)]
+        ends = np.concatenate((spaces, [len(raw)]))[_CHUNK_WORDS - 1 :]
+        return (prefix[ends] - prefix[starts]) * base_pow[starts], starts, ends
+
+
+def _shared_chunk_pairs(snips: Sequence[str], owner_text: Sequence[int], texts: Sequence[str],
+                        min_chars: int) -> set[int]:
+    """Indices of the snippets sharing a run of :data:`_CHUNK_WORDS` words (``str.split``) with their text.
+
+    Snippets of fewer words are included (scored directly); snippets shorter than ``min_chars`` are not. Every
+    hash hit is confirmed by an exact search of the run in the text, so the set equals the one from comparing
+    word tuples.
+    """
+    import numpy as np  # lazy: importing surveyalign.data stays light
+
+    candidate: set[int] = set()
+    by_text: dict[int, list[tuple[int, bytes]]] = {}
+    for n, snip in enumerate(snips):
+        if len(snip) < min_chars:
+            continue
+        words = snip.split()
+        if len(words) < _CHUNK_WORDS:
+            candidate.add(n)
+        else:
+            by_text.setdefault(owner_text[n], []).append((n, " ".join(words).encode("utf-8")))
+    if not by_text:
+        return candidate
+    encoded = {t: _single_spaced(texts[t]).encode("utf-8") for t in by_text}
+    size = max(max(map(len, encoded.values())), max(len(b) for items in by_text.values() for _, b in items)) + 1
+    with np.errstate(over="ignore"):
+        inv_pow = np.cumprod(np.full(size, _CHUNK_INV, dtype=np.uint64))
+        base_pow = np.cumprod(np.full(size, _CHUNK_BASE, dtype=np.uint64))
+    inv_pow = np.concatenate(([np.uint64(1)], inv_pow[:-1]))
+    base_pow = np.concatenate(([np.uint64(1)], base_pow[:-1]))
+    powers = (inv_pow, base_pow)
+    for t, items in by_text.items():
+        text_keys = np.unique(_chunk_hashes(encoded[t], powers)[0])
+        if not len(text_keys):
+            continue
+        padded = b" " + encoded[t] + b" "
+        for n, sb in items:
+            keys, starts, ends = _chunk_hashes(sb, powers)
+            idx = np.searchsorted(text_keys, keys)
+            idx[idx >= len(text_keys)] = 0
+            hits = np.flatnonzero(text_keys[idx] == keys).tolist()
+            if any(b" " + sb[starts[h] : ends[h]] + b" " in padded for h in hits):
+                candidate.add(n)
+    return candidate
 
 _ANCHORS = (32, 16)  # bytes hashed per candidate position: long anchor first, short one for short snippets
 _MULT = 0x9E3779B97F4A7C15
