@@ -227,7 +227,7 @@ def _shared_chunk_pairs(snips: Sequence[str], owner_text: Sequence[int], texts: 
     base_pow = np.concatenate(([np.uint64(1)], base_pow[:-1]))
     powers = (inv_pow, base_pow)
     for t, items in by_text.items():
-        text_keys = np.unique(_chunk_hashes(encoded[t], powers)[0])
+        text_keys = np.sort(_chunk_hashes(encoded[t], powers)[0])
         if not len(text_keys):
             continue
         padded = b" " + encoded[t] + b" "
