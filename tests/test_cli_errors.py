@@ -180,3 +180,16 @@ def test_config_validation_errors_are_one_line(tmp_path, capsys):
     demo.write_text("seed: many\n")
     line = _one_line_error(capsys, ["demo", "--config", str(demo)])
     assert f"{demo}: invalid demo config: seed: Input should be a valid integer" in line
+
+
+def test_citation_f1_ids_for_numbers_the_paper_lacks_are_refused(tmp_path, capsys):
+    gt, gen = tmp_path / "gt.md", tmp_path / "gen.md"
+    gt.write_text("# GT\n\n## Introduction\nSee [1] and [2].\n\n## References\n[1] A. B. One. 2020.\n[2] C. D. Two. 2021.\n")
+    gen.write_text("# Gen\n\n## Introduction\nSee [1].\n\n## References\n[1] A. B. One. 2020.\n")
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({"ground_truth": {"1": "S1", "2": "S2", "9": "S9"}, "generated": {"1": "S1"}}))
+    line = _one_line_error(capsys, ["autorate", "citation-f1", "--ground-truth", str(gt), "--generated", str(gen),
+                                    "--ids", str(ids), "--backend", "scripted", "--option", "replies=['{}']",
+                                    "--output-dir", str(tmp_path / "out"), "--no-progress"])
+    assert line.endswith(f"{ids}: ground_truth names reference number(s) 9 that the paper's list does not have "
+                         "(it has 1, 2)")

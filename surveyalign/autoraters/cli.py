@@ -228,6 +228,12 @@ def _resolve_ids(args: argparse.Namespace, out_dir: Path, refs: dict[str, Any]) 
             raise ValueError(f"{args.ids}: not valid JSON ({err})") from err
         if not isinstance(given, dict) or not all(isinstance(given.get(s), dict) for s in refs):
             raise ValueError(f"{args.ids}: expected {{\"ground_truth\": {{number: id}}, \"generated\": {{...}}}}")
+        for side, paper_refs in refs.items():  # an id for a number the paper lacks would be dropped unseen
+            numbers = [number for number, _ in paper_refs.numbered]
+            unknown = sorted((str(n) for n in given[side] if str(n) not in numbers), key=lambda n: (len(n), n))
+            if unknown:
+                raise ValueError(f"{args.ids}: {side} names reference number(s) {', '.join(unknown)} that the paper's "
+                                 f"list does not have (it has {', '.join(numbers)})")
         return given, {"source": str(args.ids)}
     from surveyalign.knowledge import (
         S2_URL,
