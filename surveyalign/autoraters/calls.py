@@ -21,9 +21,8 @@ from surveyalign.judge import (
     Call,
     CallCache,
     backend_identity,
-    call_key,
-    run_calls,
-    stable_hash,
+    cached_generate,
+    make_call,
 )
 from surveyalign.prompts import answer_failure
 
@@ -155,12 +154,8 @@ class AutoraterJudge:
     def _call(self, call: PromptCall) -> Call:
         if self._identity is None:
             self._identity = backend_identity(self.backend)
-        stage = f"autorate/{call.stage}"
-        messages_hash = stable_hash(call.messages)
-        key = call_key(stage=stage, unit_id=call.unit_id, dimension=_DIMENSION, sample=0, messages_hash=messages_hash,
-                       backend=self._identity, settings=self.settings.model_dump())
-        return Call(key=key, stage=stage, unit_id=call.unit_id, dimension=_DIMENSION, sample=0,
-                    messages=call.messages, messages_hash=messages_hash, settings=self.settings, backend=self.backend)
+        return make_call(self.backend, self.settings, stage=f"autorate/{call.stage}", unit_id=call.unit_id,
+                         dimension=_DIMENSION, messages=call.messages, identity=self._identity)
 
     def key(self, call: PromptCall) -> str:
         """The cache key of ``call``."""
@@ -180,25 +175,16 @@ class AutoraterJudge:
         planned = [self._call(c if f is None or f.messages is None else replace(c, messages=f.messages))
                    for c, f in zip(calls, fitted, strict=True)]
         answers: dict[str, tuple[Generation, bool]] = {}
-        todo: dict[str, Call] = {}
+        sendable: list[Call] = []
         for call, fit in zip(planned, fitted, strict=True):
             if fit is not None and fit.messages is None:  # nothing to send: reported, never cached
                 answers[call.key] = (Generation.failed(fit.reason or TOO_LONG_TEXT), False)
-                continue
-            rec = self.cache.get(call.key) if self.cache is not None else None
-            if rec is not None and not rec.get("error"):
-                answers[call.key] = (self.cache.generation(call.key), True)
             else:
-                todo.setdefault(call.key, call)
-
-        def on_result(call: Call, generation: Generation, seconds: float) -> None:
-            answers[call.key] = (generation, False)
-            if self.cache is not None:
-                self.cache.add(call, generation, seconds)
-
-        run_calls(list(todo.values()), on_result, concurrency=self.concurrency, batch_size=self.batch_size,
-                  progress=self.progress, desc=desc,
-                  around_async=self.cache.background if self.cache is not None else None)
+                sendable.append(call)
+        got = cached_generate(sendable, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
+                              progress=self.progress, desc=desc)
+        for call, answer in zip(sendable, got, strict=True):
+            answers[call.key] = (answer.generation, answer.cached)
         return [CallAnswer.of(call.key, *answers[call.key], fit) for call, fit in zip(planned, fitted, strict=True)]
 
     def _fit(self, call: PromptCall) -> FittedPrompt | None:

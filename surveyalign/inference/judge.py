@@ -37,15 +37,13 @@ from surveyalign.inference.synthesis import (
     read_synthesis,
 )
 from surveyalign.judge import (
-    Call,
     CallCache,
     DimensionOptions,
     Judge,
     Judgement,
     JudgeRequest,
-    call_key,
-    run_calls,
-    stable_hash,
+    cached_generate,
+    make_call,
 )
 
 __all__ = ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"]
@@ -213,26 +211,11 @@ class SurveyAlignJudge:
         dim, score = judgement.dimension, judgement.score
         messages = build_synthesis_messages(dim, score, merged, protocol=self.spec.protocol)
         settings = self.settings.model_copy(update={"temperature": 0.0})
-        messages_hash = stable_hash(messages)
-        key = call_key(stage="synthesis", unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}",
-                       dimension=dim, sample=0, messages_hash=messages_hash, backend=self.judge.identity(dim),
-                       settings=settings.model_dump())
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None and not cached.get("error"):
-            return read_synthesis(self.cache.generation(key), score, best, protocol=self.spec.protocol,
-                                  n_merged=len(merged))
-        answers: dict[str, Any] = {}
-
-        def keep(call: Call, generation: Any, seconds: float) -> None:
-            answers[call.key] = generation
-            if self.cache is not None:
-                self.cache.add(call, generation, seconds)
-
-        call = Call(key=key, stage="synthesis", unit_id=judgement.prompt.messages_hash or "", dimension=dim,
-                    sample=0, messages=messages, messages_hash=messages_hash, settings=settings,
-                    backend=self.judge.backend_for(dim))
-        run_calls([call], keep)
-        return read_synthesis(answers[key], score, best, protocol=self.spec.protocol, n_merged=len(merged))
+        call = make_call(self.judge.backend_for(dim), settings, stage="synthesis",
+                         unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}", dimension=dim,
+                         messages=messages, identity=self.judge.identity(dim))
+        answer = cached_generate([call], self.cache)[0]
+        return read_synthesis(answer.generation, score, best, protocol=self.spec.protocol, n_merged=len(merged))
 
     # ------------------------------------------------------------------ description
     def describe(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ Public surface::
         decide, vote_samples, majority_vote, Vote, VoteFn,
         Call, run_calls, arun_calls,                  # the call executor (concurrency / batches)
         CallCache, call_key, stable_hash,             # the resumable call cache (calls.jsonl)
+        make_call, cached_generate, CachedAnswer,     # keyed calls answered from the cache or the backend
     )
 
 ``Judge(backend).judge(survey, dimension) -> Judgement``: build the prompt, apply the training length rule,
@@ -16,6 +17,7 @@ call the backend K times, parse, vote.
 """
 
 from surveyalign.judge.cache import CallCache, call_key, stable_hash
+from surveyalign.judge.cached import CachedAnswer, cached_generate, make_call
 from surveyalign.judge.calls import (
     Call,
     OnResult,
@@ -43,6 +45,7 @@ from surveyalign.judge.voting import Vote, VoteFn, decide, majority_vote, vote_s
 __all__ = [
     "OPERATIONAL_KEYS",
     "TOO_LONG_TEXT",
+    "CachedAnswer",
     "Call",
     "CallCache",
     "DimensionOptions",
@@ -57,9 +60,11 @@ __all__ = [
     "answers_from_models",
     "arun_calls",
     "backend_identity",
+    "cached_generate",
     "call_key",
     "decide",
     "majority_vote",
+    "make_call",
     "read_sample",
     "run_calls",
     "run_coroutine",

@@ -1,7 +1,7 @@
 """The LLM stages of Crit-KA (SurveyReview App. F.2): block summaries, then compression to length L.
 
-Calls go through a shared judge backend (``Backend.generate``) and are cached in a ``calls.jsonl``
-(:class:`surveyalign.judge.cache.CallCache`) under a key made of the prompt's content hash, the backend's
+Calls go through a shared judge backend and are cached in a ``calls.jsonl`` (:class:`surveyalign.judge.CallCache`,
+via :func:`surveyalign.judge.cached_generate`) under a key made of the prompt's content hash, the backend's
 ``describe()`` and the settings, so a re-run makes only the calls it does not have (and counts the hits).
 Token counts use the judge's tokenizer (:class:`TokenCounter`).
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
-from surveyalign.judge import CallCache, call_key, stable_hash
+from surveyalign.judge import CallCache, cached_generate, make_call, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
 from surveyalign.prompts import truncate_to_tokens
@@ -118,35 +118,22 @@ class Summariser:
                                         seed=summariser.seed if summariser else 0)
 
     def _run(self, stage: str, prompts: list[str], max_new_tokens: int, result: CritKA) -> list[str | None]:
-        """Answer each prompt from the cache or the backend (one batched call); ``None`` for a failed call."""
+        """Answer each prompt from the cache or the backend (one batch); ``None`` for a failed call."""
         settings = self._base.model_copy(update={"max_new_tokens": max_new_tokens})
         describe = self.backend.describe()
-        keys, answers = [], [None] * len(prompts)
-        todo: list[int] = []
-        for i, prompt in enumerate(prompts):
-            messages = [{"role": "user", "content": prompt}]
-            key = call_key(stage=stage, unit_id=stable_hash(prompt), dimension="criticalness", sample=0,
-                           messages_hash=stable_hash(messages), backend=describe, settings=settings.model_dump())
-            keys.append(key)
-            cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None and not cached.get("error"):
-                answers[i] = cached.get("text") or ""
+        calls = [make_call(self.backend, settings, stage=stage, unit_id=stable_hash(prompt), dimension="criticalness",
+                           messages=[{"role": "user", "content": prompt}], identity=describe) for prompt in prompts]
+        answers: list[str | None] = [None] * len(prompts)
+        for i, answer in enumerate(cached_generate(calls, self.cache, batch_size=max(1, len(calls)))):
+            gen = answer.generation
+            if answer.cached:
                 result.cache_hits += 1
-                result.n_length_stops += cached.get("finish_reason") == "length"
             else:
-                todo.append(i)
-        if todo:
-            generations = self.backend.generate([[{"role": "user", "content": prompts[i]}] for i in todo], settings, 1)
-            for i, samples in zip(todo, generations, strict=True):
-                gen = samples[0]
                 result.n_calls += 1
-                if self.cache is not None:
-                    self.cache.append({"key": keys[i], "stage": stage, "text": gen.text, "error": gen.error,
-                                       "finish_reason": gen.finish_reason})
-                if gen.error:
-                    continue
-                answers[i] = gen.text
-                result.n_length_stops += gen.finish_reason == "length"
+            if gen.error:
+                continue
+            answers[i] = gen.text or ""
+            result.n_length_stops += gen.finish_reason == "length"
         return answers
 
     def crit_ka(self, blocks: list[Block]) -> CritKA:

@@ -10,7 +10,6 @@ and are counted per stage.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,9 +18,8 @@ from surveyalign.judge import (
     Call,
     CallCache,
     backend_identity,
-    call_key,
-    run_calls,
-    stable_hash,
+    cached_generate,
+    make_call,
 )
 
 __all__ = ["CallRequest", "Extractor"]
@@ -65,13 +63,8 @@ class Extractor:
     def _call(self, request: CallRequest) -> Call:
         if self._identity is None:
             self._identity = backend_identity(self.backend)
-        messages_hash = stable_hash(request.messages)
-        stage = f"prism:{request.stage}"
-        key = call_key(stage=stage, unit_id=request.unit_id, dimension=_DIMENSION, sample=0,
-                       messages_hash=messages_hash, backend=self._identity, settings=self.settings.model_dump())
-        return Call(key=key, stage=stage, unit_id=request.unit_id, dimension=_DIMENSION, sample=0,
-                    messages=list(request.messages), messages_hash=messages_hash, settings=self.settings,
-                    backend=self.backend)
+        return make_call(self.backend, self.settings, stage=f"prism:{request.stage}", unit_id=request.unit_id,
+                         dimension=_DIMENSION, messages=request.messages, identity=self._identity)
 
     def _count(self, stage: str, what: str) -> None:
         entry = self.counts.setdefault(stage, {"calls": 0, "cached": 0, "made": 0, "api_error": 0})
@@ -88,30 +81,16 @@ class Extractor:
             One :class:`~surveyalign.backends.Generation` per request, in order (``error`` set on failure).
         """
         calls = [self._call(r) for r in requests]
-        out: dict[str, Generation] = {}
-        todo: list[Call] = []
-        queued: set[str] = set()
-        for request, call in zip(requests, calls, strict=True):
+        answers = cached_generate(calls, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
+                                  progress=self.progress, desc=desc)
+        made: set[str] = set()
+        for request, call, answer in zip(requests, calls, answers, strict=True):
             self._count(request.stage, "calls")
-            record = self.cache.get(call.key) if self.cache is not None else None
-            if record is not None and record.get("error") is None:
-                out[call.key] = self.cache.generation(call.key)
+            if answer.cached:
                 self._count(request.stage, "cached")
-            elif call.key not in queued:  # the same call asked twice in one batch is made once
-                queued.add(call.key)
-                todo.append(call)
-        lock = threading.Lock()
-
-        def on_result(call: Call, generation: Generation, seconds: float) -> None:
-            with lock:
-                out[call.key] = generation
-                stage = call.stage.removeprefix("prism:")
-                self._count(stage, "made")
-                if not generation.ok:
-                    self._count(stage, "api_error")
-                if self.cache is not None:
-                    self.cache.add(call, generation, seconds)
-
-        run_calls(todo, on_result, concurrency=self.concurrency, batch_size=self.batch_size, progress=self.progress,
-                  desc=desc, around_async=self.cache.background if self.cache is not None else None)
-        return [out.get(c.key) or Generation.failed("no answer") for c in calls]
+            elif call.key not in made:  # the same call asked twice in one batch is made once
+                made.add(call.key)
+                self._count(request.stage, "made")
+                if not answer.generation.ok:
+                    self._count(request.stage, "api_error")
+        return [answer.generation for answer in answers]

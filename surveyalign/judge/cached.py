@@ -1,0 +1,104 @@
+"""Cached calls: build a keyed :class:`~surveyalign.judge.Call`, answer it from ``calls.jsonl`` or the backend.
+
+One loop for every LLM call outside the survey-scoring judge (autoraters, PRISM extraction, Crit-KA summaries,
+rationale synthesis): key each call (:func:`~surveyalign.judge.call_key`), reuse the cached answers that did not
+fail, make the missing or failed calls with :func:`~surveyalign.judge.run_calls` and append each answer to the
+cache as it arrives, so a re-run makes only what is missing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from surveyalign.backends import Backend, Generation, GenerationSettings
+from surveyalign.judge.cache import CallCache, call_key, stable_hash
+from surveyalign.judge.calls import Call, run_calls
+from surveyalign.judge.judge import backend_identity
+
+__all__ = ["CachedAnswer", "cached_generate", "make_call"]
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    """The answer to one call of :func:`cached_generate`.
+
+    Attributes:
+        generation: the backend's answer (``error`` set when the call failed).
+        cached: True when it was read from the cache (no call made).
+    """
+
+    generation: Generation
+    cached: bool
+
+
+def make_call(backend: Backend, settings: GenerationSettings, *, stage: str, unit_id: str, dimension: str,
+              messages: Sequence[dict[str, str]], sample: int = 0, identity: dict[str, Any] | None = None) -> Call:
+    """A :class:`~surveyalign.judge.Call` with its cache key (PaperOrchestra §4 / PRISM / SurveyReview App. E calls).
+
+    Args:
+        backend: the backend that answers the call.
+        settings: its generation settings (part of the key).
+        stage: the caller's stage name, e.g. ``"autorate/partition"`` or ``"prism:extract"``.
+        unit_id: what the call is about (review id, pair id, ...); part of the key.
+        dimension: the key's dimension part (keeps one caller's calls apart from another's).
+        messages: the chat messages.
+        sample: sample index k (part of the key).
+        identity: the backend part of the key; default :func:`~surveyalign.judge.backend_identity` of ``backend``
+            (pass it when making many calls, it calls ``backend.describe()``).
+
+    Returns:
+        The call, ``key`` and ``messages_hash`` filled in.
+    """
+    messages = list(messages)
+    messages_hash = stable_hash(messages)
+    key = call_key(stage=stage, unit_id=unit_id, dimension=dimension, sample=sample, messages_hash=messages_hash,
+                   backend=backend_identity(backend) if identity is None else identity,
+                   settings=settings.model_dump())
+    return Call(key=key, stage=stage, unit_id=unit_id, dimension=dimension, sample=sample, messages=messages,
+                messages_hash=messages_hash, settings=settings, backend=backend)
+
+
+def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurrency: int | None = None,
+                    batch_size: int | None = None, progress: bool = False, desc: str = "calls") -> list[CachedAnswer]:
+    """Answer ``calls`` in order: from ``cache`` where an answer without error is stored, else from the backend.
+
+    Calls with the same key are made once; a cached failed answer is asked again; every answer made is appended to
+    ``cache`` as it arrives (so an interrupted run resumes). A failing call never raises.
+
+    Args:
+        calls: the calls (from :func:`make_call`), any backends, stages and sample indices.
+        cache: the run's ``calls.jsonl``; ``None`` = every call is made.
+        concurrency: requests in flight for native-async (API) backends (default: the backend's own setting).
+        batch_size: prompts per ``generate`` call for the other backends (default: the backend's own).
+        progress: show a progress bar.
+        desc: its label.
+
+    Returns:
+        One :class:`CachedAnswer` per call, in the order of ``calls`` (a failed ``Generation`` when the backend
+        gave none).
+
+    Raises:
+        ValueError: from the backend's request check (e.g. empty messages); backend errors are returned instead.
+    """
+    answers: dict[str, CachedAnswer] = {}
+    todo: dict[str, Call] = {}
+    for call in calls:
+        record = cache.get(call.key) if cache is not None else None
+        if record is not None and not record.get("error"):
+            answers[call.key] = CachedAnswer(cache.generation(call.key), True)
+        else:
+            todo.setdefault(call.key, call)
+    lock = threading.Lock()
+
+    def on_result(call: Call, generation: Generation, seconds: float) -> None:
+        with lock:
+            answers[call.key] = CachedAnswer(generation, False)
+            if cache is not None:
+                cache.add(call, generation, seconds)
+
+    run_calls(list(todo.values()), on_result, concurrency=concurrency, batch_size=batch_size, progress=progress,
+              desc=desc, around_async=cache.background if cache is not None else None)
+    return [answers.get(c.key) or CachedAnswer(Generation.failed("no answer"), False) for c in calls]
