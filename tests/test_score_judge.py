@@ -199,3 +199,27 @@ def test_same_seeds_give_the_same_review(tiny_model_dir, document):
     assert len({text for _, text, _ in first}) > 1  # T=0.7: the four seeds give different samples
     other = samples(spec.model_copy(update={"seed": 50}))
     assert [text for _, text, _ in other] != [text for _, text, _ in first]
+
+
+def test_spec_yaml_sampling_keys_are_the_generation_settings(tmp_path):
+    """The judge config's sampling keys load into the backends' GenerationSettings; an unknown key is refused."""
+    from surveyalign.backends import GenerationSettings
+    from surveyalign.inference.spec import load_judge_spec
+
+    config = tmp_path / "surveyalign_judge.yaml"
+    config.write_text("model: some/base\nbackend: openai\nsamples: 4\ntemperature: 0.3\ntop_p: 0.9\n"
+                      "max_new_tokens: 64\nseed: 11\nenable_thinking: true\n", encoding="utf-8")
+    spec = load_judge_spec(config)
+    assert spec.settings == GenerationSettings(temperature=0.3, top_p=0.9, max_new_tokens=64, seed=11,
+                                               enable_thinking=True, want_logprobs=True)
+    defaults = JudgeSpec(model="m").settings
+    assert (defaults.temperature, defaults.top_p, defaults.max_new_tokens, defaults.seed) == (0.7, 1.0, 512, 0)
+    backend = ScriptedBackend(["x"])
+    judge = SurveyAlignJudge(load_judge_spec(config, dimensions=["readability"]), backends=(backend, {"readability": backend}))
+    assert judge.settings == spec.settings
+    config.write_text("model: m\ntemprature: 0.3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"surveyalign_judge\.yaml: field temprature: Extra inputs"):
+        load_judge_spec(config)
+    config.write_text("model: m\ntop_p: 1.5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"field top_p: Input should be less than or equal to 1"):
+        load_judge_spec(config)

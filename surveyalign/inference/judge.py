@@ -19,7 +19,6 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
-from surveyalign.backends import GenerationSettings
 from surveyalign.evaluation.adapters import record_max_length
 from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
 from surveyalign.inference.readers import Document
@@ -75,9 +74,7 @@ class SurveyAlignJudge:
         self.allow_no_knowledge = bool(allow_no_knowledge)
         self._owned = backends is None
         self.owner, self.backends = backends if backends is not None else build_dimension_backends(spec)
-        self.settings = GenerationSettings(temperature=spec.temperature, top_p=spec.top_p,
-                                           max_new_tokens=spec.max_new_tokens, seed=spec.seed,
-                                           enable_thinking=spec.enable_thinking, want_logprobs=True)
+        self.settings = spec.settings
         self.records = {d: adapter_record(spec.adapters.get(d)) if spec.backend != "openai" else None
                         for d in spec.dimensions}
         self.lengths = {d: self._length(d) for d in spec.dimensions}

@@ -15,8 +15,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from surveyalign.backends import GenerationSettings
 from surveyalign.constants import DIMENSIONS
 from surveyalign.prompts import DEFAULT_PROTOCOL
 from surveyalign.yamlconfig import read_yaml_mapping
@@ -29,13 +30,16 @@ JUDGE_FILES = ("surveyalign_judge.yaml", "judge.yaml")
 KA_DIMENSIONS = ("comprehensiveness", "criticalness")
 
 
-class JudgeSpec(BaseModel):
+class JudgeSpec(GenerationSettings):
     """One SurveyAlign judge: base model + dimension adapters + sampling (SurveyReview §5, App. E).
 
-    Paths in a config file are relative to the file's folder.
+    The sampling fields (``temperature``, ``top_p``, ``max_new_tokens``, ``seed``, ``enable_thinking``,
+    ``want_logprobs``) are those of :class:`~surveyalign.backends.GenerationSettings`, with the judge's defaults:
+    temperature 0.7 (App. E) and log-probabilities requested (the vote's tie-break reads them). Paths in a config
+    file are relative to the file's folder; an unknown key is refused.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=False)
 
     name: str = Field("surveyalign", description="Name of the judge in reports.")
     backend: Literal["transformers", "vllm", "openai"] = Field(
@@ -51,15 +55,17 @@ class JudgeSpec(BaseModel):
     protocol: str = Field(DEFAULT_PROTOCOL, description="Answer protocol (v1.0 Reason$$$X$$$, v1.1 tags).")
     samples: int = Field(5, ge=1, le=64, description="K samples per dimension (App. E: 5).")
     temperature: float = Field(0.7, ge=0.0, description="Sampling temperature (App. E: 0.7).")
-    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus mass.")
-    max_new_tokens: int = Field(512, ge=1, description="Token cap per sample.")
-    seed: int = Field(0, ge=0, description="Base seed; sample k uses seed + k (recorded).")
-    enable_thinking: bool = Field(False, description="Chat-template thinking switch (as in training).")
+    want_logprobs: bool = Field(True, description="Ask API backends for log-probs (the vote's tie-break).")
     synthesis: bool = Field(True, description="Merge the winning rationales into one (App. E).")
     max_length: int | None = Field(None, ge=16, description="Token budget prompt + answer; default: the "
                                    "adapter's training record (the training length rule), else no cut.")
     knowledge_dimensions: list[str] | None = Field(None, description="Dimensions whose adapters expect KA; "
                                                    "default: from the training records, else comp + crit.")
+
+    @property
+    def settings(self) -> GenerationSettings:
+        """The sampling fields as the backends' :class:`~surveyalign.backends.GenerationSettings`."""
+        return GenerationSettings(**self.model_dump(include=set(GenerationSettings.model_fields)))
 
     @field_validator("dimensions", "knowledge_dimensions")
     @classmethod
