@@ -1,6 +1,7 @@
 """PaperOrchestra autoraters end to end: scripted judges through the shared backends and call cache, reference
 extraction + Semantic Scholar resolution against a real HTTP server on 127.0.0.1, the CLI, and (when present)
-the real surveys in ../shared/real with a scripted judge and with the tiny model behind `surveyalign serve`."""
+the real surveys of the ``shared_real`` fixture (tests/conftest.py) with a scripted judge and with the tiny model
+behind `surveyalign serve`."""
 
 from __future__ import annotations
 
@@ -270,7 +271,7 @@ def test_autorate_user_errors(tmp_path, capsys):
         assert exc.value.code == 0
 
 
-# ------------------------------------------------------------------ ../shared/real
+# ------------------------------------------------------------------ real inputs (shared_real fixture)
 
 @pytest.mark.real
 def test_real_sxs_litreview_scripted_judge(shared_real, tmp_path, capsys):

@@ -1,5 +1,6 @@
-"""PRISM on a real F1000Research article and its two referee reports (JATS sub-articles); skipped without
-../shared/real. The reports come from the sub-article elements, never from the article body."""
+"""PRISM on a real F1000Research article and its two referee reports (JATS sub-articles); skipped without the
+real inputs (``shared_real`` fixture, tests/conftest.py). The reports come from the sub-article elements, never
+from the article body."""
 
 from __future__ import annotations
 

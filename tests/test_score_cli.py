@@ -1,5 +1,6 @@
 """`surveyalign score` end to end: markdown, LaTeX and PDF fixtures, tiny model + four tiny adapters, through the
-transformers backend and through `surveyalign serve` with four adapters; real inputs when ../shared/real exists."""
+transformers backend and through `surveyalign serve` with four adapters; real inputs when the ``shared_real``
+fixture has them."""
 
 from __future__ import annotations
 

@@ -172,7 +172,7 @@ def validate_score(score: Any) -> int:
         ValueError: for anything else, naming the bad value.
     """
     if isinstance(score, bool) or not isinstance(score, numbers.Real):
-        # A bad score is a bad value whatever its type (contract: ValueError naming it).
+        # A bad score is a bad value whatever its type (the Raises above: ValueError naming it).
         raise ValueError(f"score must be one of {VALID_SCORES}, got {score!r}")  # noqa: TRY004
     as_int = int(score) if float(score).is_integer() else None
     if as_int not in VALID_SCORES:
