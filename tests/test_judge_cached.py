@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from surveyalign.backends import GenerationSettings
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.judge import (
     CallCache,
+    acached_generate,
     backend_identity,
     cached_generate,
     call_key,
@@ -84,3 +86,14 @@ def test_no_cache_makes_every_distinct_call():
     backend = ScriptedBackend(["a", "b"])
     answers = cached_generate([_call(backend, unit_id="u1"), _call(backend, unit_id="u2")], None)
     assert [(a.generation.text, a.cached) for a in answers] == [("a", False), ("b", False)]
+
+
+def test_async_variant_reads_the_same_cache(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    with CallCache.load(path) as cache:
+        cached_generate([_call(ScriptedBackend(["stored"]))], cache)
+    backend = ScriptedBackend(["new"])
+    with CallCache.load(path) as cache:
+        answers = asyncio.run(acached_generate([_call(backend), _call(backend, unit_id="u2")], cache))
+    assert [(a.generation.text, a.cached) for a in answers] == [("stored", True), ("new", False)]
+    assert len(backend.calls) == 1

@@ -9,15 +9,27 @@ Public surface::
         decide, vote_samples, majority_vote, Vote, VoteFn,
         Call, run_calls, arun_calls,                  # the call executor (concurrency / batches)
         CallCache, call_key, stable_hash,             # the resumable call cache (calls.jsonl)
-        make_call, cached_generate, CachedAnswer,     # keyed calls answered from the cache or the backend
+        make_call, cached_generate, acached_generate,  # keyed calls answered from the cache or the backend
+        CachedAnswer,
     )
 
 ``Judge(backend).judge(survey, dimension) -> Judgement``: build the prompt, apply the training length rule,
 call the backend K times, parse, vote.
 """
 
-from surveyalign.judge.cache import CallCache, call_key, stable_hash
-from surveyalign.judge.cached import CachedAnswer, cached_generate, make_call
+from surveyalign.judge.cache import (
+    OPERATIONAL_KEYS,
+    CallCache,
+    backend_identity,
+    call_key,
+    stable_hash,
+)
+from surveyalign.judge.cached import (
+    CachedAnswer,
+    acached_generate,
+    cached_generate,
+    make_call,
+)
 from surveyalign.judge.calls import (
     Call,
     OnResult,
@@ -26,14 +38,7 @@ from surveyalign.judge.calls import (
     run_calls,
     run_coroutine,
 )
-from surveyalign.judge.judge import (
-    OPERATIONAL_KEYS,
-    TOO_LONG_TEXT,
-    DimensionOptions,
-    Judge,
-    JudgeRequest,
-    backend_identity,
-)
+from surveyalign.judge.judge import TOO_LONG_TEXT, DimensionOptions, Judge, JudgeRequest
 from surveyalign.judge.records import (
     Judgement,
     PreparedPrompt,
@@ -57,6 +62,7 @@ __all__ = [
     "SampleRecord",
     "Vote",
     "VoteFn",
+    "acached_generate",
     "answers_from_models",
     "arun_calls",
     "backend_identity",

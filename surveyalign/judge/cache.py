@@ -26,7 +26,26 @@ from typing import Any
 from surveyalign.backends import Generation
 from surveyalign.judge.calls import Call
 
-__all__ = ["CallCache", "call_key", "stable_hash"]
+__all__ = ["OPERATIONAL_KEYS", "CallCache", "backend_identity", "call_key", "stable_hash"]
+
+#: ``describe()`` entries that change how calls are made, not what they answer: left out of cache keys so a
+#: resumed run with another concurrency, timeout or device still reuses its cached answers.
+OPERATIONAL_KEYS = frozenset({"concurrency", "timeout", "max_retries", "backoff_initial", "backoff_max",
+                              "max_retry_after", "api_key_env", "api_key_present", "batch_size", "device",
+                              "transport"})
+
+
+def backend_identity(backend: Any) -> dict[str, Any]:
+    """The part of ``backend.describe()`` that determines its answers (without :data:`OPERATIONAL_KEYS`).
+
+    Args:
+        backend: a judge backend.
+
+    Returns:
+        A JSON-serialisable dict (part of every call key).
+    """
+    desc = backend.describe() if hasattr(backend, "describe") else {"backend": type(backend).__name__}
+    return {k: v for k, v in desc.items() if k not in OPERATIONAL_KEYS}
 
 
 def stable_hash(obj: Any) -> str:

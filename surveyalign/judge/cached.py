@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.backends import Backend, Generation, GenerationSettings
-from surveyalign.judge.cache import CallCache, call_key, stable_hash
-from surveyalign.judge.calls import Call, run_calls
-from surveyalign.judge.judge import backend_identity
+from surveyalign.judge.cache import CallCache, backend_identity, call_key, stable_hash
+from surveyalign.judge.calls import Call, OnResult, arun_calls, run_calls
 
-__all__ = ["CachedAnswer", "cached_generate", "make_call"]
+__all__ = ["CachedAnswer", "acached_generate", "cached_generate", "make_call"]
 
 
 @dataclass(frozen=True)
@@ -61,28 +60,8 @@ def make_call(backend: Backend, settings: GenerationSettings, *, stage: str, uni
                 messages_hash=messages_hash, settings=settings, backend=backend)
 
 
-def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurrency: int | None = None,
-                    batch_size: int | None = None, progress: bool = False, desc: str = "calls") -> list[CachedAnswer]:
-    """Answer ``calls`` in order: from ``cache`` where an answer without error is stored, else from the backend.
-
-    Calls with the same key are made once; a cached failed answer is asked again; every answer made is appended to
-    ``cache`` as it arrives (so an interrupted run resumes). A failing call never raises.
-
-    Args:
-        calls: the calls (from :func:`make_call`), any backends, stages and sample indices.
-        cache: the run's ``calls.jsonl``; ``None`` = every call is made.
-        concurrency: requests in flight for native-async (API) backends (default: the backend's own setting).
-        batch_size: prompts per ``generate`` call for the other backends (default: the backend's own).
-        progress: show a progress bar.
-        desc: its label.
-
-    Returns:
-        One :class:`CachedAnswer` per call, in the order of ``calls`` (a failed ``Generation`` when the backend
-        gave none).
-
-    Raises:
-        ValueError: from the backend's request check (e.g. empty messages); backend errors are returned instead.
-    """
+def _plan(calls: Sequence[Call], cache: CallCache | None) -> tuple[dict[str, CachedAnswer], list[Call], OnResult]:
+    """The cached answers, the calls still to make (one per key) and the callback recording each new answer."""
     answers: dict[str, CachedAnswer] = {}
     todo: dict[str, Call] = {}
     for call in calls:
@@ -99,6 +78,46 @@ def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurren
             if cache is not None:
                 cache.add(call, generation, seconds)
 
-    run_calls(list(todo.values()), on_result, concurrency=concurrency, batch_size=batch_size, progress=progress,
-              desc=desc, around_async=cache.background if cache is not None else None)
+    return answers, list(todo.values()), on_result
+
+
+def _in_order(calls: Sequence[Call], answers: dict[str, CachedAnswer]) -> list[CachedAnswer]:
     return [answers.get(c.key) or CachedAnswer(Generation.failed("no answer"), False) for c in calls]
+
+
+def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurrency: int | None = None,
+                    batch_size: int | None = None, progress: bool = False, desc: str = "calls") -> list[CachedAnswer]:
+    """Answer ``calls`` in order: from ``cache`` where an answer without error is stored, else from the backend.
+
+    Calls with the same key are made once; a cached failed answer is asked again; every answer made is appended to
+    ``cache`` as it arrives (so an interrupted run resumes). A failing call never raises.
+
+    Args:
+        calls: the calls (from :func:`make_call` or ``Judge.calls_for``), any backends, stages and sample indices.
+        cache: the run's ``calls.jsonl``; ``None`` = every call is made.
+        concurrency: requests in flight for native-async (API) backends (default: the backend's own setting).
+        batch_size: prompts per ``generate`` call for the other backends (default: the backend's own).
+        progress: show a progress bar.
+        desc: its label.
+
+    Returns:
+        One :class:`CachedAnswer` per call, in the order of ``calls`` (a failed ``Generation`` when the backend
+        gave none).
+
+    Raises:
+        ValueError: from the backend's request check (e.g. empty messages); backend errors are returned instead.
+    """
+    answers, todo, on_result = _plan(calls, cache)
+    run_calls(todo, on_result, concurrency=concurrency, batch_size=batch_size, progress=progress, desc=desc,
+              around_async=cache.background if cache is not None else None)
+    return _in_order(calls, answers)
+
+
+async def acached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurrency: int | None = None,
+                           batch_size: int | None = None, progress: bool = False, desc: str = "calls"
+                           ) -> list[CachedAnswer]:
+    """Async :func:`cached_generate` for callers already in an event loop (same arguments, same result; the
+    calls go through :func:`~surveyalign.judge.arun_calls`)."""
+    answers, todo, on_result = _plan(calls, cache)
+    await arun_calls(todo, on_result, concurrency=concurrency, batch_size=batch_size, progress=progress, desc=desc)
+    return _in_order(calls, answers)

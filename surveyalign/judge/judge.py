@@ -24,8 +24,9 @@ from typing import Any
 
 from surveyalign.backends import Backend, Generation, GenerationSettings
 from surveyalign.constants import MISSING_TEXT, PROMPT_TOO_LONG, normalise_dimension
-from surveyalign.judge.cache import CallCache, call_key, stable_hash
-from surveyalign.judge.calls import Call, arun_calls, run_calls
+from surveyalign.judge.cache import CallCache, backend_identity, call_key, stable_hash
+from surveyalign.judge.cached import CachedAnswer, acached_generate, cached_generate
+from surveyalign.judge.calls import Call
 from surveyalign.judge.records import Judgement, PreparedPrompt, read_sample
 from surveyalign.judge.voting import VoteFn, decide, vote_samples
 from surveyalign.prompts import (
@@ -35,29 +36,10 @@ from surveyalign.prompts import (
     fit_survey_text,
 )
 
-__all__ = ["OPERATIONAL_KEYS", "TOO_LONG_TEXT", "DimensionOptions", "Judge", "JudgeRequest", "backend_identity"]
-
-#: ``describe()`` entries that change how calls are made, not what they answer: left out of cache keys so a
-#: resumed run with another concurrency, timeout or device still reuses its cached answers.
-OPERATIONAL_KEYS = frozenset({"concurrency", "timeout", "max_retries", "backoff_initial", "backoff_max",
-                              "max_retry_after", "api_key_env", "api_key_present", "batch_size", "device",
-                              "transport"})
+__all__ = ["TOO_LONG_TEXT", "DimensionOptions", "Judge", "JudgeRequest"]
 
 #: Start of the reason of a ``prompt_too_long`` unit (no call is made for it).
 TOO_LONG_TEXT = "prompt too long for the model context"
-
-
-def backend_identity(backend: Any) -> dict[str, Any]:
-    """The part of ``backend.describe()`` that determines its answers (without :data:`OPERATIONAL_KEYS`).
-
-    Args:
-        backend: a judge backend.
-
-    Returns:
-        A JSON-serialisable dict (part of every call key).
-    """
-    desc = backend.describe() if hasattr(backend, "describe") else {"backend": type(backend).__name__}
-    return {k: v for k, v in desc.items() if k not in OPERATIONAL_KEYS}
 
 
 def _context_length(backend: Any) -> int | None:
@@ -318,27 +300,17 @@ class Judge:
         return (await self.ajudge_many([JudgeRequest(survey, dimension, knowledge, title)], samples=samples))[0]
 
     def _plan(self, requests: Sequence[JudgeRequest], samples: int
-              ) -> tuple[list[PreparedPrompt], list[list[Call]], list[Call], dict[str, Generation]]:
+              ) -> tuple[list[PreparedPrompt], list[list[Call]], list[Call]]:
         if not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be a positive integer, got {samples!r}")
         prepared = [self.prepare(r.survey, r.dimension, knowledge=r.knowledge, title=r.title) for r in requests]
         per_request = [self.calls_for(p, samples, unit_id=r.unit_id) for p, r in zip(prepared, requests)]
-        answers: dict[str, Generation] = {}
-        todo: list[Call] = []
-        for call in (c for calls in per_request for c in calls):
-            rec = self.cache.get(call.key) if self.cache is not None else None
-            if rec is not None and not rec.get("error"):
-                answers[call.key] = self.cache.generation(call.key)
-            else:
-                todo.append(call)
-        return prepared, per_request, todo, answers
+        return prepared, per_request, [c for calls in per_request for c in calls]
 
-    def _keep(self, answers: dict[str, Generation]):
-        def on_result(call: Call, generation: Generation, seconds: float) -> None:
-            answers[call.key] = generation
-            if self.cache is not None:
-                self.cache.add(call, generation, seconds)
-        return on_result
+    def _decide_all(self, prepared: list[PreparedPrompt], per_request: list[list[Call]], flat: list[Call],
+                    got: list[CachedAnswer]) -> list[Judgement]:
+        answers = {c.key: a.generation for c, a in zip(flat, got)}
+        return [self.decide(p, [answers[c.key] for c in calls]) for p, calls in zip(prepared, per_request)]
 
     def judge_many(self, requests: Sequence[JudgeRequest], *, samples: int = 1, progress: bool = False
                    ) -> list[Judgement]:
@@ -355,15 +327,15 @@ class Judge:
         Raises:
             ValueError: unknown dimension or protocol, ``samples < 1``.
         """
-        prepared, per_request, todo, answers = self._plan(requests, samples)
-        run_calls(todo, self._keep(answers), concurrency=self.concurrency, batch_size=self.batch_size,
-                  progress=progress, desc="judge")
-        return [self.decide(p, [answers[c.key] for c in calls]) for p, calls in zip(prepared, per_request)]
+        prepared, per_request, flat = self._plan(requests, samples)
+        got = cached_generate(flat, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
+                              progress=progress, desc="judge")
+        return self._decide_all(prepared, per_request, flat, got)
 
     async def ajudge_many(self, requests: Sequence[JudgeRequest], *, samples: int = 1, progress: bool = False
                           ) -> list[Judgement]:
         """Async :meth:`judge_many` (same arguments and result), for callers running an event loop."""
-        prepared, per_request, todo, answers = self._plan(requests, samples)
-        await arun_calls(todo, self._keep(answers), concurrency=self.concurrency, batch_size=self.batch_size,
-                         progress=progress, desc="judge")
-        return [self.decide(p, [answers[c.key] for c in calls]) for p, calls in zip(prepared, per_request)]
+        prepared, per_request, flat = self._plan(requests, samples)
+        got = await acached_generate(flat, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
+                                     progress=progress, desc="judge")
+        return self._decide_all(prepared, per_request, flat, got)
