@@ -54,8 +54,7 @@ from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 from surveyalign.data import build_dataset, load_surveyreview, sample_release_dir
 from surveyalign.models import build_tiny_model
-from surveyalign.prompts import build_sft_example
-from surveyalign.training import count_chat_tokens
+from surveyalign.prompts import build_sft_example, count_chat_tokens
 
 work, arch, max_length = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 sizes = {  # Qwen3 dense configurations (hidden, layers, heads, kv heads, intermediate, head_dim, vocab)
@@ -87,7 +86,7 @@ if not (data_dir / "README.md").exists():
 
     def n_tokens(row, text):  # the rendered example exactly as recipes/sft.py builds it (before fitting)
         ex = build_sft_example("readability", text, row["rationales"], int(row["score"]), title=row["title"] or None)
-        return len(count_chat_tokens(tokenizer, ex["prompt"] + ex["completion"], enable_thinking=False))
+        return count_chat_tokens(tokenizer, ex["prompt"] + ex["completion"], enable_thinking=False)
 
     def lengthen(row):
         """Repeat the survey body until the example is longer than max_length (computed, then checked)."""
