@@ -1,6 +1,7 @@
 """Bad input a newcomer runs into gives one line and exit 2, never a traceback: broken YAML configs of every
 command, a backend without its required option, a malformed --option value, an unknown --dimension. Also:
-`ka graph` against an API that does not answer leaves the surveys to be asked again (never marked done)."""
+`ka graph` against an API that fails leaves the surveys to be asked again (never marked done); an API that
+cannot be reached at all stops `ka graph` / `autorate citation-f1` at the first request with the URL."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import argparse
 import json
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -17,11 +19,13 @@ from surveyalign.cli import build_parser, main
 from surveyalign.knowledge import (
     Resolution,
     SemanticScholarClient,
+    UnreachableError,
     reason_class,
     resolution_counts,
 )
 from surveyalign.knowledge.build import SurveyKAInput
 from surveyalign.knowledge.fetch import fetch_graph
+from surveyalign.knowledge.testing import FakeScholarServer
 from surveyalign.yamlconfig import read_yaml_mapping
 
 BROKEN = "backend: {kind: constant\n  options: [\n"  # flow mapping never closed: error at line 2, column 10
@@ -120,16 +124,43 @@ def _dead_url() -> str:
 
 
 def test_ka_graph_with_failed_calls_is_asked_again(tmp_path):
-    client = SemanticScholarClient(_dead_url(), requests_per_second=0, max_attempts=1, backoff_initial=0)
     surveys = [SurveyKAInput("sr0001", "A survey of graphs", references=("[1] A. Author. Graph kernels. 2015.",))]
     out = tmp_path / "graph.jsonl"
-    report = fetch_graph(surveys, client, out, progress=False)
-    assert (report.n_surveys, report.n_references, report.n_resolved, report.n_records) == (1, 1, 0, 0)
-    assert report.n_errors == 2 and report.n_retry == 1  # the reference search and the survey lookup
-    assert report.unresolved_reasons == {"search failed": 1}
-    assert not (tmp_path / "graph.jsonl.state.json").exists()  # nothing marked done: a re-run asks again
-    again = fetch_graph(surveys, client, out, progress=False)
+    with FakeScholarServer([], always_status=503) as server:
+        client = SemanticScholarClient(server.s2_url, requests_per_second=0, max_attempts=1, backoff_initial=0)
+        report = fetch_graph(surveys, client, out, progress=False)
+        assert (report.n_surveys, report.n_references, report.n_resolved, report.n_records) == (1, 1, 0, 0)
+        assert report.n_errors == 2 and report.n_retry == 1  # the reference search and the survey lookup
+        assert report.unresolved_reasons == {"search failed": 1}
+        assert not (tmp_path / "graph.jsonl.state.json").exists()  # nothing marked done: a re-run asks again
+        again = fetch_graph(surveys, client, out, progress=False)
     assert (again.n_surveys, again.n_errors, again.n_retry) == (1, 2, 1)
+
+
+def test_ka_graph_stops_at_the_first_unreachable_request(tmp_path):
+    dead = _dead_url()
+    client = SemanticScholarClient(dead, requests_per_second=0)  # default attempts and backoff
+    surveys = [SurveyKAInput(f"sr000{i}", f"A survey of graphs {i}", references=(
+        "[1] A. Author. Graph kernels. 2015.", "[2] B. Author. Graph walks. 2016.")) for i in range(5)]
+    start = time.monotonic()
+    with pytest.raises(UnreachableError, match=f"cannot reach {dead}"):
+        fetch_graph(surveys, client, tmp_path / "graph.jsonl", progress=False)
+    assert time.monotonic() - start < 5
+    assert client.http.stats.network == 2  # one request tried twice, then the run stops
+    assert not (tmp_path / "graph.jsonl.state.json").exists()
+
+
+def test_citation_f1_against_an_unreachable_api_is_one_line_exit_2(tmp_path, capsys):
+    dead = _dead_url()
+    gt, gen = tmp_path / "gt.md", tmp_path / "gen.md"
+    gt.write_text("# GT\n\n## Introduction\nSee [1] and [2].\n\n## References\n[1] A. B. One. 2020.\n[2] C. D. Two. 2021.\n")
+    gen.write_text("# Gen\n\n## Introduction\nSee [1].\n\n## References\n[1] A. B. One. 2020.\n")
+    start = time.monotonic()
+    line = _one_line_error(capsys, ["autorate", "citation-f1", "--ground-truth", str(gt), "--generated", str(gen),
+                                    "--s2-url", dead, "--s2-rate", "0", "--backend", "scripted", "--option",
+                                    "replies=['{}']", "--output-dir", str(tmp_path / "out"), "--no-progress"])
+    assert time.monotonic() - start < 5
+    assert f"UnreachableError: cannot reach {dead} (GET {dead}/paper/search?" in line and "2 tries" in line
 
 
 def _parsers(parser: argparse.ArgumentParser, name: str = "surveyalign"):

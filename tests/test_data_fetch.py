@@ -8,7 +8,9 @@ The fake services answer in the documented shapes: Europe PMC ``/search?format=j
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -433,3 +435,18 @@ def test_an_interrupted_run_keeps_its_texts_and_resumes(tmp_path, services, monk
     rep = run(release, tmp_path / "out", services).report
     assert sum(s["converted"] for s in rep["per_source"].values()) == 3 and rep["n_failures"] == 0
     assert len((tmp_path / "out" / "fetch_state.jsonl").read_text().splitlines()) == 3
+
+
+def test_unreachable_service_stops_the_run_at_once_with_the_url(tmp_path, capsys):
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    release = write_release(tmp_path / "rel")
+    start = time.monotonic()
+    code = main(["data", "fetch-texts", "--official", str(release), "--out", str(tmp_path / "out"),
+                 "--europepmc-url", f"{dead}/epmc", "--openreview-url", f"{dead}/or", "--no-progress"])
+    assert time.monotonic() - start < 5  # one failure, not every paper times six tries with backoff
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()[0]  # the error line (a --traceback hint follows)
+    assert err.startswith("surveyalign data: error: UnreachableError: cannot reach")
+    assert f"cannot reach {dead}/epmc" in err and "2 tries: ConnectError" in err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import socket
+import threading
 import time
 
 import pytest
@@ -14,6 +16,7 @@ from surveyalign.knowledge import (
     Paper,
     PoliteClient,
     SemanticScholarClient,
+    UnreachableError,
 )
 from surveyalign.knowledge.testing import FakeScholarServer
 
@@ -150,8 +153,57 @@ def test_keys_come_from_environment_only_and_stay_out_of_cache_key(tmp_path, mon
         assert len(server.requests) == n
 
 
-def test_refused_connection_is_a_clear_error():
-    client = PoliteClient("http://127.0.0.1:9", max_attempts=2, backoff_initial=0.01, requests_per_second=0)
-    with pytest.raises(HTTPStatusError) as err:
+def _closed_port() -> int:
+    with socket.socket() as sock:  # nothing listens once the socket is closed: connection refused
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_refused_connection_fails_fast_with_the_url():
+    url = f"http://127.0.0.1:{_closed_port()}"
+    client = PoliteClient(url, requests_per_second=0)  # the default 6 attempts and 1 s backoff
+    start = time.monotonic()
+    with pytest.raises(UnreachableError) as err:
         client.get_json("/works/W1")
-    assert err.value.status is None and "2 tries" in str(err.value) and "ConnectError" in str(err.value)
+    assert time.monotonic() - start < 5
+    message = str(err.value)
+    assert f"cannot reach {url} (GET {url}/works/W1, 2 tries: ConnectError" in message and "\n" not in message
+    assert err.value.attempts == 2 and err.value.url == f"{url}/works/W1"
+    assert not isinstance(err.value, HTTPStatusError)  # per-record handlers of HTTPStatusError let it through
+    assert (client.stats.network, client.stats.retries, client.stats.failures) == (2, 1, 1)
+    single = PoliteClient(url, requests_per_second=0, max_attempts=1)
+    with pytest.raises(UnreachableError, match="1 tries"):
+        single.get_json("/works/W1")
+
+
+def test_read_timeout_is_still_retried_with_backoff():
+    with socket.socket() as sock:  # accepts connections (backlog) but never answers: a read timeout
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        client = PoliteClient(url, max_attempts=3, timeout=0.2, **FAST)
+        with pytest.raises(HTTPStatusError) as err:
+            client.get_json("/works/W1")
+    assert err.value.status is None and err.value.attempts == 3 and "3 tries: ReadTimeout" in str(err.value)
+    assert client.stats.retries == 2 and client.stats.network == 3
+
+
+def test_connection_dropped_after_connect_is_retried():
+    with socket.socket() as sock:  # the first connection is closed without an answer, the next ones too
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        accepted = []
+
+        def drop() -> None:
+            for _ in range(2):
+                conn, _ = sock.accept()
+                accepted.append(conn)
+                conn.close()
+
+        thread = threading.Thread(target=drop, daemon=True)
+        thread.start()
+        client = PoliteClient(f"http://127.0.0.1:{sock.getsockname()[1]}", max_attempts=2, **FAST)
+        with pytest.raises(HTTPStatusError, match="2 tries: RemoteProtocolError"):
+            client.get_json("/works/W1")
+        thread.join(5)
+    assert len(accepted) == 2

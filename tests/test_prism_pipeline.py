@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+import socket
+import time
 from pathlib import Path
 
 import pytest
 
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.knowledge import Paper as KPaper
+from surveyalign.knowledge import UnreachableError
 from surveyalign.knowledge.testing import FakeScholarServer
 from surveyalign.prism.prompts import stage_of
 from surveyalign.prism.readers import read_paper, read_reviews
@@ -236,6 +239,19 @@ def test_retrieval_failure_is_recorded_not_fatal(tmp_path):
     assert h1["doa"] == pytest.approx(0.6)  # the other dimensions are unaffected
     assert run.units.log.counts["retrieval"]["api_error"] == 1
     assert json.loads((tmp_path / "paper.json").read_text())["novelty_note"].startswith("prior-work retrieval failed")
+
+
+def test_unreachable_retrieval_api_stops_the_run_with_the_url(tmp_path):
+    paper, humans, _ = _inputs()
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}},
+                                         "novelty": {"base_url": dead, "requests_per_second": 0}})
+    start = time.monotonic()
+    with pytest.raises(UnreachableError, match=f"cannot reach {dead}"):  # not "novelty not assessed" per paper
+        run_prism(paper, humans.reviews, config, tmp_path, backend=ScriptedBackend(scripted_judge))
+    assert time.monotonic() - start < 5
 
 
 def test_claims_without_any_verdict_are_left_out_with_the_reason(tmp_path):

@@ -3,7 +3,8 @@
 Public surface (first part: what other packages reuse):
 
 - :mod:`~surveyalign.knowledge.http`: :class:`PoliteClient` (on-disk cache, rate limit, Retry-After-aware
-  retries, keys from the environment), :class:`HTTPStatusError`, :class:`NotFoundError`;
+  retries, keys from the environment), :class:`HTTPStatusError`, :class:`NotFoundError`,
+  :class:`UnreachableError` (refused / unknown host: fails at once);
 - :mod:`~surveyalign.knowledge.clients`: :class:`SemanticScholarClient`, :class:`OpenAlexClient`;
 - :mod:`~surveyalign.knowledge.papers`: the typed :class:`Paper` record;
 - :mod:`~surveyalign.knowledge.references`: :class:`Reference`, the reference-list readers and
@@ -44,6 +45,7 @@ from surveyalign.knowledge.http import (
     HTTPStatusError,
     NotFoundError,
     PoliteClient,
+    UnreachableError,
 )
 from surveyalign.knowledge.papers import (
     REFERENCE_FORMATS,
@@ -129,6 +131,7 @@ __all__ = [
     "SummariserConfig",
     "SurveyKAInput",
     "TokenCounter",
+    "UnreachableError",
     "build_ka_dataset",
     "cited_keys",
     "comp_ka",

@@ -93,6 +93,10 @@ def resolve_references(client: ScholarlyClient, refs: list[Any], *, search_limit
 
     Returns:
         ``(resolutions, papers)``: one :class:`Resolution` per reference, in order, and the resolved papers by id.
+
+    Raises:
+        UnreachableError: the API cannot be reached at all (refused / unknown host): raised at the first
+            request, not recorded per reference.
     """
     report = errors if errors is not None else []
     papers: dict[str, Paper] = {}
@@ -145,6 +149,10 @@ def fetch_graph(surveys: list[SurveyKAInput], client: ScholarlyClient, out: str 
 
     Returns:
         The :class:`FetchReport` (also written to ``<out>.report.json``).
+
+    Raises:
+        UnreachableError: the API cannot be reached at all: raised at the first request (the surveys done so
+            far stay in ``out`` and its state file, so a re-run goes on from there).
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,9 +10,12 @@
 3. ``httpx``'s HTTP transport.
 
 Retries (``tenacity``) cover the statuses of ``surveyalign.backends.transport.RETRY_STATUS`` (429, 5xx...)
-and transport errors: the wait is the server's
+and transport errors such as timeouts: the wait is the server's
 ``Retry-After`` (seconds or an HTTP date) when it sends one, otherwise an exponential backoff with full
 jitter. A 404 raises :class:`NotFoundError` at once; other 4xx raise :class:`HTTPStatusError` at once.
+A connection that cannot be established at all (refused, unknown host) is tried once more after
+:data:`UNREACHABLE_RETRY_S` and then raises :class:`UnreachableError`: a wrong API URL or no network fails in
+about a second, and callers that loop over many records stop at the first one instead of repeating it.
 API keys are read from environment variables named by the caller, never taken as arguments, and never
 written to the cache key or to :meth:`PoliteClient.describe`.
 """
@@ -43,11 +46,17 @@ from tenacity import (
 from surveyalign.backends.transport import RETRY_STATUS, parse_retry_after
 
 __all__ = [
+    "UNREACHABLE_RETRY_S",
     "HTTPStatusError",
     "HttpStats",
     "NotFoundError",
     "PoliteClient",
+    "UnreachableError",
 ]
+
+UNREACHABLE_RETRY_S = 0.5
+"""Seconds waited before the single retry of a connection that could not be established."""
+
 
 class HTTPStatusError(RuntimeError):
     """A request failed for good: a non-retried 4xx, or a retried status / transport error after the last try.
@@ -62,6 +71,25 @@ class HTTPStatusError(RuntimeError):
         super().__init__(message)
         self.status = status
         self.url = url
+        self.attempts = attempts
+
+
+class UnreachableError(RuntimeError):
+    """The API cannot be reached at all: the connection was refused or the host name did not resolve.
+
+    Not an :class:`HTTPStatusError` on purpose: code that records one failed request and goes on with the
+    next record lets this one through, because every later request would fail the same way.
+
+    Attributes:
+        url: the URL requested (without secret query parameters).
+        base_url: the API root that cannot be reached.
+        attempts: how many times it was tried (at most 2).
+    """
+
+    def __init__(self, message: str, *, url: str, base_url: str, attempts: int) -> None:
+        super().__init__(message)
+        self.url = url
+        self.base_url = base_url
         self.attempts = attempts
 
 
@@ -217,9 +245,12 @@ class PoliteClient:
             wait = min(retry_after, self.max_retry_after)
         else:
             wait = random.uniform(0.0, min(self.backoff_max, self.backoff_initial * 2 ** (state.attempt_number - 1)))
-        self.stats.retries += 1
-        self.stats.waited_s += wait
         return wait
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        # counted before the sleep, not in _wait: tenacity asks for the wait after the last attempt too
+        self.stats.retries += 1
+        self.stats.waited_s += state.next_action.sleep if state.next_action else 0.0
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
                 json_body: Any = None, files: dict[str, Any] | None = None,
@@ -241,6 +272,8 @@ class PoliteClient:
             NotFoundError: 404.
             HTTPStatusError: another 4xx, or a retried status / transport error after ``max_attempts`` tries
                 (the message names the URL, the status and the number of tries).
+            UnreachableError: the connection could not be established (refused, unknown host) on two tries
+                :data:`UNREACHABLE_RETRY_S` apart; the message names the URL.
         """
         self.stats.requests += 1
         query = {k: v for k, v in (params or {}).items() if v is not None}
@@ -256,6 +289,8 @@ class PoliteClient:
                                                 json=json_body, files=files, data=data,
                                                 extensions={"caching": caching})
                 response.read()
+            except httpx.ConnectError:
+                raise  # refused / unknown host: not worth the backoff (see _connect_or_fail)
             except httpx.TransportError as err:
                 raise _Retryable(None, None, f"{type(err).__name__}: {err}") from err
             if response.status_code in RETRY_STATUS:
@@ -264,9 +299,10 @@ class PoliteClient:
             return response
 
         retrying = Retrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait,
-                            retry=retry_if_exception_type(_Retryable), reraise=True)
+                            retry=retry_if_exception_type(_Retryable), before_sleep=self._count_retry,
+                            reraise=True)
         try:
-            response = retrying(attempt)
+            response = self._connect_or_fail(method, public_url, lambda: retrying(attempt))
         except _Retryable as err:
             self.stats.failures += 1
             raise HTTPStatusError(f"{method} {public_url} failed after {self.max_attempts} tries: {err.detail}",
@@ -282,6 +318,24 @@ class PoliteClient:
             raise HTTPStatusError(f"{method} {public_url}: HTTP {response.status_code}: {response.text[:200]}",
                                   status=response.status_code, url=public_url)
         return response
+
+    def _connect_or_fail(self, method: str, public_url: str, send: Any) -> httpx.Response:
+        """Run ``send``; a connection that cannot be established is tried once more, then UnreachableError."""
+        tries = 2 if self.max_attempts > 1 else 1
+        for n in range(1, tries + 1):
+            try:
+                return send()
+            except httpx.ConnectError as err:
+                if n < tries:
+                    self.stats.retries += 1
+                    self.stats.waited_s += UNREACHABLE_RETRY_S
+                    time.sleep(UNREACHABLE_RETRY_S)
+                    continue
+                self.stats.failures += 1
+                raise UnreachableError(f"cannot reach {self.base_url} ({method} {public_url}, {tries} tries: "
+                                       f"ConnectError: {err}); check the API URL and the network",
+                                       url=public_url, base_url=self.base_url, attempts=tries) from None
+        raise RuntimeError("no try was made")  # max_attempts >= 1 is checked in __init__
 
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
         """GET ``path`` and return the decoded JSON body.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from surveyalign.backends import Generation
+from surveyalign.knowledge import UnreachableError
 from surveyalign.prism.calls import CallRequest, Extractor
 from surveyalign.prism.inputs import Paper, Review
 from surveyalign.prism.parsing import (
@@ -155,6 +156,8 @@ def _judge_pairs(paper: Paper, units: PaperUnits, extractor: Extractor, retrieve
     texts = [t for got in units.claims.values() if isinstance(got, list) for t, _ in got]
     try:
         units.priors = retriever.retrieve(paper, [paper.title, *texts]) if texts else []
+    except UnreachableError:
+        raise  # a wrong API URL or no network: every later paper would fail the same way
     except Exception as err:  # noqa: BLE001 - an API failing for good: recorded, novelty not assessed
         reason = f"prior-work retrieval failed: {type(err).__name__}: {err}"
         units.novelty_note = reason

@@ -128,7 +128,8 @@ class PriorWorkSearch:
             Up to ``candidates`` :class:`~surveyalign.prism.pipeline.PriorPaper` in MMR order.
 
         Raises:
-            Whatever the client raises for a request that failed for good (an HTTP error after retries).
+            Whatever the client raises for a request that failed for good (an HTTP error after retries;
+            :class:`~surveyalign.knowledge.UnreachableError` when the API cannot be reached).
         """
         queries = list(dict.fromkeys(q.strip()[:300] for q in queries if q and q.strip()))
         key = stable_hash({"paper": paper.paper_id, "title": paper.title, "date": str(paper.submission_date),

@@ -192,6 +192,8 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
         FileNotFoundError, ReleaseFormatError: the release cannot be read.
         ValueError: ``shard_size < 1``, an unknown PDF extractor, no OpenReview root, or a corrupt state file
             (the message names file and line).
+        surveyalign.knowledge.UnreachableError: a service cannot be reached at all (refused / unknown host):
+            the run stops at the first such request instead of failing every paper the same way.
     """
     if shard_size < 1:
         raise ValueError(f"shard_size must be >= 1, got {shard_size}")
