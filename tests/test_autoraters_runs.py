@@ -225,18 +225,70 @@ def test_citation_f1_cli_end_to_end(tmp_path, capsys, variant):
     assert f"variant: {variant}" in table and "| overall | 1.0000 | 0.7500 | 0.8571 |" in table
 
 
+def _citation_f1_with_ids(tmp_path: Path, ids: dict, replies: list[str]) -> tuple[int, Path]:
+    """Run `autorate citation-f1` on MD / TEX with ids given by --ids and scripted partition answers."""
+    path = tmp_path / "ids.json"
+    path.write_text(json.dumps(ids))
+    rc = main(["autorate", "citation-f1", "--ground-truth", str(MD), "--generated", str(TEX), "--ids", str(path),
+               "--backend", "scripted", "--option", f"replies={json.dumps(replies)}", "--output-dir",
+               str(tmp_path / "o"), "--no-progress"])
+    return rc, path
+
+
 def test_citation_f1_cli_with_ids_and_a_bad_partition(tmp_path, capsys):
-    ids = tmp_path / "ids.json"
-    ids.write_text(json.dumps({"ground_truth": {"1": "a", "2": "b"}, "generated": {"1": "a"}}))
-    replies = json.dumps(['{"1": "P0", "9": "P1"}', "sorry"])
-    rc = main(["autorate", "citation-f1", "--ground-truth", str(MD), "--generated", str(TEX), "--ids", str(ids),
-               "--backend", "scripted", "--option", f"replies={replies}", "--output-dir", str(tmp_path / "o"),
-               "--no-progress"])
+    rc, _ = _citation_f1_with_ids(tmp_path, {"ground_truth": {"1": "a", "2": "b"}, "generated": {"1": "a"}},
+                                  ['{"1": "P0", "9": "P1"}', "sorry"])
     result = json.loads((tmp_path / "o" / "result.json").read_text())
-    assert rc == 0 and result["f1"] is None  # the generated partition could not be read: no F1 invented
+    assert rc == 3 and result["f1"] is None  # the generated partition could not be read: no F1 invented
     assert "ground_truth partition: unknown reference number(s): 9" in result["problems"]
     assert result["problems"][-1] == "no F1: the partition of generated could not be read"
     assert result["ids"]["ground_truth"]["3"] is None  # numbers missing from --ids are unresolved
+
+
+def test_citation_f1_cli_when_every_search_fails_prints_na_and_exits_3(tmp_path, capsys):
+    replies = json.dumps([PARTITION_GT, PARTITION_GEN])
+    out = tmp_path / "f1"
+    # every request answers 503 with Retry-After: 0, so the client's six tries take no time
+    with FakeScholarServer(GRAPH, fail_first=10**6, fail_status=503, retry_after=0) as server:
+        rc = main(["autorate", "citation-f1", "--ground-truth", str(MD), "--generated", str(TEX),
+                   "--backend", "scripted", "--option", f"replies={replies}", "--s2-url", server.s2_url,
+                   "--s2-rate", "0", "--output-dir", str(out), "--no-progress"])
+        url = server.s2_url
+    captured = capsys.readouterr()
+    assert rc == 3
+    result = json.loads((out / "result.json").read_text())
+    overall = result["f1"]["overall"]  # the pure function's contract is kept: flagged 0.0 in result.json
+    assert (overall["precision"], overall["recall"], overall["f1"]) == (0.0, 0.0, 0.0) and overall["flags"]
+    assert "| overall | n/a (no generated ids (denominator 0)) | n/a (no ground-truth ids (denominator 0)) | " \
+           "n/a (precision and recall undefined) |" in captured.out
+    assert "0.0000" not in captured.out
+    assert "- ground_truth: 5 of 5 references unresolved (search failed" in captured.out
+    assert "- generated: 4 of 4 references unresolved (search failed" in captured.out
+    assert "the semanticscholar API failed on " in captured.out and f"at {url} (first: " in captured.out
+    assert "**no F1: overall precision: no generated ids (denominator 0); recall: no ground-truth ids " \
+           "(denominator 0)**" in captured.out
+    assert captured.err.strip().splitlines()[-1].startswith("surveyalign autorate: no F1: overall precision")
+
+
+def test_citation_f1_cli_empty_partition_answer_is_na_and_exit_3(tmp_path, capsys):
+    rc, ids = _citation_f1_with_ids(tmp_path, {"ground_truth": {"1": "a", "2": "b"},
+                                               "generated": {"1": "a", "2": None}},
+                                    ["{}", "{}"])  # readable answers that label nothing
+    out = capsys.readouterr().out
+    assert rc == 3
+    assert "| overall | n/a (no generated ids (denominator 0)) |" in out
+    assert f"- ground_truth: 3 of 5 references unresolved (no id in {ids})" in out
+    assert f"- generated: 3 of 4 references unresolved (no id in {ids})" in out
+
+
+def test_citation_f1_cli_real_zero_overlap_is_a_score_exit_0(tmp_path, capsys):
+    rc, _ = _citation_f1_with_ids(tmp_path, {"ground_truth": {"1": "a", "2": "b"}, "generated": {"1": "c"}},
+                                  ['{"1": "P0", "2": "P1"}', '{"1": "P0"}'])
+    out = capsys.readouterr().out
+    assert rc == 0  # |Gen| = 1, |GT| = 2, nothing shared: P = R = F1 = 0 is a real score
+    assert "| overall | 0.0000 | 0.0000 | 0.0000 | 0 | 1 | 2 | f1: precision + recall = 0 |" in out
+    assert "| P1 | 0.0000 | 0.0000 | 0.0000 | 0 | 0 | 1 |" not in out and "| P1 | n/a (no generated ids" in out
+    assert "no F1" not in out
 
 
 def test_sxs_paper_and_litreview_cli(tmp_path, capsys):

@@ -26,7 +26,9 @@ examples:
 
 Each command writes OUTPUT_DIR/result.json (every call, parse problem and the variant / rule that ran),
 OUTPUT_DIR/result.md (markdown tables, also printed) and OUTPUT_DIR/calls.jsonl (the call cache: re-running
-the same command makes only the missing calls). Exit status 3 when no judge answer could be read.
+the same command makes only the missing calls). Exit status 3 when no judge answer could be read, and for
+citation-f1 also when no overall F1 could be computed (a partition unreadable, or no resolved / labelled id on a
+side: the report shows ``n/a`` with the reason instead of the flagged 0.0).
 """
 
 
@@ -97,7 +99,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_litreview)
     p = sub.add_parser("citation-f1", help="citation precision / recall / F1 over P0/P1 partitions",
                        description="Partition both reference lists into P0/P1 with the judge, resolve every reference "
-                       "to a Semantic Scholar id (or take --ids), and compute citation F1.")
+                       "to a Semantic Scholar id (or take --ids), and compute citation F1. A zero denominator prints n/a with its "
+                       "reason; exit status 3 when no overall F1 could be computed.")
     p.add_argument("--ground-truth", type=Path, required=True, help="the ground-truth paper")
     p.add_argument("--generated", type=Path, required=True, help="the generated paper")
     p.add_argument("--variant", choices=CITATION_F1_VARIANTS, default="seed",
@@ -258,6 +261,7 @@ def _resolve_ids(args: argparse.Namespace, out_dir: Path, refs: dict[str, Any]) 
 def _citation_f1(args: argparse.Namespace) -> int:
     from surveyalign.autoraters.raters import Paper, rate_citation_f1
     from surveyalign.autoraters.references import paper_references
+    from surveyalign.autoraters.report import citation_f1_missing
 
     out_dir = _out_dir(args, "citation-f1")
     docs = {"ground_truth": _read(args.ground_truth), "generated": _read(args.generated)}
@@ -278,4 +282,9 @@ def _citation_f1(args: argparse.Namespace) -> int:
     result["resolution"] = resolution
     n_calls = len(result["partitions"])
     readable = sum(p["error"] is None for p in result["partitions"].values())
-    return _finish(args, out_dir, result, [args.ground_truth, args.generated], readable, n_calls)
+    code = _finish(args, out_dir, result, [args.ground_truth, args.generated], readable, n_calls)
+    missing = citation_f1_missing(result)
+    if code == 0 and missing:
+        print(f"surveyalign autorate: {missing} (see the resolution lines above)", file=sys.stderr)
+        return 3
+    return code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["markdown_report"]
+__all__ = ["citation_f1_missing", "markdown_report"]
 
 
 def _cell(value: Any) -> str:
@@ -65,6 +65,68 @@ def _litreview(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _flag_reasons(score: dict[str, Any]) -> dict[str, str]:
+    """``{"precision" | "recall" | "f1": reason}`` from a score's flags (``"recall: no ground-truth ids ..."``)."""
+    return dict(flag.split(": ", 1) for flag in score["flags"] if ": " in flag)
+
+
+def _score_cells(score: dict[str, Any]) -> list[Any]:
+    """Precision, recall, F1 cells: ``n/a (reason)`` for a zero denominator (the stored value is a flagged 0.0)."""
+    reasons = _flag_reasons(score)
+    cells: list[Any] = [f"n/a ({reasons[key]})" if key in reasons and score[key] is not None else score[key]
+                        for key in ("precision", "recall")]
+    undefined = [key for key in ("precision", "recall") if key in reasons and score[key] is not None]
+    if score["f1"] is not None and undefined:
+        cells.append(f"n/a ({' and '.join(undefined)} undefined)")
+    else:  # P = R = 0 over non-empty sets is a real 0.0 (its flag stays in the flags column)
+        cells.append(score["f1"])
+    return cells
+
+
+def citation_f1_missing(result: dict[str, Any]) -> str | None:
+    """Why a citation-F1 result has no overall F1, or ``None`` when it has one (PaperOrchestra App. F.3).
+
+    The pure :func:`~surveyalign.autoraters.citation_f1` returns a flagged 0.0 for a zero denominator; this
+    tells such a 0.0 apart from a real score, for the report and the command's exit status.
+
+    Args:
+        result: what :func:`~surveyalign.autoraters.rate_citation_f1` returned.
+
+    Returns:
+        A one-line reason (a partition could not be read, or the overall precision / recall had no ids), or
+        ``None``.
+    """
+    if result["f1"] is None:
+        return next((p for p in reversed(result["problems"]) if p.startswith("no F1")), "no F1 computed")
+    overall = result["f1"]["overall"]
+    reasons = _flag_reasons(overall)
+    undefined = [f"{key}: {reasons[key]}" for key in ("precision", "recall") if key in reasons
+                 and overall[key] is not None]
+    return f"no F1: overall {'; '.join(undefined)}" if undefined else None
+
+
+def _resolution_lines(result: dict[str, Any]) -> list[str]:
+    """One line per side: unresolved references (by reason) and failed API requests."""
+    resolution = result.get("resolution") or {}
+    lines = []
+    for side in ("ground_truth", "generated"):
+        got = resolution.get(side)
+        if got is None:  # ids given with --ids: a number without an id is unresolved
+            n_refs = len(result["ids"][side])
+            n_unres = sum(v is None for v in result["ids"][side].values())
+            lines.append(f"- {side}: {n_unres} of {n_refs} references unresolved (no id in "
+                         f"{resolution.get('source', 'the ids given')})")
+            continue
+        reasons = ", ".join(f"{k} {v}" for k, v in got.get("unresolved_reasons", {}).items())
+        line = f"- {side}: {got['unresolved']} of {got['n']} references unresolved" + (f" ({reasons})" if reasons else "")
+        errors = got.get("api_errors") or []
+        if errors:
+            line += (f"; the {resolution.get('source', 'API')} API failed on {len(errors)} request(s) at "
+                     f"{resolution.get('base_url')} (first: {errors[0]})")
+        lines.append(line)
+    return lines
+
+
 def _citation_f1(result: dict[str, Any]) -> list[str]:
     lines = [f"# citation-f1 (variant: {result['variant']}; prompts: {result['prompt_version']})", ""]
     f1 = result["f1"]
@@ -72,8 +134,8 @@ def _citation_f1(result: dict[str, Any]) -> list[str]:
         lines.append("No F1: " + "; ".join(result["problems"]))
     else:
         lines += _table(["score", "precision", "recall", "F1", "matched", "|Gen|", "|GT|", "flags"], [
-            [name, f1[key]["precision"], f1[key]["recall"], f1[key]["f1"], f1[key]["n_matched"], f1[key]["n_generated"],
-             f1[key]["n_ground_truth"], "; ".join(f1[key]["flags"]) or "-"]
+            [name, *_score_cells(f1[key]), f1[key]["n_matched"], f1[key]["n_generated"], f1[key]["n_ground_truth"],
+             "; ".join(f1[key]["flags"]) or "-"]
             for name, key in (("overall", "overall"), ("P0", "p0"), ("P1", "p1"))])
     lines += ["", "References per side:", ""]
     rows = []
@@ -85,6 +147,11 @@ def _citation_f1(result: dict[str, Any]) -> list[str]:
                      summary.get("n_unresolved"), "-" if part is None else ("ok" if part["ok"] else "; ".join(
                          part["problems"]))])
     lines += _table(["side", "paper", "references", "resolved", "unresolved", "partition"], rows)
+    lines += ["", "Resolution:", "", *_resolution_lines(result)]
+    missing = citation_f1_missing(result)
+    if missing:
+        note = " (the 0.0 values in result.json are flagged placeholders, not scores)" if f1 is not None else ""
+        lines += ["", f"**{missing}**{note}."]
     return lines
 
 
