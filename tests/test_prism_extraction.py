@@ -8,8 +8,10 @@ import json
 
 import pytest
 
+from surveyalign.backends import Generation
 from surveyalign.prism import (
     GROUNDING_RUBRICS,
+    ExtractionLog,
     Paper,
     PriorPaper,
     build_messages,
@@ -18,6 +20,7 @@ from surveyalign.prism import (
     parse_adus,
     parse_claims,
     parse_comments,
+    parse_flaws,
     parse_groups,
     parse_json_object,
     parse_validation,
@@ -30,25 +33,38 @@ from surveyalign.prism import (
 OK = '{"units": []}'
 
 
-@pytest.mark.parametrize(("answer", "value", "error"), [
-    (OK, [], None),
-    ('  {"units": [1]}\n', [1], None),
-    ('```json\n{"units": []}\n```', [], None),
-    ('<think>let me see {"units": 3}</think>\n{"units": []}', [], None),
-    ('<think>still thinking {"units": []}', None, "cut off inside <think>"),
-    ('Here you go: {"units": []}', None, "not one JSON object"),
-    ('{"units": []} Hope this helps!', None, "not one JSON object"),
-    ('{"units": []}{"units": []}', None, "not one JSON object"),
-    ('[{"units": []}]', None, "expected a JSON object"),
-    ('{"unit": []}', None, "no key 'units'"),
-    ('{"units": [}', None, "not one JSON object"),
-    ("", None, "empty answer"),
-    (None, None, "empty answer"),
+@pytest.mark.parametrize(("answer", "value", "error", "notes"), [
+    (OK, [], None, []),
+    ('  {"units": [1]}\n', [1], None, []),
+    ('```json\n{"units": []}\n```', [], None, []),
+    ('<think>let me see {"units": 3}</think>\n{"units": []}', [], None, []),
+    ('I thought about it.</think>{"units": []}', [], None, []),  # a lone closer: its opener was in the prompt
+    ('<think>still thinking {"units": []}', None, "unclosed <think> block", []),
+    # text around the object: read, and the note goes to the extraction log (never silently)
+    ('Here you go: {"units": []}', [], None, ["extra text around the JSON object"]),
+    ('{"units": []} Hope this helps!', [], None, ["extra text around the JSON object"]),
+    ('{"units": [1], "units": []}', [], None, ["duplicate key(s): units"]),
+    ('{"units": []}{"units": []}', None, "more than one JSON object", []),
+    ('[{"units": []}]', None, "expected a JSON object, got list", []),
+    ('{"unit": []}', None, "no key 'units'", []),
+    ('{"units": [}', None, "invalid JSON", []),
+    ("", None, "empty answer", []),
+    (None, None, "empty answer", []),
 ])
-def test_parse_json_object_table(answer, value, error):
+def test_parse_json_object_table(answer, value, error, notes):
     got = parse_json_object(answer, "units")
-    assert got.value == value
+    assert got.value == value and got.notes == notes
     assert (got.error is None) if error is None else (error in got.error)
+
+
+def test_reader_notes_reach_the_extraction_log():
+    log = ExtractionLog()
+    gen = Generation(text='Sure! {"flaws": [{"text": "No baseline", "section": "weaknesses"}]}',
+                     finish_reason="stop", mean_logprob=None)
+    got = log.read("flaws", "r1", gen, parse_flaws)
+    assert got.ok and got.value[0]["text"] == "No baseline"
+    assert log.notes == [{"stage": "flaws", "unit_id": "r1", "what": "extra text around the JSON object"}]
+    assert log.counts["flaws"]["parsed"] == 1 and log.failures == []
 
 
 def test_parse_adus_defaults_are_recorded():

@@ -189,7 +189,7 @@ def test_end_to_end_scripted_judge(tmp_path):
     log = run.units.log
     assert log.counts["comments"]["parse_failed"] == 1 and log.n_failed == 1
     assert log.counts["adu"]["defaults"] == 1 and log.counts["comments"]["invalid_items"] == 1
-    assert log.failures[0]["unit_id"] == "toy_system_review" and "not one JSON object" in log.failures[0]["reason"]
+    assert log.failures[0]["unit_id"] == "toy_system_review" and "no JSON object in the answer" in log.failures[0]["reason"]
 
     # files: per review, per paper, comparison (system vs human mean, reference figures beside)
     out = tmp_path / "run"

@@ -1,16 +1,15 @@
 """Strict readers of the extraction answers (one JSON object per answer; PRISM pipelines).
 
-:func:`parse_json_object` is the one reader of an answer: the whole visible answer must be one JSON object
-(closed ``<think>`` blocks are removed first; a single surrounding markdown fence is tolerated); anything else
-is a failure with a reason, never a guess. The per-stage readers then check each item: an item with a bad
+:func:`parse_json_object` reads an answer with the shared :func:`surveyalign.prompts.read_json_answer`
+(reasoning blocks removed, exactly one JSON object, bare or in one fence); an unreadable answer is a failure with
+a reason, never a guess, and what the reader tolerates but reports (text around the object, duplicate keys)
+goes to ``notes`` and from there to the extraction log. The per-stage readers then check each item: an item with a bad
 label falls back to the documented default and the fallback is recorded in ``defaults``; an item that cannot
 be used at all is left out and recorded in ``invalid``. Nothing is filled silently.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from surveyalign.prism.units import (
     VERDICT_SCORES,
     ReviewComment,
 )
+from surveyalign.prompts import read_json_answer
 
 __all__ = [
     "Parsed",
@@ -40,10 +40,6 @@ __all__ = [
     "parse_verdict",
 ]
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^```(?:json)?[ \t]*\n(.*)\n```$", re.DOTALL | re.IGNORECASE)
-
-
 @dataclass
 class Parsed:
     """The result of reading one answer.
@@ -53,12 +49,15 @@ class Parsed:
         error: why the answer was unusable (None on success).
         defaults: one line per item field that fell back to its default (e.g. ``"unit 3: role 'fact' -> claim"``).
         invalid: one line per item that was left out (e.g. ``"comment 2: tone 5 not in {0, 1, 2}"``).
+        notes: what the JSON reader tolerated but reported (``"extra text around the JSON object"``,
+            ``"duplicate key(s): units"``).
     """
 
     value: Any = None
     error: str | None = None
     defaults: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -67,40 +66,31 @@ class Parsed:
 
 
 def parse_json_object(text: str | None, key: str | None = None) -> Parsed:
-    """Read an answer that must be exactly one JSON object.
+    """Read an answer that must hold one JSON object (via :func:`surveyalign.prompts.read_json_answer`).
 
     Args:
         text: the model's answer.
         key: a key the object must have (its value is returned), or None to return the whole object.
 
     Returns:
-        :class:`Parsed` with ``value`` the object (or ``object[key]``) or ``error`` saying what was wrong.
+        :class:`Parsed` with ``value`` the object (or ``object[key]``) and the reader's reported problems in
+        ``notes``, or ``error`` saying what was wrong.
     """
-    if text is None or not text.strip():
-        return Parsed(error="empty answer")
-    visible = _THINK.sub("", text).strip()
-    if re.search(r"<think>", visible, re.IGNORECASE):
-        return Parsed(error="answer cut off inside <think> (no closing tag)")
-    fenced = _FENCE.match(visible)
-    if fenced:
-        visible = fenced.group(1).strip()
-    try:
-        obj = json.loads(visible)
-    except json.JSONDecodeError as err:
-        return Parsed(error=f"not one JSON object: {err.msg} at char {err.pos}")
-    if not isinstance(obj, dict):
-        return Parsed(error=f"expected a JSON object, got {type(obj).__name__}")
+    answer = read_json_answer(text)
+    if not answer.ok:
+        return Parsed(error="; ".join(answer.problems))
+    obj, notes = answer.data, list(answer.problems)
     if key is not None:
         if key not in obj:
-            return Parsed(error=f"JSON object has no key {key!r} (keys: {sorted(obj)})")
-        return Parsed(value=obj[key])
-    return Parsed(value=obj)
+            return Parsed(error=f"JSON object has no key {key!r} (keys: {sorted(obj)})", notes=notes)
+        return Parsed(value=obj[key], notes=notes)
+    return Parsed(value=obj, notes=notes)
 
 
 def _items(text: str | None, key: str) -> tuple[Parsed, list[Any]]:
     parsed = parse_json_object(text, key)
     if parsed.ok and not isinstance(parsed.value, list):
-        return Parsed(error=f"{key!r} must be a list, got {type(parsed.value).__name__}"), []
+        return Parsed(notes=parsed.notes, error=f"{key!r} must be a list, got {type(parsed.value).__name__}"), []
     return parsed, (parsed.value if parsed.ok else [])
 
 
@@ -123,7 +113,7 @@ def parse_adus(text: str | None) -> Parsed:
     parsed, items = _items(text, "units")
     if not parsed.ok:
         return parsed
-    out = Parsed(value=[])
+    out = Parsed(notes=parsed.notes, value=[])
     for i, item in _with_text(items, "unit", out):
         role, aspect, defaulted = _label(item.get("role")), _label(item.get("aspect")), False
         if role not in ROLES or aspect not in ASPECTS:
@@ -144,7 +134,7 @@ def parse_claims(text: str | None) -> Parsed:
     parsed, items = _items(text, "claims")
     if not parsed.ok:
         return parsed
-    out = Parsed(value=[])
+    out = Parsed(notes=parsed.notes, value=[])
     for i, item in _with_text(items, "claim", out):
         stance = _label(item.get("stance"))
         if stance not in STANCES:
@@ -161,8 +151,8 @@ def parse_verdict(text: str | None) -> Parsed:
         return parsed
     verdict = _label(parsed.value)
     if verdict not in VERDICT_SCORES:
-        return Parsed(error=f"verdict {parsed.value!r} not one of {list(VERDICT_SCORES)}")
-    return Parsed(value=VERDICT_SCORES[verdict])
+        return Parsed(notes=parsed.notes, error=f"verdict {parsed.value!r} not one of {list(VERDICT_SCORES)}")
+    return Parsed(notes=parsed.notes, value=VERDICT_SCORES[verdict])
 
 
 def parse_flaws(text: str | None) -> Parsed:
@@ -170,7 +160,7 @@ def parse_flaws(text: str | None) -> Parsed:
     parsed, items = _items(text, "flaws")
     if not parsed.ok:
         return parsed
-    out = Parsed(value=[])
+    out = Parsed(notes=parsed.notes, value=[])
     for i, item in _with_text(items, "flaw", out):
         section = _label(item.get("section"))
         if section not in REVIEW_SECTIONS:
@@ -191,12 +181,12 @@ def parse_groups(text: str | None, n: int) -> Parsed:
     for g, group in enumerate(items):
         if not isinstance(group, list) or not group or not all(isinstance(x, int) and not isinstance(x, bool)
                                                                for x in group):
-            return Parsed(error=f"group {g} is not a non-empty list of entry numbers")
+            return Parsed(notes=parsed.notes, error=f"group {g} is not a non-empty list of entry numbers")
         groups.append(sorted(group))
         seen.extend(group)
     if sorted(seen) != list(range(n)):
-        return Parsed(error=f"groups do not cover entries 0..{n - 1} exactly once")
-    return Parsed(value=groups)
+        return Parsed(notes=parsed.notes, error=f"groups do not cover entries 0..{n - 1} exactly once")
+    return Parsed(notes=parsed.notes, value=groups)
 
 
 def parse_validation(text: str | None) -> Parsed:
@@ -207,10 +197,10 @@ def parse_validation(text: str | None) -> Parsed:
     obj = parsed.value
     valid, severity = obj.get("valid"), _label(obj.get("severity"))
     if not isinstance(valid, bool):
-        return Parsed(error=f"'valid' must be true or false, got {valid!r}")
+        return Parsed(notes=parsed.notes, error=f"'valid' must be true or false, got {valid!r}")
     if severity not in (*SEVERITY_WEIGHTS, "none"):
-        return Parsed(error=f"severity {obj.get('severity')!r} not critical / minor / none")
-    return Parsed(value=(valid, severity))
+        return Parsed(notes=parsed.notes, error=f"severity {obj.get('severity')!r} not critical / minor / none")
+    return Parsed(notes=parsed.notes, value=(valid, severity))
 
 
 def parse_comments(text: str | None) -> Parsed:
@@ -219,7 +209,7 @@ def parse_comments(text: str | None) -> Parsed:
     parsed, items = _items(text, "comments")
     if not parsed.ok:
         return parsed
-    out = Parsed(value=[])
+    out = Parsed(notes=parsed.notes, value=[])
     for i, item in _with_text(items, "comment", out):
         bad = [f"{a} {item.get(a)!r}" for a in CONSTRUCTIVENESS_AXES
                if isinstance(item.get(a), bool) or item.get(a) not in (0, 1, 2)]

@@ -65,12 +65,15 @@ class ExtractionLog:
         failures: ``{"stage", "unit_id", "status", "reason", "answer_head"}`` for each failed answer.
         defaults: ``{"stage", "unit_id", "what"}`` for each field that fell back to its default.
         invalid: ``{"stage", "unit_id", "what"}`` for each item left out.
+        notes: ``{"stage", "unit_id", "what"}`` for each problem the JSON reader tolerated but reported (text
+            around the object, duplicate keys).
     """
 
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
     defaults: list[dict[str, str]] = field(default_factory=list)
     invalid: list[dict[str, str]] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)
 
     def read(self, stage: str, unit_id: str, gen: Generation, parser, *args) -> Parsed:
         """Parse one answer with ``parser`` and record the outcome (truncated / refused answers are failures).
@@ -103,6 +106,7 @@ class ExtractionLog:
         entry["invalid_items"] += len(parsed.invalid)
         self.defaults += [{"stage": stage, "unit_id": unit_id, "what": d} for d in parsed.defaults]
         self.invalid += [{"stage": stage, "unit_id": unit_id, "what": d} for d in parsed.invalid]
+        self.notes += [{"stage": stage, "unit_id": unit_id, "what": d} for d in parsed.notes]
         return parsed
 
     def note_default(self, stage: str, unit_id: str, what: str) -> None:

@@ -198,7 +198,8 @@ def write_run(out_dir: str | Path, paper: Paper, reviews: Sequence[Review], unit
         "paper.json": paper_record,
         "comparison.json": rows,
         "extraction.json": {"counts": units.log.counts, "failures": units.log.failures,
-                            "defaults": units.log.defaults, "invalid": units.log.invalid},
+                            "defaults": units.log.defaults, "invalid": units.log.invalid,
+                            "notes": units.log.notes},
         "run_config.json": dict(run_config),
     }
     for name, payload in files.items():

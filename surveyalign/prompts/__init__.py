@@ -10,7 +10,8 @@ Public surface::
 Training (SFT/DPO data) and evaluation both build prompts with :func:`build_judge_prompt`, so the two can
 never drift apart; :func:`parse_judgement` is the only reader of judge answer texts and :func:`parse_generation`
 the only reader of generated answers (a truncated or refused answer is never scored); :func:`fit_survey_text`
-with :func:`count_chat_tokens` is the only length rule.
+with :func:`count_chat_tokens` is the only length rule. :func:`read_json_answer` is the one reader of a JSON
+object in an LLM answer (autoraters, PRISM extraction).
 """
 
 from surveyalign.prompts.answers import TRUNCATED, answer_failure, parse_generation
@@ -24,6 +25,7 @@ from surveyalign.prompts.builder import (
     render_chat,
     validate_score,
 )
+from surveyalign.prompts.json_answer import JsonAnswer, read_json_answer
 from surveyalign.prompts.length import (
     count_chat_tokens,
     fit_survey_text,
@@ -45,6 +47,7 @@ __all__ = [
     "TEMPLATE_VERSION",
     "TRUNCATED",
     "DimensionRubric",
+    "JsonAnswer",
     "JudgePrompt",
     "ParsedAnswer",
     "Protocol",
@@ -59,6 +62,7 @@ __all__ = [
     "get_protocol",
     "parse_generation",
     "parse_judgement",
+    "read_json_answer",
     "render_chat",
     "strip_reasoning",
     "truncate_to_tokens",
