@@ -13,6 +13,14 @@ DIMENSIONS: tuple[str, ...] = ("readability", "structure", "comprehensiveness", 
 #: Benchmark score space; 0 (not mentioned) and -3 (unjudgeable) are excluded upstream.
 VALID_SCORES: tuple[int, ...] = (-2, -1, 1, 2)
 
+#: The judge's answer format per output protocol (SurveyReview App. C; v1.1 from the authors' later release):
+#: ``str.format`` templates with ``{rationale}`` and ``{score}``. ``surveyalign.prompts`` builds its protocols
+#: on these, and the constant-score backend writes its fixed answer with them.
+TARGET_TEMPLATES: dict[str, str] = {
+    "v1.0": "{rationale}$$${score}$$$",
+    "v1.1": "<reason>{rationale}</reason> <score>{score}</score>",
+}
+
 #: Review sources of SurveyReview (App. A); "unknown" when the release does not say.
 SOURCES: tuple[str, ...] = ("f1000", "moprd", "openreview", "unknown")
 

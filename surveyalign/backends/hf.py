@@ -260,13 +260,13 @@ class TransformersBackend(Backend):
         Raises:
             ValueError: the chat template of the tokenizer has no ``enable_thinking`` switch and it is true.
         """
-        from surveyalign.prompts import check_template_settings
+        from surveyalign.backends.chat import check_template_settings
 
         check_template_settings(self.tokenizer, enable_thinking=settings.enable_thinking,
                                 where=f"transformers backend ({self.tokenizer_path})")
 
     def render(self, messages: Messages, settings: GenerationSettings) -> str:
-        """Render one chat prompt to text with the explicit ``enable_thinking`` switch (``surveyalign/prompts/builder.py``).
+        """Render one chat prompt to text with the explicit ``enable_thinking`` switch (``surveyalign/backends/chat.py``).
 
         Args:
             messages: one chat prompt (``{"role", "content"}`` dicts).
@@ -278,7 +278,7 @@ class TransformersBackend(Backend):
         Raises:
             jinja2 errors from the tokenizer's chat template (e.g. roles it does not accept).
         """
-        from surveyalign.prompts import render_chat
+        from surveyalign.backends.chat import render_chat
 
         return render_chat(self.tokenizer, list(messages), enable_thinking=settings.enable_thinking)
 

@@ -13,24 +13,25 @@ from surveyalign.backends.base import (
     Messages,
     check_request,
 )
-from surveyalign.constants import VALID_SCORES
+from surveyalign.constants import TARGET_TEMPLATES, VALID_SCORES
 
 
 class ConstantBackend(Backend):
     """The constant-score baseline judge (our baseline; kind ``"constant"``).
 
-    Every sample is the same well-formed judgement ``format_target(rationale, score, protocol)``
+    Every sample is the same well-formed judgement written with the protocol's answer template
+    (``surveyalign.constants.TARGET_TEMPLATES``, the same one ``surveyalign.prompts.format_target`` uses)
     (e.g. ``"No specific comment.$$$-1$$$"`` under protocol v1.0), so a run with this judge measures how far
     always answering one score gets on the benchmark (66% of SurveyReview labels are -1).
 
     Args:
         score: the constant score, one of -2, -1, 1, 2.
         rationale: the constant rationale text.
-        protocol: output protocol name understood by ``surveyalign.prompts.format_target`` (``"v1.0"``,
+        protocol: output protocol name, a key of ``surveyalign.constants.TARGET_TEMPLATES`` (``"v1.0"``,
             ``"v1.1"``).
 
     Raises:
-        ValueError: ``score`` not in {-2, -1, 1, 2}.
+        ValueError: ``score`` not in {-2, -1, 1, 2}, or an unknown ``protocol``.
     """
 
     name = "constant"
@@ -39,12 +40,13 @@ class ConstantBackend(Backend):
     def __init__(self, score: int = -1, rationale: str = "No specific comment.", protocol: str = "v1.0") -> None:
         if isinstance(score, bool) or score not in VALID_SCORES:
             raise ValueError(f"constant backend: score must be one of {VALID_SCORES}, got {score!r}")
-        from surveyalign.prompts import format_target
-
+        if protocol not in TARGET_TEMPLATES:
+            raise ValueError(f"constant backend: unknown protocol {protocol!r}; expected one of "
+                             f"{', '.join(TARGET_TEMPLATES)}")
         self.score = int(score)
         self.rationale = rationale
         self.protocol = protocol
-        self.text = format_target(rationale, self.score, protocol=protocol)
+        self.text = TARGET_TEMPLATES[protocol].format(rationale=rationale.strip(), score=self.score)
 
     def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                  ) -> list[list[Generation]]:
@@ -56,7 +58,7 @@ class ConstantBackend(Backend):
             n: samples per prompt, >= 1.
 
         Returns:
-            P lists of ``n`` equal generations, text ``format_target(rationale, score, protocol)``.
+            P lists of ``n`` equal generations, the rationale and score in the protocol's answer format.
 
         Raises:
             ValueError: invalid ``prompts`` or ``n`` (see :func:`check_request`).

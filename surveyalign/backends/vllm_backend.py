@@ -1,6 +1,6 @@
 """Local vLLM judge (optional extra ``surveyalign[gpu]``; ``vllm`` is imported only when this backend is built).
 
-Prompts are rendered with the same :func:`surveyalign.prompts.render_chat` as the transformers backend and
+Prompts are rendered with the same :func:`surveyalign.backends.chat.render_chat` as the transformers backend and
 training, tokenized without adding special tokens (the template already holds them), and sent to
 ``LLM.generate`` as ``{"prompt_token_ids": ...}`` with one ``SamplingParams`` per request. By default sample ``i`` of
 a prompt is its own request with ``seed = settings.seed + i`` (like every other backend, so any subset of
@@ -186,7 +186,7 @@ class VLLMBackend(Backend):
         Raises:
             ValueError: the setting could not take effect.
         """
-        from surveyalign.prompts import check_template_settings
+        from surveyalign.backends.chat import check_template_settings
 
         check_template_settings(self.tokenizer, enable_thinking=settings.enable_thinking,
                                 where=f"vllm backend ({self.model_path})")
@@ -222,7 +222,7 @@ class VLLMBackend(Backend):
         if adapter_name is not None and adapter_name not in self._loras:
             raise ValueError(f"vllm backend: no adapter named {adapter_name!r}; loaded: {sorted(self._loras)}")
         lora = self._loras[adapter_name] if adapter_name is not None else self._lora
-        from surveyalign.prompts import render_chat
+        from surveyalign.backends.chat import render_chat
 
         settings = check_request(prompts, settings, n)
         self.check_settings(settings)

@@ -14,15 +14,17 @@ with :func:`count_chat_tokens` is the only length rule. :func:`read_json_answer`
 object in an LLM answer (autoraters, PRISM extraction).
 """
 
+from surveyalign.backends.chat import (  # chat-template rendering is a backend concern
+    chat_template_variables,
+    check_template_settings,
+    render_chat,
+)
 from surveyalign.prompts.answers import TRUNCATED, answer_failure, parse_generation
 from surveyalign.prompts.builder import (
     JudgePrompt,
     build_judge_prompt,
     build_sft_example,
-    chat_template_variables,
-    check_template_settings,
     format_target,
-    render_chat,
     validate_score,
 )
 from surveyalign.prompts.json_answer import JsonAnswer, read_json_answer

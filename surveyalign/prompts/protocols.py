@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from surveyalign.constants import TARGET_TEMPLATES
+
 __all__ = ["DEFAULT_PROTOCOL", "PROTOCOLS", "Protocol", "get_protocol"]
 
 # A score token inside a marker: optional sign (ASCII or U+2212 minus), digits, optional decimals,
@@ -74,7 +76,7 @@ _V10 = Protocol(
         "Reason$$$X$$$\n"
         "Here X stands for -2, -1, 1 or 2 (so an answer ends like ...$$$-1$$$)."
     ),
-    target_template="{rationale}$$${score}$$$",
+    target_template=TARGET_TEMPLATES["v1.0"],
     marker=re.compile(r"\$\$\$" + _NUM + r"\$\$\$"),
     cut_tail=re.compile(r"\$\$\$" + _PAD + _PARTIAL_NUM + r"(?:\$\$?)?\Z"),
     paired_delimiter="$$$",
@@ -88,7 +90,7 @@ _V11 = Protocol(
         "<reason>Reason</reason> <score>X</score>\n"
         "Here X stands for -2, -1, 1 or 2."
     ),
-    target_template="<reason>{rationale}</reason> <score>{score}</score>",
+    target_template=TARGET_TEMPLATES["v1.1"],
     marker=re.compile(r"<score>" + _NUM + r"</score>", re.IGNORECASE),
     cut_tail=re.compile(
         r"(?:<score>" + _PAD + _PARTIAL_NUM + r"(?:<(?:/(?:s(?:c(?:o(?:r(?:e)?)?)?)?)?)?)?"
