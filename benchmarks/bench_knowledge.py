@@ -23,7 +23,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from surveyalign.knowledge import Paper, Reference, Resolver
+from surveyalign.documents import Paper, Reference
+from surveyalign.knowledge import Resolver
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import comp_ka, neighbourhood
 

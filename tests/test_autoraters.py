@@ -20,7 +20,6 @@ from surveyalign.autoraters import (
     check_litreview,
     citation_f1,
     extract_review_sections,
-    find_headings,
     parse_litreview,
     parse_partition,
     parse_sxs,
@@ -29,6 +28,7 @@ from surveyalign.autoraters import (
     sxs_outcome,
 )
 from surveyalign.autoraters.rubric import PENALTIES, SCORE_ANCHORS
+from surveyalign.documents import find_headings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "autoraters"
 

@@ -13,7 +13,7 @@ import pytest
 from surveyalign.autoraters import (
     SXS_KEYS,
     AutoraterJudge,
-    Paper,
+    PaperText,
     rate_litreview,
     rate_sxs,
 )
@@ -21,9 +21,9 @@ from surveyalign.autoraters.references import paper_references
 from surveyalign.backends import Generation, GenerationSettings
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.cli import main
-from surveyalign.inference import read_document
+from surveyalign.documents import Paper as GraphPaper
+from surveyalign.documents import read_document
 from surveyalign.judge import CallCache
-from surveyalign.knowledge import Paper as GraphPaper
 from surveyalign.knowledge import (
     SemanticScholarClient,
     resolution_counts,
@@ -40,9 +40,9 @@ def _sxs_answer(kind: str, winner: str) -> str:
     return json.dumps({first: "one", second: "two", just: "because", key: winner})
 
 
-def _papers(n: int) -> list[tuple[Paper, Paper]]:
+def _papers(n: int) -> list[tuple[PaperText, PaperText]]:
     a, b = MD.read_text(), TEX.read_text()
-    return [(Paper(f"a{i}", a), Paper(f"b{i}", b)) for i in range(n)]
+    return [(PaperText(f"a{i}", a), PaperText(f"b{i}", b)) for i in range(n)]
 
 
 def test_always_paper_1_judge_ties_and_flips(tmp_path):
@@ -74,7 +74,7 @@ def test_failed_calls_are_retried_on_resume(tmp_path):
     calls = tmp_path / "calls.jsonl"
     flaky = ScriptedBackend(lambda m, s, k: RuntimeError("503") if "FIRST" in m[1]["content"].split("=====")[0]
                             else _sxs_answer("paper", "paper_2"))
-    pairs = [(Paper("a", "FIRST text"), Paper("b", "other text"))]
+    pairs = [(PaperText("a", "FIRST text"), PaperText("b", "other text"))]
     first = rate_sxs(pairs, AutoraterJudge(flaky, cache=CallCache.load(calls)), kind="paper")
     assert [c["winner"] for c in first["pairs"][0]["calls"]] == [None, "paper_2"]
     assert len(calls.read_text().splitlines()) == 2  # the failed call is recorded too, with its error
@@ -86,7 +86,7 @@ def test_failed_calls_are_retried_on_resume(tmp_path):
 
 def test_sxs_unreadable_answers_are_reported_not_dropped():
     replies = ["no JSON here", Generation('{"winner": "paper_1"', "length", None), RuntimeError("HTTP 503")]
-    result = rate_sxs(_papers(1) + [(Paper("x", "text"), Paper("y", "text"))],
+    result = rate_sxs(_papers(1) + [(PaperText("x", "text"), PaperText("y", "text"))],
                       AutoraterJudge(ScriptedBackend(replies + [_sxs_answer("paper", "tie")])), kind="paper",
                       rule="official3")
     first, second = result["pairs"]
@@ -121,7 +121,7 @@ def test_litreview_run_validates_recomputes_and_flags(tmp_path):
     bad = json.loads(json.dumps(LITREVIEW))
     bad["axis_scores"]["relevance_and_focus"]["score"] = 101
     backend = ScriptedBackend([json.dumps(LITREVIEW), json.dumps(bad), "{not json"])
-    papers = [Paper("p1", MD.read_text()), Paper("p2", "x"), Paper("p3", "y")]
+    papers = [PaperText("p1", MD.read_text()), PaperText("p2", "x"), PaperText("p3", "y")]
     result = rate_litreview(papers, AutoraterJudge(backend), avg_citation_count=58.52, venue="CVPR 2025")
     assert "58.52" in backend.calls[0][0][0]["content"] and result["avg_citation_count"] == 58.52
     good, out_of_range, invalid = result["papers"]
@@ -368,8 +368,7 @@ def test_real_sxs_litreview_through_served_tiny_model(shared_real, tiny_model_di
 def test_length_rule_cuts_papers_fairly(tiny_model_dir):
     from transformers import AutoTokenizer
 
-    from surveyalign.autoraters.length import fit_texts
-    from surveyalign.autoraters.prompts import build_sxs_messages
+    from surveyalign.autoraters import build_sxs_messages, fit_prompt
     from surveyalign.prompts import count_chat_tokens
 
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -380,30 +379,30 @@ def test_length_rule_cuts_papers_fairly(tiny_model_dir):
 
     whole = count_chat_tokens(tok, build([long_a, short_b]), enable_thinking=False, add_generation_prompt=True)
     budget = whole - 1000
-    fit = fit_texts(build, [long_a, short_b], tok, budget, 100)
+    fit = fit_prompt(build, [long_a, short_b], tok, budget, 100)
     assert fit.cut_tokens[0] > 1000 and fit.cut_tokens[1] == 0  # only the longer paper is cut
     assert fit.prompt_tokens + 100 <= budget and "END-A" not in fit.messages[1]["content"]
     assert "END-B" in fit.messages[1]["content"]
     assert fit.prompt_tokens == count_chat_tokens(tok, fit.messages, enable_thinking=False, add_generation_prompt=True)
     # both long: both cut, to about the same length (water-filling)
-    both = fit_texts(build, [long_a, "tree " * 2500], tok, budget, 100)
+    both = fit_prompt(build, [long_a, "tree " * 2500], tok, budget, 100)
     kept = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in ("graph " * 3000 + "END-A", "tree " * 2500)]
     left = [n - c for n, c in zip(kept, both.cut_tokens)]
     assert min(both.cut_tokens) > 0 and abs(left[0] - left[1]) <= 8
     # untouched when it fits; refused (no call) when even empty texts do not fit
-    assert fit_texts(build, ["x", "y"], tok, whole, 100).cut_tokens == (0, 0)
-    assert fit_texts(build, ["x", "y"], tok, 150, 100).reason.startswith("prompt too long for the model context")
+    assert fit_prompt(build, ["x", "y"], tok, whole, 100).cut_tokens == (0, 0)
+    assert fit_prompt(build, ["x", "y"], tok, 150, 100).reason.startswith("prompt too long for the model context")
 
     backend = ScriptedBackend(lambda m, s, k: _sxs_answer("litreview", "paper_1"))
     judge = AutoraterJudge(backend, GenerationSettings(max_new_tokens=100), max_length=budget,
                            tokenizer=str(tiny_model_dir))
-    result = rate_sxs([(Paper("a", long_a), Paper("b", short_b))], judge)
+    result = rate_sxs([(PaperText("a", long_a), PaperText("b", short_b))], judge)
     ab = result["pairs"][0]["calls"][0]
     assert ab["length"]["cut_tokens"][1] == 0 and ab["length"]["cut_tokens"][0] > 1000 and ab["winner"] == "paper_1"
     assert "END-A" not in backend.calls[0][0][1]["content"]
     tight = AutoraterJudge(ScriptedBackend(["never asked"]), max_length=150,
                            settings=judge.settings.model_copy(update={"max_new_tokens": 100}), tokenizer=tok)
-    refused = rate_sxs([(Paper("a", long_a), Paper("b", short_b))], tight)
+    refused = rate_sxs([(PaperText("a", long_a), PaperText("b", short_b))], tight)
     assert tight.backend.calls == [] and refused["n_unreadable_calls"] == 2
     assert refused["pairs"][0]["calls"][0]["problems"][0].startswith("prompt too long for the model context")
     with pytest.raises(ValueError, match="needs a tokenizer"):

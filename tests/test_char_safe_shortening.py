@@ -11,7 +11,8 @@ import pytest
 import regex
 from transformers import AutoTokenizer
 
-from surveyalign.prompts import fit_survey_text, truncate_to_tokens
+from surveyalign.documents import truncate_to_tokens
+from surveyalign.prompts import fit_survey_text
 
 #: Chinese, Japanese, emoji with ZWJ / skin tone / flag sequences, combining accents, Vietnamese stacked
 #: diacritics, Arabic and Hebrew (right to left, with a left-to-right mark).

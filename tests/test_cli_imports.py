@@ -54,8 +54,8 @@ def test_every_exported_name_resolves(package):
 
 
 def test_lazy_names_are_the_submodules_objects():
-    from surveyalign.data import parse_jats
-    from surveyalign.data.jats import parse_jats as direct
+    from surveyalign.documents import parse_jats
+    from surveyalign.documents import parse_jats as direct
     from surveyalign.prism import PriorWorkSearch
     from surveyalign.prism.retrieval import PriorWorkSearch as direct_search
 

@@ -21,7 +21,7 @@ from fpdf import FPDF
 from surveyalign.cli import main
 from surveyalign.data import build_dataset, load_surveyreview
 from surveyalign.data.fetch import EuropePMC, fetch_texts, release_targets
-from surveyalign.data.text import fingerprint
+from surveyalign.documents import fingerprint
 
 F1000_TITLE = "Soil carbon under cover crops: a review"
 F1000_ABSTRACT = "We pooled field trials of winter cover crops and measured the change in topsoil organic carbon."
@@ -380,8 +380,7 @@ def test_api1_venue_metadata_only_xml_unknown_source_and_a_broken_answer(tmp_pat
 
 @pytest.mark.real
 def test_real_f1000_xml_and_real_pdf_through_the_pipeline(tmp_path, services, shared_real):
-    from surveyalign.data.jats import parse_jats
-    from surveyalign.data.text import extract_abstract, extract_references
+    from surveyalign.documents import extract_abstract, extract_references, parse_jats
 
     xml_path = shared_real / "f1000" / "207_6-229_v1.xml"
     pdf_path = shared_real / "surveys" / "alignment-of-llms.pdf"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from surveyalign.cli import main
-from surveyalign.data import (
+from surveyalign.data import build_dataset
+from surveyalign.data.leakcheck import LeakError
+from surveyalign.documents import (
     NEAR_VERBATIM_THRESHOLD,
-    build_dataset,
     find_verbatim,
     near_verbatim_hits,
     near_verbatim_scores,
@@ -21,7 +22,6 @@ from surveyalign.data import (
     strip_running_headers,
     verbatim_hits,
 )
-from surveyalign.data.leakcheck import LeakError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "leakage"
 SHARED_F1000 = Path(__file__).resolve().parents[1].parent / "shared" / "examples" / "f1000-pdf-export"

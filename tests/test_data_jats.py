@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.data.jats import JatsError, parse_jats
-from surveyalign.data.text import extract_references
+from surveyalign.documents import JatsError, extract_references, parse_jats
 
 FIXTURE = Path(__file__).parent / "fixtures" / "jats" / "review_article.xml"
 

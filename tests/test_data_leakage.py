@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.data import (
-    build_dataset,
-    find_verbatim,
-    strip_review_record,
-    verbatim_hits,
-)
+from surveyalign.data import build_dataset
+from surveyalign.documents import find_verbatim, strip_review_record, verbatim_hits
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 

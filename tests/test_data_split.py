@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from surveyalign.data import split_papers
-from surveyalign.data.text import (
+from surveyalign.documents import (
     extract_abstract,
     extract_references,
     extract_title,

@@ -1,4 +1,4 @@
-"""surveyalign.inference.readers: markdown, LaTeX projects and PDFs read into guarded markdown."""
+"""surveyalign.documents.readers: markdown, LaTeX projects and PDFs read into guarded markdown."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from survey_fixtures import (
     write_pdf_survey,
 )
 
-from surveyalign.inference import (
+from surveyalign.documents import (
     find_documents,
     flatten_latex,
     read_document,

@@ -9,7 +9,7 @@ import pytest
 from surveyalign.backends import load_backend
 from surveyalign.cli import main
 from surveyalign.data import load_surveyreview
-from surveyalign.knowledge import Paper
+from surveyalign.documents import Paper
 from surveyalign.knowledge.build import build_ka_dataset, read_ka_records
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.graph import CitationGraph

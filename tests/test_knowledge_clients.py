@@ -9,11 +9,11 @@ import time
 
 import pytest
 
+from surveyalign.documents import Paper
 from surveyalign.knowledge import (
     HTTPStatusError,
     NotFoundError,
     OpenAlexClient,
-    Paper,
     PoliteClient,
     SemanticScholarClient,
     UnreachableError,

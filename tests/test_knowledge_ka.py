@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from surveyalign.backends import load_backend
+from surveyalign.documents import Paper
 from surveyalign.judge import CallCache
-from surveyalign.knowledge import Paper, Resolver
+from surveyalign.knowledge import Resolver
 from surveyalign.knowledge.build import SurveyKAInput, build_survey_ka
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.graph import CitationGraph

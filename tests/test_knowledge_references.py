@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from surveyalign.knowledge import GrobidClient
 
-from surveyalign.knowledge import (
+from surveyalign.documents import (
     cited_keys,
     parse_bibtex,
     parse_latex_bibliography,
@@ -14,7 +15,6 @@ from surveyalign.knowledge import (
     parse_tei_references,
     read_references,
 )
-from surveyalign.knowledge.tei import GrobidClient
 from surveyalign.knowledge.testing import FakeScholarServer
 
 BIB = r"""
@@ -181,7 +181,7 @@ def test_grobid_client_posts_the_pdf_and_reads_tei(tmp_path, monkeypatch):
         monkeypatch.setenv("GROBID_URL", server.base_url)
         refs = GrobidClient(backoff_initial=0.01).references(pdf)  # a busy server (503) is retried
         assert refs.keys() == ["b0", "b1"] and refs.path == str(pdf)
-        assert read_references(pdf).keys() == ["b0", "b1"]  # .pdf goes to the configured server
+        assert read_references(pdf, pdf_reader=GrobidClient().references).keys() == ["b0", "b1"]  # .pdf: GROBID
         post = server.requests[-1]
         assert (post.method, post.path, len(server.requests)) == ("POST", "/api/processReferences", 3)
         assert b"%PDF-1.4 made-up bytes" in post.body and b'name="consolidateCitations"' in post.body

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from surveyalign.knowledge import (
-    Paper,
-    Reference,
-    Resolver,
-    normalise_title,
-    resolution_counts,
-    resolve_by_search,
-    same_paper,
-)
+from surveyalign.documents import Paper, Reference, normalise_title, same_paper
+from surveyalign.knowledge import Resolver, resolution_counts, resolve_by_search
 
 ATTN = Paper(id="W1", title="Attention Is All You Need", year=2017, authors=["Ashish Vaswani"])
 

@@ -12,8 +12,8 @@ from surveyalign.backends import Generation
 from surveyalign.prism import (
     GROUNDING_RUBRICS,
     ExtractionLog,
-    Paper,
     PriorPaper,
+    Submission,
     build_messages,
     is_prior,
     mmr_select,
@@ -153,13 +153,13 @@ def test_markdown_paper(tmp_path):
 
 
 def test_prior_only_filter():
-    paper = Paper(paper_id="p", title="t", submission_date=dt.date(2024, 9, 27))
+    paper = Submission(paper_id="p", title="t", submission_date=dt.date(2024, 9, 27))
     assert is_prior(PriorPaper("a", "x", publication_date="2024-09-26"), paper) is True
     assert is_prior(PriorPaper("a", "x", publication_date="2024-09-27"), paper) is False
     assert is_prior(PriorPaper("a", "x", year=2024), paper) is False  # same year without a date: not prior
     assert is_prior(PriorPaper("a", "x", year=2023), paper) is True
     assert is_prior(PriorPaper("a", "x"), paper) is None
-    assert is_prior(PriorPaper("a", "x", year=2020), Paper(paper_id="q", title="t")) is None
+    assert is_prior(PriorPaper("a", "x", year=2020), Submission(paper_id="q", title="t")) is None
 
 
 def test_mmr_diversifies():

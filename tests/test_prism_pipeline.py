@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from surveyalign.backends.simple import ScriptedBackend
-from surveyalign.knowledge import Paper as KPaper
+from surveyalign.documents import Paper as KPaper
 from surveyalign.knowledge import UnreachableError
 from surveyalign.knowledge.testing import FakeScholarServer
 from surveyalign.prism.prompts import stage_of

@@ -6,7 +6,7 @@ import pytest
 
 from surveyalign.backends import Generation, load_backend
 from surveyalign.backends.simple import ScriptedBackend
-from surveyalign.inference import read_document
+from surveyalign.documents import read_document
 from surveyalign.inference.judge import KNOWLEDGE_REFUSED, SurveyAlignJudge
 from surveyalign.inference.knowledge import FileKnowledge
 from surveyalign.inference.spec import JudgeSpec

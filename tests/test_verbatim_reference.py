@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from rapidfuzz import fuzz
 
-from surveyalign.data import (
-    near_verbatim_hits,
-    normalise_for_match,
-    strip_running_headers,
-)
-from surveyalign.data.verbatim import (
+from surveyalign.documents import (
     MIN_SNIPPET_CHARS,
     NEAR_VERBATIM_THRESHOLD,
     layout_verbatim_hits,
+    near_verbatim_hits,
+    normalise_for_match,
+    strip_running_headers,
 )
 
 _BODY = ("Retrieval augmented generation has become a common way to ground model outputs in external evidence. "

@@ -25,6 +25,7 @@ from surveyalign.autoraters.citation_f1 import (
     citation_f1,
     citation_f1_by_pair,
 )
+from surveyalign.autoraters.length import FittedPrompt, fit_prompt
 from surveyalign.autoraters.litreview import (
     LitReviewCheck,
     LitReviewJudgement,
@@ -51,7 +52,7 @@ from surveyalign.autoraters.prompts import (
 )
 from surveyalign.autoraters.raters import (
     NumberedReference,
-    Paper,
+    PaperText,
     rate_citation_f1,
     rate_litreview,
     rate_sxs,
@@ -66,7 +67,6 @@ from surveyalign.autoraters.sections import (
     SectionSelection,
     TakenSection,
     extract_review_sections,
-    find_headings,
 )
 from surveyalign.autoraters.sxs import (
     OUTCOMES,
@@ -91,13 +91,14 @@ __all__ = [
     "CallAnswer",
     "CitationF1",
     "CitationScore",
+    "FittedPrompt",
     "FlipRate",
     "JsonAnswer",
     "LitReviewCheck",
     "LitReviewJudgement",
     "LitReviewParse",
     "NumberedReference",
-    "Paper",
+    "PaperText",
     "PartitionParse",
     "PromptCall",
     "SectionSelection",
@@ -113,7 +114,7 @@ __all__ = [
     "citation_f1",
     "citation_f1_by_pair",
     "extract_review_sections",
-    "find_headings",
+    "fit_prompt",
     "litreview_system",
     "parse_litreview",
     "parse_partition",

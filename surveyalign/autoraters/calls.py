@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from surveyalign.autoraters.length import FittedPrompt, fit_texts
+from surveyalign.autoraters.length import FittedPrompt, fit_prompt
 from surveyalign.autoraters.prompts import PROMPT_VERSION
 from surveyalign.backends import Backend, Generation, GenerationSettings
 from surveyalign.judge import (
@@ -109,7 +109,7 @@ class AutoraterJudge:
         batch_size: prompts per ``generate`` call for local backends (default: the backend's own, else 8).
         progress: show a progress bar.
         max_length: token budget of prompt + answer; longer prompts get the ends of their paper texts cut
-            (:func:`~surveyalign.autoraters.length.fit_texts`). ``None``: no cut (a server may then refuse).
+            (:func:`~surveyalign.autoraters.length.fit_prompt`). ``None``: no cut (a server may then refuse).
         tokenizer: the tokenizer counting tokens for ``max_length`` (object or folder); default: the backend's
             own ``tokenizer`` (local backends).
 
@@ -191,5 +191,5 @@ class AutoraterJudge:
         """The length rule applied to ``call`` (``None`` when it is off or the call has no texts)."""
         if self.max_length is None or not call.texts or call.build is None:
             return None
-        return fit_texts(call.build, call.texts, self.tokenizer, self.max_length, self.settings.max_new_tokens,
-                         enable_thinking=self.settings.enable_thinking)
+        return fit_prompt(call.build, call.texts, self.tokenizer, self.max_length, self.settings.max_new_tokens,
+                          enable_thinking=self.settings.enable_thinking)

@@ -146,7 +146,7 @@ def _judge(args: argparse.Namespace, out_dir: Path):
 
 
 def _read(path: Path):
-    from surveyalign.inference import read_document
+    from surveyalign.documents import read_document
 
     return read_document(path)
 
@@ -182,7 +182,7 @@ def _out_dir(args: argparse.Namespace, name: str) -> Path:
 
 
 def _sxs(args: argparse.Namespace) -> int:
-    from surveyalign.autoraters.raters import Paper, rate_sxs
+    from surveyalign.autoraters.raters import PaperText, rate_sxs
 
     pairs = [tuple(p) for p in args.pair]
     if (args.paper_a is None) != (args.paper_b is None):
@@ -195,7 +195,7 @@ def _sxs(args: argparse.Namespace) -> int:
     docs = {path: _read(path) for pair in pairs for path in pair}
     judge = _judge(args, out_dir)
     try:
-        result = rate_sxs([(Paper(a.name, docs[a].text), Paper(b.name, docs[b].text)) for a, b in pairs], judge,
+        result = rate_sxs([(PaperText(a.name, docs[a].text), PaperText(b.name, docs[b].text)) for a, b in pairs], judge,
                           kind=args.kind, rule=args.rule)
     finally:
         judge.backend.close()
@@ -204,7 +204,7 @@ def _sxs(args: argparse.Namespace) -> int:
 
 
 def _litreview(args: argparse.Namespace) -> int:
-    from surveyalign.autoraters.raters import Paper, rate_litreview
+    from surveyalign.autoraters.raters import PaperText, rate_litreview
     from surveyalign.autoraters.rubric import (
         DEFAULT_AVERAGE_CITATIONS,
         VENUE_AVERAGE_CITATIONS,
@@ -214,7 +214,7 @@ def _litreview(args: argparse.Namespace) -> int:
         raise ValueError("give --venue or --avg-citations, not both")
     avg = VENUE_AVERAGE_CITATIONS[args.venue] if args.venue else (args.avg_citations or DEFAULT_AVERAGE_CITATIONS)
     out_dir = _out_dir(args, "litreview")
-    papers = [Paper(path.name, _read(path).text) for path in args.papers]
+    papers = [PaperText(path.name, _read(path).text) for path in args.papers]
     judge = _judge(args, out_dir)
     try:
         result = rate_litreview(papers, judge, avg, venue=args.venue)
@@ -259,7 +259,7 @@ def _resolve_ids(args: argparse.Namespace, out_dir: Path, refs: dict[str, Any]) 
 
 
 def _citation_f1(args: argparse.Namespace) -> int:
-    from surveyalign.autoraters.raters import Paper, rate_citation_f1
+    from surveyalign.autoraters.raters import PaperText, rate_citation_f1
     from surveyalign.autoraters.references import paper_references
     from surveyalign.autoraters.report import citation_f1_missing
 
@@ -273,8 +273,8 @@ def _citation_f1(args: argparse.Namespace) -> int:
     judge = _judge(args, out_dir)
     try:
         result = rate_citation_f1(
-            Paper(args.ground_truth.name, docs["ground_truth"].text), refs["ground_truth"].as_prompt_list(),
-            Paper(args.generated.name, docs["generated"].text), refs["generated"].as_prompt_list(), judge, ids,
+            PaperText(args.ground_truth.name, docs["ground_truth"].text), refs["ground_truth"].as_prompt_list(),
+            PaperText(args.generated.name, docs["generated"].text), refs["generated"].as_prompt_list(), judge, ids,
             variant=args.variant)
     finally:
         judge.backend.close()

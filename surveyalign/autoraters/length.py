@@ -1,8 +1,8 @@
 """The length rule for autorater prompts that hold one or two papers (PaperOrchestra App. F.3 inputs).
 
 When a prompt rendered with the model's chat template, plus ``max_new_tokens``, is longer than ``max_length``, the
-ends of the paper texts are cut with :func:`surveyalign.prompts.fit_survey_text` (the project's one length rule:
-the end of the body goes, at a token boundary; the instructions and a reference list are never cut). With two
+ends of the paper texts are cut with :func:`surveyalign.documents.fit_texts` (the project's one token fitter:
+the end of each text goes, at a token boundary; the instructions and a reference list are never cut). With two
 papers the cut is fair: the longer one is shortened first, down to the length of the other, then both equally
 (water-filling), so a side-by-side comparison never sees one paper whole and the other cut to nothing.
 """
@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from surveyalign.documents import fit_texts
 from surveyalign.judge import TOO_LONG_TEXT
-from surveyalign.prompts import count_chat_tokens, fit_survey_text
+from surveyalign.prompts import count_chat_tokens
 
-__all__ = ["FittedPrompt", "fit_texts"]
+__all__ = ["FittedPrompt", "fit_prompt"]
 
 Messages = list[dict[str, str]]
 
@@ -42,21 +43,11 @@ class FittedPrompt:
         return {"prompt_tokens": self.prompt_tokens, "cut_tokens": list(self.cut_tokens), "reason": self.reason}
 
 
-def _cap(lengths: Sequence[int], available: int) -> int:
-    """Largest cap c with sum(min(length, c)) <= available (water-filling)."""
-    lo, hi = 0, max(lengths, default=0)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if sum(min(n, mid) for n in lengths) <= available:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def fit_texts(build: Callable[[Sequence[str]], Messages], texts: Sequence[str], tokenizer: Any, max_length: int,
-              max_new_tokens: int, *, enable_thinking: bool = False) -> FittedPrompt:
+def fit_prompt(build: Callable[[Sequence[str]], Messages], texts: Sequence[str], tokenizer: Any, max_length: int,
+               max_new_tokens: int, *, enable_thinking: bool = False) -> FittedPrompt:
     """Shorten the ends of ``texts`` until ``build(texts)`` plus ``max_new_tokens`` fits ``max_length`` tokens.
+
+    The cut is the one token fitter, :func:`surveyalign.documents.fit_texts` (water-filling over the texts).
 
     Args:
         build: texts -> chat messages (the autorater's prompt builder with its other inputs bound).
@@ -76,28 +67,9 @@ def fit_texts(build: Callable[[Sequence[str]], Messages], texts: Sequence[str], 
                                  add_generation_prompt=True)
 
     limit = max_length - max_new_tokens
-    texts = list(texts)
-    total = count(texts)
-    if total <= limit:
-        return FittedPrompt(build(texts), total, (0,) * len(texts))
-    empty = count([""] * len(texts))
-    if empty > limit:
-        return FittedPrompt(None, empty, (0,) * len(texts),
-                            f"{TOO_LONG_TEXT}: {empty} tokens without any paper text, "
+    fitted = fit_texts(texts, count, tokenizer, limit)
+    if fitted.texts is None:
+        return FittedPrompt(None, fitted.total, fitted.cut_tokens,
+                            f"{TOO_LONG_TEXT}: {fitted.total} tokens without any paper text, "
                             f"{limit} allowed (max_length {max_length} - max_new_tokens {max_new_tokens})")
-    lengths = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-    available = limit - empty
-    cut = list(texts)
-    for _ in range(8):  # token-boundary effects make the sum of parts differ from the whole by a few tokens
-        cap = _cap(lengths, available)
-        cut = [t if n <= cap else "" if cap <= 0 else
-               fit_survey_text(t, lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"]), cap, tokenizer)[0]
-               for t, n in zip(texts, lengths, strict=True)]
-        total = count(cut)
-        if total <= limit:
-            break
-        available -= total - limit
-    else:
-        return FittedPrompt(None, total, (0,) * len(texts), f"{TOO_LONG_TEXT}: could not fit it into {limit} tokens")
-    kept = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in cut]
-    return FittedPrompt(build(cut), total, tuple(max(0, n - k) for n, k in zip(lengths, kept, strict=True)))
+    return FittedPrompt(build(list(fitted.texts)), fitted.total, fitted.cut_tokens)

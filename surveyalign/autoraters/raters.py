@@ -33,12 +33,13 @@ from surveyalign.autoraters.sxs import (
     sxs_outcome,
 )
 
-__all__ = ["NumberedReference", "Paper", "rate_citation_f1", "rate_litreview", "rate_sxs"]
+__all__ = ["NumberedReference", "PaperText", "rate_citation_f1", "rate_litreview", "rate_sxs"]
 
 
 @dataclass(frozen=True)
-class Paper:
-    """A paper to rate.
+class PaperText:
+    """A paper to rate: its name and full text (the bibliographic record of a paper is
+    :class:`surveyalign.documents.Paper`).
 
     Attributes:
         paper_id: a short name used in outputs and cache keys (e.g. the file name).
@@ -79,7 +80,7 @@ def _call_view(answer: CallAnswer, problems: Sequence[str]) -> dict[str, Any]:
     return {**answer.to_dict(), "problems": failure + [p for p in problems if p != "empty answer" or not failure]}
 
 
-def rate_sxs(pairs: Sequence[tuple[Paper, Paper]], judge: AutoraterJudge, kind: str = "litreview",
+def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge, kind: str = "litreview",
              rule: str = "seed") -> dict[str, Any]:
     """Side-by-side comparison of each pair (A, B), judged twice with the order swapped (PaperOrchestra §5.2).
 
@@ -140,7 +141,7 @@ def rate_sxs(pairs: Sequence[tuple[Paper, Paper]], judge: AutoraterJudge, kind: 
     }
 
 
-def rate_litreview(papers: Sequence[Paper], judge: AutoraterJudge,
+def rate_litreview(papers: Sequence[PaperText], judge: AutoraterJudge,
                    avg_citation_count: float = DEFAULT_AVERAGE_CITATIONS, venue: str | None = None) -> dict[str, Any]:
     """Six-axis literature-review quality of each paper (PaperOrchestra App. F.3).
 
@@ -187,7 +188,7 @@ def _references_block(references: Sequence[NumberedReference]) -> str:
     return "\n".join(f"{r.number}. {' '.join(r.text.split())}" for r in references)
 
 
-def rate_citation_f1(ground_truth: Paper, gt_references: Sequence[NumberedReference], generated: Paper,
+def rate_citation_f1(ground_truth: PaperText, gt_references: Sequence[NumberedReference], generated: PaperText,
                      gen_references: Sequence[NumberedReference], judge: AutoraterJudge,
                      ids: Mapping[str, Mapping[str, str | None]], variant: str = "seed") -> dict[str, Any]:
     """Citation F1 of a generated paper against its ground truth (PaperOrchestra App. F.3), end to end.

@@ -1,6 +1,6 @@
 """Numbered reference lists of papers, for citation F1 (PaperOrchestra App. F.3).
 
-The lists come from the shared readers: :func:`surveyalign.inference.read_document` for the paper and the
+The lists come from the shared readers: :func:`surveyalign.documents.read_document` for the paper and the
 reference readers of :mod:`surveyalign.knowledge` for its bibliography. A LaTeX paper's raw bibliography (``.bib``
 or ``thebibliography``) is read with its fields (DOI, arXiv id, year) and numbered as the reader numbers its
 citations (``\\bibitem`` order, or order of first citation for BibTeX); a markdown or PDF paper's
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surveyalign.autoraters.raters import NumberedReference
-from surveyalign.inference import Document
-from surveyalign.knowledge import (
+from surveyalign.documents import (
+    Document,
     Reference,
     ReferenceList,
     parse_bibtex,
@@ -64,7 +64,7 @@ class PaperReferences:
 
 
 def paper_references(document: Document) -> PaperReferences:
-    """The numbered reference list of a paper read by :func:`surveyalign.inference.read_document`.
+    """The numbered reference list of a paper read by :func:`surveyalign.documents.read_document`.
 
     Args:
         document: the paper (markdown, LaTeX or PDF).

@@ -1,14 +1,15 @@
 """Find the Introduction and Related Work sections of a paper by heading similarity (PaperOrchestra App. F.3).
 
 The side-by-side literature-review autorater reads only these two sections (or their closest equivalents).
-Headings are read from markdown (``#``..``######``) and LaTeX (``\\chapter`` .. ``\\subsubsection``, starred or
-not). A heading's title is normalised (numbering such as ``1``, ``2.3``, ``IV.`` or ``A.`` removed, markup and
-punctuation dropped, lower case) and compared with the names of each role: an exact name scores 100, a heading
-that contains every word of a name ("Introduction to graph neural networks", "Background and related work")
-scores 95, anything else its rapidfuzz ratio (typos, plurals). The best heading at or above
-:data:`MIN_HEADING_SIMILARITY` is taken per role (ties: earlier name in the role's list, then the higher level,
-then the earlier heading); its section runs to the next heading of the same or a higher level, or to the
-bibliography / appendix / end of the document. Which headings were taken, with their scores, is reported.
+Headings are read by the one heading splitter, :func:`surveyalign.documents.find_headings` (markdown and
+LaTeX). A heading's title is normalised (:func:`surveyalign.documents.normalise_heading`: numbering such as
+``1``, ``2.3``, ``IV.`` or ``A.`` removed, markup and punctuation dropped, lower case) and compared with the
+names of each role: an exact name scores 100, a heading that contains every word of a name ("Introduction to
+graph neural networks", "Background and related work") scores 95, anything else its rapidfuzz ratio (typos,
+plurals). The best heading at or above :data:`MIN_HEADING_SIMILARITY` is taken per role (ties: earlier name in
+the role's list, then the higher level, then the earlier heading); its section runs to the next heading of the
+same or a higher level, or to the bibliography / appendix / end of the document. Which headings were taken,
+with their scores, is reported.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-__all__ = ["MIN_HEADING_SIMILARITY", "SECTION_ROLES", "Heading", "SectionSelection", "TakenSection",
-           "extract_review_sections", "find_headings"]
+from surveyalign.documents import Heading, find_headings, normalise_heading
+
+__all__ = ["MIN_HEADING_SIMILARITY", "SECTION_ROLES", "SectionSelection", "TakenSection", "extract_review_sections",
+           "heading_similarity"]
 
 #: Role -> heading names, most specific first.
 SECTION_ROLES: dict[str, tuple[str, ...]] = {
@@ -32,72 +35,7 @@ SECTION_ROLES: dict[str, tuple[str, ...]] = {
 #: Smallest similarity (0-100) for a heading to be taken.
 MIN_HEADING_SIMILARITY: float = 85.0
 
-_MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_LATEX_HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection)\*?\s*(?:\[[^\]]*\])?\s*\{")
-_LATEX_LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4}
 _LATEX_END = re.compile(r"\\(?:appendix\b|begin\{thebibliography\}|bibliography\{|printbibliography|end\{document\})")
-_NUMBERING = re.compile(r"^(?:(?:section|chapter)\s+)?(?:\d+(?:\.\d+)*\.?|[ivxlc]+\.|[a-z]\.)\s*", re.IGNORECASE)
-_ROMAN = re.compile(r"^[IVXLC]+\s+(?=\S)")
-_COMMAND = re.compile(r"\\[a-zA-Z]+\*?")
-
-
-@dataclass(frozen=True)
-class Heading:
-    """One heading of a document.
-
-    Attributes:
-        title: the heading text as written (markup kept).
-        level: depth (markdown: number of ``#``; LaTeX: part 0, chapter 1, section 2, subsection 3, ...).
-        start: character offset where the heading begins.
-        body_start: offset just after the heading.
-    """
-
-    title: str
-    level: int
-    start: int
-    body_start: int
-
-
-def _braced(text: str, open_at: int) -> int:
-    """Offset just after the ``}`` matching the ``{`` at ``open_at - 1`` (end of text when unbalanced)."""
-    depth, i = 1, open_at
-    while i < len(text) and depth:
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        i += 1
-    return i
-
-
-def find_headings(text: str) -> list[Heading]:
-    """All markdown and LaTeX headings of ``text``, in document order.
-
-    Args:
-        text: a paper in markdown or LaTeX.
-
-    Returns:
-        The headings (markdown lines inside code fences are skipped).
-    """
-    fences = [(m.start(), m.end()) for m in re.finditer(r"^```.*?^```", text, re.MULTILINE | re.DOTALL)]
-    found = [Heading(m.group(2), len(m.group(1)), m.start(), m.end()) for m in _MD_HEADING.finditer(text)
-             if not any(a <= m.start() < b for a, b in fences)]
-    for m in _LATEX_HEADING.finditer(text):
-        end = _braced(text, m.end())
-        found.append(Heading(text[m.end():end - 1], _LATEX_LEVELS[m.group(1)], m.start(), end))
-    return sorted(found, key=lambda h: h.start)
-
-
-def normalise_heading(title: str) -> str:
-    """Lower-case words of a heading title without numbering, markup or punctuation.
-
-    Args:
-        title: e.g. ``"2.1 \\textbf{Related Works}:"`` or ``"**1 INTRODUCTION**"``.
-
-    Returns:
-        e.g. ``"related works"``, ``"introduction"``.
-    """
-    plain = _COMMAND.sub(" ", title)
-    plain = re.sub(r"[*_`{}~\[\]()]", " ", plain).strip()
-    plain = _NUMBERING.sub("", _ROMAN.sub("", plain))
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", plain.lower()).split())
 
 
 def heading_similarity(title: str, name: str) -> float:

@@ -23,6 +23,12 @@ from typing import Any
 
 from surveyalign import __version__
 from surveyalign.constants import DIMENSIONS
+from surveyalign.documents import (
+    NEAR_VERBATIM_THRESHOLD,
+    extract_abstract,
+    extract_references,
+    extract_title,
+)
 
 from .card import render_readme
 from .files import check_output, content_hash, write_files
@@ -37,8 +43,6 @@ from .readers import (
 )
 from .schema import ReleaseFormatError
 from .split import assign_splits, split_counts
-from .text import extract_abstract, extract_references, extract_title
-from .verbatim import NEAR_VERBATIM_THRESHOLD
 
 
 @dataclass
@@ -121,7 +125,7 @@ def build_dataset(
         out: output folder; replaced when it exists and ``overwrite`` is True.
         sources: optional ``{uid or paper key: source}`` JSON mapping.
         seed: split seed (deterministic).
-        leakage_guard: strip the published review material from the texts (:func:`surveyalign.data.strip_review_record`;
+        leakage_guard: strip the published review material from the texts (:func:`surveyalign.documents.strip_review_record`;
             recorded in the report).
         fail_on_leak: raise instead of writing when any gold snippet is still verbatim or near-verbatim in an
             input text after the guard.

@@ -12,10 +12,10 @@ from surveyalign.argtypes import (
     number_between,
     positive_int,
 )
+from surveyalign.documents import NEAR_VERBATIM_THRESHOLD
 
 from .layout import RECORD_SETS
 from .split import SPLIT_POLICIES
-from .verbatim import NEAR_VERBATIM_THRESHOLD
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

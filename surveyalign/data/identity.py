@@ -6,8 +6,9 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from surveyalign.documents import extract_title, fingerprint
+
 from .readers import RawUnit
-from .text import extract_title, fingerprint
 
 
 class _UnionFind:

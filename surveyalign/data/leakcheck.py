@@ -10,12 +10,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .leakage import RECORD_KINDS, strip_review_record
-from .verbatim import (
+from surveyalign.documents import (
     MIN_SNIPPET_CHARS,
     NEAR_VERBATIM_THRESHOLD,
+    RECORD_KINDS,
     near_verbatim_hits,
     normalise_for_match,
+    strip_review_record,
     verbatim_hits,
 )
 
@@ -33,7 +34,7 @@ class LeakError(ValueError):
 
 
 def guard_texts(inputs: Mapping[str, str], *, enabled: bool) -> tuple[dict[str, str], list[str], dict[str, Any]]:
-    """Run :func:`surveyalign.data.strip_review_record` over every input text.
+    """Run :func:`surveyalign.documents.strip_review_record` over every input text.
 
     Args:
         inputs: ``{text key: raw text}``.

@@ -112,8 +112,8 @@ def _score(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from surveyalign.console import make_console
+    from surveyalign.documents import read_documents
     from surveyalign.inference.judge import SurveyAlignJudge
-    from surveyalign.inference.readers import read_documents
     from surveyalign.inference.report import write_comparison, write_survey_report
     from surveyalign.inference.spec import load_judge_spec
     from surveyalign.judge import CallCache

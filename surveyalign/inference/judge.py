@@ -1,7 +1,7 @@
 """SurveyAlign as one judge: one base, four dimension adapters, knowledge augmentation, K-sample voting, merged
 rationales (SurveyReview §5, §5.3, App. E, App. F).
 
-:class:`SurveyAlignJudge` reviews a :class:`~surveyalign.inference.readers.Document` on every dimension of its
+:class:`SurveyAlignJudge` reviews a :class:`~surveyalign.documents.readers.Document` on every dimension of its
 :class:`~surveyalign.inference.spec.JudgeSpec`: the prompt and the training length rule come from
 :class:`surveyalign.judge.Judge`, the K samples of a dimension (temperature T, seeds ``seed + k``, recorded) are
 made in one call per prompt so they share one prefill, the vote is the majority over parsed samples with the
@@ -19,9 +19,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
+from surveyalign.documents import Document
 from surveyalign.evaluation.adapters import record_max_length
 from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
-from surveyalign.inference.readers import Document
 from surveyalign.inference.spec import (
     KA_DIMENSIONS,
     JudgeSpec,
@@ -123,7 +123,7 @@ class SurveyAlignJudge:
         """Review one survey on every dimension of the spec (a progress bar per survey, stepping per dimension).
 
         Args:
-            document: the survey, read by :func:`~surveyalign.inference.read_document`.
+            document: the survey, read by :func:`~surveyalign.documents.read_document`.
             progress: show the progress bar (stderr).
 
         Returns:

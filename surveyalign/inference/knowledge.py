@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from surveyalign.inference.readers import Document
+from surveyalign.documents import Document
 
 __all__ = ["FileKnowledge", "GraphKnowledge", "KnowledgeRecord", "KnowledgeSource"]
 

@@ -1,15 +1,15 @@
 """surveyalign.knowledge: knowledge augmentation for the knowledge-intensive dimensions (SurveyReview §5.2, App. F).
 
-Public surface (first part: what other packages reuse):
+Public surface (first part: what other packages reuse). The bibliographic records (:class:`Paper`,
+:class:`Reference`), the reference-list readers and :func:`same_paper` live in :mod:`surveyalign.documents`.
 
 - :mod:`~surveyalign.knowledge.http`: :class:`PoliteClient` (on-disk cache, rate limit, Retry-After-aware
   retries, keys from the environment), :class:`HTTPStatusError`, :class:`NotFoundError`,
   :class:`UnreachableError` (refused / unknown host: fails at once);
 - :mod:`~surveyalign.knowledge.clients`: :class:`SemanticScholarClient`, :class:`OpenAlexClient`;
-- :mod:`~surveyalign.knowledge.papers`: the typed :class:`Paper` record;
-- :mod:`~surveyalign.knowledge.references`: :class:`Reference`, the reference-list readers and
-  :func:`cited_keys`;
-- :mod:`~surveyalign.knowledge.resolve`: the safe matching rule :func:`same_paper` and :class:`Resolver`;
+- :mod:`~surveyalign.knowledge.resolve`: :class:`Resolver`, the safe matching rule
+  (:func:`surveyalign.documents.same_paper`) applied against a graph's papers;
+- :mod:`~surveyalign.knowledge.grobid`: :class:`GrobidClient`, a GROBID server as a PDF reference reader;
 - :mod:`~surveyalign.knowledge.testing`: :class:`FakeScholarServer`, a 127.0.0.1 server answering in the
   Semantic Scholar and OpenAlex shapes, for tests.
 
@@ -47,61 +47,33 @@ from surveyalign.knowledge.http import (
     PoliteClient,
     UnreachableError,
 )
-from surveyalign.knowledge.papers import (
-    REFERENCE_FORMATS,
-    REFERENCE_STATUSES,
-    Paper,
-    Reference,
-    ReferenceList,
-    first_author_surname,
-    normalise_arxiv,
-    normalise_doi,
-    year_in_text,
-)
 from surveyalign.knowledge.resolve import (
-    DEFAULT_MIN_TITLE_SCORE,
-    DEFAULT_YEAR_TOLERANCE,
-    MIN_ABSTRACT_SCORE,
-    MIN_ABSTRACT_WORDS,
-    MatchDecision,
     Resolution,
     Resolver,
-    normalise_surname,
-    normalise_title,
     reason_class,
     resolution_counts,
     resolve_by_search,
-    same_paper,
 )
 
-# Graphs, KA, summaries, reference readers and GROBID load on first use (lazy_loader), so building the CLI
+# Graphs, KA, summaries and GROBID load on first use (lazy_loader), so building the CLI
 # parser (and the HTTP clients that other packages reuse) import neither scipy, pyarrow nor lxml.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["build", "fetch", "graph", "ka", "references", "sample", "summarise", "tei"],
+    submodules=["build", "fetch", "graph", "grobid", "ka", "sample", "summarise"],
     submod_attrs={
     "build": ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "read_ka_records"],
     "fetch": ["FetchReport", "fetch_graph", "resolve_references"],
     "graph": ["CitationGraph", "GraphStats", "SessionSeed"],
     "ka": ["CompKA", "CritCandidates", "Neighbourhood", "comp_ka", "crit_candidates", "neighbourhood",
            "pack_blocks"],
-    "references": ["cited_keys", "parse_bibtex", "parse_latex_bibliography", "parse_markdown_references",
-                   "parse_reference_text", "parse_tei_references", "read_references"],
     "sample": ["sample_graph"],
     "summarise": ["CritKA", "Summariser", "TokenCounter"],
-    "tei": ["GROBID_URL_ENV", "GrobidClient"]})[0]
+    "grobid": ["GrobidClient"]})[0]
 
 __all__ = [
-    "DEFAULT_MIN_TITLE_SCORE",
-    "DEFAULT_YEAR_TOLERANCE",
-    "GROBID_URL_ENV",
     "KA_COLUMN",
     "KA_DIMENSIONS",
-    "MIN_ABSTRACT_SCORE",
-    "MIN_ABSTRACT_WORDS",
     "OPENALEX_URL",
-    "REFERENCE_FORMATS",
-    "REFERENCE_STATUSES",
     "S2_URL",
     "CitationGraph",
     "CompKA",
@@ -114,14 +86,10 @@ __all__ = [
     "HttpStats",
     "KAConfig",
     "KAReport",
-    "MatchDecision",
     "Neighbourhood",
     "NotFoundError",
     "OpenAlexClient",
-    "Paper",
     "PoliteClient",
-    "Reference",
-    "ReferenceList",
     "Resolution",
     "Resolver",
     "ScholarlyClient",
@@ -133,31 +101,17 @@ __all__ = [
     "TokenCounter",
     "UnreachableError",
     "build_ka_dataset",
-    "cited_keys",
     "comp_ka",
     "crit_candidates",
     "fetch_graph",
-    "first_author_surname",
     "neighbourhood",
-    "normalise_arxiv",
-    "normalise_doi",
-    "normalise_surname",
-    "normalise_title",
     "openalex_work_to_paper",
     "pack_blocks",
-    "parse_bibtex",
-    "parse_latex_bibliography",
-    "parse_markdown_references",
-    "parse_reference_text",
-    "parse_tei_references",
     "read_ka_records",
-    "read_references",
     "reason_class",
     "resolution_counts",
     "resolve_by_search",
     "resolve_references",
     "s2_paper_to_paper",
-    "same_paper",
     "sample_graph",
-    "year_in_text",
 ]

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from surveyalign.backends import load_backend
+from surveyalign.documents import parse_markdown_references, parse_reference_text
 from surveyalign.judge import CallCache, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.dataset import write_knowledge_dataset
@@ -32,10 +33,6 @@ from surveyalign.knowledge.ka import (
     crit_candidates,
     neighbourhood,
     pack_blocks,
-)
-from surveyalign.knowledge.references import (
-    parse_markdown_references,
-    parse_reference_text,
 )
 from surveyalign.knowledge.resolve import Resolver, resolution_counts
 from surveyalign.knowledge.summarise import Summariser, TokenCounter

@@ -1,9 +1,9 @@
-"""Semantic Scholar and OpenAlex clients returning :class:`~surveyalign.knowledge.papers.Paper` records.
+"""Semantic Scholar and OpenAlex clients returning :class:`~surveyalign.documents.papers.Paper` records.
 
 Both sit on :class:`~surveyalign.knowledge.http.PoliteClient` (disk cache, rate limit, Retry-After-aware
 retries) and share one small interface (:class:`ScholarlyClient`): ``paper(id)``, ``papers(ids)`` (the
 documented batch endpoints; dangling ids come back as ``None``), ``search(query, limit)`` (candidates only:
-deciding which one, if any, is the cited paper is :func:`surveyalign.knowledge.resolve.same_paper`'s job),
+deciding which one, if any, is the cited paper is :func:`surveyalign.documents.same_paper`'s job),
 ``references(id)`` and ``citations(id)``. Keys come from the environment only: ``S2_API_KEY`` (sent as the
 ``x-api-key`` header) and ``OPENALEX_API_KEY`` (the ``api_key`` parameter); ``OPENALEX_MAILTO`` joins
 OpenAlex's polite pool.
@@ -18,8 +18,8 @@ import os
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from surveyalign.documents import Paper, normalise_doi
 from surveyalign.knowledge.http import PoliteClient
-from surveyalign.knowledge.papers import Paper, normalise_doi
 
 __all__ = [
     "OPENALEX_URL",

@@ -13,10 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surveyalign.constants import normalise_dimension
-from surveyalign.knowledge.resolve import (
-    DEFAULT_MIN_TITLE_SCORE,
-    DEFAULT_YEAR_TOLERANCE,
-)
+from surveyalign.documents import DEFAULT_MIN_TITLE_SCORE, DEFAULT_YEAR_TOLERANCE
 from surveyalign.yamlconfig import read_yaml_mapping, validation_line
 
 __all__ = ["COMPRESS_PROMPT", "KA_DIMENSIONS", "SUMMARY_PROMPT", "KAConfig", "SummariserConfig"]

@@ -4,7 +4,7 @@ The paper expands R over the AMiner graph; without a local graph, :func:`fetch_g
 
 1. each reference with a DOI / arXiv id is looked up by id (Semantic Scholar's batch endpoint; one OpenAlex
    filter per 50 ids), every other one through a title search; every answer goes through
-   :func:`~surveyalign.knowledge.resolve.same_paper` (an id answer must carry the same id, a search hit must
+   :func:`~surveyalign.documents.same_paper` (an id answer must carry the same id, a search hit must
    pass the title rule), so a search's top hit is never taken blindly;
 2. each resolved reference's references and citing papers are fetched (the neighbourhood R+);
 3. the survey itself is looked up by exact title, with the papers citing it, so ``ka build`` can leave them
@@ -24,17 +24,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from surveyalign.documents import Paper, normalise_title, same_paper
 from surveyalign.knowledge.build import SurveyKAInput, survey_references
 from surveyalign.knowledge.clients import ScholarlyClient, SemanticScholarClient
 from surveyalign.knowledge.http import HTTPStatusError
-from surveyalign.knowledge.papers import Paper
-from surveyalign.knowledge.resolve import (
-    Resolution,
-    normalise_title,
-    reason_class,
-    resolve_by_search,
-    same_paper,
-)
+from surveyalign.knowledge.resolve import Resolution, reason_class, resolve_by_search
 
 __all__ = ["FetchReport", "fetch_graph", "resolve_references"]
 
@@ -81,12 +75,12 @@ def resolve_references(client: ScholarlyClient, refs: list[Any], *, search_limit
                        errors: list[str] | None = None) -> tuple[list[Resolution], dict[str, Paper]]:
     """Resolve references through a scholarly API: ids first (one batch), then a checked title search.
 
-    Every answer goes through :func:`~surveyalign.knowledge.resolve.same_paper`, so a search's top hit is never
+    Every answer goes through :func:`~surveyalign.documents.same_paper`, so a search's top hit is never
     taken blindly; a request that fails for good leaves its reference(s) unresolved.
 
     Args:
         client: a :class:`SemanticScholarClient` or :class:`OpenAlexClient`.
-        refs: the references (:class:`~surveyalign.knowledge.papers.Reference` or anything with ``key``,
+        refs: the references (:class:`~surveyalign.documents.papers.Reference` or anything with ``key``,
             ``title``, ``year``, ``doi``, ``arxiv_id``, ``first_author_surname``).
         search_limit: search hits checked per reference without an id match.
         errors: a list that receives one line per failed request (``None``: not collected).

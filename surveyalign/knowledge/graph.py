@@ -1,6 +1,6 @@
 """The citation graph: paper records in columns plus compressed sparse adjacency both ways (SurveyReview §5.2.1).
 
-:class:`CitationGraph` keeps one :class:`~surveyalign.knowledge.papers.Paper` per node (ids unique) and three
+:class:`CitationGraph` keeps one :class:`~surveyalign.documents.papers.Paper` per node (ids unique) and three
 ``scipy.sparse`` CSR matrices over node indices: ``cites[i, j] = 1`` when paper i cites paper j,
 ``cited_by`` (its transpose, as CSR), and ``linked`` (a citation either way, 0/1), the relation
 ``p <-> r`` of App. F. Edges come from both ``reference_ids`` and ``citing_ids`` of every record; ids that
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy import sparse
 
-from surveyalign.knowledge.papers import Paper
+from surveyalign.documents import Paper
 
 __all__ = ["CitationGraph", "GraphStats", "SessionSeed", "papers_from_session"]
 

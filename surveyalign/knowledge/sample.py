@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from surveyalign.documents import Paper, normalise_title, parse_reference_text
 from surveyalign.knowledge.graph import CitationGraph
-from surveyalign.knowledge.papers import Paper
-from surveyalign.knowledge.references import parse_reference_text
-from surveyalign.knowledge.resolve import normalise_title
 
 __all__ = ["sample_graph"]
 

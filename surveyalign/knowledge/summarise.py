@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.documents import truncate_to_tokens
 from surveyalign.judge import CallCache, cached_generate, make_call, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
-from surveyalign.prompts import truncate_to_tokens
 
 __all__ = ["CritKA", "Summariser", "TokenCounter"]
 
@@ -55,7 +55,7 @@ class TokenCounter:
 
     def truncate(self, text: str, limit: int) -> tuple[str, bool]:
         """Cut ``text`` to at most ``limit`` tokens, at a character offset (never inside a character or an emoji
-        sequence: :func:`surveyalign.prompts.truncate_to_tokens`).
+        sequence: :func:`surveyalign.documents.truncate_to_tokens`).
 
         Args:
             text: the text.

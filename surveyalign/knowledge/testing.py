@@ -1,6 +1,6 @@
 """A fake Semantic Scholar + OpenAlex server on 127.0.0.1, answering in the real APIs' shapes (for tests).
 
-:class:`FakeScholarServer` serves a fixed set of :class:`~surveyalign.knowledge.papers.Paper` records through
+:class:`FakeScholarServer` serves a fixed set of :class:`~surveyalign.documents.papers.Paper` records through
 the endpoints the clients use, shaped after the public API documentation:
 
 - Semantic Scholar Graph API under ``/graph/v1``: ``GET /paper/{id}`` (ids: paperId, ``DOI:``,
@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from surveyalign.knowledge.papers import Paper
+from surveyalign.documents import Paper
 
 __all__ = ["FakeScholarServer", "RequestLog"]
 

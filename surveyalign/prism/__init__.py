@@ -8,7 +8,7 @@ Public surface:
 - formulas: :func:`depth_of_analysis`, :func:`claim_score` / :data:`CLAIM_POLICIES`, :func:`novelty_scores`,
   :func:`flaw_recall`, :func:`ncps` / :func:`quote_position`, :func:`constructiveness`, and their column forms
   (``*_by_review``) behind ``metrics/prism``;
-- inputs: :class:`Paper`, :class:`Review`, :func:`read_paper`, :func:`read_reviews` (OpenReview JSON, JATS
+- inputs: :class:`Submission`, :class:`Review`, :func:`read_paper`, :func:`read_reviews` (OpenReview JSON, JATS
   referee reports, plain text);
 - extraction: :class:`Extractor` (shared backends + call cache), :func:`extract_units`, :class:`ExtractionLog`,
   the prompts (:func:`build_messages`, :data:`GROUNDING_RUBRICS`) and strict parsers (``parse_*``);
@@ -39,7 +39,7 @@ from surveyalign.prism.flaws import (
     ncps,
     quote_position,
 )
-from surveyalign.prism.inputs import REVIEW_SOURCES, Paper, PaperSection, Review
+from surveyalign.prism.inputs import REVIEW_SOURCES, PaperSection, Review, Submission
 from surveyalign.prism.novelty import CLAIM_POLICIES, claim_score, novelty_scores
 from surveyalign.prism.parsing import (
     Parsed,
@@ -130,7 +130,6 @@ __all__ = [
     "NoveltyClaim",
     "NoveltyConfig",
     "PairVerdict",
-    "Paper",
     "PaperSection",
     "PaperUnits",
     "Parsed",
@@ -143,6 +142,7 @@ __all__ = [
     "Review",
     "ReviewComment",
     "ReviewFile",
+    "Submission",
     "build_messages",
     "claim_score",
     "comparison_rows",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from surveyalign.prism.units import REVIEW_SECTIONS
 
-__all__ = ["REVIEW_SOURCES", "Paper", "PaperSection", "Review"]
+__all__ = ["REVIEW_SOURCES", "PaperSection", "Review", "Submission"]
 
 #: Who wrote a review: a human reviewer or a reviewing system (an LLM reviewer).
 REVIEW_SOURCES: tuple[str, ...] = ("human", "system")
@@ -32,8 +32,9 @@ class PaperSection(_Frozen):
     text: str = Field("", description="section body (markdown)")
 
 
-class Paper(_Frozen):
-    """The paper under review (PRISM inputs).
+class Submission(_Frozen):
+    """The paper under review (PRISM inputs; the bibliographic record of a paper is
+    :class:`surveyalign.documents.Paper`).
 
     Attributes:
         paper_id: identifier (OpenReview forum id, DOI, file stem).
@@ -53,7 +54,7 @@ class Paper(_Frozen):
     submission_year: int | None = None
 
     @model_validator(mode="after")
-    def _fill(self) -> Paper:
+    def _fill(self) -> Submission:
         if not self.text and self.sections:
             body = "\n\n".join(f"{'#' * (s.level + 1)} {s.heading}\n\n{s.text}" for s in self.sections)
             object.__setattr__(self, "text", body)

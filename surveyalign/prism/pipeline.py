@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from surveyalign.backends import Generation
 from surveyalign.knowledge import UnreachableError
 from surveyalign.prism.calls import CallRequest, Extractor
-from surveyalign.prism.inputs import Paper, Review
+from surveyalign.prism.inputs import Review, Submission
 from surveyalign.prism.parsing import (
     Parsed,
     parse_adus,
@@ -49,7 +49,7 @@ class PriorPaper:
 class PriorWorkRetriever(Protocol):
     """What the pipeline needs from novelty retrieval (see :mod:`surveyalign.prism.retrieval`)."""
 
-    def retrieve(self, paper: Paper, queries: Sequence[str]) -> list[PriorPaper]:
+    def retrieve(self, paper: Submission, queries: Sequence[str]) -> list[PriorPaper]:
         """Prior papers older than ``paper``'s submission, de-duplicated and diversified."""
 
     def relevance(self, claim: str, priors: Sequence[PriorPaper]) -> list[float]:
@@ -148,14 +148,14 @@ _PER_REVIEW = (("adu", parse_adus), ("novelty_claims", parse_claims), ("flaws", 
                ("comments", parse_comments))
 
 
-def _review_calls(paper: Paper, review: Review, rubric: str) -> list[CallRequest]:
+def _review_calls(paper: Submission, review: Review, rubric: str) -> list[CallRequest]:
     fields = {"adu": {"review": review.core_text(), "rubric": rubric},
               "novelty_claims": {"review": review.text, "title": paper.title},
               "flaws": {"review": review.text}, "comments": {"review": review.text}}
     return [CallRequest(stage, review.review_id, build_messages(stage, **fields[stage])) for stage, _ in _PER_REVIEW]
 
 
-def _judge_pairs(paper: Paper, units: PaperUnits, extractor: Extractor, retriever: PriorWorkRetriever,
+def _judge_pairs(paper: Submission, units: PaperUnits, extractor: Extractor, retriever: PriorWorkRetriever,
                  pairs_per_claim: int) -> None:
     texts = [t for got in units.claims.values() if isinstance(got, list) for t, _ in got]
     try:
@@ -202,7 +202,7 @@ def _judge_pairs(paper: Paper, units: PaperUnits, extractor: Extractor, retrieve
         units.claims[rid] = kept if kept or not got else "novelty_pair failed: no verdict for any claim of the review"
 
 
-def _pool_flaws(paper: Paper, units: PaperUnits, extractor: Extractor, max_paper_chars: int) -> None:
+def _pool_flaws(paper: Submission, units: PaperUnits, extractor: Extractor, max_paper_chars: int) -> None:
     entries = [(rid, i, f) for rid, got in units.review_flaws.items() if isinstance(got, list)
                for i, f in enumerate(got)]
     groups = [[k] for k in range(len(entries))]
@@ -230,7 +230,7 @@ def _pool_flaws(paper: Paper, units: PaperUnits, extractor: Extractor, max_paper
             entries[k][2]["pool_id"] = flaw_id
 
 
-def extract_units(paper: Paper, reviews: Sequence[Review], extractor: Extractor, *,
+def extract_units(paper: Submission, reviews: Sequence[Review], extractor: Extractor, *,
                   retriever: PriorWorkRetriever | None = None, grounding_rubric: str = "seed",
                   pairs_per_claim: int = 3, max_paper_chars: int = 30000) -> PaperUnits:
     """Run every PRISM extraction step for one paper and its reviews.

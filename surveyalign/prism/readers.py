@@ -17,10 +17,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from surveyalign.data.jats import JatsError, parse_jats
-from surveyalign.data.text import extract_abstract, extract_title
-from surveyalign.inference import read_document
-from surveyalign.prism.inputs import Paper, PaperSection, Review
+from surveyalign.documents import (
+    JatsError,
+    extract_abstract,
+    extract_title,
+    parse_jats,
+    read_document,
+)
+from surveyalign.prism.inputs import PaperSection, Review, Submission
 
 __all__ = ["SECTION_ALIASES", "ReviewFile", "read_paper", "read_reviews", "split_review_sections"]
 
@@ -195,29 +199,20 @@ def _parse_jats_file(path: Path):
         raise ValueError(f"not a readable JATS article: {err}") from None
 
 
-def _markdown_sections(text: str) -> list[PaperSection]:
-    heads = list(re.finditer(r"^(#{1,6})[ \t]+(\S[^\n]*?)[ \t#]*$", text, re.MULTILINE))
-    out = []
-    for i, m in enumerate(heads):
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        out.append(PaperSection(heading=m.group(2).strip(), level=len(m.group(1)), text=text[m.end():end].strip()))
-    return out
-
-
 def read_paper(path: str | Path, *, paper_id: str | None = None,
-               submission_date: dt.date | str | None = None) -> Paper:
+               submission_date: dt.date | str | None = None) -> Submission:
     """Read the paper under review.
 
     Args:
         path: ``.json`` (an OpenReview submission note or a flat object with title, abstract, text or
             sections, submission_date), ``.xml`` (JATS; the article without its sub-articles), or a markdown /
-            text, LaTeX or PDF file read with ``surveyalign.inference.read_document`` (title = first heading,
-            abstract = the "Abstract" section, sections = the markdown headings).
+            text, LaTeX or PDF file read with :func:`surveyalign.documents.read_document` (title = first
+            heading, abstract = the "Abstract" section, sections = ``Document.sections``, the one heading splitter).
         paper_id: identifier (default: the record's ``id`` / the file stem).
         submission_date: overrides the file's date (``YYYY-MM-DD``).
 
     Returns:
-        The :class:`Paper`.
+        The :class:`Submission`.
 
     Raises:
         OSError: the file cannot be read.
@@ -233,24 +228,25 @@ def read_paper(path: str | Path, *, paper_id: str | None = None,
             sections = [PaperSection(**s) for s in content.get("sections", [])]
             when = override or _date(_value(content.get("submission_date")) or record.get("cdate")
                                      or record.get("tcdate"), f"{path}: field submission_date")
-            return Paper(paper_id=paper_id or str(record.get("id") or path.stem),
-                         title=str(_value(content.get("title")) or ""),
-                         abstract=str(_value(content.get("abstract")) or ""),
-                         text=str(_value(content.get("text")) or ""), sections=tuple(sections),
-                         submission_date=when)
+            return Submission(paper_id=paper_id or str(record.get("id") or path.stem),
+                              title=str(_value(content.get("title")) or ""),
+                              abstract=str(_value(content.get("abstract")) or ""),
+                              text=str(_value(content.get("text")) or ""), sections=tuple(sections),
+                              submission_date=when)
         if path.suffix == ".xml":
             art = _parse_jats_file(path)
             year = int(art.year) if str(art.year).isdigit() else None
-            return Paper(paper_id=paper_id or path.stem, title=art.title, abstract=art.abstract,
-                         text=art.to_markdown(),  # the article alone: sub-articles are never rendered
-                         sections=tuple(PaperSection(heading=s.heading or "(untitled)", level=s.level, text=s.text)
-                                        for s in art.sections),
-                         submission_date=override, submission_year=None if override else year)
+            parts = [PaperSection(heading=s.heading or "(untitled)", level=s.level, text=s.text) for s in art.sections]
+            return Submission(paper_id=paper_id or path.stem, title=art.title, abstract=art.abstract,
+                              text=art.to_markdown(),  # the article alone: sub-articles are never rendered
+                              sections=tuple(parts),
+                              submission_date=override, submission_year=None if override else year)
         document = read_document(path)  # markdown, LaTeX (inputs resolved) or PDF, as markdown
         text = document.text
-        return Paper(paper_id=paper_id or path.stem, title=document.title or extract_title(text),
-                     abstract=extract_abstract(text), text=text, sections=tuple(_markdown_sections(text)),
-                     submission_date=override)
+        sections = [PaperSection(heading=sec.heading, level=sec.level, text=sec.text) for sec in document.sections]
+        return Submission(paper_id=paper_id or path.stem, title=document.title or extract_title(text),
+                          abstract=extract_abstract(text), text=text, sections=tuple(sections),
+                          submission_date=override)
     except ValidationError as err:
         first = err.errors()[0]
         raise ValueError(f"{path}: field {'.'.join(map(str, first['loc'])) or '?'}: {first['msg']}") from None

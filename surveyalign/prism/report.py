@@ -13,7 +13,7 @@ from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.constructiveness import constructiveness
 from surveyalign.prism.depth import depth_of_analysis
 from surveyalign.prism.flaws import flaw_recall, ncps
-from surveyalign.prism.inputs import Paper, Review
+from surveyalign.prism.inputs import Review, Submission
 from surveyalign.prism.novelty import novelty_scores
 from surveyalign.prism.pipeline import PaperUnits
 from surveyalign.prism.units import RankedCritique
@@ -161,7 +161,7 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def write_run(out_dir: str | Path, paper: Paper, reviews: Sequence[Review], units: PaperUnits,
+def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
               scores: Mapping[str, Mapping[str, Any]], run_config: Mapping[str, Any]) -> dict[str, Path]:
     """Write the run folder: ``reviews/<id>.json``, ``paper.json``, ``comparison.md`` / ``.json``,
     ``extraction.json`` (every failure, default and left-out item) and ``run_config.json``.

@@ -21,9 +21,9 @@ from rapidfuzz import fuzz
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
+from surveyalign.documents import DEFAULT_MIN_TITLE_SCORE, normalise_title
 from surveyalign.judge import stable_hash
-from surveyalign.knowledge import DEFAULT_MIN_TITLE_SCORE, normalise_title
-from surveyalign.prism.inputs import Paper
+from surveyalign.prism.inputs import Submission
 from surveyalign.prism.pipeline import PriorPaper
 
 __all__ = ["PriorWorkSearch", "is_prior", "mmr_select"]
@@ -37,7 +37,7 @@ def _tfidf(texts: Sequence[str]):
         return None
 
 
-def is_prior(candidate: PriorPaper, paper: Paper) -> bool | None:
+def is_prior(candidate: PriorPaper, paper: Submission) -> bool | None:
     """Whether ``candidate`` is older than ``paper``'s submission.
 
     Returns:
@@ -117,7 +117,7 @@ class PriorWorkSearch:
         except json.JSONDecodeError as err:
             raise ValueError(f"{self.cache_path}: retrieval cache is not valid JSON ({err.msg})") from None
 
-    def retrieve(self, paper: Paper, queries: Sequence[str]) -> list[PriorPaper]:
+    def retrieve(self, paper: Submission, queries: Sequence[str]) -> list[PriorPaper]:
         """Prior papers for ``paper``: searched, filtered to older work, de-duplicated, MMR-diversified.
 
         Args:

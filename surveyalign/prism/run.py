@@ -24,7 +24,7 @@ from surveyalign.evaluation.config import (
 from surveyalign.judge import CallCache
 from surveyalign.knowledge import S2_URL, SemanticScholarClient
 from surveyalign.prism.calls import Extractor
-from surveyalign.prism.inputs import Paper, Review
+from surveyalign.prism.inputs import Review, Submission
 from surveyalign.prism.novelty import CLAIM_POLICIES
 from surveyalign.prism.pipeline import PaperUnits, PriorWorkRetriever, extract_units
 from surveyalign.prism.prompts import GROUNDING_RUBRICS
@@ -107,7 +107,7 @@ def _semantic_scholar(config: NoveltyConfig, out_dir: Path) -> PriorWorkRetrieve
                            mmr_lambda=config.mmr_lambda, cache_path=out_dir / "retrieval.json")
 
 
-def run_prism(paper: Paper, reviews: Sequence[Review], config: PrismConfig, out_dir: str | Path, *,
+def run_prism(paper: Submission, reviews: Sequence[Review], config: PrismConfig, out_dir: str | Path, *,
               backend: Backend | None = None, retriever: PriorWorkRetriever | None = None,
               progress: bool = False, command: Sequence[str] | None = None) -> PrismRun:
     """Extract, score and write one paper's PRISM run (resumable through ``out_dir/calls.jsonl``).

@@ -4,7 +4,7 @@ Public surface::
 
     from surveyalign.prompts import (
         build_judge_prompt, format_target, build_sft_example, parse_judgement, parse_generation, render_chat,
-        fit_survey_text, truncate_to_tokens, count_chat_tokens, ParsedAnswer, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
+        fit_survey_text, count_chat_tokens, ParsedAnswer, JudgePrompt, PROTOCOLS, Protocol, DEFAULT_PROTOCOL, RUBRICS,
     )
 
 Training (SFT/DPO data) and evaluation both build prompts with :func:`build_judge_prompt`, so the two can
@@ -31,7 +31,6 @@ from surveyalign.prompts.json_answer import JsonAnswer, read_json_answer
 from surveyalign.prompts.length import (
     count_chat_tokens,
     fit_survey_text,
-    truncate_to_tokens,
 )
 from surveyalign.prompts.parser import ParsedAnswer, parse_judgement, strip_reasoning
 from surveyalign.prompts.protocols import (
@@ -67,6 +66,5 @@ __all__ = [
     "read_json_answer",
     "render_chat",
     "strip_reasoning",
-    "truncate_to_tokens",
     "validate_score",
 ]

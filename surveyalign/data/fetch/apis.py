@@ -18,8 +18,8 @@ from typing import Any
 
 import lxml.html
 
+from surveyalign.documents import Paper, normalise_doi
 from surveyalign.knowledge.http import PoliteClient
-from surveyalign.knowledge.papers import Paper, normalise_doi
 
 #: DOI prefixes of the journals each release source comes from.
 SOURCE_DOI_PREFIXES = {"f1000": ("10.12688/f1000research.",), "moprd": ("10.7717/peerj.", "10.7717/peerj-cs.")}
@@ -33,7 +33,7 @@ class Candidate:
     """One search hit, with what fetching it needs.
 
     Attributes:
-        paper: the hit as a :class:`~surveyalign.knowledge.papers.Paper` (what the matching rule reads).
+        paper: the hit as a :class:`~surveyalign.documents.papers.Paper` (what the matching rule reads).
         service: "europepmc" or "openreview".
         pmcid: PubMed Central id ("PMC123"), None when absent (then Europe PMC has no full text to give).
         forum: OpenReview forum id, None for Europe PMC hits.

@@ -2,7 +2,7 @@
 
 F1000Research and PeerJ (MOPRD) papers are searched in Europe PMC by title (as a phrase, then by its words
 when the phrase finds nothing; MOPRD also by the DOI its uid suggests, ``10.7717/peerj.<paper>``), OpenReview papers in OpenReview. Every hit goes through the same rule as
-knowledge augmentation, :func:`surveyalign.knowledge.resolve.same_paper` (close normalised title, confirmed by
+knowledge augmentation, :func:`surveyalign.documents.same_paper` (close normalised title, confirmed by
 another field); a hit from another journal than the source's is rejected before that. No hit is taken because
 it came first.
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from surveyalign.knowledge.resolve import MatchDecision, same_paper
+from surveyalign.documents import MatchDecision, same_paper
 
 from .apis import SOURCE_DOI_PREFIXES, Candidate, EuropePMC, OpenReview
 from .targets import PaperTarget

@@ -2,9 +2,9 @@
 
 For every paper of a release (:func:`~surveyalign.data.fetch.targets.release_targets`): identify it
 (:mod:`~surveyalign.data.fetch.identify`), fetch its JATS XML (Europe PMC) or PDF (OpenReview), convert it to
-markdown (:func:`surveyalign.data.jats.parse_jats` without the sub-articles; PDFs with
-:func:`surveyalign.inference.read_document`), pass it through the leakage guard
-(:func:`surveyalign.data.strip_review_record`) and count the gold rationales still verbatim in it. Output::
+markdown (:func:`surveyalign.documents.jats.parse_jats` without the sub-articles; PDFs with
+:func:`surveyalign.documents.read_document`), pass it through the leakage guard
+(:func:`surveyalign.documents.strip_review_record`) and count the gold rationales still verbatim in it. Output::
 
     OUT/articles/articles_part_fetched_NNN.json   {uid: markdown}, read by `surveyalign data build` unchanged
     OUT/fetch_report.json                         per source: papers, resolved / fetched / converted / failed
@@ -29,14 +29,18 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
-from surveyalign.inference import PDF_EXTRACTORS, read_document
+from surveyalign.documents import (
+    PDF_EXTRACTORS,
+    JatsError,
+    layout_verbatim_hits,
+    parse_jats,
+    read_document,
+)
 from surveyalign.knowledge.http import HTTPStatusError, PoliteClient
 
-from ..jats import JatsError, parse_jats
 from ..leakcheck import check_leaks, guard_texts
 from ..readers import FETCH_REPORT_FILE as FETCH_REPORT
 from ..readers import FETCH_STATE_FILE as FETCH_STATE
-from ..verbatim import layout_verbatim_hits
 from .apis import EuropePMC, OpenReview
 from .identify import JATS_SOURCES, candidates_for, decide
 from .targets import PaperTarget, release_targets
@@ -181,7 +185,7 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
         max_attempts: tries per request on 429 / 5xx / transport errors (>= 1).
         http_options: further :class:`~surveyalign.knowledge.http.PoliteClient` arguments (backoff, timeout,
             headers such as a User-Agent with a contact address).
-        pdf_extractor: PDF extractor of :func:`surveyalign.inference.read_document` ("pypdf", "marker", ...).
+        pdf_extractor: PDF extractor of :func:`surveyalign.documents.read_document` ("pypdf", "marker", ...).
         shard_size: uids per articles shard (>= 1).
         progress: show a progress bar.
 

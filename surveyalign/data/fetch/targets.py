@@ -13,6 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from surveyalign.documents import fingerprint
+
 from ..layout import RECORD_SETS
 from ..readers import (
     paper_key_from_uid,
@@ -20,7 +22,6 @@ from ..readers import (
     source_from_uid,
     version_from_uid,
 )
-from ..text import fingerprint
 
 
 @dataclass

@@ -1,14 +1,19 @@
-"""Read a survey a user wants reviewed: markdown, a LaTeX project, a PDF, or a folder of them.
+"""Read a document (markdown, a LaTeX project, a PDF, a JATS XML article, or a folder of them) into a Document.
 
 Every reader returns a :class:`Document` whose ``text`` is markdown, the form SurveyReview stores survey texts in
 (SurveyReview §4.2: full text as markdown), with the venue's published review record removed by the same
-leakage guard the dataset build applies (:func:`surveyalign.data.strip_review_record`), so a survey is judged on
-the same kind of input as the benchmark. The training length rule is applied later, when the prompt is built.
+leakage guard the dataset build applies (:func:`surveyalign.documents.strip_review_record`), so a survey is
+judged on the same kind of input as the benchmark. ``Document.sections`` splits the text at its headings (with
+character offsets into ``text``) and ``Document.references()`` reads its reference list. The training length
+rule is applied later, when the prompt is built.
 
 * markdown (``.md``, ``.markdown``, ``.txt``): read as is.
 * LaTeX (``.tex``, the main file): includes resolved, user macros expanded with ``pylatexenc``, the bibliography
   rendered as a ``## References`` list and kept raw for knowledge augmentation
-  (:mod:`surveyalign.inference.latex`).
+  (:mod:`surveyalign.documents.latex`).
+* JATS XML (``.xml`` with an ``<article>`` root: F1000Research, PeerJ, Europe PMC): the article alone
+  (:func:`surveyalign.documents.jats.parse_jats`); its sub-articles (referee reports, responses) are never read
+  into the text.
 * PDF: ``pypdf`` (BSD licence) by default; ``extractor="pymupdf4llm"`` (AGPL) or ``"marker"`` (GPL) use those
   optional packages when installed. pypdf's text gets its end-of-line hyphenation undone and its lone
   "Abstract"/"References" and numbered heading lines marked as markdown headings.
@@ -24,19 +29,27 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from surveyalign.data import LeakageEdit, strip_review_record
-from surveyalign.data.text import extract_references, extract_title
-from surveyalign.inference.latex import latex_to_markdown
+from surveyalign.documents.jats import JatsError, parse_jats
+from surveyalign.documents.latex import latex_to_markdown
+from surveyalign.documents.leakage import LeakageEdit, strip_review_record
+from surveyalign.documents.papers import ReferenceList
+from surveyalign.documents.references import (
+    parse_bibtex,
+    parse_latex_bibliography,
+    parse_markdown_references,
+)
+from surveyalign.documents.sections import Section, split_sections
+from surveyalign.documents.text import extract_references, extract_title
 
 __all__ = ["DOCUMENT_SUFFIXES", "PDF_EXTRACTORS", "Document", "find_documents", "read_document", "read_documents"]
 
 #: File suffix -> document format.
 DOCUMENT_SUFFIXES: dict[str, str] = {".md": "markdown", ".markdown": "markdown", ".txt": "markdown",
-                                     ".tex": "latex", ".pdf": "pdf"}
+                                     ".tex": "latex", ".pdf": "pdf", ".xml": "jats"}
 #: PDF text extractors: the default (permissive licence) first; the others are optional extras.
 PDF_EXTRACTORS = ("pypdf", "pymupdf4llm", "marker")
 
-DocumentFormat = Literal["markdown", "latex", "pdf"]
+DocumentFormat = Literal["markdown", "latex", "pdf", "jats"]
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _HYPHEN_RE = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
@@ -52,11 +65,12 @@ class Document:
 
     Attributes:
         text: the survey as markdown, with the published review record removed (leakage guard).
-        format: ``"markdown"``, ``"latex"`` or ``"pdf"``.
-        title: the survey's title (``\\title``, PDF metadata, else the first heading or line).
+        format: ``"markdown"``, ``"latex"``, ``"pdf"`` or ``"jats"``.
+        title: the survey's title (``\\title``, PDF metadata, JATS ``article-title``, else the first heading or
+            line).
         source: the file read (the main ``.tex`` for LaTeX).
         bibliography: raw bibliography for knowledge augmentation (LaTeX: the ``.bib`` text or the
-            ``thebibliography`` block); ``None`` for markdown and PDF, whose references are in ``text``.
+            ``thebibliography`` block); ``None`` for markdown, PDF and JATS, whose references are in ``text``.
         bibliography_paths: the ``.bib``/``.bbl`` files read.
         bibliography_format: ``"bibtex"``, ``"thebibliography"``, ``"markdown"`` (the reference list is part of
             ``text``) or ``None`` (no reference list found).
@@ -85,6 +99,30 @@ class Document:
         """The first bibliography file read, or ``None``."""
         return self.bibliography_paths[0] if self.bibliography_paths else None
 
+    @property
+    def sections(self) -> list[Section]:
+        """The sections of ``text`` (markdown headings; :func:`surveyalign.documents.split_sections`), each with
+        its character offsets into ``text``."""
+        return split_sections(self.text, latex=False)
+
+    def references(self) -> ReferenceList:
+        """The document's reference list as typed records.
+
+        LaTeX with a bibliography: its ``.bib`` entries (:func:`parse_bibtex`) or ``\\bibitem`` entries
+        (:func:`parse_latex_bibliography`); otherwise the ``References`` section of ``text``
+        (:func:`parse_markdown_references`).
+
+        Returns:
+            The :class:`ReferenceList` (``path`` = ``source``; an empty list with a problem line when there is
+            no reference list).
+        """
+        where = str(self.source)
+        if self.format == "latex" and self.bibliography:
+            if self.bibliography_format == "bibtex":
+                return parse_bibtex(self.bibliography, path=where)
+            return parse_latex_bibliography(self.bibliography, path=where)
+        return parse_markdown_references(self.text, path=where)
+
     def to_dict(self, *, with_text: bool = False) -> dict[str, Any]:
         """A JSON-serialisable description (paths as strings; the text only when ``with_text``).
 
@@ -108,6 +146,12 @@ class Document:
         return out
 
 
+def _is_jats(path: Path) -> bool:
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+    return re.search(rb"<article[\s>]", head) is not None
+
+
 def _is_latex_main(path: Path) -> bool:
     with path.open(encoding="utf-8", errors="replace") as handle:
         head = handle.read(200_000)
@@ -125,7 +169,7 @@ def find_documents(folder: Path | str) -> list[Path]:
         folder: a directory.
 
     Returns:
-        Paths of the markdown, main LaTeX and PDF files found.
+        Paths of the markdown, main LaTeX, PDF and JATS (``<article>`` root) files found.
 
     Raises:
         NotADirectoryError: ``folder`` is not a directory.
@@ -138,7 +182,7 @@ def find_documents(folder: Path | str) -> list[Path]:
         if any(part.startswith(".") for part in path.relative_to(folder).parts) or not path.is_file():
             continue
         kind = DOCUMENT_SUFFIXES.get(path.suffix.lower())
-        if kind is None or (kind == "latex" and not _is_latex_main(path)):
+        if kind is None or (kind == "latex" and not _is_latex_main(path)) or (kind == "jats" and not _is_jats(path)):
             continue
         found.append(path)
     return found
@@ -171,6 +215,18 @@ def _read_latex(path: Path) -> Document:
                     bibliography=result.bibliography, bibliography_paths=result.bibliography_paths,
                     bibliography_format=result.bibliography_format, cited_keys=result.cited_keys,
                     files=result.files, warnings=result.warnings)
+
+
+def _read_jats(path: Path) -> Document:
+    try:
+        article = parse_jats(path.read_bytes(), source=str(path))
+    except JatsError as err:  # names the file already
+        raise ValueError(f"not a readable JATS article: {err}") from None
+    text = article.to_markdown()  # the article alone: sub-articles are never rendered
+    warnings = [(f"{path.name}: {len(article.sub_articles)} sub-article(s) (referee reports, responses, decision "
+                f"letters) left out of the text")] if article.sub_articles else []
+    return Document(text=text, format="jats", title=article.title, source=path, files=[path],
+                    bibliography_format=_markdown_bibliography(text), warnings=warnings)
 
 
 def _pypdf_markdown(path: Path, warnings: list[str]) -> str:
@@ -238,14 +294,14 @@ def _read_pdf(path: Path, extractor: str) -> Document:
 
 
 def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool = True) -> Document:
-    """Read one survey from a markdown, LaTeX or PDF file, or from a folder holding exactly one.
+    """Read one document from a markdown, LaTeX, PDF or JATS XML file, or from a folder holding exactly one.
 
     Args:
-        path: a ``.md``/``.markdown``/``.txt``, main ``.tex`` or ``.pdf`` file, or a folder with one of them
-            (e.g. a LaTeX project folder).
+        path: a ``.md``/``.markdown``/``.txt``, main ``.tex``, ``.pdf`` or JATS ``.xml`` file, or a folder with one
+            of them (e.g. a LaTeX project folder).
         pdf_extractor: one of :data:`PDF_EXTRACTORS`; ``"pypdf"`` (default, BSD), ``"pymupdf4llm"`` (AGPL extra
             ``surveyalign[pdf-mupdf]``) or ``"marker"`` (GPL extra ``surveyalign[pdf-marker]``).
-        guard: apply the leakage guard (:func:`surveyalign.data.strip_review_record`), as the dataset build does;
+        guard: apply the leakage guard (:func:`surveyalign.documents.strip_review_record`), as the dataset build does;
             turn off only to inspect the raw conversion.
 
     Returns:
@@ -254,8 +310,8 @@ def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ValueError: unsupported suffix, empty file, a ``.tex`` that is not a main file, an unreadable, encrypted
-            or text-less PDF, an unknown extractor, or a folder with no or several documents (the message names
-            the path and what was found).
+            or text-less PDF, malformed JATS XML, an unknown extractor, or a folder with no or several documents
+            (the message names the path and what was found).
         ImportError: an optional PDF extractor that is not installed (the message names the extra).
     """
     path = Path(path)
@@ -278,6 +334,8 @@ def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool
         document = _read_markdown(path)
     elif kind == "latex":
         document = _read_latex(path)
+    elif kind == "jats":
+        document = _read_jats(path)
     else:
         document = _read_pdf(path, pdf_extractor)
     document = _guarded(document) if guard else document

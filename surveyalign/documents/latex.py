@@ -4,13 +4,13 @@ The judge reads surveys as markdown, the form SurveyReview stores its texts in (
 survey is turned into the markdown a reader of the compiled PDF would see: a ``#`` title, ``##``/``###``
 section headings, the abstract, numbered citations ``[n]`` and a ``## References`` list of the cited works.
 
-* :func:`~surveyalign.inference.latex_flatten.flatten_latex` splices every ``\\input``, ``\\include``, ``\\subfile``, ``\\import``/``\\subimport``
+* :func:`~surveyalign.documents.latex_flatten.flatten_latex` splices every ``\\input``, ``\\include``, ``\\subfile``, ``\\import``/``\\subimport``
   into the main file (comments removed first, so a commented-out ``\\input`` stays out); a file that cannot be
   found or an include cycle is reported in the warnings, never skipped silently.
 * :func:`latex_to_markdown` expands the macros the survey defines (``\\newcommand``, ``\\renewcommand``,
   ``\\providecommand``, ``\\DeclareRobustCommand``, argument-free ``\\def``) through ``pylatexenc``'s macro
   database, keeps math verbatim, numbers citations and renders the bibliography from the ``.bib`` files named by
-  ``\\bibliography``/``\\addbibresource`` (:func:`surveyalign.knowledge.parse_bibtex`), from a ``thebibliography`` environment, or from a
+  ``\\bibliography``/``\\addbibresource`` (:func:`surveyalign.documents.parse_bibtex`), from a ``thebibliography`` environment, or from a
   compiled ``.bbl`` when the ``.bib`` is absent. The raw bibliography text is returned for knowledge augmentation
   (SurveyReview §5.2, App. F: the survey's reference set R).
 """
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from pylatexenc import latex2text, latexwalker, macrospec
 
-from surveyalign.inference.latex_flatten import flatten_latex
-from surveyalign.knowledge.papers import Reference
-from surveyalign.knowledge.references import parse_bibtex
+from surveyalign.documents.latex_flatten import flatten_latex
+from surveyalign.documents.papers import Reference
+from surveyalign.documents.references import parse_bibtex
 
 __all__ = ["LatexConversion", "latex_to_markdown"]
 

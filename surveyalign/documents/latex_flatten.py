@@ -2,7 +2,7 @@
 
 Comments are removed first, so a commented-out include stays out (as in TeX); an include that cannot be found or
 that closes a cycle is reported as a warning naming the file and line, never skipped silently. Used by
-:func:`surveyalign.inference.latex.latex_to_markdown`.
+:func:`surveyalign.documents.latex.latex_to_markdown`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+__all__ = ["extract_abstract", "extract_references", "extract_title", "fingerprint"]
+
 _H1_RE = re.compile(r"^[ \t]{0,3}#[ \t]+(\S[^\n]*?)[ \t#]*$", re.MULTILINE)
 _ANY_HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(\S[^\n]*?)[ \t#]*$", re.MULTILINE)
 _NEXT_HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]", re.MULTILINE)

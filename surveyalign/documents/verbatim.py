@@ -18,6 +18,8 @@ from rapidfuzz import fuzz
 
 from .leakage import strip_running_headers
 
+__all__ = ["MIN_SNIPPET_CHARS", "NEAR_VERBATIM_THRESHOLD", "find_verbatim", "layout_verbatim_hits", "near_verbatim_hits", "near_verbatim_scores", "normalise_for_match", "verbatim_hits"]
+
 #: Smallest partial-ratio score (0-100, ``rapidfuzz.fuzz.partial_ratio`` on case-folded normalised forms) at
 #: which a snippet counts as near-verbatim in a text. 90 lets about one character in ten differ: a leak with a
 #: word dropped or two words changed by the annotator scores 94-96, a fixed typo 99, while a gold snippet
@@ -46,7 +48,7 @@ def normalise_for_match(text: str) -> str:
     """One layout-free form of a text for leak matching (applied to snippets and texts alike).
 
     Steps: Unicode NFKC (ligatures, full-width forms), typographic quotes and dashes to ASCII, running page
-    headers dropped (:func:`surveyalign.data.strip_running_headers`: a quote broken by a page turn), soft hyphens and
+    headers dropped (:func:`surveyalign.documents.strip_running_headers`: a quote broken by a page turn), soft hyphens and
     zero-width characters dropped, markdown emphasis, code marks, heading hashes, quote marks, table bars and
     HTML tags turned into spaces, every run of whitespace and line breaks turned into one space, then hyphens
     inside words and at line ends dropped (so "well-\\nchosen", "well-chosen" and "wellchosen" agree). Case is

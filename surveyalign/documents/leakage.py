@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+__all__ = ["RECORD_KINDS", "LeakageEdit", "strip_review_record", "strip_running_headers"]
+
 #: "[version 2; peer review: 1 approved, 1 approved with reservations]" and the older
 #: "[version 1; referees: 2 approved]" forms.
 _STATUS_RE = re.compile(

@@ -2,7 +2,7 @@
 
 Public surface::
 
-    from surveyalign.data.jats import parse_jats, JatsArticle, SubArticle
+    from surveyalign.documents.jats import parse_jats, JatsArticle, SubArticle
 
 ``parse_jats(xml) -> JatsArticle``; ``JatsArticle.to_markdown()`` renders the article alone, and
 ``JatsArticle.sub_articles`` holds the referee reports, author responses and decision letters

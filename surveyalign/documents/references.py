@@ -15,20 +15,21 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import bibtexparser
 from bibtexparser.middlewares import LatexDecodingMiddleware
 from bibtexparser.model import DuplicateBlockKeyBlock
 
-from surveyalign.knowledge.papers import (
+from surveyalign.documents.papers import (
     Reference,
     ReferenceList,
     normalise_arxiv,
     normalise_doi,
     year_in_text,
 )
-from surveyalign.knowledge.tei import GROBID_URL_ENV, GrobidClient, parse_tei_references
+from surveyalign.documents.tei import GROBID_URL_ENV, parse_tei_references
 
 __all__ = [
     "cited_keys",
@@ -160,7 +161,7 @@ def parse_reference_text(text: str, key: str, source: str = "markdown") -> Refer
     Args:
         text: the entry (whitespace is collapsed).
         key: the key to give the :class:`Reference`.
-        source: one of :data:`~surveyalign.knowledge.papers.REFERENCE_FORMATS`.
+        source: one of :data:`~surveyalign.documents.papers.REFERENCE_FORMATS`.
 
     Returns:
         The :class:`Reference` (``title`` may be a best guess for other layouts; ``raw`` keeps the text).
@@ -308,15 +309,18 @@ def parse_markdown_references(markdown: str, *, path: str | None = None) -> Refe
     return ReferenceList(refs, problems, "markdown", path)
 
 
-def read_references(path: str | Path) -> ReferenceList:
+def read_references(path: str | Path, *, pdf_reader: Callable[[Path], ReferenceList] | None = None
+                    ) -> ReferenceList:
     """Read a reference list from a file, choosing the reader from its suffix.
 
     ``.bib`` -> :func:`parse_bibtex`; ``.tex`` / ``.bbl`` -> :func:`parse_latex_bibliography`; ``.md`` /
     ``.markdown`` / ``.txt`` -> :func:`parse_markdown_references`; ``.xml`` / ``.tei`` -> :func:`parse_tei_references`;
-    ``.pdf`` -> the GROBID server named by ``GROBID_URL`` (:class:`~surveyalign.knowledge.tei.GrobidClient`).
+    ``.pdf`` -> ``pdf_reader`` (a GROBID server: ``surveyalign.knowledge.GrobidClient().references``, which reads
+    the server named by ``GROBID_URL``).
 
     Args:
         path: the file.
+        pdf_reader: PDF path -> :class:`ReferenceList`; needed for ``.pdf`` only.
 
     Returns:
         The :class:`ReferenceList`, with ``path`` set.
@@ -324,7 +328,7 @@ def read_references(path: str | Path) -> ReferenceList:
     Raises:
         OSError: the file cannot be read.
         ValueError: an unknown suffix (the message lists the known ones), malformed TEI XML, or a PDF
-            without a GROBID server configured.
+            without a ``pdf_reader``.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -332,10 +336,12 @@ def read_references(path: str | Path) -> ReferenceList:
                ".md": parse_markdown_references, ".markdown": parse_markdown_references,
                ".txt": parse_markdown_references, ".xml": parse_tei_references, ".tei": parse_tei_references}
     if suffix == ".pdf":
-        if not os.environ.get(GROBID_URL_ENV):
+        if pdf_reader is None:
+            server = os.environ.get(GROBID_URL_ENV) or "unset"
             raise ValueError(f"{path}: reading references from a PDF needs a GROBID server; set {GROBID_URL_ENV} "
-                             "(e.g. http://localhost:8070)")
-        return GrobidClient().references(path)
+                             f"(e.g. http://localhost:8070; now {server}) and pass "
+                             "pdf_reader=surveyalign.knowledge.GrobidClient().references")
+        return pdf_reader(path)
     if suffix not in readers:
         raise ValueError(f"{path}: cannot tell the reference format from suffix {suffix!r}; "
                          f"known: {sorted(readers)}")

@@ -1,22 +1,18 @@
 """GROBID TEI XML: the ``<biblStruct>`` entries of a paper's reference list (SurveyReview §4 paper processing).
 
 GROBID (``processFulltextDocument`` / ``processReferences``) turns a PDF's bibliography into TEI; this module
-reads it into :class:`~surveyalign.knowledge.papers.Reference` records with ``lxml`` (entities not resolved),
-and :class:`GrobidClient` asks a configured GROBID server for it (``POST /api/processReferences``) through the
-polite HTTP client (retries with Retry-After: GROBID answers 503 when its pool is busy).
+reads it into :class:`~surveyalign.documents.Reference` records with ``lxml`` (entities not resolved).
+Asking a GROBID server for it is :class:`surveyalign.knowledge.GrobidClient` (an HTTP client, one floor up).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 from typing import Any
 
 from lxml import etree
 
-from surveyalign.knowledge.http import PoliteClient
-from surveyalign.knowledge.papers import (
+from surveyalign.documents.papers import (
     Reference,
     ReferenceList,
     normalise_arxiv,
@@ -24,7 +20,7 @@ from surveyalign.knowledge.papers import (
     year_in_text,
 )
 
-__all__ = ["GROBID_URL_ENV", "GrobidClient", "parse_tei_references"]
+__all__ = ["GROBID_URL_ENV", "parse_tei_references"]
 
 #: Environment variable naming the GROBID server (e.g. ``http://localhost:8070``) when none is passed.
 GROBID_URL_ENV = "GROBID_URL"
@@ -76,48 +72,3 @@ def parse_tei_references(xml: str | bytes, *, path: str | None = None) -> Refere
             raw=re.sub(r"\s+", " ", " ".join(bibl.itertext())).strip(), source="tei",
         ))
     return ReferenceList(refs, [], "tei", path)
-
-
-class GrobidClient:
-    """Reference extraction from PDFs by a GROBID server.
-
-    Args:
-        base_url: the server root (``http://localhost:8070``); ``None`` reads :data:`GROBID_URL_ENV`.
-        consolidate: ask GROBID to consolidate citations against Crossref (``consolidateCitations=1``; slower).
-        timeout: seconds per request (a long PDF takes a while).
-        **http: other :class:`~surveyalign.knowledge.http.PoliteClient` options.
-
-    Raises:
-        ValueError: no server given and ``GROBID_URL`` unset.
-    """
-
-    def __init__(self, base_url: str | None = None, *, consolidate: bool = False, timeout: float = 120.0,
-                 **http: Any) -> None:
-        url = base_url or os.environ.get(GROBID_URL_ENV)
-        if not url:
-            raise ValueError(f"no GROBID server configured: pass base_url or set {GROBID_URL_ENV}")
-        http.setdefault("requests_per_second", 0)
-        self.consolidate = consolidate
-        self.http = PoliteClient(url, timeout=timeout, **http)
-
-    def references(self, pdf: str | os.PathLike) -> ReferenceList:
-        """The reference list of one PDF (``POST /api/processReferences``), read with :func:`parse_tei_references`.
-
-        Args:
-            pdf: the PDF file.
-
-        Returns:
-            The :class:`ReferenceList` (``path`` = the PDF).
-
-        Raises:
-            OSError: the PDF cannot be read.
-            HTTPStatusError: the server failed for good.
-            ValueError: the answer is not well-formed TEI.
-        """
-        path = Path(pdf)
-        response = self.http.request("POST", "/api/processReferences",
-                                     files={"input": (path.name, path.read_bytes(), "application/pdf")},
-                                     data={"consolidateCitations": "1" if self.consolidate else "0"})
-        refs = parse_tei_references(response.content, path=str(path))
-        refs.path = str(path)
-        return refs
