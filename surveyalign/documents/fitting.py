@@ -83,8 +83,10 @@ def fit_texts(texts: Sequence[str], count: Callable[[Sequence[str]], int], token
     lengths = [len(ids) for ids, _ in spans]
     available = limit - (total - sum(lengths))
     while True:
-        if available <= 0:
+        if available <= 0:  # the estimate leaves nothing: every text goes, if the rest fits at all
             empty = count([""] * len(texts))
+            if empty <= limit:
+                return FittedTexts(("",) * len(texts), empty, tuple(lengths))
             return FittedTexts(None, empty, (0,) * len(texts),
                                f"{empty} tokens without any text, {limit} allowed")
         cap = _cap(lengths, available)
