@@ -9,8 +9,8 @@ import pytest
 from surveyalign.documents import (
     Document,
     Paper,
-    fit_texts,
     find_headings,
+    fit_texts,
     read_document,
     split_sections,
 )
@@ -81,15 +81,13 @@ def test_jats_is_read_into_the_same_document_type():
     assert [s.heading for s in doc.sections] == ["Soil carbon under cover crops: a review", "Abstract",
                                                  "1 Introduction", "1.1 Scope", "Results", "Acknowledgements",
                                                  "References"]
-    assert doc.warnings == ["review_article.xml: 3 sub-article(s) (referee reports, responses, decision letters) "
-                            "left out of the text"]
+    assert doc.warnings == [("review_article.xml: 3 sub-article(s) (referee reports, responses, decision letters) "
+                            "left out of the text")]
     assert len(doc.references()) == 2 and doc.bibliography_format == "markdown"
 
 
 def test_one_paper_type():
-    import surveyalign.autoraters as autoraters
-    import surveyalign.knowledge as knowledge
-    import surveyalign.prism as prism
+    from surveyalign import autoraters, knowledge, prism
 
     assert not any(hasattr(pkg, "Paper") for pkg in (autoraters, knowledge, prism))
     assert Paper("P1", "A title", 2020).first_author_surname is None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from surveyalign.knowledge import GrobidClient
 
 from surveyalign.documents import (
     cited_keys,
@@ -15,6 +14,7 @@ from surveyalign.documents import (
     parse_tei_references,
     read_references,
 )
+from surveyalign.knowledge import GrobidClient
 from surveyalign.knowledge.testing import FakeScholarServer
 
 BIB = r"""
