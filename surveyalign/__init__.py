@@ -1,7 +1,8 @@
 """surveyalign: train and evaluate LLM judges of survey papers against human reviewers.
 
-Sub-packages: ``data`` (SurveyReview builder), ``prompts`` (protocol and parser), ``backends`` (API,
-transformers, vLLM judges and the OpenAI-compatible server), ``evaluation`` (resumable harness), ``scoring``
+Sub-packages: ``documents`` (markdown / LaTeX / PDF / JATS read into one Document, leakage guard, reference
+readers, the bibliographic ``Paper``, the heading splitter and the token fitter), ``data`` (SurveyReview
+builder), ``prompts`` (protocol and parser), ``backends`` (API, transformers, vLLM judges and the OpenAI-compatible server), ``evaluation`` (resumable harness), ``scoring``
 (MSE/MAE, RQS, HAS and baselines), ``training`` (SFT/DPO recipes support), ``models`` (tiny test model).
 """
 

@@ -1,4 +1,4 @@
-"""surveyalign.documents.readers: markdown, LaTeX projects and PDFs read into guarded markdown."""
+"""surveyalign.documents.read_document: markdown, LaTeX projects and PDFs read into guarded markdown."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fast leak matchers (surveyalign/data/verbatim.py) find exactly what a brute-force loop finds."""
+"""The fast leak matchers (surveyalign/documents/verbatim.py) find exactly what a brute-force loop finds."""
 
 from __future__ import annotations
 
