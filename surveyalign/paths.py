@@ -2,14 +2,22 @@
 
 ``surveyalign/resources/`` holds the sample release, the HTML report templates, and (as links to the repository's
 top-level folders, copied into a wheel) the evaluate modules ``metrics/`` and the card templates ``hub_cards/``.
+
+It also holds the one rule for names that come from inputs and become paths (:func:`safe_output_name`,
+:func:`output_path_inside`) and for paths named inside an input that must stay in its folder
+(:func:`resolve_inside`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+import unicodedata
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["resource_path"]
+__all__ = ["MAX_NAME_BYTES", "OutsideFolderError", "output_path_inside", "resolve_inside", "resource_path",
+           "safe_output_name"]
 
 
 def resource_path(*parts: str) -> Path:
@@ -22,3 +30,108 @@ def resource_path(*parts: str) -> Path:
         The path (it exists in a checkout, an editable install and a wheel install alike).
     """
     return Path(str(files("surveyalign"))).joinpath("resources", *parts)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Names that come from inputs (file names, record ids, titles) and become paths.
+# --------------------------------------------------------------------------------------------------------------
+
+#: Longest output-name stem, in UTF-8 bytes; leaves room for a suffix such as ``.predictions.jsonl`` and a
+#: short hash under the common 255-byte file-name limit (ext4, APFS, NTFS).
+MAX_NAME_BYTES = 120
+
+_UNSAFE_CHARS = re.compile(r"[^\w.\-+=@,]+", re.UNICODE)
+_WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
+                               *(f"lpt{i}" for i in range(1, 10))})
+
+
+def _short_hash(text: str, n: int = 8) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
+
+
+def safe_output_name(raw: object, *, max_bytes: int = MAX_NAME_BYTES, fallback: str = "item") -> str:
+    """A file-name stem that is safe to join to an output folder, derived from an untrusted name.
+
+    Every output named after input content or a file name (a PRISM paper id, a survey's file stem, an OpenReview
+    forum id, a review id) goes through this function, so a name can neither leave its folder (``../../x``,
+    ``/etc/x``, ``C:\\x``), nor hide (leading dots), nor exceed the file-system limit (a 251-character stem plus
+    ``.predictions.jsonl`` would fail with "File name too long" after every model call was made).
+
+    Rules: Unicode NFC; every run of characters other than letters, digits and ``. - _ + = @ ,`` becomes ``_``
+    (so ``/``, ``\\``, ``:``, NUL, control characters and spaces never survive); leading and trailing ``.``, ``_``,
+    ``-`` and spaces are stripped; Windows device names get a ``_`` appended; a result longer than ``max_bytes``
+    (UTF-8) is cut on a character boundary and gets ``-`` plus an 8-hex-digit hash of the *raw* name, so two long
+    names that share a prefix stay distinct. An already-safe short name is returned unchanged (stable names).
+
+    Args:
+        raw: the name as found in the input (``str``; anything else is ``str()``-ed; ``None`` -> ``fallback``).
+        max_bytes: the longest result in UTF-8 bytes (>= 16).
+        fallback: the name used when nothing usable remains (``""``, ``".."``, ``"///"``); it gets the hash of
+            the raw name when the raw name was not empty, so distinct unusable names stay distinct.
+
+    Returns:
+        A non-empty name of at most ``max_bytes`` UTF-8 bytes, with no path separator, not ``.`` / ``..``.
+
+    Raises:
+        ValueError: ``max_bytes`` below 16.
+    """
+    if max_bytes < 16:
+        raise ValueError(f"max_bytes must be at least 16, got {max_bytes}")
+    text = "" if raw is None else unicodedata.normalize("NFC", str(raw))
+    name = _UNSAFE_CHARS.sub("_", text).strip("._- ")
+    if not name:
+        name = f"{fallback}-{_short_hash(text)}" if text else fallback
+    if name.split(".")[0].lower() in _WINDOWS_RESERVED:
+        name += "_"
+    if len(name.encode("utf-8")) > max_bytes:
+        tail = f"-{_short_hash(text)}"
+        head = name.encode("utf-8")[: max_bytes - len(tail)].decode("utf-8", "ignore").rstrip("._- ")
+        name = head + tail
+    return name
+
+
+def output_path_inside(folder: str | Path, name: str, suffix: str = "") -> Path:
+    """``folder / (safe_output_name(name) + suffix)``, checked to lie inside ``folder``.
+
+    Args:
+        folder: the output folder (need not exist yet).
+        name: the untrusted name (see :func:`safe_output_name`).
+        suffix: a trusted suffix chosen by the program, e.g. ``".json"`` or ``".predictions.jsonl"``.
+
+    Returns:
+        The path; its file name is at most ``MAX_NAME_BYTES + len(suffix)`` bytes.
+
+    Raises:
+        ValueError: the suffix holds a path separator (a programming error).
+    """
+    if "/" in suffix or "\\" in suffix:
+        raise ValueError(f"suffix {suffix!r} must not contain a path separator")
+    return Path(folder) / f"{safe_output_name(name)}{suffix}"
+
+
+class OutsideFolderError(ValueError):
+    """A path named by an input resolves outside the folder it must stay in (after symlinks)."""
+
+
+def resolve_inside(root: str | Path, candidate: str | Path) -> Path:
+    """Resolve ``candidate`` (relative to ``root`` unless absolute) and check it lies inside ``root``.
+
+    Both sides are resolved with symlinks followed, so a link inside the project pointing to ``/etc`` is refused
+    like ``/etc`` itself. Nothing is opened or read.
+
+    Args:
+        root: the folder the path must stay in (e.g. a LaTeX project's folder).
+        candidate: the path as written in the input (``../x``, ``/etc/hostname``, ``figs/a``).
+
+    Returns:
+        The resolved absolute path, inside ``root`` (it may not exist).
+
+    Raises:
+        OutsideFolderError: the resolved path is outside ``root``; the message names both.
+    """
+    base = Path(root).resolve()
+    path = Path(candidate)
+    target = (path if path.is_absolute() else base / path).resolve()
+    if target != base and base not in target.parents:
+        raise OutsideFolderError(f"{candidate}: resolves to {target}, outside the project folder {base}; not read")
+    return target

@@ -104,8 +104,13 @@ def _base_options(spec, args: argparse.Namespace):
 
 
 def _stems(documents) -> list[str]:
-    stems = [d.source.stem for d in documents]
-    return [f"{d.source.parent.name}-{s}" if stems.count(s) > 1 else s for d, s in zip(documents, stems)]
+    """One report stem per document, from its file name, made safe and bounded (``paths.safe_output_name``) before
+    any judge call is made (a 251-character file name used to fail only when the report was written)."""
+    from surveyalign.paths import safe_output_name
+
+    stems = [safe_output_name(d.source.stem, fallback="survey") for d in documents]
+    return [safe_output_name(f"{d.source.parent.name}-{s}", fallback="survey") if stems.count(s) > 1 else s
+            for d, s in zip(documents, stems)]
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -124,6 +129,7 @@ def _score(args: argparse.Namespace) -> int:
                            base_url=args.base_url, synthesis=False if args.no_synthesis else None)
     spec = _base_options(spec, args)
     documents = read_documents(args.surveys, pdf_extractor=args.pdf_extractor)
+    stems = _stems(documents)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     console = make_console(file=sys.stderr)
@@ -132,7 +138,7 @@ def _score(args: argparse.Namespace) -> int:
     judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),
                              allow_no_knowledge=args.allow_no_knowledge)
     try:
-        for document, stem in zip(documents, _stems(documents)):
+        for document, stem in zip(documents, stems):
             review = judge.review(document, progress=not args.no_progress)
             paths = write_survey_report(review, out, stem)
             reviews.append(review)

@@ -7,6 +7,8 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from surveyalign.paths import safe_output_name
+
 _EPILOG = """\
 examples:
   surveyalign prism paper.json reviews.json DeepReview=deepreview.txt --judge configs/prism/api.yaml
@@ -80,7 +82,7 @@ def _prism(args: argparse.Namespace) -> int:
     reviews, skipped = _review_files(args.reviews)
     for line in skipped:
         print(f"not a review, skipped: {line}", file=sys.stderr)
-    out = Path(args.out) if args.out else Path("runs") / "prism" / paper.paper_id
+    out = Path(args.out) if args.out else Path("runs") / "prism" / safe_output_name(paper.paper_id, fallback="paper")
     run = run_prism(paper, reviews, config, out, progress=not args.no_progress,
                     command=["surveyalign", "prism", *sys.argv[2:]])
     print(format_comparison(comparison_rows(run.scores)), end="")

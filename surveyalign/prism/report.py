@@ -4,11 +4,11 @@ the run folder files (per-review JSON, per-paper JSON, comparison table)."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from surveyalign.paths import safe_output_name
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.constructiveness import constructiveness
 from surveyalign.prism.depth import depth_of_analysis
@@ -146,7 +146,7 @@ def format_comparison(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "review"
+    return safe_output_name(name, fallback="review")
 
 
 def _jsonable(obj: Any) -> Any:

@@ -17,7 +17,6 @@ A re-run reuses every converted paper and retries the others; the HTTP cache ans
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from surveyalign.documents import (
     read_document,
 )
 from surveyalign.knowledge.http import HTTPStatusError, PoliteClient
+from surveyalign.paths import safe_output_name
 
 from ..leakcheck import check_leaks, guard_texts
 from ..readers import FETCH_REPORT_FILE as FETCH_REPORT
@@ -51,7 +51,6 @@ SHARD_PATTERN = "articles_part_fetched_{:03d}.json"
 #: Paper outcomes, in pipeline order.
 STATUSES = ("present", "unresolved", "failed", "converted")
 _LISTED = 200
-_SAFE_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 @dataclass
@@ -114,7 +113,7 @@ def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: list[
     except (HTTPStatusError, ValueError) as exc:
         raise _StageError("fetch", str(exc)) from exc
     pdf_dir.mkdir(parents=True, exist_ok=True)
-    path = pdf_dir / f"{_SAFE_NAME_RE.sub('_', cand.forum)}.pdf"
+    path = pdf_dir / f"{safe_output_name(cand.forum, fallback='forum')}.pdf"
     path.write_bytes(body)
     try:
         doc = read_document(path, pdf_extractor=pdf_extractor, guard=False)
