@@ -1,6 +1,7 @@
 """surveyalign.scoring: the metrics of SurveyReview (MSE/MAE, RQS, HAS; §3, §6.1, App. G) plus the
 figures the paper leaves out (training-label baselines, chance-corrected agreement, paper-level
-bootstrap intervals and paired tests), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
+bootstrap intervals and paired tests), the human ceiling (``ceiling.py``: one review against the other reviews of
+the same paper), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
 """
 
 from surveyalign.scoring.baselines import (
@@ -15,6 +16,12 @@ from surveyalign.scoring.bootstrap import (
     paired_bootstrap,
 )
 from surveyalign.scoring.calibration import expected_calibration_error, vote_summary
+from surveyalign.scoring.ceiling import (
+    CEILING_NAME,
+    ceiling_reviews,
+    compare_to_ceiling,
+    human_ceiling,
+)
 from surveyalign.scoring.metrics import (
     agreement_statistics,
     alignment_errors,
@@ -30,6 +37,8 @@ from surveyalign.scoring.registry import register_metrics
 from surveyalign.scoring.report import (
     render_agreement,
     render_baselines,
+    render_ceiling,
+    render_ceiling_comparison,
     render_comparison,
     render_failures,
     render_intervals,
@@ -40,15 +49,19 @@ from surveyalign.scoring.report import (
 from surveyalign.scoring.summary import summarize_predictions
 
 __all__ = [
+    "CEILING_NAME",
     "INSUFFICIENT_DATA",
     "MIN_BOOTSTRAP_PAPERS",
     "agreement_statistics",
     "alignment_errors",
     "baseline_metrics",
     "bootstrap_intervals",
+    "ceiling_reviews",
     "check_scores",
+    "compare_to_ceiling",
     "expected_calibration_error",
     "human_aligned_score",
+    "human_ceiling",
     "krippendorff_alpha_interval",
     "macro_mae",
     "majority_label",
@@ -58,6 +71,8 @@ __all__ = [
     "register_metrics",
     "render_agreement",
     "render_baselines",
+    "render_ceiling",
+    "render_ceiling_comparison",
     "render_comparison",
     "render_failures",
     "render_intervals",

@@ -33,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int_at_least(0), default=0, help="bootstrap seed (default 0)")
     p.add_argument("--compare", action="store_true",
                    help="with exactly two RUN_DIRs: paired bootstrap test of A against B on shared units")
+    p.add_argument("--ceiling", metavar="DATASET",
+                   help="human ceiling from this dataset folder (built with `surveyalign data build --records raw`: "
+                        "several reviews per paper and dimension); default: the runs' own units when a paper has "
+                        "two or more reviews of a dimension. Prints the 'another reviewer' row and, with "
+                        "--compare, whether each judge is below, within or beyond it on the same units")
     p.add_argument("--authors", action="store_true",
                    help="also print the authors'-convention figures (unparseable = 0), for comparison only")
     p.add_argument("--json", metavar="FILE", help="also write {judge: summary} (and the comparison) as JSON")
@@ -117,6 +122,8 @@ def _report(args: argparse.Namespace) -> int:
         read_predictions,
         render_agreement,
         render_baselines,
+        render_ceiling,
+        render_ceiling_comparison,
         render_comparison,
         render_failures,
         render_intervals,
@@ -175,7 +182,20 @@ def _report(args: argparse.Namespace) -> int:
             say(f"error: {run / 'predictions.jsonl'}: {exc}")
             return 2
         records[name] = recs
-    console.print(render_leaderboard(summaries))
+    ceiling, reviews = None, None
+    try:
+        ceiling, reviews, why = _ceiling(args, records)
+    except (OSError, ValueError) as exc:
+        say(f"error: --ceiling {args.ceiling}: {exc}")
+        return 2
+    board = dict(summaries)
+    if ceiling is not None:
+        board[f"{ceiling['name']} (n={ceiling['n']})"] = ceiling
+    elif why:
+        say(f"note: no human ceiling: {why}")
+    console.print(render_leaderboard(board))
+    if ceiling is not None:
+        console.print(render_ceiling(ceiling))
     console.print(render_intervals(summaries))
     console.print(render_agreement(summaries))
     console.print(render_per_source(summaries))
@@ -191,7 +211,7 @@ def _report(args: argparse.Namespace) -> int:
         table = render_leaderboard(authors)
         table.title = "Authors' convention (unparseable = 0, errors dropped): for comparison only"
         console.print(table)
-    comparison = None
+    comparison, ceiling_comparison = None, None
     if args.compare:
         (name_a, name_b) = list(summaries)
         if name_a not in records or name_b not in records:
@@ -204,15 +224,72 @@ def _report(args: argparse.Namespace) -> int:
             say(f"error: --compare: {exc}")
             return 2
         console.print(render_comparison(comparison, name_a, name_b))
+        if reviews is not None:
+            from surveyalign.scoring.ceiling import compare_to_ceiling
+
+            ceiling_comparison = {}
+            for name in (name_a, name_b):
+                try:
+                    ceiling_comparison[name] = compare_to_ceiling(records[name], reviews,
+                                                                  n_resamples=max(args.bootstrap, 1), seed=args.seed)
+                except ValueError as exc:
+                    say(f"note: {name} against the ceiling: {exc}")
+            if ceiling_comparison:
+                console.print(render_ceiling_comparison(ceiling_comparison))
     if args.html:
         from surveyalign.scoring.html_report import write_html_report
 
         compared = tuple(summaries) if comparison else None
         path = write_html_report(args.html, summaries, records, run_dirs=run_dirs, comparison=comparison,
-                                 compared=compared)
+                                 compared=compared, ceiling=ceiling, ceiling_comparison=ceiling_comparison)
         print(f"wrote {path}")
     if args.json:
-        payload = {"summaries": summaries, "comparison": comparison}
+        payload = {"summaries": summaries, "comparison": comparison, "ceiling": ceiling,
+                   "ceiling_comparison": ceiling_comparison}
         Path(args.json).write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
+
+
+def _ceiling(args: argparse.Namespace, records: dict[str, list[dict]]) -> tuple[dict | None, list | None, str | None]:
+    """The human ceiling for ``report``: ``(ceiling, reviews, why none)``.
+
+    From ``--ceiling DATASET`` (every split of a built dataset folder, restricted to the runs' papers when they
+    share some), else from the first run whose units hold two or more reviews of one paper and dimension.
+
+    Raises:
+        OSError, ValueError: the dataset folder cannot be read or its rows are malformed.
+    """
+    from surveyalign.scoring.ceiling import ceiling_reviews, human_ceiling
+
+    if args.ceiling:
+        from surveyalign.data import load_surveyreview
+
+        folder = Path(args.ceiling)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"no such dataset folder: {folder}")
+        rows = []
+        for split in load_surveyreview(str(folder)).values():
+            rows += [{k: r[k] for k in ("unit_id", "paper_id", "review_id", "dimension", "score", "source")}
+                     for r in split]
+        reviews = ceiling_reviews(rows)
+        papers = {str(r["paper_id"]) for recs in records.values() for r in recs}
+        source = str(folder)
+        if papers & {r["paper_id"] for r in reviews}:
+            reviews = [r for r in reviews if r["paper_id"] in papers]
+            source += " (the runs' papers)"
+    else:
+        reviews, source = None, None
+        for name, recs in records.items():
+            found = ceiling_reviews([r for r in recs if r.get("review_id") is not None], score_key="reference")
+            if human_ceiling(found, n_resamples=0)["n"]:
+                reviews, source = found, f"the units of run {name}"
+                break
+        if reviews is None:
+            return None, None, ("no paper has two or more reviews of one dimension in the runs; pass --ceiling "
+                                "DATASET (built with `surveyalign data build --records raw`)")
+    ceiling = human_ceiling(reviews, n_resamples=args.bootstrap, seed=args.seed)
+    if ceiling["status"] == "no data":
+        return None, None, f"{source}: {ceiling['insufficient']}"
+    ceiling["source"] = source
+    return ceiling, reviews, None

@@ -187,6 +187,8 @@ def render_html_report(
     run_dirs: Mapping[str, Path] | None = None,
     comparison: Mapping[str, Any] | None = None,
     compared: tuple[str, str] | None = None,
+    ceiling: Mapping[str, Any] | None = None,
+    ceiling_comparison: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """The report page as one HTML string (no external resource).
 
@@ -197,6 +199,9 @@ def render_html_report(
         run_dirs: ``{judge name: run folder}`` for the provenance section (run_config.json is read).
         comparison: output of :func:`surveyalign.scoring.paired_bootstrap`, or None.
         compared: the ``(A, B)`` judge names of ``comparison``.
+        ceiling: output of :func:`surveyalign.scoring.ceiling.human_ceiling` (a leaderboard row "another
+            reviewer (n=...)", class ``ceiling``), or None.
+        ceiling_comparison: ``{judge: compare_to_ceiling output}`` (table ``ceiling-comparison``), or None.
 
     Returns:
         The HTML text. Tables carry ids (``leaderboard``, ``comparison``, ``confusion-<k>-<dimension>``,
@@ -212,6 +217,16 @@ def render_html_report(
                      for d in dims},
             **{key: _cell(s, key) for key in ("avg_mse", "avg_mae", "rqs", "align", "has")},
             "scored": f"{s.get('n_scored', 0)}/{s.get('n', 0)}",
+        })
+    if ceiling is not None:
+        per = ceiling.get("per_dimension") or {}
+        leaderboard.append({
+            "kind": "ceiling", "name": f"{ceiling['name']} (n={ceiling['n']})",
+            "dims": {d: {"mse": _f((per.get(d) or {}).get("mse")), "mae": _f((per.get(d) or {}).get("mae"))}
+                     for d in dims},
+            **{key: _cell(ceiling, key) for key in ("avg_mse", "avg_mae", "align")},
+            "rqs": {"value": _DASH, "ci": None}, "has": {"value": _DASH, "ci": None},
+            "scored": f"{ceiling['n']} units, {ceiling['n_papers']} papers",
         })
     leaderboard += _baseline_rows(summaries, dims)
     notes = sorted({s.get("has_note") for s in summaries.values()} - {None})
@@ -256,6 +271,12 @@ def render_html_report(
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), version=__version__,
         ci_method="; ".join(methods) or "none (--bootstrap 0)", dims=dims, scores=list(VALID_SCORES),
         leaderboard=leaderboard, leaderboard_notes=notes, comparison=_comparison(comparison, compared),
+        ceiling_rows=[{"judge": name, "metric": key, "units": res["n_units"], "papers": res["n_papers"],
+                       "judge_value": _f(m["judge"]), "ceiling": _f(m["ceiling"]), "diff": _f(m["diff"]),
+                       "ci": INSUFFICIENT_DATA if m.get("insufficient") else
+                       (f"[{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]" if m.get("ci95") else _DASH),
+                       "p": _f(m.get("p_value")), "verdict": m["verdict"]}
+                      for name, res in (ceiling_comparison or {}).items() for key, m in res["metrics"].items()],
         judges=judges, per_source=per_source, statuses=list(STATUSES), failures=failures, voting=voting,
         provenance=[{"judge": name, "rows": _provenance_items((run_dirs or {}).get(name), s)}
                     for name, s in summaries.items()],
