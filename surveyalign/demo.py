@@ -29,9 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from surveyalign import __version__
+from surveyalign.backends import GenerationSettings
 from surveyalign.constants import normalise_dimension
 from surveyalign.paths import resource_path
 
@@ -40,21 +41,40 @@ DEFAULT_CONFIG = "configs/demo.yaml"
 
 
 class DemoEvalSettings(BaseModel):
-    """Evaluation settings of the demo (a subset of the harness's EvalConfig)."""
+    """Evaluation settings of the demo (a subset of the harness's EvalConfig).
+
+    ``generation`` is the judges' model-role generation block (``surveyalign.backends.GenerationSettings``;
+    default greedy, ``max_new_tokens: 96``, thinking off as in training; the keys given are merged over these);
+    its seed is the demo's top-level ``seed``. The judges themselves are built by the demo (the trained adapter
+    and the constant baseline).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     split: str = Field("test", description="dataset split to evaluate on")
     protocol: str = Field("v1.0", description="prompt protocol version: v1.0 (Reason$$$X$$$) or v1.1 (tags)")
-    max_new_tokens: int = Field(96, ge=1, description="generation budget per judge call (tokens)")
-    temperature: float = Field(0.0, ge=0.0, description="0 = greedy decoding")
-    enable_thinking: bool = Field(False, description="Qwen3 chat-template thinking switch (same as training)")
+    generation: GenerationSettings = Field(default_factory=lambda: GenerationSettings(max_new_tokens=96),
+                                           description="decoding settings of every judge call (seed: `seed`)")
     batch_size: int = Field(8, ge=1, description="prompts per generation batch for the local model")
     limit: int | None = Field(None, ge=1, description="evaluate at most this many units (None = all)")
     constant_score: int = Field(-1, description="score answered by the constant baseline judge (-1 = majority)")
     lexical_rqs: bool = Field(
         True, description="rate rationales with the offline lexical stand-in for the RQS judge, so HAS is shown; "
         "false = no RQS stage (HAS left undefined)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _generation_block(cls, data: Any) -> Any:
+        """Refuse the old flat generation keys with a hint; merge ``generation`` over the demo's defaults."""
+        if not isinstance(data, dict):
+            return data
+        flat = sorted(k for k in data if k in GenerationSettings.model_fields)
+        if flat:
+            raise ValueError(f"old flat key(s) {', '.join(flat)}: write them under eval.generation "
+                             "(generation: {temperature: ..., max_new_tokens: ..., enable_thinking: ...})")
+        if data.get("generation") is None or isinstance(data["generation"], dict):
+            data = {**data, "generation": {"max_new_tokens": 96, **(data.get("generation") or {})}}
+        return data
 
 
 class DemoKASettings(BaseModel):
@@ -280,8 +300,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
         "dimensions": [dimension],
         "protocol": ev.protocol,
         "limit": ev.limit,
-        "generation": {"temperature": ev.temperature, "max_new_tokens": ev.max_new_tokens, "seed": cfg.seed,
-                       "enable_thinking": ev.enable_thinking},
+        "generation": {**ev.generation.model_dump(), "seed": cfg.seed},
     }
     judges = {
         f"surveyalign-{dimension} (tiny LoRA)": {

@@ -7,13 +7,14 @@ command line reports them as a user error instead of a traceback.
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["read_yaml_mapping", "validation_line", "yaml_error_line"]
+__all__ = ["apply_overrides", "read_yaml_mapping", "validation_line", "yaml_error_line"]
 
 
 def yaml_error_line(err: yaml.YAMLError) -> str:
@@ -77,3 +78,45 @@ def validation_line(err: Any, source: str, what: str = "config") -> str:
         where = ".".join(str(p) for p in item.get("loc", ())) or "(top level)"
         parts.append(f"{where}: {str(item.get('msg', '')).removeprefix('Value error, ')}")
     return f"{source}: invalid {what}: " + "; ".join(parts)
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``data`` with dotted-key ``overrides`` set (``{"a.b": 1}`` sets ``data["a"]["b"]``).
+
+    Nested dict values of ``overrides`` are applied key by key; ``None`` values are skipped (so unset
+    command-line flags change nothing). Intermediate mappings are created when missing.
+
+    Args:
+        data: the configuration mapping (not modified).
+        overrides: ``{"dotted.key": value}`` (or nested dicts of the same).
+
+    Returns:
+        A deep copy of ``data`` with the overrides set.
+
+    Raises:
+        ValueError: when a dotted key walks into a value that is not a mapping.
+    """
+    out = copy.deepcopy(data)
+
+    def flatten(prefix: str, value: Any):
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                yield from flatten(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            yield prefix, value
+
+    for key, value in overrides.items():
+        for dotted, leaf in flatten(key, value):
+            if leaf is None:
+                continue
+            parts = dotted.split(".")
+            node = out
+            for i, part in enumerate(parts[:-1]):
+                nxt = node.get(part)
+                if nxt is None:
+                    nxt = node[part] = {}
+                if not isinstance(nxt, dict):
+                    raise ValueError(f"override {dotted}: {'.'.join(parts[: i + 1])} is not a mapping")  # noqa: TRY004
+                node = nxt
+            node[parts[-1]] = leaf
+    return out

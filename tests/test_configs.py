@@ -36,6 +36,10 @@ def _parse(rel: str):
         from surveyalign.inference import load_judge_spec
 
         return load_judge_spec(path)
+    if rel.startswith("configs/autorate/"):
+        from surveyalign.autoraters import AutoraterRole
+
+        return AutoraterRole.from_yaml(path, "autorater judge config")
     if rel.startswith("configs/accelerate/"):
         from accelerate.commands.config.config_args import load_config_from_file
 

@@ -20,7 +20,7 @@ def demo_run(tmp_path_factory, tiny_model_dir):
     cfg_file = work / "demo.yaml"
     cfg_file.write_text(
         "workdir: {w}\nmodel: {m}\nsft_config: configs/sft/demo.yaml\n"
-        "train_overrides: ['--max_steps', '4']\neval:\n  max_new_tokens: 16\n  limit: 6\n".format(
+        "train_overrides: ['--max_steps', '4']\neval:\n  generation:\n    max_new_tokens: 16\n  limit: 6\n".format(
             w=work / "run", m=tiny_model_dir)
     )
     argv = [str(Path(sys.executable).parent / "surveyalign"), "demo", "--config", str(cfg_file)]

@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 def test_demo_ka_trains_and_evaluates_with_knowledge(tmp_path, tiny_model_dir):
     config = yaml.safe_load((REPO / "configs" / "demo-ka.yaml").read_text())
     config.update(workdir=str(tmp_path / "run"), model=str(tiny_model_dir), train_overrides=["--max_steps", "3"])
-    config["eval"].update(max_new_tokens=8, limit=4)
+    config["eval"]["generation"].update(max_new_tokens=8)
+    config["eval"].update(limit=4)
     (tmp_path / "demo-ka.yaml").write_text(yaml.safe_dump(config))
     argv = [str(Path(sys.executable).parent / "surveyalign"), "demo", "--config", str(tmp_path / "demo-ka.yaml")]
     proc = subprocess.run(argv, check=False, cwd=REPO, capture_output=True, text=True, timeout=900)

@@ -137,7 +137,7 @@ def test_score_flags_are_named_and_base_options_only_for_local_judges(tmp_path, 
     survey = tmp_path / "survey.md"
     survey.write_text("# A survey\n\nText.")
     judge = tmp_path / "judge.yaml"
-    judge.write_text("backend: openai\nmodel: fake\nbase_url: http://127.0.0.1:9/v1\n")
+    judge.write_text("backend: {kind: openai, options: {model: fake, base_url: 'http://127.0.0.1:9/v1'}}\n")
     with pytest.raises(SystemExit) as exit_info:
         main(["score", str(survey), "--judge", str(judge), "--out", str(tmp_path / "o"), "--samples", "0"])
     assert exit_info.value.code == 2

@@ -79,9 +79,10 @@ def test_score_through_serve_with_four_adapters(tiny_model_dir, tiny_adapters, s
     with serve_in_thread(str(tiny_model_dir), device="cpu", adapters=adapters) as handle:
         config = tmp_path / "served.yaml"
         config.write_text("\n".join([
-            "name: served-surveyalign", "backend: openai", f"model: {handle.model}",
-            f"base_url: {handle.base_url}", "backend_options: {n_per_request: true, request_logprobs: true}",
-            "adapters:", *[f"  {dim}: {dim}" for dim in ANSWERS]]) + "\n", encoding="utf-8")
+            "name: served-surveyalign", "backend:", "  kind: openai",
+            (f"  options: {{model: {handle.model}, base_url: '{handle.base_url}', n_per_request: true, "
+             "request_logprobs: true}"), "  per_dimension:",
+            *[f"    {dim}: {{model: {dim}}}" for dim in ANSWERS]]) + "\n", encoding="utf-8")
         out = tmp_path / "served"
         assert main(["score", *map(str, surveys), "--judge", str(config), "--out", str(out), "--samples", "3",
                      "--seed", "7", "--max-new-tokens", "24", "--allow-no-knowledge", "--no-progress"]) == 0
@@ -132,8 +133,9 @@ def test_score_with_a_citation_graph_builds_comp_ka(surveys, tmp_path):
     ka_config.write_text("tokenizer: whitespace\n", encoding="utf-8")
     with FakeChatServer(replies=["Grounded. $$$1$$$"]) as server:
         config = tmp_path / "api.yaml"
-        config.write_text(f"backend: openai\nmodel: fake\nbase_url: {server.base_url}\n"
-                          "adapters: {comprehensiveness: fake, criticalness: fake}\n", encoding="utf-8")
+        config.write_text(f"backend:\n  kind: openai\n  options: {{model: fake, base_url: '{server.base_url}'}}\n"
+                          "  per_dimension: {comprehensiveness: {model: fake}, criticalness: {model: fake}}\n",
+                          encoding="utf-8")
         out = tmp_path / "ka-run"
         code = main(["score", str(surveys[0]), "--judge", str(config), "--out", str(out), "--samples", "2",
                      "--graph", str(graph), "--ka-config", str(ka_config), "--no-progress"])

@@ -31,7 +31,8 @@ def _judge(replies, *, dims=("readability",), synthesis=False, cache=None, **spe
             return replies["synthesis"]
         return replies[settings.seed + index]
     backend = ScriptedBackend(reply)
-    spec = JudgeSpec(model="scripted", dimensions=list(dims), synthesis=synthesis, **spec)
+    spec = JudgeSpec(backend={"kind": "openai", "options": {"model": "scripted"}}, dimensions=list(dims),
+                     synthesis=synthesis, **spec)
     return SurveyAlignJudge(spec, cache=cache, backends=(backend, {d: backend for d in dims})), backend
 
 
@@ -168,11 +169,13 @@ def test_spec_from_config_and_adapter_folder(tmp_path, tiny_adapters, tiny_model
     spec = load_judge_spec(tiny_adapters["readability"].parent)
     assert spec.model == str(tiny_model_dir) and set(spec.adapters) == set(tiny_adapters)
     config = tmp_path / "judge.yaml"
-    config.write_text(f"model: {tiny_model_dir}\nadapters:\n  readability: {tiny_adapters['readability']}\n"
-                      "samples: 3\ntemperature: 0.5\n", encoding="utf-8")
+    config.write_text(f"backend:\n  kind: transformers\n  options: {{model: {tiny_model_dir}}}\n"
+                      f"  per_dimension:\n    readability: {{adapter: {tiny_adapters['readability']}}}\n"
+                      "samples: 3\ngeneration: {temperature: 0.5}\n", encoding="utf-8")
     spec = load_judge_spec(config, samples=2)
-    assert (spec.samples, spec.temperature, spec.adapters) == (2, 0.5, {"readability": str(tiny_adapters["readability"])})
-    config.write_text("model: x\nsampels: 3\n", encoding="utf-8")
+    assert (spec.samples, spec.generation.temperature, spec.adapters) == (
+        2, 0.5, {"readability": str(tiny_adapters["readability"])})
+    config.write_text("backend: {kind: transformers, options: {model: x}}\nsampels: 3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"judge\.yaml: field sampels: Extra inputs"):
         load_judge_spec(config)
     with pytest.raises(FileNotFoundError, match="no such file or folder"):
@@ -186,8 +189,9 @@ def test_spec_from_config_and_adapter_folder(tmp_path, tiny_adapters, tiny_model
 
 def test_same_seeds_give_the_same_review(tiny_model_dir, document):
     backend = load_backend("transformers", model=str(tiny_model_dir), device="cpu")
-    spec = JudgeSpec(model=str(tiny_model_dir), dimensions=["readability"], samples=4, max_new_tokens=6,
-                     synthesis=False, seed=21)
+    spec = JudgeSpec(backend={"kind": "transformers", "options": {"model": str(tiny_model_dir)}},
+                     dimensions=["readability"], samples=4, generation={"max_new_tokens": 6, "seed": 21},
+                     synthesis=False)
 
     def samples(spec):
         judge = SurveyAlignJudge(spec, backends=(backend, {"readability": backend}))
@@ -197,7 +201,7 @@ def test_same_seeds_give_the_same_review(tiny_model_dir, document):
     first, again = samples(spec), samples(spec)
     assert first == again and [seed for seed, _, _ in first] == [21, 22, 23, 24]
     assert len({text for _, text, _ in first}) > 1  # T=0.7: the four seeds give different samples
-    other = samples(spec.model_copy(update={"seed": 50}))
+    other = samples(spec.model_copy(update={"generation": spec.generation.model_copy(update={"seed": 50})}))
     assert [text for _, text, _ in other] != [text for _, text, _ in first]
 
 
@@ -207,19 +211,20 @@ def test_spec_yaml_sampling_keys_are_the_generation_settings(tmp_path):
     from surveyalign.inference.spec import load_judge_spec
 
     config = tmp_path / "surveyalign_judge.yaml"
-    config.write_text("model: some/base\nbackend: openai\nsamples: 4\ntemperature: 0.3\ntop_p: 0.9\n"
-                      "max_new_tokens: 64\nseed: 11\nenable_thinking: true\n", encoding="utf-8")
+    config.write_text("backend: {kind: openai, options: {model: some/base}}\nsamples: 4\n"
+                      "generation: {temperature: 0.3, top_p: 0.9, max_new_tokens: 64, seed: 11, enable_thinking: true}\n",
+                      encoding="utf-8")
     spec = load_judge_spec(config)
     assert spec.settings == GenerationSettings(temperature=0.3, top_p=0.9, max_new_tokens=64, seed=11,
                                                enable_thinking=True, want_logprobs=True)
-    defaults = JudgeSpec(model="m").settings
+    defaults = JudgeSpec(backend={"kind": "openai", "options": {"model": "m"}}).settings
     assert (defaults.temperature, defaults.top_p, defaults.max_new_tokens, defaults.seed) == (0.7, 1.0, 512, 0)
     backend = ScriptedBackend(["x"])
     judge = SurveyAlignJudge(load_judge_spec(config, dimensions=["readability"]), backends=(backend, {"readability": backend}))
     assert judge.settings == spec.settings
-    config.write_text("model: m\ntemprature: 0.3\n", encoding="utf-8")
+    config.write_text("backend: {kind: openai, options: {model: m}}\ntemprature: 0.3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"surveyalign_judge\.yaml: field temprature: Extra inputs"):
         load_judge_spec(config)
-    config.write_text("model: m\ntop_p: 1.5\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"field top_p: Input should be less than or equal to 1"):
+    config.write_text("backend: {kind: openai, options: {model: m}}\ngeneration: {top_p: 1.5}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"field generation\.top_p: Input should be less than or equal to 1"):
         load_judge_spec(config)

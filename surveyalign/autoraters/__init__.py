@@ -16,7 +16,12 @@ Public surface:
 CLI: ``surveyalign autorate citation-f1|litreview|sxs-paper|sxs-litreview``.
 """
 
-from surveyalign.autoraters.calls import AutoraterJudge, CallAnswer, PromptCall
+from surveyalign.autoraters.calls import (
+    AutoraterJudge,
+    AutoraterRole,
+    CallAnswer,
+    PromptCall,
+)
 from surveyalign.autoraters.citation_f1 import (
     CITATION_F1_VARIANTS,
     CitationF1,
@@ -88,6 +93,7 @@ __all__ = [
     "SXS_RULES",
     "VENUE_AVERAGE_CITATIONS",
     "AutoraterJudge",
+    "AutoraterRole",
     "CallAnswer",
     "CitationF1",
     "CitationScore",

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from surveyalign.autoraters.length import FittedPrompt, fit_prompt
 from surveyalign.autoraters.prompts import PROMPT_VERSION
-from surveyalign.backends import Backend, Generation, GenerationSettings
+from surveyalign.backends import Backend, Generation, GenerationSettings, ModelRole
 from surveyalign.judge import (
     TOO_LONG_TEXT,
     Call,
@@ -26,10 +26,17 @@ from surveyalign.judge import (
 )
 from surveyalign.prompts import answer_failure
 
-__all__ = ["AutoraterJudge", "CallAnswer", "PromptCall"]
+__all__ = ["AutoraterJudge", "AutoraterRole", "CallAnswer", "PromptCall"]
 
 #: The ``dimension`` part of every autorater call key (keeps these calls apart from survey-scoring calls).
 _DIMENSION = "autorater"
+
+
+class AutoraterRole(ModelRole):
+    """The autorater judge as a model role (``surveyalign autorate --judge ROLE.yaml``): ``backend`` +
+    ``generation``, default ``max_new_tokens: 2048`` (greedy, seed 0, as PaperOrchestra's autoraters)."""
+
+    generation_defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 2048}
 
 
 @dataclass(frozen=True)

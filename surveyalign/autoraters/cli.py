@@ -34,15 +34,21 @@ side: the report shows ``n/a`` with the reason instead of the flagged 0.0).
 
 def _add_judge_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
-    g.add_argument("--backend", default="openai", help="backend kind (openai, transformers, vllm, scripted)")
+    g.add_argument("--judge", type=Path, metavar="ROLE.yaml",
+                   help="the judge as a model role (backend: {kind, options} + generation: {...}, the shape of every "
+                   "config naming a model); the flags below override its values")
+    g.add_argument("--backend", help="backend kind (openai, transformers, vllm, scripted; default: the --judge "
+                   "file's, else openai)")
     g.add_argument("--model", help="model name (API) or folder (local backends)")
     g.add_argument("--base-url", help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--option", dest="options", action="append", default=[], metavar="KEY=VALUE",
                    help="another backend option, value read as YAML (e.g. concurrency=8, api_key_env=MY_KEY, "
                    "replies=[...] for the scripted judge); repeatable")
-    g.add_argument("--temperature", type=non_negative_float, default=0.0, help="sampling temperature (PaperOrchestra: 0)")
-    g.add_argument("--max-new-tokens", type=positive_int, default=2048, help="token cap per answer")
-    g.add_argument("--seed", type=int_at_least(0), default=0, help="sampling seed")
+    g.add_argument("--temperature", type=non_negative_float,
+                   help="sampling temperature (default: the --judge file's, else 0 as in PaperOrchestra)")
+    g.add_argument("--max-new-tokens", type=positive_int,
+                   help="token cap per answer (default: the --judge file's, else 2048)")
+    g.add_argument("--seed", type=int_at_least(0), help="sampling seed (default: the --judge file's, else 0)")
     g.add_argument("--concurrency", type=positive_int, help="requests in flight for API backends "
                    "(default: the backend's own)")
     g.add_argument("--batch-size", type=positive_int, help="prompts per generate call for local backends "
@@ -115,32 +121,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_citation_f1)
 
 
-def _judge(args: argparse.Namespace, out_dir: Path):
-    import yaml
+def _role(args: argparse.Namespace):
+    """The judge's model role: the ``--judge`` file (or an openai role), the judge flags set over it.
 
+    Raises:
+        FileNotFoundError: ``--judge`` names no file.
+        ValueError: bad YAML, an invalid role (one line naming the file and key, or the old-shape hint), an
+            ``--option`` that is not KEY=VALUE or whose value is not YAML.
+    """
+    import yaml
+    from pydantic import ValidationError
+
+    from surveyalign.autoraters.calls import AutoraterRole
+    from surveyalign.yamlconfig import read_yaml_mapping, validation_line
+
+    source = str(args.judge) if args.judge else "judge flags"
+    data = read_yaml_mapping(args.judge, "autorater judge config") if args.judge else {"backend": {"kind": "openai"}}
+    backend = data.get("backend") if isinstance(data.get("backend"), dict) else None
+    if backend is not None:
+        options = dict(backend.get("options") or {})
+        for item in args.options:
+            key, eq, raw = item.partition("=")
+            if not eq or not key.strip():
+                raise ValueError(f"--option {item!r}: expected KEY=VALUE")
+            try:
+                options[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+            except yaml.YAMLError as err:
+                raise ValueError(f"--option {item!r}: the value is not valid YAML: {yaml_error_line(err)}") from None
+        options.update({k: v for k, v in (("model", args.model), ("base_url", args.base_url)) if v})
+        data = {**data, "backend": {**backend, "kind": args.backend or backend.get("kind"), "options": options}}
+    flags = {k: v for k, v in (("temperature", args.temperature), ("max_new_tokens", args.max_new_tokens),
+                                ("seed", args.seed)) if v is not None}
+    if flags and (data.get("generation") is None or isinstance(data["generation"], dict)):
+        data = {**data, "generation": {**(data.get("generation") or {}), **flags}}
+    try:
+        return AutoraterRole.model_validate(data)
+    except ValidationError as err:
+        raise ValueError(validation_line(err, source, "autorater judge config")) from None
+
+
+def _judge(args: argparse.Namespace, out_dir: Path):
     from surveyalign.autoraters.calls import AutoraterJudge
-    from surveyalign.backends import GenerationSettings, load_backend
     from surveyalign.judge import CallCache
 
-    options: dict[str, Any] = {}
-    for item in args.options:
-        key, eq, raw = item.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"--option {item!r}: expected KEY=VALUE")
-        try:
-            options[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as err:
-            raise ValueError(f"--option {item!r}: the value is not valid YAML: {yaml_error_line(err)}") from None
-    if args.model:
-        options["model"] = args.model
-    if args.base_url:
-        options["base_url"] = args.base_url
-    backend = load_backend(args.backend, **options)
+    role = _role(args)
+    backend = role.build()
     calls = out_dir / "calls.jsonl"
     if args.no_resume and calls.exists():
         calls.replace(calls.with_suffix(".jsonl.old"))
-    settings = GenerationSettings(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
-    return AutoraterJudge(backend, settings, CallCache.load(calls), concurrency=args.concurrency,
+    return AutoraterJudge(backend, role.generation, CallCache.load(calls), concurrency=args.concurrency,
                           batch_size=args.batch_size, progress=not args.no_progress, max_length=args.max_length,
                           tokenizer=args.tokenizer)
 

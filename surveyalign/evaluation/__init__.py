@@ -15,7 +15,6 @@ CLI: ``surveyalign evaluate --config configs/eval/NAME.yaml [--set key=value ...
 import lazy_loader
 
 from surveyalign.evaluation.config import (
-    BackendConfig,
     EvalConfig,
     EvalConfigError,
     RQSConfig,
@@ -38,7 +37,6 @@ __getattr__ = lazy_loader.attach(
 
 __all__ = [
     "RQS_LEVELS",
-    "BackendConfig",
     "EvalConfig",
     "EvalConfigError",
     "RQSConfig",

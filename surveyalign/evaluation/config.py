@@ -7,27 +7,23 @@ mapping before validation, so they are checked the same way.
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
-from surveyalign.backends import BACKENDS, GenerationSettings, backend_class
-from surveyalign.constants import DIMENSIONS, SECRET_NAME, SPLITS, normalise_dimension
+from surveyalign.backends import ModelRole
+from surveyalign.constants import DIMENSIONS, SPLITS, normalise_dimension
+from surveyalign.yamlconfig import apply_overrides as _apply_overrides
 from surveyalign.yamlconfig import read_yaml_mapping
 
 __all__ = [
-    "BackendConfig",
     "EvalConfig",
     "EvalConfigError",
     "RQSConfig",
@@ -39,94 +35,24 @@ class EvalConfigError(ValueError):
     """An evaluation config that does not validate; the message names the file, the key and the problem."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RQSConfig(ModelRole):
+    """Optional reason-quality stage (SurveyReview §3, App. G): a judge rates each predicted rationale
+    against the reference rationale with a score in {0.0, 0.2, ..., 1.0}.
 
-
-class BackendConfig(_Strict):
-    """Which judge answers: ``load_backend(kind, **options)`` (see ``surveyalign.backends``).
-
-    ``per_dimension`` merges extra options for one dimension over ``options`` (e.g. one LoRA adapter per
-    dimension, SurveyReview §5: ``per_dimension: {criticalness: {adapter: runs/crit-dpo}}``).
+    A model role (``backend`` = the consistency judge, paper: GPT-5.2; ``generation`` default
+    ``max_new_tokens: 256``) plus ``enabled``.
     """
 
-    kind: str = Field(..., description="openai | transformers | vllm | constant | scripted")
-    options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of load_backend")
-    per_dimension: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="dimension -> options merged over `options` for that dimension"
-    )
-
-    @field_validator("per_dimension")
-    @classmethod
-    def _dims(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {normalise_dimension(k): v for k, v in value.items()}
-
-    @model_validator(mode="after")
-    def _known_kind_and_options(self) -> BackendConfig:
-        """Reject an unknown kind or option name now (naming the key), not after the data is loaded."""
-        if self.kind not in BACKENDS:
-            raise ValueError(f"unknown backend kind {self.kind!r}; expected one of {', '.join(sorted(BACKENDS))}")
-        try:
-            cls = backend_class(self.kind)
-        except ImportError:  # an optional backend (vllm) without its extra: checked when it is built
-            return self
-        valid = set(inspect.signature(cls.__init__).parameters) - {"self"}
-        for where, opts in [("options", self.options)] + [
-            (f"per_dimension.{d}", o) for d, o in self.per_dimension.items()
-        ]:
-            unknown = sorted(set(opts) - valid)
-            if unknown:
-                raise ValueError(
-                    f"{where}: backend {self.kind!r} takes no option(s) {', '.join(unknown)}; "
-                    f"valid: {', '.join(sorted(valid))}"
-                )
-        return self
-
-    def options_for(self, dimension: str | None) -> dict[str, Any]:
-        """The options for ``dimension`` (``None`` = the shared options), per-dimension ones merged in."""
-        merged = dict(self.options)
-        if dimension is not None:
-            merged.update(self.per_dimension.get(dimension, {}))
-        return merged
-
-    def redacted(self) -> dict[str, Any]:
-        """This config as a dict with every credential-like option value replaced by ``"<redacted>"``.
-
-        Nested mappings (``extra_body``) are cleaned too; ``api_key_env`` (the *name* of an environment
-        variable) is kept.
-        """
-
-        def clean(value: Any) -> Any:
-            if isinstance(value, dict):
-                return {
-                    k: ("<redacted>" if SECRET_NAME.search(str(k)) and k != "api_key_env" else clean(v))
-                    for k, v in value.items()
-                }
-            if isinstance(value, list):
-                return [clean(v) for v in value]
-            return value
-
-        return {
-            "kind": self.kind,
-            "options": clean(self.options),
-            "per_dimension": {d: clean(o) for d, o in self.per_dimension.items()},
-        }
-
-
-class RQSConfig(_Strict):
-    """Optional reason-quality stage (SurveyReview §3, App. G): a judge rates each predicted rationale
-    against the reference rationale with a score in {0.0, 0.2, ..., 1.0}."""
+    generation_defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 256}
 
     enabled: bool = Field(True, description="run the RQS stage after the judge stage")
-    backend: BackendConfig = Field(..., description="the consistency judge (paper: GPT-5.2)")
-    generation: GenerationSettings = Field(
-        default_factory=lambda: GenerationSettings(max_new_tokens=256),
-        description="decoding settings of the consistency judge",
-    )
 
 
-class EvalConfig(_Strict):
+class EvalConfig(ModelRole):
     """Everything one evaluation run needs (SurveyReview §3, §5.3, §6.1).
+
+    The judge is a model role (``backend`` + ``generation``, :class:`~surveyalign.backends.ModelRole`); the
+    other keys are the run's.
 
     Load with :meth:`from_yaml` (file + overrides) or ``EvalConfig.model_validate(dict)``.
     """
@@ -136,9 +62,6 @@ class EvalConfig(_Strict):
     split: str = Field("test", description="split to evaluate: train | validation | test")
     dimensions: list[str] = Field(default_factory=lambda: list(DIMENSIONS), description="dimensions to judge")
     protocol: Literal["v1.0", "v1.1"] = Field("v1.0", description="prompt/answer protocol version")
-    backend: BackendConfig
-    generation: GenerationSettings = Field(default_factory=GenerationSettings,
-                                           description="decoding settings of every judge call")
     samples_per_unit: int = Field(1, ge=1, description="K judgements per unit (paper App. E: K=5 at T=0.7)")
     aggregation: Literal["majority"] = Field(
         "majority", description="K>1: majority vote, tie -> highest mean log-probability (App. E)"
@@ -264,7 +187,8 @@ class EvalConfig(_Strict):
             for e in err.errors():
                 loc = ".".join(str(x) for x in e["loc"]) or "<top level>"
                 flag = _flag_for(loc, flags or {}, e["msg"])
-                lines.append(f"{flag}: {e['msg']}" if flag else f"{source}: {loc}: {e['msg']}")
+                msg = str(e["msg"]).removeprefix("Value error, ")
+                lines.append(f"{flag}: {msg}" if flag else f"{source}: {loc}: {msg}")
             raise EvalConfigError("invalid evaluation config:\n  " + "\n  ".join(lines)) from None
 
     def describe(self) -> dict[str, Any]:
@@ -300,44 +224,12 @@ def _slug(name: str) -> str:
 
 
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``data`` with dotted-key ``overrides`` set (``{"a.b": 1}`` sets ``data["a"]["b"]``).
-
-    Nested dict values of ``overrides`` are applied key by key; ``None`` values are skipped (so unset
-    command-line flags change nothing). Intermediate mappings are created when missing.
-
-    Args:
-        data: the configuration mapping (not modified).
-        overrides: ``{"dotted.key": value}`` (or nested dicts of the same).
-
-    Returns:
-        A deep copy of ``data`` with the overrides set.
+    """:func:`surveyalign.yamlconfig.apply_overrides` with its error as an :class:`EvalConfigError`.
 
     Raises:
         EvalConfigError: when a dotted key walks into a value that is not a mapping.
     """
-    import copy
-
-    out = copy.deepcopy(data)
-
-    def flatten(prefix: str, value: Any):
-        if isinstance(value, dict) and value:
-            for k, v in value.items():
-                yield from flatten(f"{prefix}.{k}" if prefix else str(k), v)
-        else:
-            yield prefix, value
-
-    for key, value in overrides.items():
-        for dotted, leaf in flatten(key, value):
-            if leaf is None:
-                continue
-            parts = dotted.split(".")
-            node = out
-            for i, part in enumerate(parts[:-1]):
-                nxt = node.get(part)
-                if nxt is None:
-                    nxt = node[part] = {}
-                if not isinstance(nxt, dict):
-                    raise EvalConfigError(f"override {dotted}: {'.'.join(parts[: i + 1])} is not a mapping")
-                node = nxt
-            node[parts[-1]] = leaf
-    return out
+    try:
+        return _apply_overrides(data, overrides)
+    except ValueError as err:
+        raise EvalConfigError(str(err)) from None

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from surveyalign.backends import Backend, load_backend
+from surveyalign.backends import Backend, BackendConfig, load_backend
 from surveyalign.evaluation.adapters import max_length_for
-from surveyalign.evaluation.config import BackendConfig, EvalConfig
+from surveyalign.evaluation.config import EvalConfig
 from surveyalign.judge import DimensionOptions, Judge, stable_hash
 
 __all__ = ["build_backends", "build_judge", "close_backend"]

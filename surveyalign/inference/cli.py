@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("surveys", nargs="+", metavar="SURVEY", help="markdown / .tex / .pdf files or folders of them")
     p.add_argument("--judge", required=True, metavar="CONFIG|DIR|HUB_ID",
-                   help="judge config (YAML/JSON), a folder with surveyalign_judge.yaml or one adapter folder per "
-                        "dimension, or a Hub repo with that layout")
+                   help="judge config (YAML/JSON: a model role, backend: + generation:, plus samples, synthesis...), "
+                        "a folder with surveyalign_judge.yaml or one adapter folder per dimension, or a Hub repo with "
+                        "that layout")
     p.add_argument("--out", required=True, help="output folder (reports and the resumable calls.jsonl)")
     p.add_argument("--dimensions", type=dimension_list, default=None, help=f"comma-separated subset of {','.join(DIMENSIONS)}")
     p.add_argument("--samples", type=positive_int, default=None, help="K samples per dimension (config default: 5)")
@@ -79,14 +80,13 @@ def _knowledge_source(args: argparse.Namespace, spec, cache):
         if args.ka_config:
             raise ValueError("--ka-config needs --graph FILE")
         return None
-    from surveyalign.backends import load_backend
     from surveyalign.knowledge import CitationGraph, KAConfig, Summariser, TokenCounter
 
     config = KAConfig.from_yaml(args.ka_config)
     counter = TokenCounter(config.tokenizer or spec.model)
     summariser = None
     if config.summariser is not None:
-        summariser = Summariser(load_backend(config.summariser.kind, **config.summariser.options), config, counter,
+        summariser = Summariser(config.summariser.build(), config, counter,
                                 cache)
     return GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
 
@@ -97,10 +97,12 @@ def _base_options(spec, args: argparse.Namespace):
                                 ("allow_base_mismatch", True if args.allow_base_mismatch else None)) if v is not None}
     if not extra:
         return spec
-    if spec.backend not in ("transformers", "vllm"):
+    if spec.backend.kind not in ("transformers", "vllm"):
         flags = " and ".join(f"--{k.replace('_', '-')}" for k in extra)
-        raise ValueError(f"{flags}: only for local judges (transformers, vllm); this judge's backend is {spec.backend}")
-    return spec.model_copy(update={"backend_options": {**spec.backend_options, **extra}})
+        raise ValueError(f"{flags}: only for local judges (transformers, vllm); this judge's backend is "
+                         f"{spec.backend.kind}")
+    backend = spec.backend.model_copy(update={"options": {**spec.backend.options, **extra}})
+    return spec.model_copy(update={"backend": backend})
 
 
 def _stems(documents) -> list[str]:
@@ -150,7 +152,7 @@ def _score(args: argparse.Namespace) -> int:
     if len(reviews) > 1:
         paths = write_comparison(reviews, out)
         console.print(f"comparison of {len(reviews)} surveys -> {paths['html']}")
-    table = Table(title=f"{spec.name}: {spec.samples} sample(s) per dimension, T={spec.temperature}")
+    table = Table(title=f"{spec.name}: {spec.samples} sample(s) per dimension, T={spec.generation.temperature}")
     table.add_column("survey", overflow="fold")
     for dim in spec.dimensions:
         table.add_column(dim[:5], justify="right")

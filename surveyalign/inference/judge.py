@@ -75,7 +75,7 @@ class SurveyAlignJudge:
         self._owned = backends is None
         self.owner, self.backends = backends if backends is not None else build_dimension_backends(spec)
         self.settings = spec.settings
-        self.records = {d: adapter_record(spec.adapters.get(d)) if spec.backend != "openai" else None
+        self.records = {d: adapter_record(spec.adapters.get(d)) if spec.backend.kind != "openai" else None
                         for d in spec.dimensions}
         self.lengths = {d: self._length(d) for d in spec.dimensions}
         options = {d: DimensionOptions(max_length=self.lengths[d][0], adapter=d if d in spec.adapters else None,
@@ -217,11 +217,11 @@ class SurveyAlignJudge:
     # ------------------------------------------------------------------ description
     def describe(self) -> dict[str, Any]:
         """The judge's settings for the report (no credentials)."""
-        spec = self.spec
-        return {"name": spec.name, "backend": spec.backend, "model": spec.model, "adapters": dict(spec.adapters),
-                "protocol": spec.protocol, "samples": spec.samples, "temperature": spec.temperature,
-                "top_p": spec.top_p, "max_new_tokens": spec.max_new_tokens, "seed": spec.seed,
-                "seeds": [spec.seed + k for k in range(spec.samples)], "enable_thinking": spec.enable_thinking,
+        spec, gen = self.spec, self.spec.generation
+        return {"name": spec.name, "backend": spec.backend.kind, "model": spec.model, "adapters": dict(spec.adapters),
+                "protocol": spec.protocol, "samples": spec.samples, "temperature": gen.temperature,
+                "top_p": gen.top_p, "max_new_tokens": gen.max_new_tokens, "seed": gen.seed,
+                "seeds": [gen.seed + k for k in range(spec.samples)], "enable_thinking": gen.enable_thinking,
                 "synthesis": spec.synthesis, "synthesis_version": SYNTHESIS_VERSION,
                 "allow_no_knowledge": self.allow_no_knowledge,
                 "knowledge_dimensions": [d for d in spec.dimensions if self.needs_knowledge(d)],

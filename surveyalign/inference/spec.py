@@ -13,59 +13,61 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from surveyalign.backends import GenerationSettings
+from surveyalign.backends import GenerationSettings, ModelRole
 from surveyalign.constants import DIMENSIONS
 from surveyalign.prompts import DEFAULT_PROTOCOL
 from surveyalign.yamlconfig import read_yaml_mapping
 
-__all__ = ["JUDGE_FILES", "JudgeSpec", "adapter_record", "build_dimension_backends", "load_judge_spec"]
+__all__ = ["JUDGE_BACKENDS", "JUDGE_FILES", "JudgeSpec", "adapter_record", "build_dimension_backends", "load_judge_spec"]
 
 #: File names read as the judge config when ``--judge`` is a folder or a Hub repo.
 JUDGE_FILES = ("surveyalign_judge.yaml", "judge.yaml")
+#: Backend kinds a score judge runs on.
+JUDGE_BACKENDS = ("transformers", "vllm", "openai")
 #: Dimensions SurveyAlign trains with knowledge augmentation (SurveyReview §5.2) when no training record says.
 KA_DIMENSIONS = ("comprehensiveness", "criticalness")
 
 
-class JudgeSpec(GenerationSettings):
-    """One SurveyAlign judge: base model + dimension adapters + sampling (SurveyReview §5, App. E).
+class JudgeSpec(ModelRole):
+    """One SurveyAlign judge: a model role (base model + dimension adapters + sampling) plus the judge's own keys
+    (SurveyReview §5, App. E).
 
-    The sampling fields (``temperature``, ``top_p``, ``max_new_tokens``, ``seed``, ``enable_thinking``,
-    ``want_logprobs``) are those of :class:`~surveyalign.backends.GenerationSettings`, with the judge's defaults:
-    temperature 0.7 (App. E) and log-probabilities requested (the vote's tie-break reads them). Paths in a config
-    file are relative to the file's folder; an unknown key is refused.
+    YAML shape (``configs/judge/*.yaml``)::
+
+        name: surveyalign-qwen3-32b
+        backend:
+          kind: transformers            # transformers | vllm | openai
+          options: {model: Qwen/Qwen3-32B, dtype: bfloat16}
+          per_dimension:                # one adapter per dimension; a dimension without one uses the base
+            readability: {adapter: runs/sft/readability}    # openai: {model: SERVED_ADAPTER_NAME}
+        generation: {temperature: 0.7, max_new_tokens: 512, seed: 0}
+        samples: 5
+        synthesis: true
+
+    The adapters live in ``backend.per_dimension`` (the same place as in an evaluation config): ``adapter:`` (a
+    folder or Hub id) for transformers / vLLM, which load the base once and switch adapters per call; ``model:``
+    (the served adapter's name) for openai. ``generation`` defaults to temperature 0.7 (App. E) with
+    log-probabilities requested (the vote's tie-break reads them); the keys a YAML gives are merged over these.
+    openai judges default to ``base_url: http://127.0.0.1:8000/v1`` and no API key. Paths in a config file are
+    relative to the file's folder; an unknown key, or the old flat shape (``model:``, ``adapters:``,
+    ``temperature:`` at the top), is refused.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    generation_defaults: ClassVar[dict[str, Any]] = {"temperature": 0.7, "want_logprobs": True}
 
     name: str = Field("surveyalign", description="Name of the judge in reports.")
-    backend: Literal["transformers", "vllm", "openai"] = Field(
-        "transformers", description="transformers (PEFT adapters switched per dimension), vllm (one engine, one "
-        "LoRARequest per dimension) or openai (each adapter a model name on surveyalign serve / vLLM servers).")
-    model: str = Field(..., description="Base model folder or Hub id (openai: the served base model id).")
-    adapters: dict[str, str] = Field(default_factory=dict, description="dimension -> adapter folder or Hub id "
-                                     "(openai: the served model name); a dimension without one uses the base.")
-    base_url: str | list[str] | None = Field(None, description="openai: API root(s), e.g. http://127.0.0.1:8000/v1.")
-    api_key_env: str | None = Field(None, description="openai: environment variable holding the API key.")
-    backend_options: dict[str, Any] = Field(default_factory=dict, description="Further backend options.")
     dimensions: list[str] = Field(default_factory=lambda: list(DIMENSIONS), description="Dimensions to judge.")
     protocol: str = Field(DEFAULT_PROTOCOL, description="Answer protocol (v1.0 Reason$$$X$$$, v1.1 tags).")
     samples: int = Field(5, ge=1, le=64, description="K samples per dimension (App. E: 5).")
-    temperature: float = Field(0.7, ge=0.0, description="Sampling temperature (App. E: 0.7).")
-    want_logprobs: bool = Field(True, description="Ask API backends for log-probs (the vote's tie-break).")
     synthesis: bool = Field(True, description="Merge the winning rationales into one (App. E).")
     max_length: int | None = Field(None, ge=16, description="Token budget prompt + answer; default: the "
                                    "adapter's training record (the training length rule), else no cut.")
     knowledge_dimensions: list[str] | None = Field(None, description="Dimensions whose adapters expect KA; "
                                                    "default: from the training records, else comp + crit.")
-
-    @property
-    def settings(self) -> GenerationSettings:
-        """The sampling fields as the backends' :class:`~surveyalign.backends.GenerationSettings`."""
-        return GenerationSettings(**self.model_dump(include=set(GenerationSettings.model_fields)))
 
     @field_validator("dimensions", "knowledge_dimensions")
     @classmethod
@@ -75,13 +77,38 @@ class JudgeSpec(GenerationSettings):
                 raise ValueError(f"unknown dimension {dim!r}; expected some of {list(DIMENSIONS)}")
         return value
 
-    @field_validator("adapters")
-    @classmethod
-    def _adapter_dims(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(value) - set(DIMENSIONS))
-        if unknown:
-            raise ValueError(f"adapters for unknown dimension(s) {unknown}; expected some of {list(DIMENSIONS)}")
-        return value
+    @model_validator(mode="after")
+    def _judge_backend(self) -> JudgeSpec:
+        """A judge runs on transformers, vLLM or an OpenAI-compatible server, names its base model, and (local
+        backends, one shared base) holds only ``adapter`` per dimension."""
+        kind = self.backend.kind
+        if kind not in JUDGE_BACKENDS:
+            raise ValueError(f"backend.kind: a score judge runs on {', '.join(JUDGE_BACKENDS)}, not {kind!r}")
+        if not self.backend.options.get("model"):
+            raise ValueError("backend.options.model: the judge's base model (folder, Hub id or served name) is needed")
+        key = "model" if kind == "openai" else "adapter"
+        for dim, opts in self.backend.per_dimension.items():
+            other = sorted(set(opts) - {key})
+            if other or not opts.get(key):
+                raise ValueError(f"backend.per_dimension.{dim}: a {kind} judge takes only `{key}:` per dimension "
+                                 f"(the base is shared){'; not ' + ', '.join(other) if other else ''}")
+        return self
+
+    @property
+    def model(self) -> str:
+        """The base model (``backend.options.model``): folder, Hub id, or the served base name (openai)."""
+        return str(self.backend.options["model"])
+
+    @property
+    def adapters(self) -> dict[str, str]:
+        """dimension -> adapter folder / Hub id (transformers, vLLM) or served adapter name (openai)."""
+        key = "model" if self.backend.kind == "openai" else "adapter"
+        return {d: str(o[key]) for d, o in self.backend.per_dimension.items()}
+
+    @property
+    def settings(self) -> GenerationSettings:
+        """The sampling settings (``generation``) as the backends' :class:`~surveyalign.backends.GenerationSettings`."""
+        return self.generation
 
 
 def _resolve(path: str, root: Path) -> str:
@@ -106,12 +133,15 @@ def _from_file(path: Path) -> JudgeSpec:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first.get("loc", ()))
-        raise ValueError(f"{path}: field {field or '(top level)'}: {first.get('msg')}") from None
+        message = str(first.get("msg")).removeprefix("Value error, ")
+        raise ValueError(f"{path}: field {field or '(top level)'}: {message}") from None
+    if spec.backend.kind == "openai":
+        return spec
     root = path.resolve().parent
-    if spec.backend != "openai":
-        spec = spec.model_copy(update={"model": _resolve(spec.model, root),
-                                       "adapters": {d: _resolve(p, root) for d, p in spec.adapters.items()}})
-    return spec
+    backend = spec.backend.model_copy(update={
+        "options": {**spec.backend.options, "model": _resolve(spec.model, root)},
+        "per_dimension": {d: {"adapter": _resolve(p, root)} for d, p in spec.adapters.items()}})
+    return spec.model_copy(update={"backend": backend})
 
 
 def _from_adapter_folder(folder: Path) -> JudgeSpec:
@@ -132,7 +162,9 @@ def _from_adapter_folder(folder: Path) -> JudgeSpec:
     if len(distinct) != 1:
         raise ValueError(f"{folder}: the adapters name {len(distinct)} base models ({sorted(distinct)}); write a judge "
                          f"config ({JUDGE_FILES[0]}) with `model:`")
-    return JudgeSpec(name=folder.resolve().name, model=distinct.pop(), adapters=adapters)
+    return JudgeSpec(name=folder.resolve().name,
+                     backend={"kind": "transformers", "options": {"model": distinct.pop()},
+                              "per_dimension": {d: {"adapter": p} for d, p in adapters.items()}})
 
 
 def load_judge_spec(judge: str | os.PathLike, **overrides: Any) -> JudgeSpec:
@@ -142,7 +174,9 @@ def load_judge_spec(judge: str | os.PathLike, **overrides: Any) -> JudgeSpec:
         judge: a YAML/JSON config file; a folder with :data:`JUDGE_FILES` or with one adapter subfolder per
             dimension (base model read from their ``adapter_config.json``); or a Hub repo id with that layout
             (downloaded with ``huggingface_hub.snapshot_download``; needs ``HF_HUB_OFFLINE=0``).
-        **overrides: fields replacing the config's (e.g. ``samples=1``); ``None`` values are ignored.
+        **overrides: values replacing the config's (e.g. ``samples=1``); ``None`` values are ignored. Generation
+            keys (``temperature``, ``seed``, ``max_new_tokens``...) go to ``generation``, ``base_url`` to
+            ``backend.options``, the rest to the judge's own keys.
 
     Returns:
         The :class:`JudgeSpec`.
@@ -173,7 +207,17 @@ def load_judge_spec(judge: str | os.PathLike, **overrides: Any) -> JudgeSpec:
                              f"({type(exc).__name__}: {exc}); set HF_HUB_OFFLINE=0 to download") from None
         return load_judge_spec(local, **overrides)
     updates = {k: v for k, v in overrides.items() if v is not None}
-    return JudgeSpec.model_validate({**spec.model_dump(), **updates}) if updates else spec
+    if not updates:
+        return spec
+    data = spec.model_dump()
+    for key, value in updates.items():
+        if key in GenerationSettings.model_fields:
+            data["generation"][key] = value
+        elif key == "base_url":
+            data["backend"]["options"][key] = value
+        else:
+            data[key] = value
+    return JudgeSpec.model_validate(data)
 
 
 def adapter_record(adapter: str | None) -> dict[str, Any] | None:
@@ -207,15 +251,14 @@ def build_dimension_backends(spec: JudgeSpec) -> tuple[Any, dict[str, Any]]:
     from surveyalign.backends import load_backend
 
     adapters = {d: spec.adapters[d] for d in spec.dimensions if d in spec.adapters}
-    if spec.backend == "openai":
-        common = {"base_url": spec.base_url or "http://127.0.0.1:8000/v1", "api_key_env": spec.api_key_env,
-                  **spec.backend_options}
-        owner = load_backend("openai", model=spec.model, **common)
-        per_dim = {d: load_backend("openai", model=adapters[d], **common) if d in adapters else owner
+    if spec.backend.kind == "openai":
+        common = {"base_url": "http://127.0.0.1:8000/v1", "api_key_env": None, **spec.backend.options}
+        owner = load_backend("openai", **common)
+        per_dim = {d: load_backend("openai", **{**common, "model": adapters[d]}) if d in adapters else owner
                    for d in spec.dimensions}
         return owner, per_dim
-    options = dict(spec.backend_options)
+    options = dict(spec.backend.options)
     if adapters:
         options["adapters"] = adapters
-    owner = load_backend(spec.backend, model=spec.model, **options)
+    owner = load_backend(spec.backend.kind, **options)
     return owner, {d: owner.adapter_view(d) if d in adapters else owner for d in spec.dimensions}

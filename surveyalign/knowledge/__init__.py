@@ -39,7 +39,7 @@ from surveyalign.knowledge.clients import (
     openalex_work_to_paper,
     s2_paper_to_paper,
 )
-from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig, SummariserConfig
+from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig
 from surveyalign.knowledge.http import (
     HttpStats,
     HTTPStatusError,
@@ -96,7 +96,6 @@ __all__ = [
     "SemanticScholarClient",
     "SessionSeed",
     "Summariser",
-    "SummariserConfig",
     "SurveyKAInput",
     "TokenCounter",
     "UnreachableError",

@@ -22,7 +22,6 @@ from typing import Any
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from surveyalign.backends import load_backend
 from surveyalign.documents import parse_markdown_references, parse_reference_text
 from surveyalign.judge import CallCache, stable_hash
 from surveyalign.knowledge.config import KAConfig
@@ -289,7 +288,7 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         if counter is None:
             raise ValueError("Crit-KA counts its block budget B with the judge's tokenizer: set `tokenizer`")
         if backend is None and config.summariser is not None:
-            backend = load_backend(config.summariser.kind, **config.summariser.options)
+            backend = config.summariser.build()
         if backend is None:
             raise ValueError("Crit-KA needs a summariser backend: set `summariser` in the KA config")
         summariser = Summariser(backend, config, counter, CallCache.load(ka_dir / "calls.jsonl"))

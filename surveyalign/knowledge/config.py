@@ -1,8 +1,8 @@
 """Settings of knowledge augmentation (SurveyReview App. F), as a typed YAML config.
 
 The paper fixes the shape of both builders but not their constants: ``alpha``, ``beta``, ``B`` and ``L`` are
-our choices, documented here and recorded in every KA record. The summariser is any shared judge backend
-(``surveyalign.backends.load_backend``); its prompts are data (own wording) and can be replaced in the YAML.
+our choices, documented here and recorded in every KA record. The summariser is a model role
+(``surveyalign.backends.ModelRole``: ``backend:`` + ``generation:``, the one shape wherever a model is named); its prompts are data (own wording) and can be replaced in the YAML.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from surveyalign.backends import ModelRole
 from surveyalign.constants import normalise_dimension
 from surveyalign.documents import DEFAULT_MIN_TITLE_SCORE, DEFAULT_YEAR_TOLERANCE
 from surveyalign.yamlconfig import read_yaml_mapping, validation_line
 
-__all__ = ["COMPRESS_PROMPT", "KA_DIMENSIONS", "SUMMARY_PROMPT", "KAConfig", "SummariserConfig"]
+__all__ = ["COMPRESS_PROMPT", "KA_DIMENSIONS", "SUMMARY_PROMPT", "KAConfig"]
 
 #: Dimensions that get knowledge augmentation (SurveyReview §5.2.2).
 KA_DIMENSIONS: tuple[str, ...] = ("comprehensiveness", "criticalness")
@@ -38,25 +39,6 @@ COMPRESS_PROMPT = (
     "the parts they belong to, in chronological order, and keep only the most important trends, turning "
     "points and open problems. Write in your own words.\n\nNotes:\n{summaries}"
 )
-
-
-class SummariserConfig(BaseModel):
-    """The LLM that writes Crit-KA block summaries and the compressed text (a shared judge backend).
-
-    Attributes:
-        kind: a backend kind of ``surveyalign.backends.BACKENDS`` (``"openai"``, ``"transformers"``, ``"vllm"``,
-            ``"scripted"``...).
-        options: keyword options of that backend (model, base_url, api_key_env...).
-        temperature: sampling temperature (0 = greedy, reproducible summaries).
-        seed: generation seed.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: str = Field("openai", description="backend kind (surveyalign.backends.BACKENDS)")
-    options: dict[str, Any] = Field(default_factory=dict, description="backend options (model, base_url, ...)")
-    temperature: float = Field(0.0, ge=0.0, description="sampling temperature; 0 = greedy")
-    seed: int = Field(0, ge=0, description="generation seed")
 
 
 class KAConfig(BaseModel):
@@ -85,7 +67,9 @@ class KAConfig(BaseModel):
             ``None`` = all.
         tokenizer: the judge's tokenizer (a local folder or model id, loaded with ``AutoTokenizer``), or
             ``"whitespace"`` to count words (quick runs only; recorded).
-        summariser: the backend writing summaries (required for Crit-KA).
+        summariser: the model role writing summaries (required for Crit-KA): ``backend: {kind, options}`` +
+            ``generation: {temperature, seed, ...}`` (:class:`~surveyalign.backends.ModelRole`; default generation
+            greedy, seed 0). Each stage sets its own ``max_new_tokens`` (``summary_tokens``, ``length``).
         summary_prompt / compress_prompt: the two prompts (see :data:`SUMMARY_PROMPT`, :data:`COMPRESS_PROMPT`).
     """
 
@@ -105,7 +89,7 @@ class KAConfig(BaseModel):
     length: int = Field(512, ge=8, description="L: tokens of the compressed Crit-KA text")
     max_blocks: int | None = Field(None, ge=1, description="most blocks per survey (None = all)")
     tokenizer: str | None = Field(None, description="judge tokenizer folder / id, or 'whitespace'")
-    summariser: SummariserConfig | None = Field(None, description="backend for Crit-KA summaries")
+    summariser: ModelRole | None = Field(None, description="model role writing Crit-KA summaries")
     summary_prompt: str = Field(SUMMARY_PROMPT, description="stage-1 prompt template")
     compress_prompt: str = Field(COMPRESS_PROMPT, description="stage-2 prompt template")
 

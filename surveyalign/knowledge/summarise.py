@@ -102,7 +102,8 @@ class Summariser:
 
     Args:
         backend: a shared judge backend (``surveyalign.backends.load_backend(...)``).
-        config: the KA config (prompts, ``summary_tokens``, ``length``, summariser temperature and seed).
+        config: the KA config (prompts, ``summary_tokens``, ``length``, the summariser role's generation settings;
+            each stage sets its own ``max_new_tokens``).
         counter: the judge tokenizer's :class:`TokenCounter`.
         cache: the ``calls.jsonl`` cache (``None``: no caching).
     """
@@ -113,9 +114,7 @@ class Summariser:
         self.config = config
         self.counter = counter
         self.cache = cache
-        summariser = config.summariser
-        self._base = GenerationSettings(temperature=summariser.temperature if summariser else 0.0,
-                                        seed=summariser.seed if summariser else 0)
+        self._base = config.summariser.generation if config.summariser is not None else GenerationSettings()
 
     def _run(self, stage: str, prompts: list[str], max_new_tokens: int, result: CritKA) -> list[str | None]:
         """Answer each prompt from the cache or the backend (one batch); ``None`` for a failed call."""

@@ -1,7 +1,7 @@
 """One PRISM run: a judge config (YAML), a paper and its reviews in, a run folder out.
 
-``PrismConfig`` is the ``--judge`` YAML of ``surveyalign prism``: the extraction backend (the same
-``backend:`` / ``generation:`` blocks as an evaluation config), the grounding rubric, the claim-score policy,
+``PrismConfig`` is the ``--judge`` YAML of ``surveyalign prism``: the extraction backend (a model
+role: the same ``backend:`` / ``generation:`` blocks as every config naming a model), the grounding rubric, the claim-score policy,
 the consensus rule and the novelty retrieval settings. Unknown keys are rejected with the file and key named.
 """
 
@@ -11,16 +11,12 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surveyalign import __version__
-from surveyalign.backends import Backend, GenerationSettings, load_backend
-from surveyalign.evaluation.config import (
-    BackendConfig,
-    apply_overrides,
-)
+from surveyalign.backends import Backend, ModelRole
 from surveyalign.judge import CallCache
 from surveyalign.knowledge import S2_URL, SemanticScholarClient
 from surveyalign.prism.calls import Extractor
@@ -30,7 +26,7 @@ from surveyalign.prism.pipeline import PaperUnits, PriorWorkRetriever, extract_u
 from surveyalign.prism.prompts import GROUNDING_RUBRICS
 from surveyalign.prism.report import score_reviews, write_run
 from surveyalign.prism.retrieval import PriorWorkSearch
-from surveyalign.yamlconfig import read_yaml_mapping
+from surveyalign.yamlconfig import apply_overrides, read_yaml_mapping
 
 __all__ = ["NoveltyConfig", "PrismConfig", "PrismRun", "run_prism"]
 
@@ -52,11 +48,13 @@ class NoveltyConfig(_Strict):
     max_attempts: int = Field(6, ge=1, description="tries per Semantic Scholar request (429 / 5xx are retried)")
 
 
-class PrismConfig(_Strict):
-    """The ``--judge`` config of ``surveyalign prism`` (PRISM extraction judge and scoring options)."""
+class PrismConfig(ModelRole):
+    """The ``--judge`` config of ``surveyalign prism``: the extraction judge as a model role (``backend`` +
+    ``generation``, default ``max_new_tokens: 1024``; :class:`~surveyalign.backends.ModelRole`) and the
+    scoring options."""
 
-    backend: BackendConfig = Field(..., description="the extraction judge: load_backend(kind, **options)")
-    generation: GenerationSettings = Field(default_factory=lambda: GenerationSettings(max_new_tokens=1024))
+    generation_defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 1024}
+
     grounding_rubric: Literal["seed", "specificity"] = Field("seed", description="premise grounding scale")
     claim_policy: str = Field("top3_weighted", description="novelty claim-score aggregation policy")
     consensus: Literal["all", "human"] = Field("all", description="whose agreement weighs pooled flaws")
@@ -85,7 +83,8 @@ class PrismConfig(_Strict):
         try:
             return cls.model_validate(apply_overrides(data, overrides or {}))
         except ValidationError as err:
-            lines = [f"{p}: {'.'.join(map(str, e['loc'])) or '<top level>'}: {e['msg']}" for e in err.errors()]
+            lines = [f"{p}: {'.'.join(map(str, e['loc'])) or '<top level>'}: {str(e['msg']).removeprefix('Value error, ')}"
+                     for e in err.errors()]
             raise ValueError("invalid PRISM judge config:\n  " + "\n  ".join(lines)) from None
 
 
@@ -133,7 +132,7 @@ def run_prism(paper: Submission, reviews: Sequence[Review], config: PrismConfig,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     owned = backend is None
-    backend = backend or load_backend(config.backend.kind, **config.backend.options_for(None))
+    backend = backend or config.build()
     if retriever is None and config.novelty.enabled:
         retriever = _semantic_scholar(config.novelty, out)
     settings = config.generation
