@@ -23,7 +23,7 @@ def document(tmp_path):
     return read_document(path)
 
 
-def _judge(replies, *, dims=("readability",), synthesis=False, cache=None, **spec):
+def _judge(replies, *, dims=("readability",), synthesis=False, cache=None, seed=0, adapters=None, **spec):
     """A SurveyAlignJudge over a scripted backend; ``replies[k]`` answers sample k (seed 0 + k)."""
     def reply(messages, settings, index):
         content = messages[0]["content"]
@@ -31,8 +31,9 @@ def _judge(replies, *, dims=("readability",), synthesis=False, cache=None, **spe
             return replies["synthesis"]
         return replies[settings.seed + index]
     backend = ScriptedBackend(reply)
-    spec = JudgeSpec(backend={"kind": "openai", "options": {"model": "scripted"}}, dimensions=list(dims),
-                     synthesis=synthesis, **spec)
+    per_dimension = {d: {"model": name} for d, name in (adapters or {}).items()}
+    spec = JudgeSpec(backend={"kind": "openai", "options": {"model": "scripted"}, "per_dimension": per_dimension},
+                     generation={"seed": seed}, dimensions=list(dims), synthesis=synthesis, **spec)
     return SurveyAlignJudge(spec, cache=cache, backends=(backend, {d: backend for d in dims})), backend
 
 
