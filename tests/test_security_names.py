@@ -69,7 +69,7 @@ def test_score_with_a_251_character_file_name_writes_its_report(tmp_path):
     judge = tmp_path / "judge.yaml"
     out = tmp_path / "out"
     with FakeChatServer() as server:
-        judge.write_text(f"backend: openai\nmodel: fake-judge\nbase_url: {server.base_url}\n")
+        judge.write_text(f"backend: {{kind: openai, options: {{model: fake-judge, base_url: '{server.base_url}'}}}}\n")
         main(["score", str(survey), "--judge", str(judge), "--out", str(out), "--allow-no-knowledge",
               "--no-progress", "--samples", "1"])
     reports = sorted(p.name for p in out.glob("*.json"))
