@@ -89,15 +89,29 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from surveyalign.console import make_console
-    from surveyalign.training.plan import GIB, plan_from_config
+    from surveyalign.training.plan import (
+        GIB,
+        GPU_MEMORY_GIB,
+        HEADROOM_GIB,
+        gpu_fit,
+        plan_from_config,
+    )
 
     for label, path in (("--config", args.config), ("--accelerate-config", args.accelerate_config)):
         if path and not Path(path).is_file():
             raise FileNotFoundError(f"{label} {path}: no such file")
-    plan = plan_from_config(args.config, accelerate_config=args.accelerate_config, world_size=args.num_processes,
+    world_size = args.num_processes
+    if args.nodes is not None or args.gpus_per_node is not None:
+        if world_size is not None:
+            raise ValueError("give either --num-processes or --nodes / --gpus-per-node, not both")
+        world_size = (args.nodes or 1) * (args.gpus_per_node or 8)
+    plan = plan_from_config(args.config, accelerate_config=args.accelerate_config, world_size=world_size,
                             model=args.model, max_length=args.max_length)
+    nodes = args.nodes or 1
+    need, fits, small = gpu_fit(plan.total_bytes)
     if args.json:
-        print(json.dumps(plan.to_dict(), indent=2))
+        print(json.dumps({**plan.to_dict(), "nodes": nodes, "gpus_per_node": plan.world_size // nodes,
+                          "need_gib_per_gpu": round(need, 2), "fits": fits, "too_small": small}, indent=2))
         return 0
     from rich.table import Table
 
@@ -117,8 +131,36 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         table.add_row(part, f"{value / GIB:.2f}", source)
     table.add_row("total", f"{plan.total_bytes / GIB:.2f}", "without CUDA context and allocator overhead",
                   style="bold")
-    make_console().print(table)
+    console = make_console()
+    console.print(table)
+    layout = f"{nodes} node(s) x {plan.world_size // nodes}" if args.nodes else "one node"
+    console.print(f"needs {plan.world_size} GPU(s) ({layout}) with at least {need:.1f} GiB each (total + "
+                  f"{HEADROOM_GIB:g} GiB for CUDA context, allocator and communication buffers); fits: "
+                  f"{', '.join(fits) or 'none of ' + ', '.join(GPU_MEMORY_GIB)}"
+                  + (f"; too small: {', '.join(small)}" if small else ""), markup=False)
     return 0
+
+
+def _cmd_slurm(args: argparse.Namespace) -> int:
+    import shutil
+
+    from surveyalign.training.slurm import dry_run, sbatch_command
+
+    config, accelerate_config = getattr(args, "config", None), getattr(args, "accelerate_config", None)
+    for label, path in (("--config", config), ("--accelerate-config", accelerate_config)):
+        if path and not Path(path).is_file():
+            raise FileNotFoundError(f"{label} {path}: no such file")
+    extra = args.extra[1:] if args.extra[:1] == ["--"] else list(args.extra)
+    kwargs = {"nodes": args.nodes, "gpus_per_node": args.gpus_per_node, "config": config,
+              "accelerate_config": accelerate_config, "extra": extra}
+    cmd = sbatch_command(args.launcher, **kwargs)
+    print(shlex.join(cmd), flush=True)
+    if args.dry_run:
+        print(dry_run(args.launcher, **kwargs), end="", flush=True)
+        return 0
+    if shutil.which("sbatch") is None:
+        raise RuntimeError("sbatch not found: run this on a SLURM login node, or add --dry-run")
+    return subprocess.call(cmd, cwd=_REPO_ROOT)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -159,12 +201,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "configs/accelerate/zero3.yaml; default: one process, no DeepSpeed")
     p.add_argument("--num-processes", type=positive_int, default=None,
                    help="processes (GPUs); default: num_processes of --accelerate-config, else 1")
+    p.add_argument("--nodes", type=positive_int, default=None,
+                   help="nodes of a multi-node run; processes = nodes x --gpus-per-node (default 8 per node)")
+    p.add_argument("--gpus-per-node", type=positive_int, default=None, help="GPUs per node (with --nodes)")
     p.add_argument("--model", default=None, metavar="DIR",
                    help="folder with the model's config.json (default: the YAML's model_name_or_path)")
     p.add_argument("--max-length", type=positive_int, default=None, metavar="TOKENS",
                    help="tokens per sequence (default: the YAML's max_length)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(handler=_cmd_plan)
+
+    p = sub.add_parser(
+        "slurm", help="SLURM launchers: multi-node SFT / DPO (accelerate + ZeRO-3), a Ray cluster for judging",
+        description="Queue (sbatch) or dry-run a launcher of slurm/: train.slurm runs recipes/{sft,dpo}.py on N "
+                    "nodes x G GPUs with accelerate + DeepSpeed ZeRO-3 (machine rank, main address and port from "
+                    "the SLURM variables); ray_cluster.slurm starts a Ray head and workers on the job's nodes and "
+                    "runs the driver command given after -- with RAY_ADDRESS set. --dry-run prints the command "
+                    "each node runs without SLURM.",
+        epilog="examples:\n  surveyalign train slurm sft --config configs/sft/criticalness.yaml --nodes 2 "
+               "--gpus-per-node 8 --dry-run -- --dataset_path data/surveyreview\n"
+               "  surveyalign train slurm ray-cluster --nodes 2 --gpus-per-node 8 --dry-run -- "
+               "surveyalign evaluate --config configs/eval/qwen3-32b-vllm.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    launchers = p.add_subparsers(dest="launcher", metavar="LAUNCHER", required=True)
+    for launcher, what in (("sft", "recipes/sft.py on N nodes x G GPUs (slurm/train.slurm)"),
+                           ("dpo", "recipes/dpo.py on N nodes x G GPUs (slurm/train.slurm)"),
+                           ("ray-cluster", "a Ray cluster on N nodes, then the driver command (slurm/ray_cluster.slurm)")):
+        q = launchers.add_parser(launcher, help=what, description=what)
+        if launcher != "ray-cluster":
+            q.add_argument("--config", required=True, help=f"recipe YAML (configs/{launcher}/*.yaml)")
+            q.add_argument("--accelerate-config", default=None,
+                           help="accelerate config (default in the script: configs/accelerate/zero3.yaml)")
+        q.add_argument("--nodes", type=positive_int, default=2, help="nodes (default 2)")
+        q.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs per node (default 8)")
+        q.add_argument("--dry-run", action="store_true", help="print the commands each node runs; queue nothing")
+        q.add_argument("extra", nargs=argparse.REMAINDER,
+                       help="after --: recipe flags (sft / dpo) or the driver command (ray-cluster)")
+        q.set_defaults(handler=_cmd_slurm)
 
     p = sub.add_parser(
         "dpo-pairs", help="sample K answers per training unit from an SFT adapter and write DPO pairs",

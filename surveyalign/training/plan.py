@@ -34,7 +34,8 @@ from typing import Any
 
 from surveyalign.yamlconfig import read_yaml_mapping
 
-__all__ = ["MemoryPlan", "plan_from_config", "plan_memory", "zero_stage"]
+__all__ = ["GPU_MEMORY_GIB", "HEADROOM_GIB", "MemoryPlan", "gpu_fit", "plan_from_config", "plan_memory",
+           "zero_stage"]
 
 GIB = 2**30
 #: Bytes per quantised weight: 4-bit NF4 (+ fp32 absmax per 64 weights), with double quantisation, 8-bit.
@@ -43,6 +44,11 @@ BYTES_4BIT_DOUBLE = 0.5 + 1 / 64 + 4 / (64 * 256)
 BYTES_8BIT = 1.0
 #: Activation bytes per token, per hidden unit, of one transformer layer (16-bit, FlashAttention).
 LAYER_ACTIVATION_FACTOR = 34
+#: Memory of common data-centre GPUs in GiB, as ``nvidia-smi --query-gpu=memory.total`` reports it (MiB / 1024).
+GPU_MEMORY_GIB = {"H200 141GB": 140.4, "A100 80GB": 80.0, "H100 80GB": 79.6, "L40S 48GB": 45.0,
+                  "A100 40GB": 40.0, "A10G 24GB": 22.5}
+#: GiB kept free per GPU beyond the plan: CUDA context, allocator fragmentation, NCCL buffers (our rule of thumb).
+HEADROOM_GIB = 4.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,21 @@ class MemoryPlan:
         for key in ("weights", "lora", "activation", "logits", "total"):
             out[f"{key}_gib"] = round(out[f"{key}_bytes"] / GIB, 2)
         return out
+
+
+def gpu_fit(total_bytes: float, *, headroom_gib: float = HEADROOM_GIB) -> tuple[float, list[str], list[str]]:
+    """Which GPUs of :data:`GPU_MEMORY_GIB` hold a plan's per-GPU total plus ``headroom_gib``.
+
+    Args:
+        total_bytes: :attr:`MemoryPlan.total_bytes` (bytes per GPU).
+        headroom_gib: GiB added for what the plan leaves out (default :data:`HEADROOM_GIB`).
+
+    Returns:
+        ``(GiB needed per GPU, GPU names that fit, GPU names too small)``, each list largest memory first.
+    """
+    need = total_bytes / GIB + headroom_gib
+    fits = [name for name, gib in GPU_MEMORY_GIB.items() if gib >= need]
+    return need, fits, [name for name in GPU_MEMORY_GIB if name not in fits]
 
 
 def _empty_model(model_dir: str, trust_remote_code: bool = False) -> Any:
