@@ -44,6 +44,10 @@ def _parse(rel: str):
         from accelerate.commands.config.config_args import load_config_from_file
 
         return load_config_from_file(str(path))
+    if rel == "configs/prices.yaml":
+        from surveyalign.calls.cost import load_prices
+
+        return load_prices(path)
     raise AssertionError(f"{rel}: no parser is known for this folder; add one to tests/test_configs.py")
 
 
