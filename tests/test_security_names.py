@@ -10,7 +10,13 @@ import pytest
 
 from surveyalign.backends.testing import FakeChatServer
 from surveyalign.cli import main
-from surveyalign.paths import MAX_NAME_BYTES, OutsideFolderError, output_path_inside, resolve_inside, safe_output_name
+from surveyalign.paths import (
+    MAX_NAME_BYTES,
+    OutsideFolderError,
+    output_path_inside,
+    resolve_inside,
+    safe_output_name,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prism"
 

@@ -20,7 +20,8 @@ What lives where:
 - :mod:`~surveyalign.documents.readers`: :class:`Document` (markdown ``text``, title, bibliography, files read,
   leakage counts, warnings; ``sections`` with offsets into ``text``, ``references()``), :func:`read_document`,
   :func:`read_documents`, :func:`find_documents`; LaTeX projects in :mod:`~surveyalign.documents.latex` and
-  :mod:`~surveyalign.documents.latex_flatten`, JATS in :mod:`~surveyalign.documents.jats`.
+  :mod:`~surveyalign.documents.latex_flatten`, JATS in :mod:`~surveyalign.documents.jats`; resource limits for
+  untrusted files (LaTeX include fan-out, PDF bombs) in :mod:`~surveyalign.documents.limits`.
 - :mod:`~surveyalign.documents.sections`: the one markdown / LaTeX heading splitter.
 - :mod:`~surveyalign.documents.leakage`: the structure-based leakage guard; :mod:`~surveyalign.documents.verbatim`:
   layout-insensitive verbatim and near-verbatim matching of snippets in texts.
@@ -84,12 +85,13 @@ from surveyalign.documents.text import (
 # fitter load on first use (lazy_loader), so building the CLI parser does not import them.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["fitting", "jats", "latex", "latex_flatten", "readers", "references", "tei", "verbatim"],
+    submodules=["fitting", "jats", "latex", "latex_flatten", "limits", "readers", "references", "tei", "verbatim"],
     submod_attrs={
         "fitting": ["FittedTexts", "fit_texts", "truncate_to_tokens"],
         "jats": ["JatsArticle", "JatsError", "SubArticle", "parse_jats"],
         "latex": ["LatexConversion", "latex_to_markdown"],
         "latex_flatten": ["FlatLatex", "flatten_latex"],
+        "limits": ["DOCUMENT_LIMITS_ENV", "DocumentLimitError", "DocumentLimits"],
         "readers": ["DOCUMENT_SUFFIXES", "PDF_EXTRACTORS", "Document", "find_documents", "read_document",
                     "read_documents"],
         "references": ["cited_keys", "parse_bibtex", "parse_latex_bibliography", "parse_markdown_references",
@@ -101,6 +103,7 @@ __getattr__ = lazy_loader.attach(
 __all__ = [
     "DEFAULT_MIN_TITLE_SCORE",
     "DEFAULT_YEAR_TOLERANCE",
+    "DOCUMENT_LIMITS_ENV",
     "DOCUMENT_SUFFIXES",
     "GROBID_URL_ENV",
     "MIN_ABSTRACT_SCORE",
@@ -113,6 +116,8 @@ __all__ = [
     "REFERENCE_STATUSES",
     "Citable",
     "Document",
+    "DocumentLimitError",
+    "DocumentLimits",
     "FittedTexts",
     "FlatLatex",
     "Heading",

@@ -13,6 +13,11 @@ section headings, the abstract, numbered citations ``[n]`` and a ``## References
   ``\\bibliography``/``\\addbibresource`` (:func:`surveyalign.documents.parse_bibtex`), from a ``thebibliography`` environment, or from a
   compiled ``.bbl`` when the ``.bib`` is absent. The raw bibliography text is returned for knowledge augmentation
   (SurveyReview §5.2, App. F: the survey's reference set R).
+
+Untrusted projects (issue 26): includes, ``.bib`` files and the ``.bbl`` are read only inside the main file's
+folder after symlinks (anything else is refused with a warning naming the path, never read); graphics
+(``\\includegraphics``) are never opened. The include fan-out is bounded by
+:class:`~surveyalign.documents.limits.DocumentLimits`.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from pathlib import Path
 from pylatexenc import latex2text, latexwalker, macrospec
 
 from surveyalign.documents.latex_flatten import flatten_latex
+from surveyalign.documents.limits import DocumentLimits
 from surveyalign.documents.papers import Reference
 from surveyalign.documents.references import parse_bibtex
+from surveyalign.paths import resolve_inside
 
 __all__ = ["LatexConversion", "latex_to_markdown"]
 
@@ -298,9 +305,23 @@ def _read_bib_files(names: list[str], bases: list[Path], warnings: list[str], wh
     entries: dict[str, Reference] = {}
     paths: list[Path] = []
     raw: list[str] = []
+    root = bases[0]
     for name in names:
         name = name.strip()
-        target = next((c for base in bases for c in (base / name, base / f"{name}.bib") if c.is_file()), None)
+        target, refused = None, None
+        for candidate in (c for base in bases for c in (base / name, base / f"{name}.bib")):
+            try:
+                inside = resolve_inside(root, candidate)
+            except ValueError:
+                refused = refused or candidate.resolve()
+                continue
+            if inside.is_file():
+                target = inside
+                break
+        if target is None and refused is not None:
+            warnings.append(f"{where}: bibliography {name!r} refused: resolves to {refused}, outside the project "
+                            f"folder {root}; not read")
+            continue
         if target is None:
             warnings.append(f"{where}: bibliography {name!r} not found (looked for {name}.bib in "
                             f"{', '.join(str(b) for b in bases)})")
@@ -326,11 +347,12 @@ def _render_entry(number: int, reference: Reference) -> str:
     return line
 
 
-def latex_to_markdown(main: Path | str) -> LatexConversion:
+def latex_to_markdown(main: Path | str, *, limits: DocumentLimits | None = None) -> LatexConversion:
     """Convert a LaTeX survey project to markdown (see the module docstring for what is kept).
 
     Args:
         main: the main ``.tex`` file.
+        limits: include fan-out bounds (see :func:`~surveyalign.documents.latex_flatten.flatten_latex`).
 
     Returns:
         A :class:`LatexConversion`: markdown text, title, cited keys in citation order, the raw bibliography and
@@ -342,7 +364,7 @@ def latex_to_markdown(main: Path | str) -> LatexConversion:
         ValueError: the file has no ``\\begin{document}`` (it is not a main file; the message names it).
     """
     main = Path(main)
-    flat = flatten_latex(main)
+    flat = flatten_latex(main, limits=limits)
     warnings = list(flat.warnings)
     text = flat.text
     begin = text.find("\\begin{document}")
@@ -357,8 +379,8 @@ def latex_to_markdown(main: Path | str) -> LatexConversion:
     entries, bib_paths, raw = ({}, [], [])
     if bib_names and not thebib:
         entries, bib_paths, raw = _read_bib_files(bib_names, bases, warnings, main.name)
-        bbl = main.with_suffix(".bbl")
-        if not entries and bbl.is_file():  # no .bib: the compiled bibliography holds the same list
+        bbl = main.resolve().with_suffix(".bbl")
+        if not entries and bbl.is_file() and bbl.resolve().is_relative_to(bases[0]):  # no .bib: the compiled bibliography holds the same list
             thebib_text = bbl.read_text(encoding="utf-8", errors="replace")
             body = body + "\n" + thebib_text
             thebib, bib_paths = _THEBIB_RE.search(body), [bbl]

@@ -23,7 +23,10 @@ rule is applied later, when the prompt is built.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +35,11 @@ from typing import Any, Literal
 from surveyalign.documents.jats import JatsError, parse_jats
 from surveyalign.documents.latex import latex_to_markdown
 from surveyalign.documents.leakage import LeakageEdit, strip_review_record
+from surveyalign.documents.limits import (
+    DOCUMENT_LIMITS_ENV,
+    DocumentLimitError,
+    DocumentLimits,
+)
 from surveyalign.documents.papers import ReferenceList
 from surveyalign.documents.references import (
     parse_bibtex,
@@ -209,8 +217,8 @@ def _read_markdown(path: Path) -> Document:
                     bibliography_format=_markdown_bibliography(text))
 
 
-def _read_latex(path: Path) -> Document:
-    result = latex_to_markdown(path)
+def _read_latex(path: Path, limits: DocumentLimits) -> Document:
+    result = latex_to_markdown(path, limits=limits)
     return Document(text=result.text, format="latex", title=result.title, source=path,
                     bibliography=result.bibliography, bibliography_paths=result.bibliography_paths,
                     bibliography_format=result.bibliography_format, cited_keys=result.cited_keys,
@@ -229,18 +237,81 @@ def _read_jats(path: Path) -> Document:
                     bibliography_format=_markdown_bibliography(text), warnings=warnings)
 
 
-def _pypdf_markdown(path: Path, warnings: list[str]) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+class _OutOfTime(Exception):
+    """Raised inside pypdf's text extraction when a PDF's time budget is spent."""
 
+
+def _content_bytes(page: Any) -> int:
+    """Decompressed bytes of a page's content stream(s) (decoding is bounded by pypdf's configured limits)."""
+    contents = page.get("/Contents")
+    if contents is None:
+        return 0
+    contents = contents.get_object()
+    streams = contents if isinstance(contents, list) else [contents]
+    return sum(len(s.get_object().get_data()) for s in streams)
+
+
+def _pdf_limited(path: Path, limits: DocumentLimits) -> tuple[list[str], str]:
+    """Page texts and metadata title of a PDF, within ``limits`` (pages, decompressed bytes, seconds)."""
+    from pypdf import PdfReader
+
+    def over(what: str) -> DocumentLimitError:
+        return DocumentLimitError(f"{path}: {what}; not read (set {DOCUMENT_LIMITS_ENV} to raise the limit)")
+
+    start = time.monotonic()
+    reader = PdfReader(path)
+    if reader.is_encrypted:
+        raise ValueError(f"{path}: the PDF is encrypted; decrypt it first (e.g. qpdf --decrypt)")
+    n_pages = len(reader.pages)
+    if n_pages > limits.pdf_max_pages:
+        raise over(f"{n_pages} pages, above pdf_max_pages={limits.pdf_max_pages}")
+    content = 0
+    for number, page in enumerate(reader.pages, 1):  # decompression only (bounded per stream): no parsing yet
+        content += _content_bytes(page)
+        if content > limits.pdf_max_content_bytes:
+            raise over(f"the content of pages 1-{number} decompresses to over {limits.pdf_max_content_bytes:,} "
+                       f"bytes (pdf_max_content_bytes; a decompression bomb or a stream shared by many pages?)")
+        if time.monotonic() - start > limits.pdf_max_seconds:
+            raise over(f"decompressing took over pdf_max_seconds={limits.pdf_max_seconds:g} s")
+    deadline = start + limits.pdf_max_seconds
+
+    def check(*_: object) -> None:  # called by pypdf before every content operator
+        if time.monotonic() > deadline:
+            raise _OutOfTime
+
+    pages = []
+    for number, page in enumerate(reader.pages, 1):
+        try:
+            check()
+            pages.append(page.extract_text(visitor_operand_before=check) or "")
+        except _OutOfTime:
+            raise over(f"text extraction took over pdf_max_seconds={limits.pdf_max_seconds:g} s "
+                       f"(stopped in page {number} of {n_pages})") from None
+    meta_title = (reader.metadata.title or "").strip() if reader.metadata else ""
+    return pages, meta_title
+
+
+def _pypdf_markdown(path: Path, warnings: list[str], limits: DocumentLimits | None = None) -> str:
+    import pypdf
+    from pypdf.errors import LimitReachedError, PdfReadError, PyPdfError
+
+    limits = limits or DocumentLimits.from_env()
+    cap = limits.pdf_max_content_bytes
+    bounded = {"zlib_maximum_output_length": cap, "lzw_maximum_output_length": cap,
+               "run_length_maximum_output_length": cap, "maximum_declared_stream_length": cap,
+               "array_based_stream_maximum_output_length": cap, "stream_decoding_work_maximum_length": 4 * cap}
+    config = (pypdf.apply_configuration(**bounded) if hasattr(pypdf, "apply_configuration")
+              else contextlib.nullcontext())
     try:
-        reader = PdfReader(path)
-        if reader.is_encrypted:
-            raise ValueError(f"{path}: the PDF is encrypted; decrypt it first (e.g. qpdf --decrypt)")
-        pages = [page.extract_text() or "" for page in reader.pages]
-        meta_title = (reader.metadata.title or "").strip() if reader.metadata else ""
-    except PdfReadError as exc:
-        raise ValueError(f"{path}: not a readable PDF ({exc})") from exc
+        with config:
+            pages, meta_title = _pdf_limited(path, limits)
+    except LimitReachedError as exc:
+        raise DocumentLimitError(f"{path}: a stream decompresses to over {cap:,} bytes (pdf_max_content_bytes; a "
+                                 f"decompression bomb?): {' '.join(str(exc).split())}; not read") from None
+    except (PdfReadError, PyPdfError) as exc:
+        raise ValueError(f"{path}: not a readable PDF ({' '.join(str(exc).split())})") from None
+    except (MemoryError, RecursionError, zlib.error, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a readable PDF ({type(exc).__name__}: {' '.join(str(exc).split())})") from None
     empty = [i + 1 for i, page in enumerate(pages) if not page.strip()]
     if len(empty) == len(pages):
         raise ValueError(f"{path}: no extractable text in {len(pages)} page(s) (a scanned PDF?); run OCR first or "
@@ -286,14 +357,16 @@ def _optional_pdf_markdown(path: Path, extractor: str) -> str:
     return text_from_rendered(rendered)[0]
 
 
-def _read_pdf(path: Path, extractor: str) -> Document:
+def _read_pdf(path: Path, extractor: str, limits: DocumentLimits) -> Document:
     warnings: list[str] = []
-    text = _pypdf_markdown(path, warnings) if extractor == "pypdf" else _optional_pdf_markdown(path, extractor)
+    text = (_pypdf_markdown(path, warnings, limits) if extractor == "pypdf"
+            else _optional_pdf_markdown(path, extractor))
     return Document(text=text, format="pdf", title="", source=path, files=[path], extractor=extractor,
                     bibliography_format=_markdown_bibliography(text), warnings=warnings)
 
 
-def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool = True) -> Document:
+def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool = True,
+                  limits: DocumentLimits | None = None) -> Document:
     """Read one document from a markdown, LaTeX, PDF or JATS XML file, or from a folder holding exactly one.
 
     Args:
@@ -303,6 +376,8 @@ def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool
             ``surveyalign[pdf-mupdf]``) or ``"marker"`` (GPL extra ``surveyalign[pdf-marker]``).
         guard: apply the leakage guard (:func:`surveyalign.documents.strip_review_record`), as the dataset build does;
             turn off only to inspect the raw conversion.
+        limits: resource bounds for untrusted files (LaTeX include fan-out; PDF pages, decompressed bytes,
+            seconds); default :meth:`DocumentLimits.from_env` (``SURVEYALIGN_DOCUMENT_LIMITS``).
 
     Returns:
         The :class:`Document` (markdown text, title, bibliography, files read, leakage counts, warnings).
@@ -311,7 +386,8 @@ def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool
         FileNotFoundError: ``path`` does not exist.
         ValueError: unsupported suffix, empty file, a ``.tex`` that is not a main file, an unreadable, encrypted
             or text-less PDF, malformed JATS XML, an unknown extractor, or a folder with no or several documents
-            (the message names the path and what was found).
+            (the message names the path and what was found); :class:`DocumentLimitError` (a ``ValueError``) for
+            a PDF over a limit (one line naming the file and the limit).
         ImportError: an optional PDF extractor that is not installed (the message names the extra).
     """
     path = Path(path)
@@ -333,31 +409,35 @@ def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool
     if kind == "markdown":
         document = _read_markdown(path)
     elif kind == "latex":
-        document = _read_latex(path)
+        document = _read_latex(path, limits or DocumentLimits.from_env())
     elif kind == "jats":
         document = _read_jats(path)
     else:
-        document = _read_pdf(path, pdf_extractor)
+        document = _read_pdf(path, pdf_extractor, limits or DocumentLimits.from_env())
     document = _guarded(document) if guard else document
     document.title = document.title or extract_title(document.text)
     return document
 
 
-def read_documents(paths: Iterable[Path | str], *, pdf_extractor: str = "pypdf", guard: bool = True
-                   ) -> list[Document]:
+def read_documents(paths: Iterable[Path | str], *, pdf_extractor: str = "pypdf", guard: bool = True,
+                   limits: DocumentLimits | None = None, errors: list[str] | None = None) -> list[Document]:
     """Read several surveys; a folder contributes every document :func:`find_documents` finds in it.
 
     Args:
         paths: files and/or folders.
         pdf_extractor: see :func:`read_document`.
         guard: see :func:`read_document`.
+        limits: see :func:`read_document`.
+        errors: when a list is given, a file that cannot be read (``ValueError``: unreadable, over a limit) adds
+            its one-line message here and the other files are still read; when ``None`` the first such file
+            raises.
 
     Returns:
-        One :class:`Document` per survey file, in the order given (folders in sorted path order).
+        One :class:`Document` per readable survey file, in the order given (folders in sorted path order).
 
     Raises:
-        FileNotFoundError, ValueError, ImportError: as :func:`read_document` (the first failing file is named);
-            a folder without any document raises ``ValueError``.
+        FileNotFoundError, ValueError, ImportError: as :func:`read_document` (the first failing file is named;
+            with ``errors`` only a missing file, a folder without any document and a missing extra raise).
     """
     files: list[Path] = []
     for item in paths:
@@ -370,4 +450,15 @@ def read_documents(paths: Iterable[Path | str], *, pdf_extractor: str = "pypdf",
             files.extend(found)
         else:
             files.append(item)
-    return [read_document(path, pdf_extractor=pdf_extractor, guard=guard) for path in files]
+    limits = limits or DocumentLimits.from_env()
+    documents = []
+    for path in files:
+        if errors is None or not path.exists():
+            documents.append(read_document(path, pdf_extractor=pdf_extractor, guard=guard, limits=limits))
+            continue
+        try:
+            documents.append(read_document(path, pdf_extractor=pdf_extractor, guard=guard, limits=limits))
+        except ValueError as exc:
+            message = " ".join(str(exc).split())
+            errors.append(message if str(path) in message else f"{path}: {message}")
+    return documents

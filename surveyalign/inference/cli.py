@@ -20,7 +20,9 @@ dimension, K samples per dimension at temperature T (seeds seed..seed+K-1, recor
 log-probability tie-break, and one merged rationale per dimension. Inputs: markdown, a LaTeX main file or
 project folder (\\input/\\include resolved, macros expanded, bibliography kept), PDF (pypdf), or a folder of
 them. Writes OUT/<survey>.json, .md and .html (and comparison.md/.html for several surveys); every call is kept
-in OUT/calls.jsonl, so re-running the same command resumes. Exit status 3 when a dimension was not scored.
+in OUT/calls.jsonl, so re-running the same command resumes. Exit status 3 when a dimension was not scored or a
+survey file could not be read (a PDF over a document limit, an unreadable file: each named on one line while the
+other surveys are scored).
 
 examples:
   surveyalign score survey.pdf --judge configs/judge/surveyalign-qwen3-32b.yaml --out reviews/
@@ -130,11 +132,16 @@ def _score(args: argparse.Namespace) -> int:
                            max_new_tokens=args.max_new_tokens, max_length=args.max_length, dimensions=dims,
                            base_url=args.base_url, synthesis=False if args.no_synthesis else None)
     spec = _base_options(spec, args)
-    documents = read_documents(args.surveys, pdf_extractor=args.pdf_extractor)
+    unreadable: list[str] = []  # a file over a document limit or unreadable: named, the rest of the batch goes on
+    documents = read_documents(args.surveys, pdf_extractor=args.pdf_extractor, errors=unreadable)
+    if not documents:
+        raise ValueError("no readable survey: " + "; ".join(unreadable))
     stems = _stems(documents)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     console = make_console(file=sys.stderr)
+    for line in unreadable:
+        console.print(f"not scored: {line}", markup=False, highlight=False)
     cache = CallCache.load(out / "calls.jsonl")
     reviews = []
     judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),
@@ -166,4 +173,6 @@ def _score(args: argparse.Namespace) -> int:
     failed = sum(r["summary"]["n_dimensions"] - r["summary"]["n_scored"] for r in reviews)
     if failed:
         console.print(f"{failed} dimension(s) not scored (see the reports: every reason is recorded)")
-    return 3 if failed else 0
+    if unreadable:
+        console.print(f"{len(unreadable)} survey file(s) not read (named above)")
+    return 3 if failed or unreadable else 0
