@@ -210,7 +210,7 @@ def test_score_names_the_bomb_and_scores_the_rest(tmp_path, capsys):
     out = tmp_path / "out"
     with FakeChatServer() as server:
         judge = tmp_path / "judge.yaml"
-        judge.write_text(f"backend: openai\nmodel: fake-judge\nbase_url: {server.base_url}\n")
+        judge.write_text(f"backend: {{kind: openai, options: {{model: fake-judge, base_url: '{server.base_url}'}}}}\n")
         code = main(["score", str(bomb), str(good), "--judge", str(judge), "--out", str(out), "--samples", "1",
                      "--allow-no-knowledge", "--no-progress"])
     err = capsys.readouterr().err
