@@ -1,7 +1,7 @@
 """Throughput of the evaluation harness against an OpenAI-compatible server with a fixed answer delay.
 
 With every answer taking D seconds and C calls in flight, no client can beat C / D calls per second
-(32 / 0.2 s = 160 calls/s). This script starts ``surveyalign.backends.testing.FakeChatServer`` in its own
+(32 / 0.2 s = 160 calls/s). This script starts ``surveyalign.testing.FakeChatServer`` in its own
 process (so the server does not share the client's GIL), builds the shipped sample release into a dataset,
 and runs ``run_evaluation`` through the openai backend: 80 units x K=8 samples = 640 calls by default. It
 prints calls/s of the call stage (and end to end) and the ratio to the C / D bound; the target is >= 0.90.
@@ -32,9 +32,9 @@ os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 
 
 def _start_server(delay: float) -> tuple[subprocess.Popen, str]:
-    """``python -m surveyalign.backends.testing --delay D`` in a child process; returns it and its base_url."""
+    """``python -m surveyalign.testing.chat_server --delay D`` in a child process; returns it and its base_url."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "surveyalign.backends.testing", "--delay", str(delay),
+        [sys.executable, "-m", "surveyalign.testing.chat_server", "--delay", str(delay),
          "--reply", "The survey reads well, with a few long sentences.$$$-1$$$"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )

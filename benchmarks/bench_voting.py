@@ -25,8 +25,8 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from surveyalign.backends import GenerationSettings, load_backend
-from surveyalign.models import build_tiny_model
 from surveyalign.prompts import build_judge_prompt
+from surveyalign.testing import build_tiny_model
 
 
 def _prompt(backend, target: int) -> list[dict[str, str]]:

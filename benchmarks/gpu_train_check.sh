@@ -53,8 +53,8 @@ import torch
 from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 from surveyalign.data import build_dataset, load_surveyreview, sample_release_dir
-from surveyalign.models import build_tiny_model
 from surveyalign.prompts import build_sft_example, count_chat_tokens
+from surveyalign.testing import build_tiny_model
 
 work, arch, max_length = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 sizes = {  # Qwen3 dense configurations (hidden, layers, heads, kv heads, intermediate, head_dim, vocab)
@@ -162,11 +162,12 @@ for PREC in $PRECISIONS; do
         STATUS=1; continue
     fi
     LINE=$("$PYTHON" - "$OUT" "$WORK/smi-$PREC.csv" "$PREC" "$ATTN" "$NPROC" "$WALL" $ESTIMATE <<'PY'
-import json, sys
+import sys
 from pathlib import Path
+from surveyalign.models import read_training_record
 from surveyalign.training import inspect_adapter
 out, smi, prec, attn, nproc, wall, plan_total, plan_weights = sys.argv[1:]
-rec = json.loads((Path(out) / "surveyalign_training.json").read_text())
+rec = read_training_record(out)
 m = rec["metrics"]
 tokens, runtime = m.get("train_tokens") or 0, m.get("train_runtime") or float("nan")
 try:

@@ -1,7 +1,7 @@
 """Throughput of the OpenAI-compatible backend against a local server with a fixed answer delay.
 
 With concurrency C and delay d the ideal is C / d calls per second (32 / 0.2 s = 160 calls/s); the issue asks
-for at least 90% of it. The fake server (``python -m surveyalign.backends.testing``) runs in its own process.
+for at least 90% of it. The fake server (``python -m surveyalign.testing.chat_server``) runs in its own process.
 
     .venv/bin/python benchmarks/openai_backend_throughput.py [--calls 960] [--concurrency 32] [--delay 0.2]
 """
@@ -23,7 +23,7 @@ def main() -> int:
 
     from surveyalign.backends import GenerationSettings, load_backend
 
-    server = subprocess.Popen([sys.executable, "-m", "surveyalign.backends.testing", "--delay", str(args.delay)],
+    server = subprocess.Popen([sys.executable, "-m", "surveyalign.testing.chat_server", "--delay", str(args.delay)],
                               stdout=subprocess.PIPE, text=True)
     try:
         base_url = server.stdout.readline().strip().split("=", 1)[1]

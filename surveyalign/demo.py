@@ -274,7 +274,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
         model_dir = _resolve(cfg.model)
         _say(console, f"[1/5] base model: {model_dir}")
     else:
-        from surveyalign.models import build_tiny_model
+        from surveyalign.testing import build_tiny_model
 
         model_dir = build_tiny_model(Path(cfg.cache_dir).resolve() / "tiny-qwen3")
         _say(console, f"[1/5] tiny random Qwen3 + local tokenizer ready: {model_dir}")

@@ -36,7 +36,7 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A tiny random Qwen3 model + locally trained tokenizer, built once per test session."""
-    from surveyalign.models import build_tiny_model
+    from surveyalign.testing import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen3"))
 

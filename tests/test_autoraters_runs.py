@@ -29,7 +29,7 @@ from surveyalign.knowledge import (
     resolution_counts,
     resolve_references,
 )
-from surveyalign.knowledge.testing import FakeScholarServer
+from surveyalign.testing import FakeScholarServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "autoraters"
 MD, TEX = FIXTURES / "paper.md", FIXTURES / "paper.tex"

@@ -14,7 +14,7 @@ import pytest
 
 from surveyalign.backends import GenerationSettings, load_backend
 from surveyalign.backends.openai_api import parse_retry_after
-from surveyalign.backends.testing import FakeChatServer
+from surveyalign.testing import FakeChatServer
 
 USER = [{"role": "user", "content": "Judge this survey."}]
 FAST = {"backoff_initial": 0.01, "backoff_max": 0.05}

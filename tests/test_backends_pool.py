@@ -9,7 +9,7 @@ import pytest
 
 from surveyalign.backends import GenerationSettings, load_backend
 from surveyalign.backends.pool import ServerPool
-from surveyalign.backends.testing import FakeChatServer
+from surveyalign.testing import FakeChatServer
 
 MESSAGES = [{"role": "user", "content": "judge"}]
 SAMPLED = GenerationSettings(temperature=0.7, max_new_tokens=8, seed=3)

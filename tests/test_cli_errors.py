@@ -25,7 +25,7 @@ from surveyalign.knowledge import (
 )
 from surveyalign.knowledge.build import SurveyKAInput
 from surveyalign.knowledge.fetch import fetch_graph
-from surveyalign.knowledge.testing import FakeScholarServer
+from surveyalign.testing import FakeScholarServer
 from surveyalign.yamlconfig import read_yaml_mapping
 
 BROKEN = "backend: {kind: constant\n  options: [\n"  # flow mapping never closed: error at line 2, column 10

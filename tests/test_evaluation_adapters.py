@@ -39,7 +39,7 @@ def _config(dataset: Path, out: Path, model: Path, adapter: Path, **fields) -> E
 
 
 def _record(adapter: Path, **fields) -> None:
-    from surveyalign.training import write_training_record
+    from surveyalign.models import write_training_record
 
     record = {"stage": "sft", "dimension": "readability", "protocol": "v1.0", "enable_thinking": False,
               "use_knowledge": False, "base_model": "tiny", "data_hash": "ab" * 32, "n_train": 20}

@@ -157,8 +157,8 @@ def _slow_server_config(tmp_path: Path, dataset: Path, base_url: str, **extra) -
 
 def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir, test_rows, tmp_path, capsys):
     """kill -9 the CLI while calls are in flight, re-run it: the server sees exactly the missing calls."""
-    from surveyalign.backends.testing import FakeChatServer
     from surveyalign.cli import main
+    from surveyalign.testing import FakeChatServer
 
     replies = ["Clear enough overall.$$$-1$$$", "The organisation is excellent.$$$+2$$$",
                "<think>\n\n</think>\n\nSome typos remain. $$$1$$$"]
@@ -332,7 +332,7 @@ def test_rqs_stage_counts_zero_as_a_score(dataset_dir, tmp_path):
 
 
 def test_run_config_never_holds_the_api_key(dataset_dir, tmp_path, monkeypatch):
-    from surveyalign.backends.testing import FakeChatServer
+    from surveyalign.testing import FakeChatServer
 
     secret = "sk-test-DO-NOT-LEAK-0123456789abcdef"
     monkeypatch.setenv("SURVEYALIGN_TEST_KEY", secret)
@@ -395,7 +395,7 @@ def test_knowledge_column_goes_into_the_configured_dimensions(dataset_dir, tmp_p
 def test_resume_ignores_operational_options_and_no_resume_moves_the_cache_aside(dataset_dir, tmp_path):
     """Concurrency/timeout/retries do not change answers, so a resumed run with other values reuses the cache;
     another temperature does change them; resume=false keeps the old cache under a new name."""
-    from surveyalign.backends.testing import FakeChatServer
+    from surveyalign.testing import FakeChatServer
 
     with FakeChatServer(replies=["Fine. $$$-1$$$"]) as server:
         def cfg(fields=None, **options):
@@ -544,7 +544,7 @@ def test_max_length_defaults_to_the_adapters_training_record(tiny_model_dir, lon
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from surveyalign.training import write_training_record
+    from surveyalign.models import write_training_record
 
     dataset, _ = long_survey_dataset
     torch.manual_seed(0)
@@ -582,8 +582,8 @@ def test_all_calls_failing_lists_the_errors_and_exits_3(dataset_dir, tmp_path, c
 
     import yaml
 
-    from surveyalign.backends.testing import FakeChatServer
     from surveyalign.cli import main
+    from surveyalign.testing import FakeChatServer
 
     with socket.socket() as sock:  # a port nothing listens on: connection refused
         sock.bind(("127.0.0.1", 0))

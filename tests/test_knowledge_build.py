@@ -15,7 +15,7 @@ from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import comp_ka, neighbourhood
 from surveyalign.knowledge.sample import sample_graph
-from surveyalign.knowledge.testing import FakeScholarServer
+from surveyalign.testing import FakeScholarServer
 
 
 def test_graph_files_round_trip_and_bad_lines(tmp_path):

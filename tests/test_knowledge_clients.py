@@ -18,7 +18,7 @@ from surveyalign.knowledge import (
     SemanticScholarClient,
     UnreachableError,
 )
-from surveyalign.knowledge.testing import FakeScholarServer
+from surveyalign.testing import FakeScholarServer
 
 FAST = {"requests_per_second": 0, "backoff_initial": 0.01, "backoff_max": 0.05}
 

@@ -15,7 +15,7 @@ from surveyalign.documents import (
     read_references,
 )
 from surveyalign.knowledge import GrobidClient
-from surveyalign.knowledge.testing import FakeScholarServer
+from surveyalign.testing import FakeScholarServer
 
 BIB = r"""
 @inproceedings{vaswani2017,

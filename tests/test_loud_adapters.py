@@ -13,14 +13,14 @@ import pytest
 from surveyalign.backends import load_backend
 from surveyalign.cli import main
 from surveyalign.evaluation import EvalConfig, run_evaluation
-from surveyalign.models import TinyModelSpec, build_tiny_model
-from surveyalign.models.adapters import (
+from surveyalign.models import (
     BaseMismatchError,
     base_identity,
     check_adapter_attached,
     compare_base,
+    write_training_record,
 )
-from surveyalign.training import write_training_record
+from surveyalign.testing import TinyModelSpec, build_tiny_model
 
 SEVEN = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 

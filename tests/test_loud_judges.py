@@ -20,9 +20,9 @@ from surveyalign.backends import (
 )
 from surveyalign.backends.responses import normalise_message
 from surveyalign.backends.simple import ScriptedBackend
-from surveyalign.backends.testing import FakeChatServer
 from surveyalign.evaluation import EvalConfig, parse_rqs_rating, run_evaluation
 from surveyalign.prompts import parse_generation
+from surveyalign.testing import FakeChatServer
 from surveyalign.training import choose_rejected
 
 USER = [{"role": "user", "content": "Judge this survey."}]

@@ -8,9 +8,9 @@ import json
 
 import yaml
 
-from surveyalign.backends.testing import FakeChatServer
 from surveyalign.cli import main
 from surveyalign.console import PIPED_WIDTH, make_console
+from surveyalign.testing import FakeChatServer
 
 
 def test_piped_console_is_not_80_columns(monkeypatch):

@@ -14,10 +14,10 @@ import pytest
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.documents import Paper as KPaper
 from surveyalign.knowledge import UnreachableError
-from surveyalign.knowledge.testing import FakeScholarServer
 from surveyalign.prism.prompts import stage_of
 from surveyalign.prism.readers import read_paper, read_reviews
 from surveyalign.prism.run import PrismConfig, run_prism
+from surveyalign.testing import FakeScholarServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prism"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.models.adapters import base_identity
+from surveyalign.models import base_identity
 
 REPO = Path(__file__).resolve().parents[1]
 ACCELERATE_1 = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
@@ -43,7 +43,8 @@ def qlora_sft(tmp_path_factory, tiny_model_dir, dataset_dir) -> Path:
 
 
 def test_qlora_sft_saves_a_full_adapter_whose_record_carries_the_quantisation(qlora_sft, tiny_model_dir):
-    from surveyalign.training import inspect_adapter, read_training_record
+    from surveyalign.models import read_training_record
+    from surveyalign.training import inspect_adapter
 
     record = read_training_record(qlora_sft)
     assert record["quantization"] == RECORDED
@@ -91,10 +92,10 @@ def test_evaluation_loads_the_qlora_base_in_4bit_and_refuses_full_precision(qlor
 
 def test_qlora_dpo_on_the_qlora_sft_adapter(qlora_sft, tiny_model_dir, dataset_dir, tmp_path):
     from surveyalign.backends import load_backend
+    from surveyalign.models import read_training_record
     from surveyalign.training import (
         inspect_adapter,
         make_dpo_pairs,
-        read_training_record,
     )
 
     sampler = load_backend("scripted", replies=lambda m, s, i: "Deep synthesis.$$$2$$$" if i else "Shallow.$$$-1$$$")

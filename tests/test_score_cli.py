@@ -120,9 +120,9 @@ def test_score_real_pdf_and_latex_with_the_tiny_judge(shared_real, tiny_adapters
 
 
 def test_score_with_a_citation_graph_builds_comp_ka(surveys, tmp_path):
-    from surveyalign.backends.testing import FakeChatServer
     from surveyalign.documents import Paper
     from surveyalign.knowledge import CitationGraph
+    from surveyalign.testing import FakeChatServer
 
     papers = [Paper(id="W1", title="Oracles in practice", year=2001, authors=["A. Writer"], citation_count=50),
               Paper(id="W2", title="Metamorphic testing revisited", year=2010, authors=["B. Author"], citation_count=9),

@@ -200,8 +200,8 @@ def test_limits_from_the_environment():
 
 
 def test_score_names_the_bomb_and_scores_the_rest(tmp_path, capsys):
-    from surveyalign.backends.testing import FakeChatServer
     from surveyalign.cli import main
+    from surveyalign.testing import FakeChatServer
 
     bomb = tmp_path / "bomb.pdf"
     bomb.write_bytes(_pdf([0], [_bomb(40_000_000)], compressed=[True]))

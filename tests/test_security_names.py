@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.backends.testing import FakeChatServer
 from surveyalign.cli import main
 from surveyalign.paths import (
     MAX_NAME_BYTES,

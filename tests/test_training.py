@@ -301,7 +301,8 @@ def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny
     from safetensors.torch import load_file
 
     from surveyalign.data import load_surveyreview
-    from surveyalign.training import data_hash, read_training_record
+    from surveyalign.models import read_training_record
+    from surveyalign.training import data_hash
 
     check_adapter(sft_adapter, tiny_model_dir)
     record = read_training_record(sft_adapter)
@@ -350,7 +351,7 @@ def test_dataset_version_reads_the_build_report(dataset_dir, tmp_path):
 
 
 def test_read_training_record_checks_the_keys_evaluation_needs(tmp_path):
-    from surveyalign.training import (
+    from surveyalign.models import (
         RECORD_KEYS,
         read_training_record,
         write_training_record,
@@ -378,7 +379,8 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
     from safetensors.torch import load_file
 
     from surveyalign.backends import load_backend
-    from surveyalign.training import make_dpo_pairs, read_pairs, read_training_record
+    from surveyalign.models import read_training_record
+    from surveyalign.training import make_dpo_pairs, read_pairs
 
     # sample 0 agrees with a -1 gold, sample 1 says +2: units with gold -1 pair with sample 1, the others with 0
     sampler = load_backend("scripted", replies=lambda m, s, i: "Deep synthesis.$$$2$$$" if i else "Shallow.$$$-1$$$")

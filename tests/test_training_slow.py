@@ -38,7 +38,7 @@ def test_zero3_one_process_saves_the_same_adapter_as_plain_training(plain_sft, t
     import torch
     from safetensors.torch import load_file
 
-    from surveyalign.training import read_training_record
+    from surveyalign.models import read_training_record
 
     out = tmp_path / "zero3"
     log = _sft(ZERO3_CPU, tiny_model_dir, dataset_dir, out)
@@ -57,7 +57,7 @@ def test_zero3_two_processes_via_torchrun(tiny_model_dir, dataset_dir, tmp_path)
     """The trl-4416 setting: every LoRA tensor partitioned over 2 ranks, no 16-bit gather configured for saving."""
     from safetensors.torch import load_file
 
-    from surveyalign.training import read_training_record
+    from surveyalign.models import read_training_record
 
     ds_config = json.loads((REPO / "configs/accelerate/ds_zero3.json").read_text())
     ds_config["zero_optimization"]["stage3_param_persistence_threshold"] = 0  # tiny LoRA tensors would stay whole
@@ -104,7 +104,8 @@ def test_zero3_dpo_from_the_sft_adapter(plain_sft, tiny_model_dir, dataset_dir, 
 def test_zero3_dpo_two_processes_via_torchrun(plain_sft, tiny_model_dir, dataset_dir, tmp_path):
     """DPO from the SFT adapter on 2 ranks, every LoRA tensor partitioned, no 16-bit gather on save (trl 4416)."""
     from surveyalign.backends import load_backend
-    from surveyalign.training import make_dpo_pairs, read_training_record
+    from surveyalign.models import read_training_record
+    from surveyalign.training import make_dpo_pairs
 
     sft_dir, _ = plain_sft
     pairs = tmp_path / "pairs.jsonl"

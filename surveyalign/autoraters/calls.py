@@ -24,6 +24,7 @@ from surveyalign.judge import (
     cached_generate,
     make_call,
 )
+from surveyalign.models import check_max_length
 from surveyalign.prompts import answer_failure
 
 __all__ = ["AutoraterJudge", "AutoraterRole", "CallAnswer", "PromptCall"]
@@ -121,7 +122,8 @@ class AutoraterJudge:
             own ``tokenizer`` (local backends).
 
     Raises:
-        ValueError: ``concurrency`` or ``batch_size`` below 1, ``max_length`` not above ``max_new_tokens``, or
+        ValueError: ``concurrency`` or ``batch_size`` below 1, ``max_length`` below
+            :data:`surveyalign.models.MIN_MAX_LENGTH` or not above ``max_new_tokens``, or
             ``max_length`` without a tokenizer.
     """
 
@@ -133,8 +135,7 @@ class AutoraterJudge:
                 raise ValueError(f"{name} must be >= 1, got {value}")
         settings = settings or GenerationSettings(temperature=0.0, max_new_tokens=2048)
         if max_length is not None:
-            if max_length <= settings.max_new_tokens:
-                raise ValueError(f"max_length {max_length} must exceed max_new_tokens {settings.max_new_tokens}")
+            check_max_length(max_length, max_new_tokens=settings.max_new_tokens)  # the one floor, then > answer
             tokenizer = tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None)
             if tokenizer is None:
                 raise ValueError("max_length needs a tokenizer to count tokens (a folder or id; API backends have none)")

@@ -15,6 +15,7 @@ from surveyalign.argtypes import (
     positive_float,
     positive_int,
 )
+from surveyalign.models import max_length_arg
 from surveyalign.yamlconfig import yaml_error_line
 
 _EPILOG = """\
@@ -53,7 +54,7 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
                    "(default: the backend's own)")
     g.add_argument("--batch-size", type=positive_int, help="prompts per generate call for local backends "
                    "(default: the backend's own, else 8)")
-    g.add_argument("--max-length", type=positive_int, metavar="TOKENS",
+    g.add_argument("--max-length", type=max_length_arg, metavar="TOKENS",
                    help="token budget of prompt + answer: longer prompts get the ends of their paper texts cut, the "
                    "longer paper first (default: no cut; a server may then refuse the prompt, which is reported)")
     g.add_argument("--tokenizer", metavar="DIR", help="tokenizer counting tokens for --max-length (needed for API "

@@ -151,7 +151,7 @@ class TransformersBackend(Backend):
         self.device = _resolve_device(device)
         self.torch_dtype = _resolve_dtype(dtype, self.device)
         self.batch_size = int(batch_size)
-        from surveyalign.models.adapters import check_adapter_attached, resolve_bases
+        from surveyalign.models import check_adapter_attached, resolve_bases
 
         # the base the adapter(s) were trained on, in the recorded quantisation (or an error / a recorded override)
         self.quantization, self.base_mismatch = resolve_bases(
@@ -173,7 +173,7 @@ class TransformersBackend(Backend):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         load: dict[str, Any] = {"dtype": self.torch_dtype, "trust_remote_code": trust_remote_code}
         if self.quantization is not None:
-            from surveyalign.training.quantization import bnb_config
+            from surveyalign.models import bnb_config
 
             load.update(quantization_config=bnb_config(self.quantization), device_map={"": self.device})
         net = AutoModelForCausalLM.from_pretrained(self.model_path, **load)

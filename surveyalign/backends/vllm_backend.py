@@ -93,7 +93,7 @@ class VLLMBackend(Backend):
         self.adapter_path = resolve_model_path(adapter, "vllm backend: adapter") if adapter else None
         self.adapter_paths = {str(k): resolve_model_path(v, f"vllm backend: adapter {k!r}")
                               for k, v in (adapters or {}).items()}
-        from surveyalign.models.adapters import resolve_bases
+        from surveyalign.models import resolve_bases
 
         self.quantization, self.base_mismatch = resolve_bases(
             self.model_path, [self.adapter_path] if self.adapter_path else list(self.adapter_paths.values()),

@@ -1,9 +1,9 @@
 """Adapter training records against the evaluation: prompts must match training (SurveyAlign §5.2, App. D).
 
 An adapter folder written by ``recipes/sft.py`` or ``recipes/dpo.py`` holds ``surveyalign_training.json``
-(:func:`surveyalign.training.read_training_record`). Before any model is loaded, the runner compares it with the
+(:func:`surveyalign.models.read_training_record`). Before any model is loaded, the runner compares it with the
 evaluation config (dimension, protocol, ``enable_thinking``, ``use_knowledge``) and takes the length budget
-``max_length`` from it when the config sets none.
+``max_length`` from it when the config sets none (:func:`surveyalign.models.resolve_max_length`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any
 
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
-from surveyalign.training import read_training_record
+from surveyalign.models import read_training_record, resolve_max_length
 
-__all__ = ["TrainingMismatchError", "adapter_for", "check_training_records", "max_length_for", "record_max_length",
-           "training_record"]
+__all__ = ["TrainingMismatchError", "adapter_for", "check_training_records", "max_length_for", "training_record"]
 
 
 class TrainingMismatchError(ValueError):
@@ -55,7 +54,8 @@ def adapter_for(config: EvalConfig, dimension: str, given: Any | None) -> str | 
 
 
 def training_record(adapter: str) -> dict[str, Any] | None:
-    """The adapter's training record, or ``None`` when the folder has none.
+    """The adapter's training record (:func:`surveyalign.models.read_training_record`), or ``None`` when the folder
+    has none.
 
     Raises:
         TrainingMismatchError: the record exists but cannot be read or is malformed.
@@ -71,6 +71,9 @@ def training_record(adapter: str) -> dict[str, Any] | None:
 def max_length_for(config: EvalConfig, dimension: str, given: Any | None) -> tuple[int | None, str | None]:
     """The token budget (prompt + max_new_tokens) of ``dimension`` and where it comes from.
 
+    The one origin rule, :func:`surveyalign.models.resolve_max_length`, applied to ``config.max_length`` and the
+    adapter judging ``dimension``.
+
     Args:
         config: the run configuration.
         dimension: the dimension.
@@ -78,29 +81,16 @@ def max_length_for(config: EvalConfig, dimension: str, given: Any | None) -> tup
 
     Returns:
         ``(config.max_length, "config")`` when set, else the ``max_length`` of the adapter's training record
-        (``"training record of DIR"``; the record's top-level ``max_length``, the one place it is stored), else
-        ``(None, None)``: no shortening.
+        (``"training record of DIR"``), else ``(None, None)``: no shortening.
+
+    Raises:
+        TrainingMismatchError: the adapter's training record exists but cannot be read or is malformed.
     """
-    if config.max_length is not None:
-        return config.max_length, "config"
     adapter = adapter_for(config, dimension, given)
-    value = record_max_length(training_record(adapter) if adapter else None)
-    return (value, f"training record of {adapter}") if value is not None else (None, None)
-
-
-def record_max_length(record: dict[str, Any] | None) -> int | None:
-    """The training length of a training record: its top-level ``max_length``, the one place it is stored.
-
-    Args:
-        record: a training record (``surveyalign_training.json``), or ``None``.
-
-    Returns:
-        A positive token count, or ``None`` when the record has none.
-    """
-    if not record:
-        return None
-    value = record.get("max_length")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    try:
+        return resolve_max_length(config.max_length, adapter)
+    except (OSError, ValueError) as err:
+        raise TrainingMismatchError(f"{adapter}: unreadable training record: {err}") from None
 
 
 def check_training_records(config: EvalConfig, units: list[Unit], given: Any | None, console: Any

@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from surveyalign.argtypes import dimension_list, int_at_least, positive_int
+from surveyalign.argtypes import dimension_list, positive_int
 from surveyalign.constants import SPLITS
+from surveyalign.models import max_length_arg
 
 _EPILOG = """\
 examples:
@@ -54,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--adapter", help="PEFT adapter folder for every dimension (overrides `backend.options.adapter` "
                    "and any per-dimension adapter of the YAML)")
     p.add_argument("--base-url", help="OpenAI-compatible API root (overrides `backend.options.base_url`)")
-    p.add_argument("--max-length", type=int_at_least(2), metavar="TOKENS",
+    p.add_argument("--max-length", type=max_length_arg, metavar="TOKENS",
                    help="token budget of prompt + max_new_tokens; longer prompts get their survey body cut "
                    "(overrides `max_length`; default: the adapter's training max_length, else no cut)")
     p.add_argument("--tokenizer", metavar="DIR",

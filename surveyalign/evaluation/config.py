@@ -20,6 +20,7 @@ from pydantic import (
 
 from surveyalign.backends import ModelRole
 from surveyalign.constants import DIMENSIONS, SPLITS, normalise_dimension
+from surveyalign.models import MaxLength
 from surveyalign.yamlconfig import apply_overrides as _apply_overrides
 from surveyalign.yamlconfig import read_yaml_mapping
 
@@ -85,9 +86,8 @@ class EvalConfig(ModelRole):
     progress: bool = Field(True, description="show a progress bar with rate and ETA")
     bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for confidence intervals in metrics")
     rqs: RQSConfig | None = Field(None, description="optional reason-quality (consistency) stage")
-    max_length: int | None = Field(
+    max_length: MaxLength | None = Field(
         None,
-        ge=2,
         description="token budget of a judge call: prompt + generation.max_new_tokens. A longer prompt gets its "
         "survey body cut at a token boundary (its end removed; the instruction never) by the training length rule "
         "(surveyalign.prompts.fit_survey_text). Default: the adapter's training record `max_length` when it "

@@ -13,6 +13,7 @@ from surveyalign.argtypes import (
     positive_int,
 )
 from surveyalign.constants import DIMENSIONS
+from surveyalign.models import max_length_arg
 
 _DESCRIPTION = """\
 Review surveys on the four SurveyReview dimensions with one judge: a base model with one adapter per
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sampling temperature (config default: 0.7)")
     p.add_argument("--seed", type=int_at_least(0), default=None, help="base seed; sample k uses seed + k")
     p.add_argument("--max-new-tokens", type=positive_int, default=None, help="token cap per sample")
-    p.add_argument("--max-length", type=int_at_least(2), default=None,
+    p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token budget prompt + answer (default: the adapter's training length)")
     p.add_argument("--base-url", action="append", default=None,
                    help="openai judges: API root of a server (repeat for several; calls are spread over them)")

@@ -20,12 +20,10 @@ from tqdm.auto import tqdm
 
 from surveyalign import __version__
 from surveyalign.documents import Document
-from surveyalign.evaluation.adapters import record_max_length
 from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
 from surveyalign.inference.spec import (
     KA_DIMENSIONS,
     JudgeSpec,
-    adapter_record,
     build_dimension_backends,
 )
 from surveyalign.inference.synthesis import (
@@ -44,6 +42,7 @@ from surveyalign.judge import (
     cached_generate,
     make_call,
 )
+from surveyalign.models import read_training_record, resolve_max_length
 
 __all__ = ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"]
 
@@ -75,20 +74,15 @@ class SurveyAlignJudge:
         self._owned = backends is None
         self.owner, self.backends = backends if backends is not None else build_dimension_backends(spec)
         self.settings = spec.settings
-        self.records = {d: adapter_record(spec.adapters.get(d)) if spec.backend.kind != "openai" else None
-                        for d in spec.dimensions}
-        self.lengths = {d: self._length(d) for d in spec.dimensions}
+        # a local adapter folder's training record ({}: none; openai: served model names, no folder)
+        self.records = {d: read_training_record(spec.adapters[d], required=False)
+                        if spec.backend.kind != "openai" and d in spec.adapters else None for d in spec.dimensions}
+        self.lengths = {d: resolve_max_length(spec.max_length, spec.adapters.get(d) if spec.backend.kind != "openai"
+                                              else None) for d in spec.dimensions}
         options = {d: DimensionOptions(max_length=self.lengths[d][0], adapter=d if d in spec.adapters else None,
                                        backend=self.backends[d]) for d in spec.dimensions}
         self.judge = Judge(self.owner, protocol=spec.protocol, settings=self.settings, dimensions=options,
                            cache=cache)
-
-    def _length(self, dimension: str) -> tuple[int | None, str | None]:
-        """The token budget of ``dimension`` and its origin: the config, else the adapter's training length."""
-        if self.spec.max_length:
-            return self.spec.max_length, "judge config"
-        value = record_max_length(self.records.get(dimension))
-        return (value, f"training record of {self.spec.adapters[dimension]}") if value else (None, None)
 
     # ------------------------------------------------------------------ knowledge
     def needs_knowledge(self, dimension: str) -> bool:

@@ -19,10 +19,11 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from surveyalign.backends import GenerationSettings, ModelRole
 from surveyalign.constants import DIMENSIONS
+from surveyalign.models import MaxLength
 from surveyalign.prompts import DEFAULT_PROTOCOL
 from surveyalign.yamlconfig import read_yaml_mapping
 
-__all__ = ["JUDGE_BACKENDS", "JUDGE_FILES", "JudgeSpec", "adapter_record", "build_dimension_backends", "load_judge_spec"]
+__all__ = ["JUDGE_BACKENDS", "JUDGE_FILES", "JudgeSpec", "build_dimension_backends", "load_judge_spec"]
 
 #: File names read as the judge config when ``--judge`` is a folder or a Hub repo.
 JUDGE_FILES = ("surveyalign_judge.yaml", "judge.yaml")
@@ -64,8 +65,9 @@ class JudgeSpec(ModelRole):
     protocol: str = Field(DEFAULT_PROTOCOL, description="Answer protocol (v1.0 Reason$$$X$$$, v1.1 tags).")
     samples: int = Field(5, ge=1, le=64, description="K samples per dimension (App. E: 5).")
     synthesis: bool = Field(True, description="Merge the winning rationales into one (App. E).")
-    max_length: int | None = Field(None, ge=16, description="Token budget prompt + answer; default: the "
-                                   "adapter's training record (the training length rule), else no cut.")
+    max_length: MaxLength | None = Field(None, description="Token budget prompt + answer (>= MIN_MAX_LENGTH); "
+                                         "default: the adapter's training record (the training length rule), else "
+                                         "no cut.")
     knowledge_dimensions: list[str] | None = Field(None, description="Dimensions whose adapters expect KA; "
                                                    "default: from the training records, else comp + crit.")
 
@@ -218,20 +220,6 @@ def load_judge_spec(judge: str | os.PathLike, **overrides: Any) -> JudgeSpec:
         else:
             data[key] = value
     return JudgeSpec.model_validate(data)
-
-
-def adapter_record(adapter: str | None) -> dict[str, Any] | None:
-    """The training record (``surveyalign_training.json``) of a local adapter folder, or ``None`` (no folder, a Hub
-    id or a served model name, or no record).
-
-    Raises:
-        ValueError: the record exists but is unreadable (file and field named).
-    """
-    if not adapter or not Path(adapter).is_dir():
-        return None
-    from surveyalign.evaluation.adapters import training_record
-
-    return training_record(adapter)
 
 
 def build_dimension_backends(spec: JudgeSpec) -> tuple[Any, dict[str, Any]]:

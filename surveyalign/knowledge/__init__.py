@@ -10,8 +10,7 @@ Public surface (first part: what other packages reuse). The bibliographic record
 - :mod:`~surveyalign.knowledge.resolve`: :class:`Resolver`, the safe matching rule
   (:func:`surveyalign.documents.same_paper`) applied against a graph's papers;
 - :mod:`~surveyalign.knowledge.grobid`: :class:`GrobidClient`, a GROBID server as a PDF reference reader;
-- :mod:`~surveyalign.knowledge.testing`: :class:`FakeScholarServer`, a 127.0.0.1 server answering in the
-  Semantic Scholar and OpenAlex shapes, for tests.
+  (the stand-in Semantic Scholar / OpenAlex server for tests is :class:`surveyalign.testing.FakeScholarServer`).
 
 Knowledge augmentation (second part):
 

@@ -1,7 +1,79 @@
-"""Model helpers: the tiny random Qwen3 used by tests and ``make demo``; model locations (local vs Hub)."""
+"""surveyalign.models: which model is loaded, how, and what training recorded about it (services layer).
 
+One room for what the backends, training, evaluation and ``score`` must agree on about a model:
+
+- :mod:`~surveyalign.models.paths`: model / adapter / tokenizer locations (a local-looking path is never sent to
+  the Hub), offline by default;
+- :mod:`~surveyalign.models.identity`: the base model's identity (name, revision, content fingerprint), the check
+  that an adapter loads on the base it was trained on and that every adapter tensor attaches;
+- :mod:`~surveyalign.models.quantization`: the bitsandbytes setting of a (QLoRA) base, as recorded and as loaded;
+- :mod:`~surveyalign.models.record`: the adapter's training record ``surveyalign_training.json`` (one writer, one
+  reader) and the one origin rule of a judge's token budget, :func:`resolve_max_length` (config, else record);
+- :mod:`~surveyalign.models.length`: the one floor of ``max_length`` (:data:`MIN_MAX_LENGTH`) and its checks for
+  pydantic fields, argparse flags and Python arguments.
+
+Imports only core modules (constants, paths, argtypes, ...); torch, transformers, PEFT and bitsandbytes are
+imported inside the functions that load tensors. The tiny random test model lives in :mod:`surveyalign.testing`.
+"""
+
+from surveyalign.models.identity import (
+    BaseMismatchError,
+    base_identity,
+    base_record,
+    check_adapter_attached,
+    compare_base,
+    resolve_base,
+    resolve_bases,
+)
+from surveyalign.models.length import (
+    MIN_MAX_LENGTH,
+    MaxLength,
+    check_max_length,
+    max_length_arg,
+    max_length_problem,
+)
 from surveyalign.models.paths import default_offline, looks_local, resolve_model_path
-from surveyalign.models.tiny import CHAT_TEMPLATE, TinyModelSpec, build_tiny_model
+from surveyalign.models.quantization import (
+    QUANTIZATION_CHOICES,
+    bnb_config,
+    describe_quantization,
+    quantization_label,
+    quantization_record,
+    resolve_quantization,
+)
+from surveyalign.models.record import (
+    RECORD_KEYS,
+    TRAINING_RECORD,
+    read_training_record,
+    resolve_max_length,
+    write_training_record,
+)
 
-__all__ = ["CHAT_TEMPLATE", "TinyModelSpec", "build_tiny_model", "default_offline", "looks_local",
-           "resolve_model_path"]
+__all__ = [
+    "MIN_MAX_LENGTH",
+    "QUANTIZATION_CHOICES",
+    "RECORD_KEYS",
+    "TRAINING_RECORD",
+    "BaseMismatchError",
+    "MaxLength",
+    "base_identity",
+    "base_record",
+    "bnb_config",
+    "check_adapter_attached",
+    "check_max_length",
+    "compare_base",
+    "default_offline",
+    "describe_quantization",
+    "looks_local",
+    "max_length_arg",
+    "max_length_problem",
+    "quantization_label",
+    "quantization_record",
+    "read_training_record",
+    "resolve_base",
+    "resolve_bases",
+    "resolve_max_length",
+    "resolve_model_path",
+    "resolve_quantization",
+    "write_training_record",
+]

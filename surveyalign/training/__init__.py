@@ -1,15 +1,14 @@
 """surveyalign.training: SurveyAlign SFT and DPO recipes' library side (SurveyAlign §5, App. D).
 
 The recipes live in ``recipes/sft.py`` and ``recipes/dpo.py`` (TRL + PEFT + accelerate); this package holds
-what they share and what others read: script arguments and parsers, the SFT example builder with the length
-rule, DPO pair construction, saved-adapter checks, the training record and the model card.
+what they share: script arguments and parsers, the SFT example builder with the length rule, DPO pair
+construction, saved-adapter checks and the model card. The training record (one writer, one reader), the base
+identity and the quantisation live in :mod:`surveyalign.models`.
 """
 
 import lazy_loader
 
 from surveyalign.training.adapter import (
-    RECORD_KEYS,
-    TRAINING_RECORD,
     AdapterReport,
     dataset_version,
     finalize_adapter,
@@ -17,10 +16,8 @@ from surveyalign.training.adapter import (
     init_deepspeed_comm,
     inspect_adapter,
     push_adapter_to_hub,
-    read_training_record,
     render_model_card,
     write_model_card,
-    write_training_record,
 )
 from surveyalign.training.entry import recipe_usage, run_recipe
 from surveyalign.training.packing import check_packing, check_rows, check_trainer
@@ -36,11 +33,6 @@ from surveyalign.training.progress import (
     quiet_library_bars,
     rates_over_this_run,
     use_log_file,
-)
-from surveyalign.training.quantization import (
-    base_record,
-    bnb_config,
-    quantization_record,
 )
 from surveyalign.training.steps import model_init_kwargs, provenance, train_with_resume
 
@@ -60,8 +52,6 @@ __getattr__ = lazy_loader.attach(
 
 __all__ = [
     "LOG_FILE",
-    "RECORD_KEYS",
-    "TRAINING_RECORD",
     "AdapterReport",
     "DPOInputs",
     "DPOScriptArguments",
@@ -69,8 +59,6 @@ __all__ = [
     "PairsSummary",
     "SFTData",
     "SFTScriptArguments",
-    "base_record",
-    "bnb_config",
     "check_packing",
     "check_prepared_lengths",
     "check_reference",
@@ -97,12 +85,10 @@ __all__ = [
     "prepare_sft_dataset",
     "provenance",
     "push_adapter_to_hub",
-    "quantization_record",
     "quiet_library_bars",
     "rates_over_this_run",
     "read_dpo_inputs",
     "read_pairs",
-    "read_training_record",
     "recipe_usage",
     "render_model_card",
     "require_examples",
@@ -112,5 +98,4 @@ __all__ = [
     "train_with_resume",
     "use_log_file",
     "write_model_card",
-    "write_training_record",
 ]

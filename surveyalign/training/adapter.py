@@ -3,7 +3,8 @@
 An adapter folder written by ``recipes/sft.py`` or ``recipes/dpo.py`` holds the PEFT files
 (``adapter_config.json``, ``adapter_model.safetensors``), the tokenizer, ``README.md`` (model card rendered
 from ``hub_cards/model_card.md``) and ``surveyalign_training.json`` (the training record evaluation reads:
-dimension, protocol, ``enable_thinking``, data hash, hyper-parameters, metrics).
+dimension, protocol, ``enable_thinking``, data hash, hyper-parameters, metrics; written and read by
+:mod:`surveyalign.models.record`).
 """
 
 from __future__ import annotations
@@ -16,15 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from surveyalign.models import describe_quantization, write_training_record
 from surveyalign.paths import resource_path
-from surveyalign.training.quantization import describe_quantization
 
 logger = logging.getLogger(__name__)
 
-#: File name of the training record inside an adapter folder.
-TRAINING_RECORD = "surveyalign_training.json"
-#: Keys every training record has (and their types): what evaluation must reproduce to judge as in training.
-RECORD_KEYS: dict[str, type] = {"protocol": str, "enable_thinking": bool, "dimension": str, "use_knowledge": bool}
 #: The model card template shipped with the package (``hub_cards/model_card.md``).
 DEFAULT_CARD_TEMPLATE = resource_path("hub_cards", "model_card.md")
 _LORA_KEY = re.compile(r"\.(?P<module>[A-Za-z0-9_]+)\.lora_(?P<ab>[AB])(?:\.[A-Za-z0-9_]+)?\.weight$")
@@ -114,84 +111,6 @@ def gather_and_save_adapter(trainer, output_dir: str) -> None:
     elif trainer.accelerator.is_main_process:
         model.save_pretrained(output_dir, selected_adapters=["default"])
     trainer.accelerator.wait_for_everyone()
-
-
-def write_training_record(output_dir: str | os.PathLike, record: dict[str, Any]) -> Path:
-    """Write the training record ``surveyalign_training.json`` into an adapter folder (SurveyReview App. D).
-
-    Args:
-        output_dir: the adapter folder (must exist).
-        record: JSON-serialisable training record; non-JSON values (paths, enums) are written with ``str``.
-            Evaluation needs at least the :data:`RECORD_KEYS` keys (see :func:`read_training_record`).
-
-    Returns:
-        Path of the written file (sorted keys, 2-space indent, UTF-8, trailing newline).
-
-    Raises:
-        OSError: when the folder does not exist or is not writable.
-    """
-    path = Path(output_dir) / TRAINING_RECORD
-    path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    return path
-
-
-def read_training_record(adapter_dir: str | os.PathLike, *, required: bool = True) -> dict[str, Any]:
-    """Read and check the training record of an adapter folder (what evaluation must reproduce).
-
-    The one reader of ``surveyalign_training.json``: evaluation, DPO pair making and the DPO recipe use it;
-    :func:`write_training_record` is the one writer.
-
-    The returned dict always has these keys, with these types (others, e.g. ``stage``, ``base_model``,
-    ``data_hash``, ``data_version``, ``hyperparameters``, ``metrics``, ``length``, follow as written):
-
-    - ``protocol`` (str): prompt/answer protocol version, e.g. ``"v1.0"`` (``surveyalign.prompts.PROTOCOLS``);
-    - ``enable_thinking`` (bool): the chat template's thinking switch used to render training examples;
-    - ``dimension`` (str): one of ``surveyalign.constants.DIMENSIONS`` (lower case);
-    - ``use_knowledge`` (bool): whether a row's knowledge-augmentation block was put before the survey
-      (Comp-KA / Crit-KA, SurveyAlign §5.2.3).
-
-    Args:
-        adapter_dir: folder written by a surveyalign recipe.
-        required: when False, a folder without a record gives ``{}`` (an adapter trained elsewhere).
-
-    Returns:
-        The record dict (a fresh copy; safe to modify); ``{}`` for a folder without one when not ``required``.
-
-    Raises:
-        FileNotFoundError: naming the folder when it has no record and ``required`` (not trained by a
-            surveyalign recipe).
-        ValueError: naming the file and the field when the record is not a JSON object, lacks one of the four
-            keys above or holds a value of the wrong type or an unknown dimension.
-    """
-    from surveyalign.constants import DIMENSIONS
-
-    path = Path(adapter_dir) / TRAINING_RECORD
-    if not path.is_file() and not required:
-        return {}
-    if not path.is_file():
-        raise FileNotFoundError(f"{adapter_dir}: no {TRAINING_RECORD} (adapter not trained by a surveyalign recipe)")
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
-    problem = _record_problem(record, DIMENSIONS)
-    if problem:
-        raise ValueError(f"{path}: {problem}")
-    return record
-
-
-def _record_problem(record: Any, dimensions: tuple[str, ...]) -> str | None:
-    """What is wrong with a parsed training record for evaluation, or None when it is usable."""
-    if not isinstance(record, dict):
-        return "the training record must be a JSON object"
-    for key, kind in RECORD_KEYS.items():
-        if key not in record:
-            return f"field {key!r} is missing (needed to evaluate the adapter as it was trained)"
-        if not isinstance(record[key], kind):
-            return f"field {key!r} is {record[key]!r}, expected a {kind.__name__}"
-    if record["dimension"] not in dimensions:
-        return f"field 'dimension' is {record['dimension']!r}, expected one of {dimensions}"
-    return None
 
 
 def dataset_version(dataset_path: str | os.PathLike | None) -> str | None:

@@ -15,14 +15,19 @@ from typing import Any
 
 from datasets import Dataset
 
-from surveyalign.models.adapters import check_adapter_attached, resolve_base
-from surveyalign.models.paths import resolve_model_path
+from surveyalign.models import (
+    base_record,
+    check_adapter_attached,
+    quantization_record,
+    read_training_record,
+    resolve_base,
+    resolve_model_path,
+)
 from surveyalign.prompts import count_chat_tokens
-from surveyalign.training.adapter import hyperparameters, read_training_record
+from surveyalign.training.adapter import hyperparameters
 from surveyalign.training.data import data_hash
 from surveyalign.training.pairs import read_pairs
 from surveyalign.training.progress import quiet_library_bars
-from surveyalign.training.quantization import base_record, quantization_record
 from surveyalign.training.steps import model_init_kwargs, provenance
 
 __all__ = ["DPOInputs", "check_reference", "dpo_datasets", "dpo_policy", "dpo_record", "read_dpo_inputs"]

@@ -213,13 +213,16 @@ def make_dpo_pairs(
     from surveyalign.backends import GenerationSettings
     from surveyalign.constants import normalise_dimension
     from surveyalign.data import load_surveyreview
-    from surveyalign.models.paths import resolve_model_path
+    from surveyalign.models import (
+        TRAINING_RECORD,
+        read_training_record,
+        resolve_model_path,
+    )
     from surveyalign.prompts import (
         build_sft_example,
         count_chat_tokens,
         fit_survey_text,
     )
-    from surveyalign.training.adapter import TRAINING_RECORD, read_training_record
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")

@@ -242,9 +242,8 @@ def plan_from_config(config: str | os.PathLike, *, accelerate_config: str | None
         ValueError: the YAML does not parse, or names no model.
         OSError: a config file cannot be read.
     """
-    from surveyalign.models.paths import resolve_model_path
+    from surveyalign.models import quantization_label, resolve_model_path
     from surveyalign.training.arguments import parse_recipe_yaml
-    from surveyalign.training.quantization import quantization_label
 
     _, train, model_args = parse_recipe_yaml(config, check_device=False)
     if world_size is None:

@@ -1,7 +1,7 @@
 """The SFT recipe's data and record (SurveyAlign §5.1-§5.2, App. D): what ``recipes/sft.py`` calls.
 
 The examples come from :func:`surveyalign.training.prepare_sft_dataset` (the shared prompt builder and length
-rule); the record is what :func:`surveyalign.training.write_training_record` writes next to the adapter.
+rule); the record is what :func:`surveyalign.models.write_training_record` writes next to the adapter.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.data import load_surveyreview
+from surveyalign.models import base_record
 from surveyalign.training.adapter import dataset_version, hyperparameters
 from surveyalign.training.data import (
     LengthReport,
@@ -19,7 +20,6 @@ from surveyalign.training.data import (
     require_examples,
     template_hash,
 )
-from surveyalign.training.quantization import base_record
 from surveyalign.training.steps import provenance
 
 __all__ = ["SFTData", "load_sft_data", "sft_record"]

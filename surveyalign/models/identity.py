@@ -24,8 +24,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BaseMismatchError", "base_identity", "check_adapter_attached", "compare_base", "resolve_base",
-           "resolve_bases"]
+from surveyalign.models.quantization import quantization_record, resolve_quantization
+from surveyalign.models.record import read_training_record
+
+__all__ = ["BaseMismatchError", "base_identity", "base_record", "check_adapter_attached", "compare_base",
+           "resolve_base", "resolve_bases"]
 
 #: Bytes read per sample of a large weight file, and below which total size weights are hashed whole.
 SAMPLE_BYTES = 1 << 20
@@ -88,6 +91,23 @@ def base_identity(model: str | os.PathLike, revision: str | None = None) -> dict
         _sample(digest, path, full)
     return {"name": name, "revision": revision, "fingerprint": digest.hexdigest(),
             "fingerprint_of": "content" if full else "sampled content"}
+
+
+def base_record(model_args: Any, model: str | None = None) -> dict[str, Any]:
+    """The training-record entries that say which base an adapter was trained on, and how it was loaded.
+
+    Args:
+        model_args: TRL's ``ModelConfig`` of the run (``model_name_or_path``, ``model_revision``, quantisation).
+        model: the base actually loaded when it differs from ``model_args.model_name_or_path`` (DPO: the SFT
+            record's base).
+
+    Returns:
+        ``{"base": base_identity(...), "quantization": quantization_record(...) or None}``;
+        evaluation, serve and score compare the first and load with the second.
+    """
+    name = model or model_args.model_name_or_path
+    return {"base": base_identity(name, getattr(model_args, "model_revision", None)),
+            "quantization": quantization_record(model_args)}
 
 
 def compare_base(recorded: dict[str, Any] | None, loaded: dict[str, Any]) -> list[str]:
@@ -169,22 +189,6 @@ def check_adapter_attached(model: Any, adapter_dir: str | os.PathLike, adapter_n
     return len(saved)
 
 
-def _training_record(adapter_dir: str) -> dict[str, Any]:
-    """The adapter folder's training record as written (``{}`` when there is none)."""
-    import json
-
-    from surveyalign.training.adapter import TRAINING_RECORD
-
-    path = Path(adapter_dir) / TRAINING_RECORD
-    if not path.is_file():
-        return {}
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
-    return record if isinstance(record, dict) else {}
-
-
 def _same_quantization(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     keys = ("bits", "quant_type", "double_quant")
     return (a is None) == (b is None) and (a is None or all(a.get(k) == b.get(k) for k in keys))
@@ -198,7 +202,7 @@ def resolve_base(model: str, adapter: str | None, *, quantization: Any = "auto",
         model: the base model folder or Hub id being loaded.
         adapter: the adapter folder (None: a plain base model; nothing to compare).
         quantization: ``"auto"`` (the adapter's recorded quantisation, else full precision), ``"none"``, ``"4bit"``,
-            ``"8bit"`` or a recorded dict (see :func:`surveyalign.training.quantization.resolve_quantization`).
+            ``"8bit"`` or a recorded dict (see :func:`surveyalign.models.quantization.resolve_quantization`).
         allow_base_mismatch: load even when the base or the quantisation differs from the training record; the
             differences are returned (and belong in run_config).
         compute_dtype: 4-bit compute dtype for a string ``quantization``.
@@ -210,10 +214,9 @@ def resolve_base(model: str, adapter: str | None, *, quantization: Any = "auto",
     Raises:
         BaseMismatchError: (a ``ValueError``) the base's identity or the quantisation differs from the adapter's
             training record and ``allow_base_mismatch`` is false.
+        ValueError: the adapter's training record is unreadable or malformed (file and field named).
     """
-    from surveyalign.training.quantization import resolve_quantization
-
-    record = _training_record(adapter) if adapter else {}
+    record = read_training_record(adapter, required=False) if adapter else {}
     recorded_q = record.get("quantization")
     chosen = recorded_q if quantization == "auto" else resolve_quantization(quantization, compute_dtype=compute_dtype)
     problems = compare_base(record.get("base"), base_identity(model)) if adapter else []

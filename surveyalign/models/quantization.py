@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["QUANTIZATION_CHOICES", "base_record", "bnb_config", "describe_quantization", "quantization_label", "quantization_record",
-           "resolve_quantization"]
+__all__ = ["QUANTIZATION_CHOICES", "bnb_config", "describe_quantization", "quantization_label",
+           "quantization_record", "resolve_quantization"]
 
 #: Values of the ``quantization`` option of the transformers backend and ``serve --quantization``.
 QUANTIZATION_CHOICES = ("none", "4bit", "8bit")
@@ -118,25 +118,6 @@ def bnb_config(record: dict[str, Any]) -> Any:
                               bnb_4bit_use_double_quant=bool(record.get("double_quant")),
                               bnb_4bit_compute_dtype=getattr(torch, record.get("compute_dtype") or "float32"),
                               bnb_4bit_quant_storage=getattr(torch, storage))
-
-
-def base_record(model_args: Any, model: str | None = None) -> dict[str, Any]:
-    """The training-record entries that say which base an adapter was trained on, and how it was loaded.
-
-    Args:
-        model_args: TRL's ``ModelConfig`` of the run (``model_name_or_path``, ``model_revision``, quantisation).
-        model: the base actually loaded when it differs from ``model_args.model_name_or_path`` (DPO: the SFT
-            record's base).
-
-    Returns:
-        ``{"base": surveyalign.models.adapters.base_identity(...), "quantization": quantization_record(...) or
-        None}``; evaluation, serve and score compare the first and load with the second.
-    """
-    from surveyalign.models.adapters import base_identity
-
-    name = model or model_args.model_name_or_path
-    return {"base": base_identity(name, getattr(model_args, "model_revision", None)),
-            "quantization": quantization_record(model_args)}
 
 
 def describe_quantization(quantization: dict[str, Any] | None) -> str:

@@ -7,7 +7,7 @@ retries and concurrency bounds against a real HTTP server instead of mocks.
 
 Example::
 
-    from surveyalign.backends.testing import FakeChatServer
+    from surveyalign.testing import FakeChatServer
     with FakeChatServer(delay=0.2) as server:
         backend = load_backend("openai", base_url=server.base_url, model="fake", concurrency=32)
 """
@@ -190,14 +190,14 @@ class FakeChatServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a :class:`FakeChatServer` in the foreground: ``python -m surveyalign.backends.testing --delay 0.2``.
+    """Run a :class:`FakeChatServer` in the foreground: ``python -m surveyalign.testing.chat_server --delay 0.2``.
 
     Prints ``base_url=http://127.0.0.1:<port>/v1`` on one line once it listens (for benchmark scripts that
     want the server in a separate process, off the client's GIL), then serves until interrupted.
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m surveyalign.backends.testing",
+    parser = argparse.ArgumentParser(prog="python -m surveyalign.testing.chat_server",
                                      description="Fake OpenAI-compatible chat server on 127.0.0.1.")
     parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer (default 0.2)")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks a free one")

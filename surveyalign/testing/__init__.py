@@ -1,0 +1,20 @@
+"""surveyalign.testing: stand-ins for tests, benchmarks and ``make demo`` (top layer; nothing below imports it).
+
+- :mod:`~surveyalign.testing.tiny`: :func:`build_tiny_model`, a tiny random Qwen3 causal LM with a locally trained
+  tokenizer (nothing downloaded), and its :class:`TinyModelSpec`;
+- :mod:`~surveyalign.testing.chat_server`: :class:`FakeChatServer`, a scriptable OpenAI-compatible chat server on
+  127.0.0.1 (delays, 429 / 500 failures, request log); ``python -m surveyalign.testing.chat_server`` runs one;
+- :mod:`~surveyalign.testing.scholar_server`: :class:`FakeScholarServer`, a Semantic Scholar + OpenAlex server on
+  127.0.0.1 answering in the real APIs' shapes, and its :class:`RequestLog`.
+"""
+
+import lazy_loader
+
+# Loaded on first use, so ``python -m surveyalign.testing.chat_server`` does not import itself twice and the demo's
+# tiny model does not pull in the servers.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={"chat_server": ["FakeChatServer"], "scholar_server": ["FakeScholarServer", "RequestLog"],
+                  "tiny": ["CHAT_TEMPLATE", "TinyModelSpec", "build_tiny_model"]})[0]
+
+__all__ = ["CHAT_TEMPLATE", "FakeChatServer", "FakeScholarServer", "RequestLog", "TinyModelSpec", "build_tiny_model"]
