@@ -16,6 +16,7 @@ from surveyalign.paths import (
     resolve_inside,
     safe_output_name,
 )
+from surveyalign.testing import FakeChatServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prism"
 
