@@ -20,10 +20,10 @@ from surveyalign.autoraters import (
 from surveyalign.autoraters.references import paper_references
 from surveyalign.backends import Generation, GenerationSettings
 from surveyalign.backends.simple import ScriptedBackend
+from surveyalign.calls import CallCache
 from surveyalign.cli import main
 from surveyalign.documents import Paper as GraphPaper
 from surveyalign.documents import read_document
-from surveyalign.judge import CallCache
 from surveyalign.knowledge import (
     SemanticScholarClient,
     resolution_counts,

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from surveyalign.backends import load_backend
+from surveyalign.calls import UnreachableError
 from surveyalign.cli import build_parser, main
 from surveyalign.knowledge import (
     Resolution,
     SemanticScholarClient,
-    UnreachableError,
     reason_class,
     resolution_counts,
 )

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from surveyalign.calls import CallCache
 from surveyalign.evaluation import EvalConfig, run_evaluation
 from surveyalign.evaluation.config import _slug
-from surveyalign.judge import CallCache
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -491,7 +491,7 @@ def test_long_survey_is_shortened_to_max_length_or_reported_too_long(tiny_model_
     assert _prompt_tokens(tok, cut) == pred["prompt_tokens"]
     assert cut[0]["content"].startswith(full[0]["content"][:200])  # the instruction is never cut
     call = _read_jsonl(fitted.run_dir / "calls.jsonl")[0]
-    from surveyalign.judge import stable_hash
+    from surveyalign.calls import stable_hash
 
     assert call["messages_hash"] == stable_hash(cut)
     expected = {"max_length": 600, "max_length_source": "config", "model_context": 32768, "n_counted": 1,

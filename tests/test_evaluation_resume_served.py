@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from surveyalign.calls import CallCache
 from surveyalign.evaluation import EvalConfig, run_evaluation
-from surveyalign.judge import CallCache
 
 
 class _Outage:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from surveyalign.calls import CallCache, call_key
 from surveyalign.evaluation import (
     EvalConfig,
     EvalConfigError,
@@ -15,7 +16,7 @@ from surveyalign.evaluation import (
     parse_rqs_rating,
 )
 from surveyalign.evaluation.cli import overrides_from_args
-from surveyalign.judge import CallCache, call_key, majority_vote
+from surveyalign.judge import majority_vote
 
 REPO = Path(__file__).resolve().parents[1]
 EVAL_YAMLS = sorted((REPO / "configs" / "eval").glob("*.yaml"))
@@ -69,7 +70,7 @@ def test_vote_nan_logprob_ignored_and_length_checked():
 
 
 def _key(unit="r1::readability", sample=0, temp=0.0):
-    return call_key(stage="judge", unit_id=unit, dimension="readability", sample=sample, messages_hash="p",
+    return call_key(stage="judge", unit_id=unit, namespace="readability", sample=sample, messages_hash="p",
                     backend={"backend": "constant"}, settings={"temperature": temp})
 
 

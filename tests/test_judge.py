@@ -10,14 +10,8 @@ import pytest
 
 from surveyalign.backends import Generation, GenerationSettings, load_backend
 from surveyalign.backends.simple import ScriptedBackend
-from surveyalign.judge import (
-    CallCache,
-    DimensionOptions,
-    Judge,
-    JudgeRequest,
-    Vote,
-    read_sample,
-)
+from surveyalign.calls import CallCache
+from surveyalign.judge import DimensionOptions, Judge, JudgeRequest, Vote, read_sample
 from surveyalign.prompts import build_judge_prompt, count_chat_tokens
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,15 +9,14 @@ import time
 
 import pytest
 
-from surveyalign.documents import Paper
-from surveyalign.knowledge import (
+from surveyalign.calls import (
     HTTPStatusError,
     NotFoundError,
-    OpenAlexClient,
     PoliteClient,
-    SemanticScholarClient,
     UnreachableError,
 )
+from surveyalign.documents import Paper
+from surveyalign.knowledge import OpenAlexClient, SemanticScholarClient
 from surveyalign.testing import FakeScholarServer
 
 FAST = {"requests_per_second": 0, "backoff_initial": 0.01, "backoff_max": 0.05}

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from surveyalign.backends import load_backend
+from surveyalign.calls import CallCache
 from surveyalign.documents import Paper
-from surveyalign.judge import CallCache
 from surveyalign.knowledge import Resolver
 from surveyalign.knowledge.build import SurveyKAInput, build_survey_ka
 from surveyalign.knowledge.config import KAConfig
@@ -154,6 +154,7 @@ def test_crit_ka_summaries_compression_cache_and_length(tmp_path):
     assert result.cut_to_length and result.tokens == 20 and result.text.startswith("compressed: word")
     again = Summariser(_scripted(), config, words, CallCache.load(tmp_path / "calls.jsonl")).crit_ka(blocks)
     assert (again.n_calls, again.cache_hits, again.text) == (0, 3, result.text)
+    assert {record["namespace"] for record in CallCache.load(tmp_path / "calls.jsonl")} == {"ka.summary"}
 
 
 def test_crit_ka_failed_calls_are_kept_and_reported():

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from surveyalign.backends.simple import ScriptedBackend
+from surveyalign.calls import UnreachableError
 from surveyalign.documents import Paper as KPaper
-from surveyalign.knowledge import UnreachableError
 from surveyalign.prism.prompts import stage_of
 from surveyalign.prism.readers import read_paper, read_reviews
 from surveyalign.prism.run import PrismConfig, run_prism

@@ -6,12 +6,12 @@ import pytest
 
 from surveyalign.backends import Generation, load_backend
 from surveyalign.backends.simple import ScriptedBackend
+from surveyalign.calls import CallCache
 from surveyalign.documents import read_document
 from surveyalign.inference.judge import KNOWLEDGE_REFUSED, SurveyAlignJudge
 from surveyalign.inference.knowledge import FileKnowledge
 from surveyalign.inference.spec import JudgeSpec
 from surveyalign.inference.synthesis import build_synthesis_messages
-from surveyalign.judge import CallCache
 
 SURVEY = "# A Survey of Tests\n\n## 1 Introduction\n\nTests check programs.\n"
 

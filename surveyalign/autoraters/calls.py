@@ -1,10 +1,10 @@
-"""Autorater LLM calls through the shared backends, call executor and call cache (runs resume).
+"""Autorater LLM calls through the shared backends and the one cached caller of the call layer (runs resume).
 
-Every call is keyed like the evaluation harness's calls (:func:`surveyalign.judge.call_key`: stage, unit, messages
-hash, backend identity, settings) and made by :func:`surveyalign.judge.run_calls` (requests in flight for API
-backends, batches for local ones); each answer is appended to ``calls.jsonl`` as it arrives
-(:meth:`surveyalign.judge.CallCache.add`), so a re-run with the same cache makes only the calls that are missing
-or that failed.
+Every call is keyed like the evaluation harness's calls (:func:`surveyalign.calls.call_key`: stage, unit, the
+namespace ``"autorate.<stage>"`` (:func:`namespace`), messages hash, backend identity, settings) and made by
+:func:`surveyalign.calls.cached_generate` (requests in flight for API backends, batches for local ones); each
+answer is appended to ``calls.jsonl`` as it arrives, so a re-run with the same cache makes only the calls that are
+missing or that failed.
 """
 
 from __future__ import annotations
@@ -16,21 +16,24 @@ from typing import Any, ClassVar
 from surveyalign.autoraters.length import FittedPrompt, fit_prompt
 from surveyalign.autoraters.prompts import PROMPT_VERSION
 from surveyalign.backends import Backend, Generation, GenerationSettings, ModelRole
-from surveyalign.judge import (
-    TOO_LONG_TEXT,
+from surveyalign.calls import (
     Call,
     CallCache,
     backend_identity,
     cached_generate,
     make_call,
 )
+from surveyalign.judge import TOO_LONG_TEXT
 from surveyalign.models import check_max_length
 from surveyalign.prompts import answer_failure
 
-__all__ = ["AutoraterJudge", "AutoraterRole", "CallAnswer", "PromptCall"]
+__all__ = ["AutoraterJudge", "AutoraterRole", "CallAnswer", "PromptCall", "namespace"]
 
-#: The ``dimension`` part of every autorater call key (keeps these calls apart from survey-scoring calls).
-_DIMENSION = "autorater"
+
+def namespace(stage: str) -> str:
+    """The call-cache namespace of an autorater step, e.g. ``"autorate.litreview"`` for stage ``"litreview"``
+    (keeps autorater calls apart from other callers' calls)."""
+    return f"autorate.{stage}"
 
 
 class AutoraterRole(ModelRole):
@@ -163,7 +166,7 @@ class AutoraterJudge:
         if self._identity is None:
             self._identity = backend_identity(self.backend)
         return make_call(self.backend, self.settings, stage=f"autorate/{call.stage}", unit_id=call.unit_id,
-                         dimension=_DIMENSION, messages=call.messages, identity=self._identity)
+                         namespace=namespace(call.stage), messages=call.messages, identity=self._identity)
 
     def key(self, call: PromptCall) -> str:
         """The cache key of ``call``."""

@@ -163,7 +163,7 @@ def _role(args: argparse.Namespace):
 
 def _judge(args: argparse.Namespace, out_dir: Path):
     from surveyalign.autoraters.calls import AutoraterJudge
-    from surveyalign.judge import CallCache
+    from surveyalign.calls import CallCache
 
     role = _role(args)
     backend = role.build()

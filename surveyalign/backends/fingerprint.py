@@ -1,6 +1,6 @@
 """Content fingerprints of local model, adapter and tokenizer folders (part of a backend's cache identity).
 
-The evaluation cache keys every call on the backend's ``describe()`` (``surveyalign.judge.cache``). A
+The evaluation cache keys every call on the backend's ``describe()`` (``surveyalign.calls.cache``). A
 path alone is not an identity: retraining an adapter into the same folder would otherwise reuse the old
 adapter's cached answers. What is hashed:
 

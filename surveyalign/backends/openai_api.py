@@ -1,7 +1,9 @@
 """Judge backend for any OpenAI-compatible ``/v1/chat/completions`` server (OpenAI, vLLM, ``surveyalign serve``).
 
 One async HTTP session per event loop (``aiohttp`` when installed, else ``httpx``), bounded concurrency,
-retries with exponential backoff and jitter (``tenacity``) on 429, 408, 5xx, timeouts and connection errors, ``Retry-After`` honoured, one request per
+retries on 429, 408, 5xx, timeouts and connection errors with the one retry policy
+(:class:`surveyalign.backends.retry.RetryPolicy`, settings :data:`~surveyalign.backends.retry.OPENAI_RETRY`:
+backoff with jitter, ``Retry-After`` honoured), one request per
 sample with seed ``settings.seed + i`` (many servers ignore ``n``). The API key is read from an environment
 variable whose *name* is configured; the key itself is never written anywhere or returned by ``describe()``.
 
@@ -22,20 +24,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import threading
 import urllib.parse
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-)
 
 from surveyalign.backends.base import (
     Backend,
@@ -47,6 +41,7 @@ from surveyalign.backends.base import (
 )
 from surveyalign.backends.pool import ServerPool, probe_models
 from surveyalign.backends.responses import normalise_message
+from surveyalign.backends.retry import OPENAI_RETRY, RetryPolicy
 from surveyalign.backends.transport import (
     RETRY_STATUS,
     AiohttpTransport,
@@ -85,11 +80,14 @@ class OpenAIBackend(Backend):
             ``Authorization`` header is sent (local servers).
         concurrency: maximum requests in flight per event loop, >= 1.
         timeout: seconds per HTTP attempt (connect + read), > 0.
-        max_retries: retries after the first attempt for transient failures, >= 0.
-        backoff_initial: first backoff delay in seconds; attempt k waits about ``backoff_initial * 2**(k-1)``
-            (half fixed, half random jitter), capped at ``backoff_max``.
+        max_retries: retries after the first attempt for transient failures, >= 0 (default 6).
+        backoff_initial: first backoff delay in seconds (default 1); attempt k waits about
+            ``backoff_initial * 2**(k-1)`` (half fixed, half random jitter), capped at ``backoff_max`` (default 60).
         backoff_max: cap of the exponential backoff in seconds.
-        max_retry_after: cap (seconds) on a server's ``Retry-After`` request.
+        max_retry_after: cap (seconds) on a server's ``Retry-After`` request (default 300).
+        retry: the whole retry policy (a :class:`~surveyalign.backends.retry.RetryPolicy` or its fields, e.g.
+            ``{attempts: 3}``) over :data:`~surveyalign.backends.retry.OPENAI_RETRY`; the four options above
+            override it.
         max_tokens_field: body field for the token cap (``"max_tokens"`` or ``"max_completion_tokens"``).
         send_chat_template_kwargs: send ``chat_template_kwargs={"enable_thinking": ...}`` (vLLM, SGLang and
             ``surveyalign serve`` apply it to the chat template). ``None`` (default): send it except to the hosts
@@ -118,10 +116,11 @@ class OpenAIBackend(Backend):
         api_key_env: str | None = "OPENAI_API_KEY",
         concurrency: int = 16,
         timeout: float = 120.0,
-        max_retries: int = 6,
-        backoff_initial: float = 1.0,
-        backoff_max: float = 60.0,
-        max_retry_after: float = 300.0,
+        max_retries: int | None = None,
+        backoff_initial: float | None = None,
+        backoff_max: float | None = None,
+        max_retry_after: float | None = None,
+        retry: RetryPolicy | dict[str, Any] | None = None,
         max_tokens_field: str = "max_tokens",
         send_chat_template_kwargs: bool | None = None,
         extra_body: dict[str, Any] | None = None,
@@ -136,8 +135,12 @@ class OpenAIBackend(Backend):
             raise ValueError(f"openai backend: concurrency must be >= 1, got {concurrency}")
         if timeout <= 0:
             raise ValueError(f"openai backend: timeout must be > 0 seconds, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"openai backend: max_retries must be >= 0, got {max_retries}")
+        try:
+            self.retry = RetryPolicy.of(OPENAI_RETRY, policy=retry, max_retries=max_retries,
+                                        backoff_initial=backoff_initial, backoff_max=backoff_max,
+                                        max_retry_after=max_retry_after)
+        except ValueError as err:
+            raise ValueError(f"openai backend: {err}") from None
         if max_tokens_field not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(f"openai backend: max_tokens_field must be max_tokens or max_completion_tokens, "
                              f"got {max_tokens_field!r}")
@@ -152,10 +155,6 @@ class OpenAIBackend(Backend):
         self.api_key_env = api_key_env
         self.concurrency = int(concurrency)
         self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.backoff_initial = float(backoff_initial)
-        self.backoff_max = float(backoff_max)
-        self.max_retry_after = float(max_retry_after)
         self.max_tokens_field = max_tokens_field
         if send_chat_template_kwargs is None:
             host = (urllib.parse.urlsplit(self.base_url).hostname or "").lower()
@@ -186,9 +185,9 @@ class OpenAIBackend(Backend):
             "api_key_present": bool(self.api_key_env and os.environ.get(self.api_key_env)),
             "concurrency": self.concurrency,
             "timeout": self.timeout,
-            "max_retries": self.max_retries,
-            "backoff_initial": self.backoff_initial,
-            "backoff_max": self.backoff_max,
+            "max_retries": self.retry.retries,
+            "backoff_initial": self.retry.base_wait,
+            "backoff_max": self.retry.max_wait,
             "max_tokens_field": self.max_tokens_field,
             "send_chat_template_kwargs": self.send_chat_template_kwargs,
             "extra_body": self.extra_body,
@@ -364,37 +363,26 @@ class OpenAIBackend(Backend):
         body.update(self.extra_body)
         return body
 
-    def _wait(self, retry_state: RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if isinstance(exc, RetryableError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.max_retry_after)
-        delay = min(self.backoff_max, self.backoff_initial * 2 ** (retry_state.attempt_number - 1))
-        return delay / 2 + random.uniform(0.0, delay / 2)
-
     async def _one(self, state: _LoopState, messages: Messages, settings: GenerationSettings,
                    sample_index: int, n: int = 1) -> list[Generation]:
         body = self._body(messages, settings, sample_index, n)
         tried: list[str] = []  # servers this request failed on: the next attempt goes elsewhere, without waiting
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=lambda rs: 0.0 if self._pool.has_alternative(tried) else self._wait(rs),
-            retry=retry_if_exception_type(RetryableError),
-            before_sleep=self._count_retry,
-            reraise=True,
-        )
+        retrying = self.retry.aretrying(  # another server can take the request at once: no wait
+            RetryableError, before_sleep=self._count_retry,
+            wait=lambda state: 0.0 if self._pool.has_alternative(tried) else self.retry.wait_after(state))
         try:
             async for attempt in retrying:
                 with attempt:
                     return await self._post(state, body, tried)
         except RetryableError as exc:
             self.stats["failed"] += n
-            return [Generation.failed(f"gave up after {self.max_retries + 1} attempts: {exc}")] * n
+            return [Generation.failed(f"gave up after {self.retry.attempts} attempts: {exc}")] * n
         except FatalError as exc:
             self.stats["failed"] += n
             return [Generation.failed(str(exc))] * n
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _count_retry(self, retry_state: RetryCallState) -> None:
+    def _count_retry(self, retry_state: Any) -> None:
         self.stats["retries"] += 1
 
     async def _post(self, state: _LoopState, body: dict[str, Any], tried: list[str]) -> list[Generation]:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from surveyalign.backends import Backend, BackendConfig, load_backend
+from surveyalign.calls import stable_hash
 from surveyalign.evaluation.adapters import max_length_for
 from surveyalign.evaluation.config import EvalConfig
-from surveyalign.judge import DimensionOptions, Judge, stable_hash
+from surveyalign.judge import DimensionOptions, Judge
 
 __all__ = ["build_backends", "build_judge", "close_backend"]
 

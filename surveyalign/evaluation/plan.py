@@ -1,18 +1,20 @@
 """Which calls a run still has to make, and making them (SurveyReview App. E: K samples per unit).
 
-Every (unit, sample k) is one call, keyed by unit, dimension, k, the hash of the messages, the backend's
-identity and the generation settings (:func:`surveyalign.judge.call_key`). A call already in ``calls.jsonl`` is
-not made again (unless its cached answer is an error and ``retry_errors`` is set); the others run through the
-shared executor (:func:`surveyalign.judge.run_calls`) and each answer is appended to the cache as it arrives.
+Every (unit, sample k) is one call, keyed by unit, dimension (the key's namespace), k, the hash of the messages,
+the backend's identity and the generation settings (:func:`surveyalign.calls.call_key`). A call already in
+``calls.jsonl`` is not made again (unless its cached answer is an error and ``retry_errors`` is set:
+:meth:`surveyalign.calls.CallCache.missing`); the others run through the call layer's executor
+(:func:`surveyalign.calls.run_calls`, timed here) and each answer is appended to the cache as it arrives.
 """
 
 from __future__ import annotations
 
 import time
 
+from surveyalign.calls import Call, CallCache, answers_from_models, run_calls
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
-from surveyalign.judge import Call, CallCache, Judge, answers_from_models, run_calls
+from surveyalign.judge import Judge
 
 __all__ = ["execute", "judge_calls"]
 
@@ -29,16 +31,9 @@ def judge_calls(config: EvalConfig, units: list[Unit], judge: Judge, cache: Call
     Returns:
         ``(calls to make, number of calls answered from the cache)``.
     """
-    calls: list[Call] = []
-    cached = 0
-    for unit in units:
-        for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id):
-            rec = cache.get(call.key)
-            if rec is not None and not (config.retry_errors and rec.get("error")):
-                cached += 1
-                continue
-            calls.append(call)
-    return calls, cached
+    return cache.missing([call for unit in units
+                          for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id)],
+                         retry_errors=config.retry_errors)
 
 
 def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str

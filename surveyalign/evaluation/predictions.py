@@ -1,6 +1,6 @@
 """One prediction record per unit, whatever its status (``predictions.jsonl``; SurveyReview §6.1, App. E).
 
-The cached answers of a unit's K samples are parsed (:func:`surveyalign.judge.parse_generation`) and decided
+The cached answers of a unit's K samples are parsed (:func:`surveyalign.prompts.parse_generation`) and decided
 by the judge's vote step; units never sent (``missing_text``, ``prompt_too_long``) are kept with their reason.
 """
 
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from surveyalign.calls import CallCache
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
-from surveyalign.judge import CallCache, Judge
+from surveyalign.judge import Judge
 
 __all__ = ["assemble_predictions"]
 

@@ -7,7 +7,7 @@ RQ_i is the mean over the units of dimension i and RQS the mean of RQ_i over dim
 score (the authors' script dropped it as a failure; we do not).
 
 The stage runs after the judge stage, for every ``scored`` unit: one call per unit (sample 0, cached in
-``calls.jsonl`` under stage ``"rqs"``), then the rating is attached to the prediction (``consistency``, with
+``calls.jsonl`` under stage and namespace ``"rqs"``: :func:`surveyalign.calls.make_call`), then the rating is attached to the prediction (``consistency``, with
 ``consistency_error`` ``"parse_failed: ..."`` / ``"api_error: ..."`` when none was read).
 """
 
@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.calls import Call, CallCache, backend_identity, make_call
 from surveyalign.constants import SCORED
 from surveyalign.evaluation.units import Unit
-from surveyalign.judge import Call, CallCache, backend_identity, call_key, stable_hash
 from surveyalign.prompts import parse_generation
 
 __all__ = [
     "RQS_LEVELS",
+    "RQS_NAMESPACE",
     "RQS_TEMPLATE",
     "RQSRating",
     "attach_ratings",
@@ -38,6 +39,8 @@ __all__ = [
 
 #: The six admissible consistency scores (App. G).
 RQS_LEVELS: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+#: The call-cache namespace of every rating call (keeps them apart from the judge's calls on the same unit).
+RQS_NAMESPACE = "rqs"
 
 RQS_TEMPLATE = """\
 You are checking how well a machine-written review rationale agrees with the rationale a human expert \
@@ -162,13 +165,10 @@ def _messages(unit: Unit, prediction: dict[str, Any]) -> list[dict[str, str]]:
                               reference=list(unit.row.get("rationales") or []), prediction=prediction["rationale"])
 
 
-def _call(unit: Unit, prediction: dict[str, Any], backend: Backend, settings: GenerationSettings) -> Call:
-    messages = _messages(unit, prediction)
-    digest = stable_hash(messages)
-    key = call_key(stage="rqs", unit_id=unit.unit_id, dimension=unit.dimension, sample=0, messages_hash=digest,
-                   backend=backend_identity(backend), settings=settings.model_dump())
-    return Call(key=key, stage="rqs", unit_id=unit.unit_id, dimension=unit.dimension, sample=0, messages=messages,
-                messages_hash=digest, settings=settings, backend=backend)
+def _call(unit: Unit, prediction: dict[str, Any], backend: Backend, settings: GenerationSettings,
+          identity: dict[str, Any] | None = None) -> Call:
+    return make_call(backend, settings, stage="rqs", unit_id=unit.unit_id, namespace=RQS_NAMESPACE,
+                     messages=_messages(unit, prediction), identity=identity)
 
 
 def rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], backend: Backend, settings: GenerationSettings,
@@ -185,27 +185,19 @@ def rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], backend: Bac
     Returns:
         ``(calls to make, number answered from the cache)``.
     """
-    calls: list[Call] = []
-    cached = 0
-    for unit, pred in zip(units, predictions):
-        if pred["status"] != SCORED:
-            continue
-        call = _call(unit, pred, backend, settings)
-        rec = cache.get(call.key)
-        if rec is not None and not rec.get("error"):
-            cached += 1
-            continue
-        calls.append(call)
-    return calls, cached
+    identity = backend_identity(backend)
+    return cache.missing([_call(unit, pred, backend, settings, identity)
+                          for unit, pred in zip(units, predictions) if pred["status"] == SCORED])
 
 
 def attach_ratings(units: list[Unit], predictions: list[dict[str, Any]], backend: Backend,
                    settings: GenerationSettings, cache: CallCache) -> None:
     """Fill ``consistency`` (and ``consistency_error``) of the scored predictions from the cached ratings."""
+    identity = backend_identity(backend)
     for unit, pred in zip(units, predictions):
         if pred["status"] != SCORED:
             continue
-        answer = cache.generation(_call(unit, pred, backend, settings).key)
+        answer = cache.generation(_call(unit, pred, backend, settings, identity).key)
         if answer.error:
             pred["consistency_error"] = f"api_error: {answer.error}"
         else:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.backends import preflight
+from surveyalign.calls import CallCache
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation.adapters import check_training_records
@@ -51,7 +52,6 @@ from surveyalign.evaluation.units import (
     template_hashes,
     train_scores_or_none,
 )
-from surveyalign.judge import CallCache
 from surveyalign.scoring import summarize_predictions
 
 __all__ = ["RunResult", "run_evaluation"]

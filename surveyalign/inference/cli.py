@@ -121,12 +121,12 @@ def _stems(documents) -> list[str]:
 def _score(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    from surveyalign.calls import CallCache
     from surveyalign.console import make_console
     from surveyalign.documents import read_documents
     from surveyalign.inference.judge import SurveyAlignJudge
     from surveyalign.inference.report import write_comparison, write_survey_report
     from surveyalign.inference.spec import load_judge_spec
-    from surveyalign.judge import CallCache
 
     dims = args.dimensions  # checked and normalised by the flag type (argtypes.dimension_list)
     spec = load_judge_spec(args.judge, samples=args.samples, temperature=args.temperature, seed=args.seed,

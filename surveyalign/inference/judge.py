@@ -19,6 +19,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
+from surveyalign.calls import CallCache, cached_generate, make_call
 from surveyalign.documents import Document
 from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
 from surveyalign.inference.spec import (
@@ -33,15 +34,7 @@ from surveyalign.inference.synthesis import (
     distinct_rationales,
     read_synthesis,
 )
-from surveyalign.judge import (
-    CallCache,
-    DimensionOptions,
-    Judge,
-    Judgement,
-    JudgeRequest,
-    cached_generate,
-    make_call,
-)
+from surveyalign.judge import DimensionOptions, Judge, Judgement, JudgeRequest
 from surveyalign.models import read_training_record, resolve_max_length
 
 __all__ = ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"]
@@ -203,7 +196,7 @@ class SurveyAlignJudge:
         messages = build_synthesis_messages(dim, score, merged, protocol=self.spec.protocol)
         settings = self.settings.model_copy(update={"temperature": 0.0})
         call = make_call(self.judge.backend_for(dim), settings, stage="synthesis",
-                         unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}", dimension=dim,
+                         unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}", namespace="synthesis",
                          messages=messages, identity=self.judge.identity(dim))
         answer = cached_generate([call], self.cache)[0]
         return read_synthesis(answer.generation, score, best, protocol=self.spec.protocol, n_merged=len(merged))

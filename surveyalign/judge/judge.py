@@ -23,10 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.backends import Backend, Generation, GenerationSettings
+from surveyalign.calls import (
+    CachedAnswer,
+    Call,
+    CallCache,
+    acached_generate,
+    backend_identity,
+    cached_generate,
+    call_key,
+    stable_hash,
+)
 from surveyalign.constants import MISSING_TEXT, PROMPT_TOO_LONG, normalise_dimension
-from surveyalign.judge.cache import CallCache, backend_identity, call_key, stable_hash
-from surveyalign.judge.cached import CachedAnswer, acached_generate, cached_generate
-from surveyalign.judge.calls import Call
 from surveyalign.judge.records import Judgement, PreparedPrompt, read_sample
 from surveyalign.judge.voting import VoteFn, decide, vote_samples
 from surveyalign.prompts import (
@@ -106,7 +113,7 @@ class Judge:
         dimensions: per-dimension options (keys in any case).
         default: options of dimensions absent from ``dimensions``.
         vote: the vote step over the K parsed samples of one unit (default: majority with log-prob tie-break).
-        cache: a :class:`surveyalign.judge.CallCache`; calls found in it are not made again, new answers are
+        cache: a :class:`surveyalign.calls.CallCache`; calls found in it are not made again, new answers are
             appended (resumable). ``None``: nothing is kept between calls.
         concurrency: requests in flight for async backends (default: the backend's own).
         batch_size: prompts per ``generate`` for the other backends (default: the backend's own).
@@ -251,8 +258,9 @@ class Judge:
 
     def call_key(self, prepared: PreparedPrompt, sample: int, *, unit_id: str | None = None,
                  stage: str = "judge") -> str:
-        """The call-cache key of sample ``sample`` of ``prepared`` (:func:`surveyalign.judge.call_key`)."""
-        return call_key(stage=stage, unit_id=unit_id or prepared.messages_hash or "", dimension=prepared.dimension,
+        """The call-cache key of sample ``sample`` of ``prepared`` (:func:`surveyalign.calls.call_key`; the
+        dimension judged is the key's namespace)."""
+        return call_key(stage=stage, unit_id=unit_id or prepared.messages_hash or "", namespace=prepared.dimension,
                         sample=sample, messages_hash=prepared.messages_hash or "",
                         backend=self.identity(prepared.dimension), settings=self.settings.model_dump())
 
@@ -261,7 +269,7 @@ class Judge:
         if not prepared.sendable:
             return []
         return [Call(key=self.call_key(prepared, k, unit_id=unit_id), stage="judge",
-                     unit_id=unit_id or prepared.messages_hash, dimension=prepared.dimension, sample=k,
+                     unit_id=unit_id or prepared.messages_hash, namespace=prepared.dimension, sample=k,
                      messages=prepared.messages, messages_hash=prepared.messages_hash,
                      settings=self.settings_for(k), backend=self.backend_for(prepared.dimension))
                 for k in range(samples)]

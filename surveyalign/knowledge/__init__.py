@@ -3,10 +3,8 @@
 Public surface (first part: what other packages reuse). The bibliographic records (:class:`Paper`,
 :class:`Reference`), the reference-list readers and :func:`same_paper` live in :mod:`surveyalign.documents`.
 
-- :mod:`~surveyalign.knowledge.http`: :class:`PoliteClient` (on-disk cache, rate limit, Retry-After-aware
-  retries, keys from the environment), :class:`HTTPStatusError`, :class:`NotFoundError`,
-  :class:`UnreachableError` (refused / unknown host: fails at once);
-- :mod:`~surveyalign.knowledge.clients`: :class:`SemanticScholarClient`, :class:`OpenAlexClient`;
+- :mod:`~surveyalign.knowledge.clients`: :class:`SemanticScholarClient`, :class:`OpenAlexClient` (on the call
+  layer's :class:`surveyalign.calls.PoliteClient`, which also holds the HTTP errors);
 - :mod:`~surveyalign.knowledge.resolve`: :class:`Resolver`, the safe matching rule
   (:func:`surveyalign.documents.same_paper`) applied against a graph's papers;
 - :mod:`~surveyalign.knowledge.grobid`: :class:`GrobidClient`, a GROBID server as a PDF reference reader;
@@ -39,13 +37,6 @@ from surveyalign.knowledge.clients import (
     s2_paper_to_paper,
 )
 from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig
-from surveyalign.knowledge.http import (
-    HttpStats,
-    HTTPStatusError,
-    NotFoundError,
-    PoliteClient,
-    UnreachableError,
-)
 from surveyalign.knowledge.resolve import (
     Resolution,
     Resolver,
@@ -81,14 +72,10 @@ __all__ = [
     "FetchReport",
     "GraphStats",
     "GrobidClient",
-    "HTTPStatusError",
-    "HttpStats",
     "KAConfig",
     "KAReport",
     "Neighbourhood",
-    "NotFoundError",
     "OpenAlexClient",
-    "PoliteClient",
     "Resolution",
     "Resolver",
     "ScholarlyClient",
@@ -97,7 +84,6 @@ __all__ = [
     "Summariser",
     "SurveyKAInput",
     "TokenCounter",
-    "UnreachableError",
     "build_ka_dataset",
     "comp_ka",
     "crit_candidates",

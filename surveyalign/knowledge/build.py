@@ -22,8 +22,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from surveyalign.calls import CallCache, stable_hash
 from surveyalign.documents import parse_markdown_references, parse_reference_text
-from surveyalign.judge import CallCache, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.dataset import write_knowledge_dataset
 from surveyalign.knowledge.graph import CitationGraph

@@ -1,6 +1,6 @@
 """Semantic Scholar and OpenAlex clients returning :class:`~surveyalign.documents.papers.Paper` records.
 
-Both sit on :class:`~surveyalign.knowledge.http.PoliteClient` (disk cache, rate limit, Retry-After-aware
+Both sit on :class:`~surveyalign.calls.PoliteClient` (disk cache, rate limit, Retry-After-aware
 retries) and share one small interface (:class:`ScholarlyClient`): ``paper(id)``, ``papers(ids)`` (the
 documented batch endpoints; dangling ids come back as ``None``), ``search(query, limit)`` (candidates only:
 deciding which one, if any, is the cited paper is :func:`surveyalign.documents.same_paper`'s job),
@@ -18,8 +18,8 @@ import os
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from surveyalign.calls import PoliteClient
 from surveyalign.documents import Paper, normalise_doi
-from surveyalign.knowledge.http import PoliteClient
 
 __all__ = [
     "OPENALEX_URL",

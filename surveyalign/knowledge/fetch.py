@@ -24,10 +24,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from surveyalign.calls import HTTPStatusError
 from surveyalign.documents import Paper, normalise_title, same_paper
 from surveyalign.knowledge.build import SurveyKAInput, survey_references
 from surveyalign.knowledge.clients import ScholarlyClient, SemanticScholarClient
-from surveyalign.knowledge.http import HTTPStatusError
 from surveyalign.knowledge.resolve import Resolution, reason_class, resolve_by_search
 
 __all__ = ["FetchReport", "fetch_graph", "resolve_references"]

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from surveyalign.calls import PoliteClient
 from surveyalign.documents import GROBID_URL_ENV, ReferenceList, parse_tei_references
-from surveyalign.knowledge.http import PoliteClient
 
 __all__ = ["GrobidClient"]
 
@@ -25,7 +25,7 @@ class GrobidClient:
         base_url: the server root (``http://localhost:8070``); ``None`` reads :data:`GROBID_URL_ENV`.
         consolidate: ask GROBID to consolidate citations against Crossref (``consolidateCitations=1``; slower).
         timeout: seconds per request (a long PDF takes a while).
-        **http: other :class:`~surveyalign.knowledge.http.PoliteClient` options.
+        **http: other :class:`~surveyalign.calls.PoliteClient` options.
 
     Raises:
         ValueError: no server given and ``GROBID_URL`` unset.

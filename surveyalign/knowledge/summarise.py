@@ -2,7 +2,8 @@
 
 Calls go through a shared judge backend and are cached in a ``calls.jsonl`` (:class:`surveyalign.judge.CallCache`,
 via :func:`surveyalign.judge.cached_generate`) under a key made of the prompt's content hash, the backend's
-``describe()`` and the settings, so a re-run makes only the calls it does not have (and counts the hits).
+identity (``describe()`` without operational settings such as concurrency), the namespace :data:`KA_NAMESPACE`
+and the settings, so a re-run makes only the calls it does not have (and counts the hits).
 Token counts use the judge's tokenizer (:class:`TokenCounter`).
 """
 
@@ -12,12 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.calls import (
+    CallCache,
+    backend_identity,
+    cached_generate,
+    make_call,
+    stable_hash,
+)
 from surveyalign.documents import truncate_to_tokens
-from surveyalign.judge import CallCache, cached_generate, make_call, stable_hash
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
 
-__all__ = ["CritKA", "Summariser", "TokenCounter"]
+__all__ = ["KA_NAMESPACE", "CritKA", "Summariser", "TokenCounter"]
+
+#: The call-cache namespace of every Crit-KA summary call (keeps them apart from other callers' calls).
+KA_NAMESPACE = "ka.summary"
 
 
 class TokenCounter:
@@ -119,9 +129,9 @@ class Summariser:
     def _run(self, stage: str, prompts: list[str], max_new_tokens: int, result: CritKA) -> list[str | None]:
         """Answer each prompt from the cache or the backend (one batch); ``None`` for a failed call."""
         settings = self._base.model_copy(update={"max_new_tokens": max_new_tokens})
-        describe = self.backend.describe()
-        calls = [make_call(self.backend, settings, stage=stage, unit_id=stable_hash(prompt), dimension="criticalness",
-                           messages=[{"role": "user", "content": prompt}], identity=describe) for prompt in prompts]
+        identity = backend_identity(self.backend)
+        calls = [make_call(self.backend, settings, stage=stage, unit_id=stable_hash(prompt), namespace=KA_NAMESPACE,
+                           messages=[{"role": "user", "content": prompt}], identity=identity) for prompt in prompts]
         answers: list[str | None] = [None] * len(prompts)
         for i, answer in enumerate(cached_generate(calls, self.cache, batch_size=max(1, len(calls)))):
             gen = answer.generation

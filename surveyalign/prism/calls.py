@@ -1,9 +1,10 @@
-"""Extraction calls through a shared backend and the evaluation call cache (runs resume).
+"""Extraction calls through a shared backend and the call layer's cache (runs resume).
 
-Every PRISM extraction call goes through :class:`Extractor`: its key hashes the stage, the unit, the exact
-messages, the backend's identity and the generation settings (``surveyalign.judge.call_key``); answers are
-appended to ``calls.jsonl`` as they arrive (the shared executor ``surveyalign.judge.run_calls``: native-async API
-backends keep their ``concurrency`` requests in flight, the others get batches), so re-running the same command makes only the calls that are missing
+Every PRISM extraction call goes through :class:`Extractor`, which hands them to the one cached caller
+(:func:`surveyalign.calls.cached_generate`): its key hashes the stage, the unit, the namespace :data:`NAMESPACE`,
+the exact messages, the backend's identity and the generation settings (:func:`surveyalign.calls.call_key`);
+answers are appended to ``calls.jsonl`` as they arrive (native-async API backends keep their ``concurrency``
+requests in flight, the others get batches), so re-running the same command makes only the calls that are missing
 or that failed. Failures never raise: they come back as failed :class:`~surveyalign.backends.Generation` objects
 and are counted per stage.
 """
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from surveyalign.backends import Backend, Generation, GenerationSettings, Messages
-from surveyalign.judge import (
+from surveyalign.calls import (
     Call,
     CallCache,
     backend_identity,
@@ -22,10 +23,10 @@ from surveyalign.judge import (
     make_call,
 )
 
-__all__ = ["CallRequest", "Extractor"]
+__all__ = ["NAMESPACE", "CallRequest", "Extractor"]
 
-#: The ``dimension`` part of every PRISM call key (keeps PRISM calls apart from survey-scoring calls).
-_DIMENSION = "prism"
+#: The call-cache namespace of every PRISM extraction call (keeps them apart from other callers' calls).
+NAMESPACE = "prism.extract"
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Extractor:
         if self._identity is None:
             self._identity = backend_identity(self.backend)
         return make_call(self.backend, self.settings, stage=f"prism:{request.stage}", unit_id=request.unit_id,
-                         dimension=_DIMENSION, messages=request.messages, identity=self._identity)
+                         namespace=NAMESPACE, messages=request.messages, identity=self._identity)
 
     def _count(self, stage: str, what: str) -> None:
         entry = self.counts.setdefault(stage, {"calls": 0, "cached": 0, "made": 0, "api_error": 0})

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from surveyalign.backends import Generation
-from surveyalign.knowledge import UnreachableError
+from surveyalign.calls import UnreachableError
 from surveyalign.prism.calls import CallRequest, Extractor
 from surveyalign.prism.inputs import Review, Submission
 from surveyalign.prism.parsing import (

@@ -21,8 +21,8 @@ from rapidfuzz import fuzz
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
+from surveyalign.calls import stable_hash
 from surveyalign.documents import DEFAULT_MIN_TITLE_SCORE, normalise_title
-from surveyalign.judge import stable_hash
 from surveyalign.prism.inputs import Submission
 from surveyalign.prism.pipeline import PriorPaper
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from surveyalign import __version__
 from surveyalign.backends import Backend, ModelRole
-from surveyalign.judge import CallCache
+from surveyalign.calls import CallCache
 from surveyalign.knowledge import S2_URL, SemanticScholarClient
 from surveyalign.prism.calls import Extractor
 from surveyalign.prism.inputs import Review, Submission

@@ -5,7 +5,7 @@
 * OpenReview API 2 and API 1 (``/notes/search?term=...``, ``/pdf?id=FORUM``): submissions (forum id, title,
   abstract, authors, dates; both note shapes) and their PDFs. Older venues are served by API 1 only.
 
-Both go through :class:`surveyalign.knowledge.http.PoliteClient` (disk cache, rate limit, Retry-After and
+Both go through :class:`surveyalign.calls.PoliteClient` (disk cache, rate limit, Retry-After and
 jittered backoff); the base URLs are arguments so tests point them at a server on 127.0.0.1.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import lxml.html
 
+from surveyalign.calls import PoliteClient
 from surveyalign.documents import Paper, normalise_doi
-from surveyalign.knowledge.http import PoliteClient
 
 #: DOI prefixes of the journals each release source comes from.
 SOURCE_DOI_PREFIXES = {"f1000": ("10.12688/f1000research.",), "moprd": ("10.7717/peerj.", "10.7717/peerj-cs.")}
@@ -115,7 +115,7 @@ class EuropePMC:
             The hits in the service's order (may be empty); never a decision.
 
         Raises:
-            surveyalign.knowledge.http.HTTPStatusError: the service failed after its retries.
+            surveyalign.calls.HTTPStatusError: the service failed after its retries.
             ValueError: the answer is not JSON or not shaped like a Europe PMC result list.
         """
         data = self.http.get_json("/search", params={"query": query, "format": "json", "resultType": "core",
@@ -149,8 +149,8 @@ class EuropePMC:
             The XML bytes.
 
         Raises:
-            surveyalign.knowledge.http.NotFoundError: Europe PMC holds no full text for it (404).
-            surveyalign.knowledge.http.HTTPStatusError: the service failed after its retries.
+            surveyalign.calls.NotFoundError: Europe PMC holds no full text for it (404).
+            surveyalign.calls.HTTPStatusError: the service failed after its retries.
         """
         return self.http.request("GET", f"/{pmcid}/fullTextXML").content
 
@@ -184,7 +184,7 @@ class OpenReview:
             The hits that are forum (submission) notes, in the service's order; never a decision.
 
         Raises:
-            surveyalign.knowledge.http.HTTPStatusError: the service failed after its retries.
+            surveyalign.calls.HTTPStatusError: the service failed after its retries.
             ValueError: the answer is not JSON or has no ``notes`` list.
         """
         data = self.http.get_json("/notes/search", params={"term": title, "type": "terms", "content": "all",
@@ -221,8 +221,8 @@ class OpenReview:
 
         Raises:
             ValueError: the answer is not a PDF.
-            surveyalign.knowledge.http.NotFoundError: no PDF for it (404).
-            surveyalign.knowledge.http.HTTPStatusError: the service failed after its retries.
+            surveyalign.calls.NotFoundError: no PDF for it (404).
+            surveyalign.calls.HTTPStatusError: the service failed after its retries.
         """
         body = self.http.request("GET", "/pdf", params={"id": forum}).content
         if not body.startswith(b"%PDF"):

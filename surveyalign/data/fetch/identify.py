@@ -104,7 +104,7 @@ def candidates_for(target: PaperTarget, europepmc: EuropePMC, openreview: Sequen
         The hits (possibly empty).
 
     Raises:
-        surveyalign.knowledge.http.HTTPStatusError, ValueError: a search failed.
+        surveyalign.calls.HTTPStatusError, ValueError: a search failed.
     """
     hits: list[Candidate] = []
     if target.source in JATS_SOURCES:

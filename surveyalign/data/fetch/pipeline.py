@@ -28,6 +28,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
+from surveyalign.calls import HTTPStatusError, PoliteClient
 from surveyalign.documents import (
     PDF_EXTRACTORS,
     JatsError,
@@ -35,7 +36,6 @@ from surveyalign.documents import (
     parse_jats,
     read_document,
 )
-from surveyalign.knowledge.http import HTTPStatusError, PoliteClient
 from surveyalign.paths import safe_output_name
 
 from ..leakcheck import check_leaks, guard_texts
@@ -182,7 +182,7 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
         cache_dir: HTTP cache and PDF folder (default ``OUT/.fetch_cache``).
         requests_per_second: network requests per second per service (> 0; cache hits are free).
         max_attempts: tries per request on 429 / 5xx / transport errors (>= 1).
-        http_options: further :class:`~surveyalign.knowledge.http.PoliteClient` arguments (backoff, timeout,
+        http_options: further :class:`~surveyalign.calls.PoliteClient` arguments (backoff, timeout,
             headers such as a User-Agent with a contact address).
         pdf_extractor: PDF extractor of :func:`surveyalign.documents.read_document` ("pypdf", "marker", ...).
         shard_size: uids per articles shard (>= 1).

@@ -1,9 +1,11 @@
-"""Cached calls: build a keyed :class:`~surveyalign.judge.Call`, answer it from ``calls.jsonl`` or the backend.
+"""Cached calls: build a keyed :class:`~surveyalign.calls.Call`, answer it from ``calls.jsonl`` or the backend.
 
-One loop for every LLM call outside the survey-scoring judge (autoraters, PRISM extraction, Crit-KA summaries,
-rationale synthesis): key each call (:func:`~surveyalign.judge.call_key`), reuse the cached answers that did not
-fail, make the missing or failed calls with :func:`~surveyalign.judge.run_calls` and append each answer to the
-cache as it arrives, so a re-run makes only what is missing.
+The one loop of every LLM caller (the judge, autoraters, PRISM extraction, Crit-KA summaries, rationale synthesis;
+the evaluation harness plans with :meth:`~surveyalign.calls.CallCache.missing` and makes the calls with
+:func:`~surveyalign.calls.run_calls` itself, to time them): key each call (:func:`~surveyalign.calls.call_key`),
+reuse the cached answers that did not fail, make the missing or failed calls with
+:func:`~surveyalign.calls.run_calls` and append each answer to the cache as it arrives, so a re-run makes only
+what is missing.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.backends import Backend, Generation, GenerationSettings
-from surveyalign.judge.cache import CallCache, backend_identity, call_key, stable_hash
-from surveyalign.judge.calls import Call, OnResult, arun_calls, run_calls
+from surveyalign.calls.cache import CallCache, backend_identity, call_key, stable_hash
+from surveyalign.calls.executor import Call, OnResult, arun_calls, run_calls
 
 __all__ = ["CachedAnswer", "acached_generate", "cached_generate", "make_call"]
 
@@ -33,19 +35,20 @@ class CachedAnswer:
     cached: bool
 
 
-def make_call(backend: Backend, settings: GenerationSettings, *, stage: str, unit_id: str, dimension: str,
+def make_call(backend: Backend, settings: GenerationSettings, *, stage: str, unit_id: str, namespace: str,
               messages: Sequence[dict[str, str]], sample: int = 0, identity: dict[str, Any] | None = None) -> Call:
-    """A :class:`~surveyalign.judge.Call` with its cache key (PaperOrchestra §4 / PRISM / SurveyReview App. E calls).
+    """A :class:`~surveyalign.calls.Call` with its cache key (PaperOrchestra §4 / PRISM / SurveyReview App. E calls).
 
     Args:
         backend: the backend that answers the call.
         settings: its generation settings (part of the key).
         stage: the caller's stage name, e.g. ``"autorate/partition"`` or ``"prism:extract"``.
         unit_id: what the call is about (review id, pair id, ...); part of the key.
-        dimension: the key's dimension part (keeps one caller's calls apart from another's).
+        namespace: the caller's namespace in the key (keeps one caller's calls apart from another's), e.g.
+            ``"prism.extract"``, ``"ka.summary"``; the judge passes the dimension judged.
         messages: the chat messages.
         sample: sample index k (part of the key).
-        identity: the backend part of the key; default :func:`~surveyalign.judge.backend_identity` of ``backend``
+        identity: the backend part of the key; default :func:`~surveyalign.calls.backend_identity` of ``backend``
             (pass it when making many calls, it calls ``backend.describe()``).
 
     Returns:
@@ -53,23 +56,25 @@ def make_call(backend: Backend, settings: GenerationSettings, *, stage: str, uni
     """
     messages = list(messages)
     messages_hash = stable_hash(messages)
-    key = call_key(stage=stage, unit_id=unit_id, dimension=dimension, sample=sample, messages_hash=messages_hash,
+    key = call_key(stage=stage, unit_id=unit_id, namespace=namespace, sample=sample, messages_hash=messages_hash,
                    backend=backend_identity(backend) if identity is None else identity,
                    settings=settings.model_dump())
-    return Call(key=key, stage=stage, unit_id=unit_id, dimension=dimension, sample=sample, messages=messages,
+    return Call(key=key, stage=stage, unit_id=unit_id, namespace=namespace, sample=sample, messages=messages,
                 messages_hash=messages_hash, settings=settings, backend=backend)
 
 
 def _plan(calls: Sequence[Call], cache: CallCache | None) -> tuple[dict[str, CachedAnswer], list[Call], OnResult]:
-    """The cached answers, the calls still to make (one per key) and the callback recording each new answer."""
-    answers: dict[str, CachedAnswer] = {}
-    todo: dict[str, Call] = {}
-    for call in calls:
-        record = cache.get(call.key) if cache is not None else None
-        if record is not None and not record.get("error"):
-            answers[call.key] = CachedAnswer(cache.generation(call.key), True)
-        else:
-            todo.setdefault(call.key, call)
+    """The cached answers, the calls still to make (one per key: :meth:`CallCache.missing`) and the callback
+    recording each new answer."""
+    if cache is None:
+        first: dict[str, Call] = {}
+        for call in calls:
+            first.setdefault(call.key, call)
+        todo, answers = list(first.values()), {}
+    else:
+        todo, _ = cache.missing(calls)
+        asked = {call.key for call in todo}
+        answers = {call.key: CachedAnswer(cache.generation(call.key), True) for call in calls if call.key not in asked}
     lock = threading.Lock()
 
     def on_result(call: Call, generation: Generation, seconds: float) -> None:
@@ -78,7 +83,7 @@ def _plan(calls: Sequence[Call], cache: CallCache | None) -> tuple[dict[str, Cac
             if cache is not None:
                 cache.add(call, generation, seconds)
 
-    return answers, list(todo.values()), on_result
+    return answers, todo, on_result
 
 
 def _in_order(calls: Sequence[Call], answers: dict[str, CachedAnswer]) -> list[CachedAnswer]:
@@ -93,7 +98,8 @@ def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurren
     ``cache`` as it arrives (so an interrupted run resumes). A failing call never raises.
 
     Args:
-        calls: the calls (from :func:`make_call` or ``Judge.calls_for``), any backends, stages and sample indices.
+        calls: the calls (from :func:`make_call` or ``surveyalign.judge.Judge.calls_for``), any backends, stages
+            and sample indices.
         cache: the run's ``calls.jsonl``; ``None`` = every call is made.
         concurrency: requests in flight for native-async (API) backends (default: the backend's own setting).
         batch_size: prompts per ``generate`` call for the other backends (default: the backend's own).
@@ -117,7 +123,7 @@ async def acached_generate(calls: Sequence[Call], cache: CallCache | None, *, co
                            batch_size: int | None = None, progress: bool = False, desc: str = "calls"
                            ) -> list[CachedAnswer]:
     """Async :func:`cached_generate` for callers already in an event loop (same arguments, same result; the
-    calls go through :func:`~surveyalign.judge.arun_calls`)."""
+    calls go through :func:`~surveyalign.calls.arun_calls`)."""
     answers, todo, on_result = _plan(calls, cache)
     await arun_calls(todo, on_result, concurrency=concurrency, batch_size=batch_size, progress=progress, desc=desc)
     return _in_order(calls, answers)

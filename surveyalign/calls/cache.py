@@ -1,4 +1,4 @@
-"""Append-only JSONL cache of judge calls (``RUN_DIR/calls.jsonl``): what makes a run resumable.
+"""Append-only JSONL cache of LLM calls (``RUN_DIR/calls.jsonl``): what makes a run resumable.
 
 Every completed call is one JSON line, written and flushed as soon as the call returns, so a ``kill -9``
 loses at most the calls in flight. Inside :meth:`CallCache.background` the write and flush happen on a writer
@@ -7,6 +7,16 @@ in flight never blocks on the disk; a ``kill -9`` then also loses the few record
 old), which are made again on resume like calls in flight. On start the harness reads the file, keeps the last record per key, and
 runs only the calls whose key is absent. A torn last line (the process died mid-write) is counted and
 skipped; the next append starts on a fresh line so it never glues onto the torn one.
+
+Keys (:func:`call_key`) hash the stage, the unit, a free ``namespace`` chosen by the caller, the sample index,
+the messages, the backend's identity and the generation settings. The namespace keeps one caller's calls apart
+from another's: the survey judge passes the dimension judged (so judge keys are those of earlier versions, and
+their caches resume), the other callers their own name (``"rqs"``, ``"ka.summary"``, ``"prism.extract"``,
+``"autorate.<stage>"``, ``"synthesis"``). Key change of issue 20: those callers used to pass a survey dimension
+(a dummy ``"prism"`` / ``"autorater"`` one, or ``"criticalness"`` for KA summaries, the unit's dimension for RQS),
+so their cached answers of earlier versions are not found and are asked again once. Each line now names the
+namespace under ``"namespace"`` (earlier lines hold ``"dimension"``; both read back alike: nothing reads the
+field, records are found by ``"key"``).
 """
 
 from __future__ import annotations
@@ -17,14 +27,14 @@ import json
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from surveyalign.backends import Generation
-from surveyalign.judge.calls import Call
+from surveyalign.calls.executor import Call
 
 __all__ = ["OPERATIONAL_KEYS", "CallCache", "backend_identity", "call_key", "stable_hash"]
 
@@ -65,7 +75,7 @@ def call_key(
     *,
     stage: str,
     unit_id: str,
-    dimension: str,
+    namespace: str,
     sample: int,
     messages_hash: str,
     backend: dict[str, Any],
@@ -74,9 +84,12 @@ def call_key(
     """Cache key of one call: a hash of everything that determines its answer.
 
     Args:
-        stage: ``"judge"`` (the scoring call) or ``"rqs"`` (the consistency call).
-        unit_id: ``f"{review_id}::{dimension}"`` from the dataset.
-        dimension: lower-case dimension name.
+        stage: the caller's stage name, e.g. ``"judge"`` (the scoring call), ``"rqs"`` (the consistency call),
+            ``"prism:flaw_merge"``.
+        unit_id: what the call is about, e.g. ``f"{review_id}::{dimension}"`` from the dataset.
+        namespace: a free string that keeps one caller's calls apart from another's (the judge: the dimension
+            judged; others their own name, e.g. ``"ka.summary"``); hashed under ``"dimension"`` in the payload,
+            the field name of earlier versions, so judge caches of earlier versions resume.
         sample: sample index k in [0, K).
         messages_hash: ``stable_hash`` of the full chat messages sent (template, protocol, survey text,
             knowledge); stored under ``"prompt"`` in the hashed payload, so caches of earlier versions resume.
@@ -95,7 +108,7 @@ def call_key(
         {
             "stage": stage,
             "unit_id": unit_id,
-            "dimension": dimension,
+            "dimension": namespace,
             "sample": sample,
             "prompt": messages_hash,
             "backend": backend,
@@ -177,15 +190,36 @@ class CallCache:
                           mean_logprob=rec.get("mean_logprob"), error=rec.get("error"),
                           reasoning=rec.get("reasoning"), refusal=rec.get("refusal"))
 
+    def missing(self, calls: Sequence[Call], *, retry_errors: bool = True) -> tuple[list[Call], int]:
+        """Which of ``calls`` still have to be made: the plan of every cached caller.
+
+        Args:
+            calls: the calls of a run, any order; calls sharing a key are made once.
+            retry_errors: ask again the calls whose cached answer is an error (``False``: an error answer counts
+                as answered, e.g. ``evaluate`` without ``retry_errors``).
+
+        Returns:
+            ``(calls to make, one per key in first-seen order; number of calls answered from the cache)``.
+        """
+        todo: dict[str, Call] = {}
+        cached = 0
+        for call in calls:
+            rec = self.records.get(call.key)
+            if rec is not None and not (retry_errors and rec.get("error")):
+                cached += 1
+            else:
+                todo.setdefault(call.key, call)
+        return list(todo.values()), cached
+
     def add(self, call: Call, generation: Generation, seconds: float) -> None:
-        """Append the answer to ``call`` (a :data:`surveyalign.judge.calls.OnResult`): one ``calls.jsonl`` line with
-        key, stage, unit_id, dimension, sample, messages_hash, text, finish_reason, mean_logprob, error, refusal,
+        """Append the answer to ``call`` (a :data:`surveyalign.calls.OnResult`): one ``calls.jsonl`` line with
+        key, stage, unit_id, namespace, sample, messages_hash, text, finish_reason, mean_logprob, error, refusal,
         reasoning, seconds and an ISO time stamp."""
         self.append({
             "key": call.key,
             "stage": call.stage,
             "unit_id": call.unit_id,
-            "dimension": call.dimension,
+            "namespace": call.namespace,
             "sample": call.sample,
             "messages_hash": call.messages_hash,
             "text": generation.text or "",

@@ -1,4 +1,4 @@
-"""The shared cached-call loop (surveyalign/judge/cached.py): cache hits, retries of failed calls, K samples."""
+"""The one cached caller (surveyalign.calls: make_call, cached_generate): cache hits, retries of failed calls, K samples."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 from surveyalign.backends import GenerationSettings
 from surveyalign.backends.simple import ScriptedBackend
-from surveyalign.judge import (
+from surveyalign.calls import (
     CallCache,
     acached_generate,
     backend_identity,
@@ -22,7 +22,7 @@ _MESSAGES = [{"role": "user", "content": "rate this survey"}]
 
 def _call(backend, unit_id="u1", sample=0, seed=0):
     return make_call(backend, GenerationSettings(temperature=0.7, seed=seed), stage="test", unit_id=unit_id,
-                     dimension="test-dim", messages=_MESSAGES, sample=sample)
+                     namespace="test-dim", messages=_MESSAGES, sample=sample)
 
 
 def test_make_call_key_is_call_key_of_its_parts():
@@ -30,7 +30,7 @@ def test_make_call_key_is_call_key_of_its_parts():
     settings = GenerationSettings(temperature=0.7, seed=0)
     call = _call(backend)
     assert call.messages_hash == stable_hash(_MESSAGES)
-    assert call.key == call_key(stage="test", unit_id="u1", dimension="test-dim", sample=0,
+    assert call.key == call_key(stage="test", unit_id="u1", namespace="test-dim", sample=0,
                                 messages_hash=stable_hash(_MESSAGES), backend=backend_identity(backend),
                                 settings=settings.model_dump())
     assert _call(backend, unit_id="u2").key != call.key

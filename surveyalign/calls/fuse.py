@@ -19,7 +19,7 @@ def fuse_samples(calls: Sequence[Any]) -> list[list[Any]]:
     """Group calls into runs answerable by one ``generate(..., n=len(run))``.
 
     Args:
-        calls: :class:`~surveyalign.judge.Call` objects of one backend.
+        calls: :class:`~surveyalign.calls.Call` objects of one backend.
 
     Returns:
         Runs in first-seen order; each run holds calls with the same messages and settings except ``seed``, whose

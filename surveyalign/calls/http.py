@@ -9,10 +9,11 @@
 2. a rate limit: at most ``requests_per_second`` requests *reach the network* (cache hits are free).
 3. ``httpx``'s HTTP transport.
 
-Retries (``tenacity``) cover the statuses of ``surveyalign.backends.transport.RETRY_STATUS`` (429, 5xx...)
-and transport errors such as timeouts: the wait is the server's
-``Retry-After`` (seconds or an HTTP date) when it sends one, otherwise an exponential backoff with full
-jitter. A 404 raises :class:`NotFoundError` at once; other 4xx raise :class:`HTTPStatusError` at once.
+Retries cover the statuses of ``surveyalign.backends.transport.RETRY_STATUS`` (429, 5xx...) and transport
+errors such as timeouts, with the one retry policy (:class:`~surveyalign.calls.RetryPolicy`, settings
+:data:`~surveyalign.calls.HTTP_RETRY`): the wait is the server's ``Retry-After`` (seconds or an HTTP date) when it
+sends one, otherwise an exponential backoff with jitter. A 404 raises :class:`NotFoundError` at once; other 4xx
+raise :class:`HTTPStatusError` at once.
 A connection that cannot be established at all (refused, unknown host) is tried once more after
 :data:`UNREACHABLE_RETRY_S` and then raises :class:`UnreachableError`: a wrong API URL or no network fails in
 about a second, and callers that loop over many records stop at the first one instead of repeating it.
@@ -25,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -36,13 +36,9 @@ from urllib.parse import urlencode
 import hishel
 import httpx
 from hishel.httpx import CacheTransport
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-)
+from tenacity import RetryCallState
 
+from surveyalign.backends.retry import HTTP_RETRY, RetryPolicy
 from surveyalign.backends.transport import RETRY_STATUS, parse_retry_after
 
 __all__ = [
@@ -164,11 +160,14 @@ class PoliteClient:
         base_url: the API root, e.g. ``"https://api.openalex.org"``; tests pass ``"http://127.0.0.1:PORT"``.
         cache_dir: folder of the SQLite cache file (``http_cache.db``); ``None`` disables caching.
         requests_per_second: network request rate, > 0 (cache hits do not count); ``0`` means unlimited.
-        max_attempts: tries per request for retried statuses / transport errors, >= 1.
-        backoff_initial: scale of the exponential backoff in seconds (attempt k waits a uniform random time in
-            ``[0, min(backoff_max, backoff_initial * 2**k)]``) when the server sends no Retry-After.
-        backoff_max: cap of one backoff wait in seconds.
-        max_retry_after: cap in seconds on a server's Retry-After (a longer one is waited for this long).
+        max_attempts: tries per request for retried statuses / transport errors, >= 1 (default 6).
+        backoff_initial: scale of the exponential backoff in seconds (default 1; failed try k waits
+            ``d / 2 + uniform(0, d / 2)`` with ``d = min(backoff_max, backoff_initial * 2**(k-1))``) when the server
+            sends no Retry-After.
+        backoff_max: cap of one backoff wait in seconds (default 60).
+        max_retry_after: cap in seconds on a server's Retry-After (default 600; a longer one is waited this long).
+        retry: the whole retry policy (a :class:`~surveyalign.calls.RetryPolicy` or its fields) over
+            :data:`~surveyalign.calls.HTTP_RETRY`; the four options above override it.
         timeout: per-request timeout in seconds.
         headers: extra headers sent with every request (e.g. a ``User-Agent`` with a contact address).
         key_headers: header name -> name of the environment variable holding its secret value (e.g.
@@ -178,7 +177,7 @@ class PoliteClient:
         transport: an ``httpx`` transport to use instead of the network one (tests, proxies).
 
     Raises:
-        ValueError: a negative rate, ``max_attempts < 1``.
+        ValueError: a negative rate, ``max_attempts < 1``, a negative wait.
     """
 
     def __init__(
@@ -187,10 +186,11 @@ class PoliteClient:
         *,
         cache_dir: str | os.PathLike | None = None,
         requests_per_second: float = 1.0,
-        max_attempts: int = 6,
-        backoff_initial: float = 1.0,
-        backoff_max: float = 60.0,
-        max_retry_after: float = 600.0,
+        max_attempts: int | None = None,
+        backoff_initial: float | None = None,
+        backoff_max: float | None = None,
+        max_retry_after: float | None = None,
+        retry: RetryPolicy | dict[str, Any] | None = None,
         timeout: float = 30.0,
         headers: dict[str, str] | None = None,
         key_headers: dict[str, str] | None = None,
@@ -200,13 +200,10 @@ class PoliteClient:
     ) -> None:
         if requests_per_second < 0:
             raise ValueError(f"requests_per_second must be >= 0, got {requests_per_second}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.retry = RetryPolicy.of(HTTP_RETRY, policy=retry, max_attempts=max_attempts,
+                                    backoff_initial=backoff_initial, backoff_max=backoff_max,
+                                    max_retry_after=max_retry_after)
         self.base_url = base_url.rstrip("/")
-        self.max_attempts = max_attempts
-        self.backoff_initial = backoff_initial
-        self.backoff_max = backoff_max
-        self.max_retry_after = max_retry_after
         self.stats = HttpStats()
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._cache_ttl = cache_ttl
@@ -238,14 +235,10 @@ class PoliteClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(error, "retry_after", None)
-        if retry_after is not None:
-            wait = min(retry_after, self.max_retry_after)
-        else:
-            wait = random.uniform(0.0, min(self.backoff_max, self.backoff_initial * 2 ** (state.attempt_number - 1)))
-        return wait
+    @property
+    def max_attempts(self) -> int:
+        """Tries per request (the retry policy's ``attempts``)."""
+        return self.retry.attempts
 
     def _count_retry(self, state: RetryCallState) -> None:
         # counted before the sleep, not in _wait: tenacity asks for the wait after the last attempt too
@@ -298,9 +291,7 @@ class PoliteClient:
                                  f"HTTP {response.status_code}")
             return response
 
-        retrying = Retrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait,
-                            retry=retry_if_exception_type(_Retryable), before_sleep=self._count_retry,
-                            reraise=True)
+        retrying = self.retry.retrying(_Retryable, before_sleep=self._count_retry)
         try:
             response = self._connect_or_fail(method, public_url, lambda: retrying(attempt))
         except _Retryable as err:

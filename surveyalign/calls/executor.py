@@ -21,7 +21,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign.backends import Backend, Generation, GenerationSettings
-from surveyalign.judge.fuse import fuse_samples
+from surveyalign.calls.fuse import fuse_samples
 
 __all__ = ["Call", "OnResult", "answers_from_models", "arun_calls", "run_calls", "run_coroutine"]
 
@@ -33,10 +33,10 @@ class Call:
     """One call to make: ``messages`` with ``settings`` through ``backend``.
 
     Attributes:
-        key: the call-cache key (``surveyalign.judge.call_key``).
+        key: the call-cache key (:func:`surveyalign.calls.call_key`).
         stage: ``"judge"`` or ``"rqs"`` (or a caller's own stage name).
         unit_id: the unit the call belongs to.
-        dimension: the dimension judged.
+        namespace: the caller's namespace in the key (the judge: the dimension judged; e.g. ``"ka.summary"``).
         sample: sample index k.
         messages: the chat prompt.
         messages_hash: ``stable_hash(messages)``.
@@ -47,7 +47,7 @@ class Call:
     key: str
     stage: str
     unit_id: str
-    dimension: str
+    namespace: str
     sample: int
     messages: list[dict[str, str]]
     messages_hash: str

@@ -1,0 +1,90 @@
+"""surveyalign.calls: the call layer below every LLM and HTTP user (cached calls, retries, polite HTTP).
+
+Sub-modules:
+
+- :mod:`~surveyalign.calls.cache`: :class:`CallCache` (the append-only ``calls.jsonl`` of a run: what makes it
+  resumable), :func:`call_key` (content + a free ``namespace`` chosen by the caller), :func:`stable_hash`,
+  :func:`backend_identity`;
+- :mod:`~surveyalign.calls.cached`: :func:`make_call`, :func:`cached_generate` / :func:`acached_generate`: the one
+  cached caller (answers from the cache, the rest from the backend, each answer appended as it arrives);
+- :mod:`~surveyalign.calls.executor`: :class:`Call`, :func:`run_calls` / :func:`arun_calls` (requests in flight for
+  API backends, batches for local ones);
+- :mod:`~surveyalign.calls.fuse`: :func:`fuse_samples` (the K samples of one prompt as one ``n=K`` request);
+- :mod:`~surveyalign.calls.http`: :class:`PoliteClient` (on-disk cache, rate limit, retries, keys from the
+  environment) and its errors;
+- :class:`RetryPolicy` with the per-service settings :data:`OPENAI_RETRY` and :data:`HTTP_RETRY` (defined in
+  :mod:`surveyalign.backends.retry`, the layer below, so the ``openai`` backend uses the same policy).
+
+Usage::
+
+    from surveyalign.calls import CallCache, cached_generate, make_call
+
+    cache = CallCache.load("run/calls.jsonl")
+    calls = [make_call(backend, settings, stage="summary", unit_id=doc_id, namespace="ka.summary",
+                       messages=messages) for doc_id, messages in prompts]
+    answers = cached_generate(calls, cache)  # a re-run makes only the missing or failed calls
+
+Namespaces in use: the survey judge passes the dimension judged; ``"rqs"`` (evaluation consistency ratings),
+``"synthesis"`` (rationale synthesis), ``"ka.summary"`` (Crit-KA summaries), ``"prism.extract"`` (PRISM
+extraction), ``"autorate.<stage>"`` (autoraters).
+"""
+
+from surveyalign.backends.retry import HTTP_RETRY, OPENAI_RETRY, RetryPolicy
+from surveyalign.calls.cache import (
+    OPERATIONAL_KEYS,
+    CallCache,
+    backend_identity,
+    call_key,
+    stable_hash,
+)
+from surveyalign.calls.cached import (
+    CachedAnswer,
+    acached_generate,
+    cached_generate,
+    make_call,
+)
+from surveyalign.calls.executor import (
+    Call,
+    OnResult,
+    answers_from_models,
+    arun_calls,
+    run_calls,
+    run_coroutine,
+)
+from surveyalign.calls.fuse import fuse_samples
+from surveyalign.calls.http import (
+    UNREACHABLE_RETRY_S,
+    HttpStats,
+    HTTPStatusError,
+    NotFoundError,
+    PoliteClient,
+    UnreachableError,
+)
+
+__all__ = [
+    "HTTP_RETRY",
+    "OPENAI_RETRY",
+    "OPERATIONAL_KEYS",
+    "UNREACHABLE_RETRY_S",
+    "CachedAnswer",
+    "Call",
+    "CallCache",
+    "HTTPStatusError",
+    "HttpStats",
+    "NotFoundError",
+    "OnResult",
+    "PoliteClient",
+    "RetryPolicy",
+    "UnreachableError",
+    "acached_generate",
+    "answers_from_models",
+    "arun_calls",
+    "backend_identity",
+    "cached_generate",
+    "call_key",
+    "fuse_samples",
+    "make_call",
+    "run_calls",
+    "run_coroutine",
+    "stable_hash",
+]
