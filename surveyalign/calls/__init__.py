@@ -12,6 +12,7 @@ Sub-modules:
 - :mod:`~surveyalign.calls.fuse`: :func:`fuse_samples` (the K samples of one prompt as one ``n=K`` request);
 - :mod:`~surveyalign.calls.http`: :class:`PoliteClient` (on-disk cache, rate limit, retries, keys from the
   environment) and its errors;
+- :mod:`~surveyalign.calls.cost`: what calls cost (tokens x dated prices, GPU-hours; issue 22);
 - :class:`RetryPolicy` with the per-service settings :data:`OPENAI_RETRY` and :data:`HTTP_RETRY` (defined in
   :mod:`surveyalign.backends.retry`, the layer below, so the ``openai`` backend uses the same policy).
 
