@@ -10,7 +10,8 @@ named (evaluation judge, RQS judge, ``score`` judge, KA summariser, PRISM extrac
     backend: {kind: openai, options: {model: ..., base_url: ..., api_key_env: ...}, per_dimension: {...}}
     generation: {temperature: 0.0, max_new_tokens: 1024, seed: 0}
 
-Chat-template rendering for local models lives in ``surveyalign/backends/chat.py``.
+Chat-template rendering for local models lives in ``surveyalign/backends/chat.py``. ``surveyalign serve``
+(``server.py``) is guarded by an API key, request limits and timeouts (``server_guard.py``: :class:`ServerLimits`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from surveyalign.backends.base import (
 from surveyalign.backends.registry import BACKENDS, backend_class, load_backend
 from surveyalign.backends.role import ROLE_SHAPE, BackendConfig, ModelRole
 from surveyalign.backends.server import ServerHandle, serve_in_thread
+from surveyalign.backends.server_guard import API_KEY_ENV, ServerLimits
 
 __all__ = [
+    "API_KEY_ENV",
     "BACKENDS",
     "ROLE_SHAPE",
     "Backend",
@@ -36,6 +39,7 @@ __all__ = [
     "Messages",
     "ModelRole",
     "ServerHandle",
+    "ServerLimits",
     "backend_class",
     "load_backend",
     "preflight",

@@ -10,11 +10,13 @@ from typing import Any
 class _UvicornThread:
     """A uvicorn server in a daemon thread; ``port=0`` picks a free port (read it from ``.port`` after start)."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning",
+                 **config_options: Any) -> None:
         import uvicorn
 
+        options = {"timeout_keep_alive": 30, **config_options}
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                                lifespan="off", timeout_keep_alive=30)
+                                lifespan="off", **options)
         self.server = uvicorn.Server(config)
         self.host = host
         self.port = port

@@ -125,7 +125,8 @@ class AdapterView(Backend):
         return self.parent.generate(prompts, settings, n, adapter_name=self.adapter_name)
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
-                          n: int = 1, seeds: Sequence[int] | None = None) -> list[list[Any]]:
+                          n: int = 1, seeds: Sequence[int] | None = None, top_logprobs: int = 0
+                          ) -> list[list[Any]]:
         """:meth:`TransformersBackend.generate_detailed` with this adapter (used by ``surveyalign serve``).
 
         Args:
@@ -133,6 +134,7 @@ class AdapterView(Backend):
             settings: sampling settings.
             n: samples per prompt.
             seeds: optional base seed per prompt.
+            top_logprobs: most likely alternatives recorded per generated token (0-20).
 
         Returns:
             P lists of ``n`` detailed generations.
@@ -140,7 +142,8 @@ class AdapterView(Backend):
         Raises:
             ValueError: invalid arguments.
         """
-        return self.parent.generate_detailed(prompts, settings, n, seeds, adapter_name=self.adapter_name)
+        return self.parent.generate_detailed(prompts, settings, n, seeds, adapter_name=self.adapter_name,
+                                             top_logprobs=top_logprobs)
 
     def close(self) -> None:
         """Release this view's own loop thread only; the parent keeps the model."""

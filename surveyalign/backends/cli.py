@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from surveyalign.argtypes import int_at_least, positive_int
+from surveyalign.argtypes import int_at_least, positive_float, positive_int
+from surveyalign.backends.server_guard import API_KEY_ENV, REFUSED_FIELDS, ServerLimits
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,9 +16,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Serve a local causal LM, optionally with a PEFT adapter (e.g. a trained SurveyAlign judge), over "
             "an OpenAI-compatible HTTP API: POST /v1/chat/completions (messages, temperature, top_p, "
-            "max_tokens, n, seed, logprobs, chat_template_kwargs.enable_thinking) and GET /v1/models. "
-            "Point the evaluation harness at it with the 'openai' backend and base_url http://HOST:PORT/v1."
+            "max_tokens / max_completion_tokens, n, seed, logprobs, top_logprobs (0-20), stop (a string or a list "
+            "of up to 4, possibly empty), stream (server-sent events in the OpenAI chunk format, "
+            "stream_options.include_usage), chat_template_kwargs.enable_thinking) and GET /v1/models. "
+            "Point the evaluation harness at it with the 'openai' backend and base_url http://HOST:PORT/v1. "
+            "To expose it on a cluster, set an API key (--api-key or $SURVEYALIGN_API_KEY; clients send "
+            "'Authorization: Bearer KEY'; /health stays open) and bind --host 0.0.0.0."
         ),
+        epilog=("still refused (HTTP 400 for a non-default value): " + ", ".join(REFUSED_FIELDS)
+                + "; other unknown request fields are ignored."),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--model", required=True, help="folder of the base model and tokenizer (or a cached hub id)")
@@ -41,6 +48,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "says (a QLoRA adapter gets its 4-bit base), else full precision")
     p.add_argument("--allow-base-mismatch", action="store_true",
                    help="serve an adapter on a base (or quantisation) other than the one in its training record")
+    p.add_argument("--api-key", default=None, metavar="KEY",
+                   help=f"require 'Authorization: Bearer KEY' on /v1/* (default: ${API_KEY_ENV} when set; binding a "
+                        "non-loopback --host without a key prints a warning)")
+    p.add_argument("--max-body-bytes", type=positive_int, default=ServerLimits.max_body_bytes,
+                   help="largest request body (413 above, checked before parsing)")
+    p.add_argument("--max-prompt-chars", type=positive_int, default=ServerLimits.max_prompt_chars,
+                   help="largest total message text in characters (400 above, checked before tokenising)")
+    p.add_argument("--header-timeout", type=positive_float, default=ServerLimits.header_timeout_s, metavar="S",
+                   help="seconds a connection may take to send its request headers")
+    p.add_argument("--body-timeout", type=positive_float, default=ServerLimits.body_timeout_s, metavar="S",
+                   help="longest pause in seconds while a request body arrives (408 above)")
+    p.add_argument("--keep-alive", type=positive_float, default=ServerLimits.keep_alive_s, metavar="S",
+                   help="seconds an idle keep-alive connection stays open")
     p.set_defaults(handler=_serve)
 
 
@@ -82,7 +102,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     adapter, adapters = parse_adapter_args(args.adapter)
     options = {"adapters": adapters} if adapters else {}
-    serve(args.model, adapter, host=args.host, port=args.port, served_model_name=args.served_model_name,
+    limits = ServerLimits.with_env_key(args.api_key, max_body_bytes=args.max_body_bytes,
+                                       max_prompt_chars=args.max_prompt_chars, header_timeout_s=args.header_timeout,
+                                       body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive)
+    serve(args.model, adapter, host=args.host, port=args.port, served_model_name=args.served_model_name, limits=limits,
           log_level=args.log_level, default_max_tokens=args.default_max_tokens, device=args.device,
           dtype=args.dtype, batch_size=args.batch_size, quantization=args.quantization,
           allow_base_mismatch=args.allow_base_mismatch, **options)

@@ -39,12 +39,15 @@ class DetailedGeneration:
         token_ids: generated token ids (including the end-of-turn token when ``finish_reason == "stop"``).
         token_logprobs: natural-log probability of each of ``token_ids`` under the raw model distribution.
         prompt_tokens: number of prompt tokens.
+        top_logprobs: when asked for (``top_logprobs=k``), per generated token the ``k`` most likely
+            ``(token id, natural-log probability)`` pairs of that step, most likely first; else empty.
     """
 
     generation: Generation
     token_ids: list[int] = field(default_factory=list)
     token_logprobs: list[float] = field(default_factory=list)
     prompt_tokens: int = 0
+    top_logprobs: list[list[tuple[int, float]]] = field(default_factory=list)
 
 
 def _fingerprints(model: str, adapter: str | None, tokenizer: str) -> dict[str, Any]:
@@ -304,8 +307,8 @@ class TransformersBackend(Backend):
                 for row in self.generate_detailed(prompts, settings, n, adapter_name=adapter_name)]
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
-                          n: int = 1, seeds: Sequence[int] | None = None, adapter_name: str | None = None
-                          ) -> list[list[DetailedGeneration]]:
+                          n: int = 1, seeds: Sequence[int] | None = None, adapter_name: str | None = None,
+                          top_logprobs: int = 0) -> list[list[DetailedGeneration]]:
         """Like :meth:`generate`, with token ids, per-token log-probs and prompt length.
 
         The ``n`` samples of a prompt share one prefill when ``shared_prefill`` is on.
@@ -314,14 +317,18 @@ class TransformersBackend(Backend):
             seeds: optional base seed per prompt, replacing ``settings.seed`` (sample ``i`` of prompt ``p`` uses
                 ``seeds[p] + i``); lets the server batch requests that differ only in their seed.
             adapter_name: with ``adapters``: the adapter to run (``None``: the base model, adapters off).
+            top_logprobs: 0-20; when > 0 each generated token also gets the most likely alternatives of its step.
 
         Returns:
             P lists of ``n`` :class:`DetailedGeneration` (generation, token ids, per-token natural-log
-            probabilities, prompt length in tokens).
+            probabilities, prompt length in tokens, top alternatives when asked).
 
         Raises:
-            ValueError: invalid ``prompts`` or ``n``, or ``len(seeds) != len(prompts)``.
+            ValueError: invalid ``prompts`` or ``n``, ``len(seeds) != len(prompts)``, or ``top_logprobs`` out
+                of 0-20.
         """
+        if not 0 <= top_logprobs <= 20:
+            raise ValueError(f"top_logprobs must be in 0-20, got {top_logprobs}")
         settings = check_request(prompts, settings, n)
         self.check_settings(settings)
         if seeds is not None and len(seeds) != len(prompts):
@@ -348,7 +355,7 @@ class TransformersBackend(Backend):
         jobs.sort(key=lambda job: -len(encoded[job.prompt]))  # similar lengths together: less padding
         with self._lock, adapter_scope(self.model, adapter_name, bool(self.adapter_paths)):
             for batch in _pack(jobs, self.batch_size):
-                for (p, i), detail in self._run_batch(batch, encoded, base, settings):
+                for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs):
                     results[(p, i)] = detail
         return [[results[(p, 0 if settings.greedy else i)] for i in range(n)] for p in range(len(prompts))]
 
@@ -360,12 +367,12 @@ class TransformersBackend(Backend):
         super().close()
 
     # ------------------------------------------------------------------ internals
-    def _run_batch(self, jobs: list[_Job], encoded: list[list[int]], base: list[int], settings: GenerationSettings
-                   ) -> list[tuple[tuple[int, int], DetailedGeneration]]:
+    def _run_batch(self, jobs: list[_Job], encoded: list[list[int]], base: list[int], settings: GenerationSettings,
+                   top_logprobs: int = 0) -> list[tuple[tuple[int, int], DetailedGeneration]]:
         torch = self._torch
         keys = [(job.prompt, i) for job in jobs for i in job.samples]
         try:
-            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings)))
+            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings, top_logprobs)))
         except torch.OutOfMemoryError as exc:
             torch.cuda.empty_cache()
             if len(keys) == 1:
@@ -377,10 +384,10 @@ class TransformersBackend(Backend):
                 parts = [[_Job(jobs[0].prompt, jobs[0].samples[:half])], [_Job(jobs[0].prompt, jobs[0].samples[half:])]]
             else:
                 parts = [jobs[:len(jobs) // 2], jobs[len(jobs) // 2:]]
-            return [item for part in parts for item in self._run_batch(part, encoded, base, settings)]
+            return [item for part in parts for item in self._run_batch(part, encoded, base, settings, top_logprobs)]
 
     def _generate_rows(self, jobs: list[_Job], encoded: list[list[int]], base: list[int],
-                       settings: GenerationSettings) -> list[DetailedGeneration]:
+                       settings: GenerationSettings, top_logprobs: int = 0) -> list[DetailedGeneration]:
         torch = self._torch
         from transformers import GenerationConfig, LogitsProcessorList
 
@@ -399,7 +406,7 @@ class TransformersBackend(Backend):
             index = torch.repeat_interleave(torch.arange(len(jobs), device=self.device),
                                             torch.tensor(repeats, device=self.device))
             input_ids, attention, cache_kwargs = input_ids[index], attention[index], {}
-        sampler = make_sampler(seeds, settings.temperature, settings.top_p, self.device)
+        sampler = make_sampler(seeds, settings.temperature, settings.top_p, self.device, top_logprobs)
         config = GenerationConfig(
             max_new_tokens=settings.max_new_tokens,
             do_sample=False,  # sampling happens in the seeded processor (Gumbel-max), decoding stays argmax
@@ -411,6 +418,7 @@ class TransformersBackend(Backend):
                                          logits_processor=LogitsProcessorList([sampler]), **cache_kwargs)
         new_tokens = output[:, width:]
         logprobs = sampler.token_logprobs(new_tokens)
+        top = sampler.top_tokens()
         eos = set(self.eos_token_ids)
         details = []
         for row, ids in enumerate(new_tokens.tolist()):
@@ -419,10 +427,14 @@ class TransformersBackend(Backend):
             text_ids = kept if stop is None else kept[:-1]
             row_logprobs = [float(x) for x in logprobs[row, :len(kept)].tolist()]
             text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
+            alternatives = [] if top is None else [
+                list(zip(top[1][row, k].tolist(), (float(v) for v in top[0][row, k].tolist())))
+                for k in range(min(len(kept), top[0].shape[1]))]
             details.append(DetailedGeneration(
                 Generation(text=text, finish_reason="length" if stop is None else "stop",
                            mean_logprob=mean_or_none(row_logprobs)),
-                token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row])))
+                token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row]),
+                top_logprobs=alternatives))
         return details
 
 

@@ -9,7 +9,7 @@ from typing import Any
 __all__ = ["make_sampler"]
 
 
-def make_sampler(seeds: list[int], temperature: float, top_p: float, device: Any) -> Any:
+def make_sampler(seeds: list[int], temperature: float, top_p: float, device: Any, top_logprobs: int = 0) -> Any:
     """Build the logits processor that records raw log-probs and (when temperature > 0) samples per row.
 
     Args:
@@ -18,10 +18,13 @@ def make_sampler(seeds: list[int], temperature: float, top_p: float, device: Any
         temperature: softmax temperature, >= 0 (0: greedy, the processor only records log-probs).
         top_p: nucleus mass in (0, 1].
         device: torch device of the logits.
+        top_logprobs: when > 0, also record the ``top_logprobs`` most likely tokens of every step (raw
+            distribution), read back with ``top_tokens()``.
 
     Returns:
         A ``transformers.LogitsProcessor`` with ``token_logprobs(new_tokens) -> (rows, steps)`` tensor of the raw
-        natural-log probabilities of the generated tokens.
+        natural-log probabilities of the generated tokens, and ``top_tokens() -> (values, indices)`` tensors of
+        shape ``(rows, steps, top_logprobs)`` (``None`` when ``top_logprobs == 0``).
     """
     import torch
     from transformers import LogitsProcessor
@@ -33,12 +36,16 @@ def make_sampler(seeds: list[int], temperature: float, top_p: float, device: Any
                 self.generators = [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
             self.previous: torch.Tensor | None = None
             self.chosen: list[torch.Tensor] = []
+            self.top: list[tuple[torch.Tensor, torch.Tensor]] = []
 
         def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
             logprobs = torch.log_softmax(scores.float(), dim=-1)
             if self.previous is not None:
                 self.chosen.append(self.previous.gather(1, input_ids[:, -1:]).squeeze(1))
             self.previous = logprobs
+            if top_logprobs > 0:
+                values, indices = torch.topk(logprobs, top_logprobs, dim=-1)
+                self.top.append((values.cpu(), indices.cpu()))
             if self.generators is None:
                 return scores
             scaled = logprobs / temperature
@@ -65,5 +72,11 @@ def make_sampler(seeds: list[int], temperature: float, top_p: float, device: Any
             if not chosen:
                 return torch.zeros((new_tokens.shape[0], 0))
             return torch.stack(chosen, dim=1).cpu()
+
+        def top_tokens(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+            """``(values, indices)``, each ``(rows, steps, top_logprobs)``; ``None`` when not recorded."""
+            if not self.top:
+                return None
+            return torch.stack([v for v, _ in self.top], dim=1), torch.stack([i for _, i in self.top], dim=1)
 
     return _SeededSampler()

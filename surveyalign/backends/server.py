@@ -1,7 +1,12 @@
 """``surveyalign serve``: an OpenAI-compatible HTTP server over a local model (+ optional PEFT adapter).
 
 Endpoints: ``POST /v1/chat/completions`` (messages, temperature, top_p, max_tokens / max_completion_tokens, n,
-seed, logprobs, chat_template_kwargs.enable_thinking), ``GET /v1/models``, ``GET /health``. Concurrent
+seed, logprobs, top_logprobs, stop, stream with ``stream_options.include_usage``,
+chat_template_kwargs.enable_thinking), ``GET /v1/models``, ``GET /health``. ``stream=True`` answers with
+server-sent events in the OpenAI ``chat.completion.chunk`` format (the answer is generated in its batch, then sent
+as one chunk per token). ``stop`` strings cut the answer at the first one found (``finish_reason`` "stop"; the
+token log-probs end with the token that reached it). An API key, request limits and timeouts
+(:mod:`surveyalign.backends.server_guard`) make it safe to expose on a cluster. Concurrent
 requests with the same sampling settings are grouped into one batched ``generate`` call (micro-batching),
 and sampling is seeded per row, so a request's answer does not depend on what it was batched with.
 Bad requests get HTTP 400 with an OpenAI-style ``{"error": {...}}`` body; an unknown model name gets 404.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import time
 import uuid
@@ -33,6 +39,14 @@ from pydantic import ValidationError
 from surveyalign.backends._http import _UvicornThread
 from surveyalign.backends.base import GenerationSettings
 from surveyalign.backends.fingerprint import FINGERPRINT_HEADER, served_fingerprint
+from surveyalign.backends.server_guard import (
+    BodyError,
+    ServerLimits,
+    http_protocol_class,
+    is_loopback,
+    json_depth,
+    read_body_limited,
+)
 from surveyalign.backends.server_schema import ChatRequest
 
 
@@ -47,6 +61,7 @@ class _Pending:
     n: int
     future: asyncio.Future
     is_disconnected: Callable[[], Awaitable[bool]] | None = None
+    top_logprobs: int = 0
 
 
 class _MicroBatcher:
@@ -71,12 +86,13 @@ class _MicroBatcher:
         return self._queue.qsize() if self._queue is not None else 0
 
     async def submit(self, messages: list[dict[str, str]], settings: GenerationSettings, n: int,
-                     is_disconnected: Callable[[], Awaitable[bool]] | None = None) -> list[Any]:
+                     is_disconnected: Callable[[], Awaitable[bool]] | None = None, top_logprobs: int = 0
+                     ) -> list[Any]:
         if self._queue is None:
             self._queue = asyncio.Queue()
             self._task = asyncio.get_running_loop().create_task(self._run())
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(messages, settings, n, future, is_disconnected))
+        await self._queue.put(_Pending(messages, settings, n, future, is_disconnected, top_logprobs))
         return await future
 
     async def _gone(self, item: _Pending) -> bool:
@@ -107,18 +123,20 @@ class _MicroBatcher:
                 except TimeoutError:
                     break
             # seeds are per row, so requests differing only in their seed share a batch
-            groups: dict[tuple[GenerationSettings, int], list[_Pending]] = {}
+            groups: dict[tuple[GenerationSettings, int, int], list[_Pending]] = {}
             for item in batch:
-                groups.setdefault((item.settings.model_copy(update={"seed": 0}), item.n), []).append(item)
-            for (settings, n), waiting in groups.items():
+                key = (item.settings.model_copy(update={"seed": 0}), item.n, item.top_logprobs)
+                groups.setdefault(key, []).append(item)
+            for (settings, n, top), waiting in groups.items():
                 # checked per group, right before it starts: earlier groups may have run for a while
                 items = [item for item in waiting if not await self._gone(item)]
                 self.stats["dropped"] += len(waiting) - len(items)
                 if not items:
                     continue
+                extra = {"top_logprobs": top} if top else {}
                 try:
                     rows = await asyncio.to_thread(self.backend.generate_detailed, [i.messages for i in items],
-                                                   settings, n, [i.settings.seed for i in items])
+                                                   settings, n, [i.settings.seed for i in items], **extra)
                 except Exception as exc:  # noqa: BLE001 - reported to each waiting request as HTTP 500
                     self.stats["failed"] += len(items)
                     for item in items:
@@ -138,19 +156,42 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", param
                         status_code=status)
 
 
+def _cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
+    """``text`` up to (not including) the earliest of ``stops``, and whether one was found."""
+    cuts = [i for i in (text.find(stop) for stop in stops) if i >= 0]
+    return (text[:min(cuts)], True) if cuts else (text, False)
+
+
+def _token_spans(tokenizer: Any, ids: list[int]) -> list[str]:
+    """The text each token adds to the decoded answer (incremental decoding, so multi-byte characters split over
+    several tokens land on the token that completes them; the pieces join to ``decode(ids)``)."""
+    pieces, previous = [], ""
+    for k in range(1, len(ids) + 1):
+        text = tokenizer.decode(ids[:k], skip_special_tokens=False)
+        if text.endswith("\ufffd") and k < len(ids):  # an incomplete character: wait for the next token
+            pieces.append("")
+            continue
+        pieces.append(text[len(previous):])
+        previous = text
+    return pieces
+
+
 def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.005,
-              default_max_tokens: int = 1024, extra_models: Mapping[str, Any] | None = None) -> Any:
+              default_max_tokens: int = 1024, extra_models: Mapping[str, Any] | None = None,
+              limits: ServerLimits | None = None) -> Any:
     """Build the Starlette app serving ``backend`` under the name ``served_model_name`` (and more models).
 
     Args:
         backend: a :class:`~surveyalign.backends.hf.TransformersBackend` (anything with
-            ``generate_detailed(prompts, settings, n)`` and a ``tokenizer``).
+            ``generate_detailed(prompts, settings, n, seeds[, top_logprobs=k])`` and a ``tokenizer``).
         served_model_name: the model id of ``backend``; the default when a request names no model.
         batch_wait_s: how long the first queued request waits for others to batch with, in seconds.
         default_max_tokens: token cap when a request sets neither ``max_tokens`` nor ``max_completion_tokens``.
         extra_models: further ``{model id: backend}`` served side by side, e.g. each dimension adapter of a
             multi-adapter backend (``backend.adapter_view(name)``), as vLLM's ``--lora-modules`` publishes LoRA
             adapters; each model id gets its own micro-batcher and fingerprint.
+        limits: API key and request limits (:class:`~surveyalign.backends.server_guard.ServerLimits`); default:
+            no key, default limits.
 
     Returns:
         A Starlette ASGI application. When ``backend.describe()`` holds content ``fingerprints``, their digest
@@ -159,14 +200,16 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         every chat completion.
 
     Raises:
-        Nothing at build time; per-request problems are answered as OpenAI-style errors (400 bad request or
-        prompt too long, 404 unknown model, 500 failed generation).
+        Nothing at build time; per-request problems are answered as OpenAI-style errors (400 bad request, too deep
+        or prompt too long, 401 missing or wrong API key, 404 unknown model, 408 stalled body, 413 body too large,
+        500 failed generation).
     """
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
+    limits = limits or ServerLimits()
     created = int(time.time())
     served = {served_model_name: backend, **dict(extra_models or {})}
     batchers: dict[str, _MicroBatcher] = {}
@@ -187,13 +230,57 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
             token_text[token_id] = backend.tokenizer.decode([token_id], skip_special_tokens=False)
         return token_text[token_id]
 
-    async def chat(request: Request) -> JSONResponse:
+    def logprob_entry(token_id: int, logprob: float, alternatives: list[tuple[int, float]]) -> dict[str, Any]:
+        text = piece(token_id)
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8")),
+                "top_logprobs": [{"token": piece(t), "logprob": lp, "bytes": list(piece(t).encode("utf-8"))}
+                                 for t, lp in alternatives]}
+
+    def unauthorized(request: Request) -> Response | None:
+        if limits.authorized(request.headers.get("authorization")):
+            return None
+        response = _error(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'",
+                          kind="authentication_error")
+        response.headers["www-authenticate"] = "Bearer"
+        return response
+
+    def answer(detail: Any, stops: list[str], top: int, want_logprobs: bool) -> dict[str, Any]:
+        """The choice's text, finish reason and per-token logprob entries, after the stop strings."""
+        text, finish = detail.generation.text, detail.generation.finish_reason
+        ids, lps = list(detail.token_ids), list(detail.token_logprobs)
+        alternatives = list(detail.top_logprobs) if top else []
+        text, stopped = _cut_at_stop(text, stops)
+        if stopped:
+            finish = "stop"
+            spans, seen, keep = _token_spans(backend.tokenizer, ids), 0, 0
+            for keep, span in enumerate(spans, 1):  # keep the tokens up to the one that reached the stop string
+                seen += len(span)
+                if seen >= len(text) + 1:
+                    break
+            ids, lps, alternatives = ids[:keep], lps[:keep], alternatives[:keep]
+        entries_ = None
+        if want_logprobs:
+            entries_ = [logprob_entry(t, lp, alternatives[k][:top] if k < len(alternatives) else [])
+                        for k, (t, lp) in enumerate(zip(ids, lps))]
+        return {"text": text, "finish_reason": finish, "ids": ids, "logprobs": entries_}
+
+    async def chat(request: Request) -> Response:
+        if (denied := unauthorized(request)) is not None:
+            return denied
         try:
-            payload = await request.json()
+            body = await read_body_limited(request, limits)
+        except BodyError as err:
+            return _error(err.status, str(err), kind="invalid_request_error")
+        try:
+            payload = json.loads(body)
+        except RecursionError:
+            return _error(400, f"request body is nested deeper than {limits.max_json_depth} levels")
         except ValueError:
             return _error(400, "request body is not valid JSON")
         if not isinstance(payload, dict):
             return _error(400, "request body must be a JSON object")
+        if json_depth(payload, limits.max_json_depth) > limits.max_json_depth:
+            return _error(400, f"request body is nested deeper than {limits.max_json_depth} levels")
         try:
             req = ChatRequest.model_validate(payload)
         except ValidationError as exc:
@@ -204,6 +291,12 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         if name not in served:
             return _error(404, f"model {req.model!r} is not served here; available: {sorted(served)}",
                           kind="not_found_error", param="model")
+        messages = [m.as_dict() for m in req.messages]
+        chars = sum(len(m["content"]) for m in messages)
+        if chars > limits.max_prompt_chars:  # before any tokenising: a 10 MB prompt costs seconds and GBs there
+            response = _error(400, f"the messages hold {chars:,} characters, above this server's limit of "
+                                   f"{limits.max_prompt_chars:,}", param="messages")
+            return response
         settings = GenerationSettings(
             temperature=req.temperature,
             top_p=req.top_p,
@@ -211,9 +304,9 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
             seed=req.seed if req.seed is not None else secrets.randbelow(2**31),
             enable_thinking=req.chat_template_kwargs.enable_thinking,
         )
-        messages = [m.as_dict() for m in req.messages]
+        top = req.top_logprobs or 0
         try:
-            details = await batchers[name].submit(messages, settings, req.n, request.is_disconnected)
+            details = await batchers[name].submit(messages, settings, req.n, request.is_disconnected, top)
         except _ClientGone:  # nobody reads this answer; 499 as nginx logs a closed client
             return _error(499, "client disconnected before its request was started", kind="client_closed_request")
         except Exception as exc:  # noqa: BLE001 - a failed batch answers HTTP 500, the server keeps going
@@ -221,34 +314,56 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         failed = [d.generation.error for d in details if d.generation.error]
         if failed:
             return _error(400, failed[0], param="messages")
-        choices = []
-        for index, detail in enumerate(details):
-            choice: dict[str, Any] = {
-                "index": index,
-                "message": {"role": "assistant", "content": detail.generation.text},
-                "finish_reason": detail.generation.finish_reason,
-                "logprobs": None,
-            }
-            if req.logprobs:
-                choice["logprobs"] = {"content": [
-                    {"token": piece(t), "logprob": lp, "bytes": list(piece(t).encode("utf-8")), "top_logprobs": []}
-                    for t, lp in zip(detail.token_ids, detail.token_logprobs)
-                ]}
-            choices.append(choice)
+        answers = [answer(d, req.stop_strings, top, req.logprobs) for d in details]
         prompt_tokens = details[0].prompt_tokens if details else 0
-        completion_tokens = sum(len(d.token_ids) for d in details)
-        return JSONResponse({
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": name,
-            "system_fingerprint": f"seed-{settings.seed}",
-            "choices": choices,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
-        }, headers=headers[name])
+        completion_tokens = sum(len(a["ids"]) for a in answers)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        common = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": name,
+                  "system_fingerprint": f"seed-{settings.seed}"}
+        if req.stream:
+            include_usage = bool(req.stream_options and req.stream_options.include_usage)
+            return StreamingResponse(_sse(answers, common, usage if include_usage else None),
+                                     media_type="text/event-stream", headers=headers[name])
+        choices = [{"index": index, "message": {"role": "assistant", "content": a["text"]},
+                    "finish_reason": a["finish_reason"],
+                    "logprobs": {"content": a["logprobs"]} if a["logprobs"] is not None else None}
+                   for index, a in enumerate(answers)]
+        return JSONResponse({**common, "object": "chat.completion", "choices": choices, "usage": usage},
+                            headers=headers[name])
 
-    async def models(request: Request) -> JSONResponse:
+    async def _sse(answers: list[dict[str, Any]], common: dict[str, Any], usage: dict[str, Any] | None):
+        def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+            chunk = {**common, "object": "chat.completion.chunk", "choices": choices, **extra}
+            return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
+
+        nothing = {"usage": None} if usage is not None else {}
+        for index, a in enumerate(answers):
+            yield event([{"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                          "finish_reason": None}], **nothing)
+            spans = _token_spans(backend.tokenizer, a["ids"]) if a["ids"] else []
+            sent = 0
+            for k, span in enumerate(spans):
+                text = a["text"][sent:sent + len(span)] if sent < len(a["text"]) else ""
+                sent += len(text)
+                entry = a["logprobs"][k:k + 1] if a["logprobs"] is not None else None
+                if not text and entry is None:
+                    continue
+                yield event([{"index": index, "delta": {"content": text},
+                              "logprobs": {"content": entry} if entry is not None else None,
+                              "finish_reason": None}], **nothing)
+            if sent < len(a["text"]):  # whatever the token spans did not cover (a decoder that merges spaces)
+                yield event([{"index": index, "delta": {"content": a["text"][sent:]}, "logprobs": None,
+                              "finish_reason": None}], **nothing)
+            yield event([{"index": index, "delta": {}, "logprobs": None, "finish_reason": a["finish_reason"]}],
+                        **nothing)
+        if usage is not None:
+            yield event([], usage=usage)
+        yield b"data: [DONE]\n\n"
+
+    async def models(request: Request) -> Response:
+        if (denied := unauthorized(request)) is not None:
+            return denied
         return JSONResponse({"object": "list", "data": entries})
 
     async def health(request: Request) -> JSONResponse:
@@ -308,7 +423,7 @@ class ServerHandle:
 @contextlib.contextmanager
 def serve_in_thread(model: str | None = None, adapter: str | None = None, *, backend: Any = None,
                     served_model_name: str | None = None, host: str = "127.0.0.1", port: int = 0,
-                    **backend_options: Any) -> Iterator[ServerHandle]:
+                    limits: ServerLimits | None = None, **backend_options: Any) -> Iterator[ServerHandle]:
     """Serve a local model over the OpenAI API in a background thread (for tests and notebooks).
 
     Args:
@@ -318,6 +433,7 @@ def serve_in_thread(model: str | None = None, adapter: str | None = None, *, bac
         served_model_name: model id; defaults to :func:`default_served_name`.
         host: interface to bind; 127.0.0.1 by default.
         port: port; 0 picks a free one.
+        limits: API key, request limits and timeouts (default: no key, default limits).
         **backend_options: extra ``TransformersBackend`` options (device, dtype, batch_size, ``adapters={name:
             folder}``: each adapter is then served as the model ``name``...).
 
@@ -337,7 +453,9 @@ def serve_in_thread(model: str | None = None, adapter: str | None = None, *, bac
         backend = TransformersBackend(model=str(model), adapter=str(adapter) if adapter else None, **backend_options)
     name = served_model_name or default_served_name(backend.model_path, backend.adapter_path)
     extra = adapter_models(backend)
-    runner = _UvicornThread(build_app(backend, name, extra_models=extra), host=host, port=port)
+    limits = limits or ServerLimits()
+    runner = _UvicornThread(build_app(backend, name, extra_models=extra, limits=limits), host=host, port=port,
+                            **_uvicorn_options(limits))
     runner.start()
     try:
         yield ServerHandle(base_url=f"http://{host}:{runner.port}/v1", model=name, backend=backend, port=runner.port,
@@ -348,13 +466,21 @@ def serve_in_thread(model: str | None = None, adapter: str | None = None, *, bac
             backend.close()
 
 
+def _uvicorn_options(limits: ServerLimits) -> dict[str, Any]:
+    """uvicorn settings for ``limits``: the h11 protocol with a header timeout, the keep-alive idle timeout and a
+    16 KB cap on the request line and headers."""
+    return {"http": http_protocol_class(limits.header_timeout_s), "timeout_keep_alive": limits.keep_alive_s,
+            "h11_max_incomplete_event_size": 16 * 1024}
+
+
 def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", port: int = 8000,
           served_model_name: str | None = None, log_level: str = "info", batch_wait_s: float = 0.005,
-          default_max_tokens: int = 1024, **backend_options: Any) -> None:
+          default_max_tokens: int = 1024, limits: ServerLimits | None = None, **backend_options: Any) -> None:
     """Load the model and serve it in the foreground until interrupted (``surveyalign serve``).
 
     Serves ``POST /v1/chat/completions`` (OpenAI-compatible: temperature, top_p, max_tokens /
-    max_completion_tokens, n, seed, logprobs, ``chat_template_kwargs.enable_thinking``), ``GET /v1/models`` and
+    max_completion_tokens, n, seed, logprobs, top_logprobs, stop, stream, ``chat_template_kwargs.enable_thinking``),
+    ``GET /v1/models`` and
     ``GET /health``, so a local judge or adapter runs through the same openai backend as the API judges
     (SurveyReview §6.1). Concurrent requests are micro-batched; sampling is seeded per request.
 
@@ -368,6 +494,8 @@ def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", po
         log_level: uvicorn log level (``"critical"``, ``"error"``, ``"warning"``, ``"info"``, ``"debug"``).
         batch_wait_s: seconds the first queued request waits for others to share its batch (>= 0).
         default_max_tokens: new-token cap for requests that set none.
+        limits: API key, request limits and timeouts (:class:`~surveyalign.backends.server_guard.ServerLimits`);
+            a non-loopback ``host`` without a key prints a warning.
         **backend_options: further ``TransformersBackend`` options (device, dtype, batch_size,
             ``adapters={name: folder}``: the base is loaded once and each adapter is served as the model ``name``,
             as vLLM's ``--lora-modules`` does; the base model stays available under ``served_model_name``).
@@ -379,19 +507,27 @@ def serve(model: str, adapter: str | None = None, *, host: str = "127.0.0.1", po
         ValueError: an invalid backend option (dtype, batch_size).
         OSError: the model or adapter folder cannot be loaded, or the port is in use.
     """
+    import sys
+
     import uvicorn
 
     from surveyalign.backends.hf import TransformersBackend
 
+    limits = limits or ServerLimits()
+    if limits.api_key is None and not is_loopback(host):
+        print(f"WARNING: serving on {host} without an API key: anyone who can reach this port can use the model; "
+              f"set --api-key or SURVEYALIGN_API_KEY", file=sys.stderr, flush=True)
     backend = TransformersBackend(model=model, adapter=adapter, **backend_options)
     name = served_model_name or default_served_name(model, adapter)
     extra = adapter_models(backend)
     app = build_app(backend, name, batch_wait_s=batch_wait_s, default_max_tokens=default_max_tokens,
-                    extra_models=extra)
+                    extra_models=extra, limits=limits)
     described = backend.describe()
     bits = (described.get("quantization") or {}).get("bits")
     print(f"serving {', '.join(repr(n) for n in [name, *extra])} ({described['device']}"
           f"{f', base in {bits}-bit' if bits else ''}) at http://{host}:{port}/v1", flush=True)
     for line in described.get("base_mismatch") or []:  # --allow-base-mismatch: said once, loudly
         print(f"WARNING: serving on another base than the adapter's training record: {line}", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    print(f"API key: {'required (Authorization: Bearer ...)' if limits.api_key else 'none'}; request body <= "
+          f"{limits.max_body_bytes:,} bytes; prompt <= {limits.max_prompt_chars:,} characters", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **_uvicorn_options(limits))

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["MAX_N", "ChatRequest"]
+from surveyalign.backends.server_guard import REFUSED_FIELDS
+
+__all__ = ["MAX_N", "MAX_STOP", "MAX_TOP_LOGPROBS", "REFUSED_FIELDS", "ChatRequest"]
 
 #: Largest ``n`` one request may ask for.
 MAX_N = 64
+#: Largest ``top_logprobs`` (as the OpenAI API).
+MAX_TOP_LOGPROBS = 20
+#: Most stop strings per request (as the OpenAI API).
+MAX_STOP = 4
 
 
 class _ContentPart(BaseModel):
@@ -33,11 +39,24 @@ class _TemplateKwargs(BaseModel):
     enable_thinking: bool = False
 
 
+class _StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    include_usage: bool = False
+
+
+class _ResponseFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["text"] = "text"
+
+
 class ChatRequest(BaseModel):
     """The subset of the OpenAI chat-completions request that ``surveyalign serve`` implements.
 
     Unknown fields are ignored (clients send ``user``, ``metadata``...); fields whose non-default values we
-    cannot honour (``stream``, ``stop``, tools, penalties, ``top_logprobs`` > 0) are rejected.
+    cannot honour (:data:`REFUSED_FIELDS`: tools, penalties, ``logit_bias``, a JSON ``response_format``) are
+    rejected. ``stream`` (server-sent events in the OpenAI chunk format, ``stream_options.include_usage``),
+    ``top_logprobs`` (0-20, needs ``logprobs``) and ``stop`` (a string or a list of up to 4 non-empty strings,
+    possibly empty) are honoured.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -51,13 +70,39 @@ class ChatRequest(BaseModel):
     n: int = Field(1, ge=1, le=MAX_N)
     seed: int | None = Field(None, ge=0)
     logprobs: bool = False
-    top_logprobs: int | None = Field(None, ge=0, le=0)
+    top_logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     chat_template_kwargs: _TemplateKwargs = Field(default_factory=_TemplateKwargs)
-    stream: Literal[False] = False
-    stop: None = None
+    stream: bool = False
+    stream_options: _StreamOptions | None = None
+    stop: str | list[str] | None = None
     tools: None = None
+    tool_choice: None = None
+    functions: None = None
+    logit_bias: None = None
+    response_format: _ResponseFormat | None = None
     frequency_penalty: float = Field(0.0, ge=0.0, le=0.0)
     presence_penalty: float = Field(0.0, ge=0.0, le=0.0)
+
+    @field_validator("stop")
+    @classmethod
+    def _stop_list(cls, stop: str | list[str] | None) -> list[str]:
+        values = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
+        if len(values) > MAX_STOP:
+            raise ValueError(f"at most {MAX_STOP} stop strings, got {len(values)}")
+        if any(not v for v in values):
+            raise ValueError("stop strings must not be empty")
+        return values
+
+    @model_validator(mode="after")
+    def _top_needs_logprobs(self) -> ChatRequest:
+        if self.top_logprobs and not self.logprobs:
+            raise ValueError("top_logprobs needs logprobs: true")
+        return self
+
+    @property
+    def stop_strings(self) -> list[str]:
+        """The stop strings as a list (``[]`` when none)."""
+        return list(self.stop or [])
 
     @field_validator("messages")
     @classmethod
