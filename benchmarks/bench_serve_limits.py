@@ -69,7 +69,7 @@ def main() -> int:
     args = parser.parse_args()
     model = args.model
     if model is None:
-        from surveyalign.models import build_tiny_model
+        from surveyalign.testing import build_tiny_model
 
         model = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny"))
     with serve_in_thread(model, device="cpu", limits=ServerLimits(api_key=KEY)) as server:
