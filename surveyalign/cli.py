@@ -3,6 +3,11 @@
 Each sub-package exposes ``register(subparsers)`` in its ``cli`` module; heavy imports (torch, transformers,
 trl, datasets, scikit-learn, scipy, matplotlib, lxml, pypdf) happen inside the command handlers or in
 submodules that the sub-packages load on first use (lazy_loader), so ``surveyalign --help`` stays fast.
+
+:func:`main` imports only the ``cli`` module of the command named on the command line: the other commands are
+listed from :data:`_COMMANDS` (name, module, one-line help) without importing their code, so ``surveyalign
+--help`` imports no subcommand and ``surveyalign CMD --help`` imports one (issue 23). ``tests/test_cli_imports.py``
+checks that the table's help lines are the ones the modules register.
 """
 
 from __future__ import annotations
@@ -14,20 +19,33 @@ import sys
 
 from surveyalign import __version__
 
-#: Sub-packages whose ``cli.register`` adds subcommands, in help order.
-_COMMAND_MODULES = (
-    "surveyalign.demo",
-    "surveyalign.data.cli",
-    "surveyalign.prompts.cli",
-    "surveyalign.evaluation.cli",
-    "surveyalign.scoring.cli",
-    "surveyalign.backends.cli",
-    "surveyalign.inference.cli",
-    "surveyalign.training.cli",
-    "surveyalign.prism.cli",
-    "surveyalign.autoraters.cli",
-    "surveyalign.knowledge.cli",
+#: Every subcommand in help order: (name, the module whose ``register`` adds it, its one-line help as that module
+#: registers it). A module may add several commands (``scoring.cli``: report, metrics).
+_COMMANDS = (
+    ("demo", "surveyalign.demo",
+     "run the main job small: tiny model, dataset, SFT adapter, evaluation, leaderboard"),
+    ("data", "surveyalign.data.cli", "build, inspect and publish the SurveyReview dataset"),
+    ("prompts", "surveyalign.prompts.cli",
+     "show the judge prompt of a dimension, or parse a judge answer (SurveyReview App. C)"),
+    ("evaluate", "surveyalign.evaluation.cli",
+     "run a judge over a SurveyReview split (resumable; writes predictions, metrics, run_config)"),
+    ("report", "surveyalign.scoring.cli",
+     "print the leaderboard, agreement with 95%% CIs, per-source, baseline and failure tables of runs"),
+    ("metrics", "surveyalign.scoring.cli",
+     "manage the evaluate metric modules (survey_alignment, rqs, has, prism, citation_f1)"),
+    ("serve", "surveyalign.backends.cli", "serve a local model (+ PEFT adapter) over an OpenAI-compatible API"),
+    ("score", "surveyalign.inference.cli", "review survey files with SurveyAlign (base + 4 adapters + KA + voting)"),
+    ("train", "surveyalign.training.cli",
+     "train SurveyAlign judges: SFT / DPO recipe launchers, DPO pair making, memory plans"),
+    ("prism", "surveyalign.prism.cli",
+     "PRISM review-quality metrics of a paper's reviews (depth, novelty, flaws, constructiveness)"),
+    ("autorate", "surveyalign.autoraters.cli",
+     "PaperOrchestra autoraters: citation F1, literature-review quality, side-by-side"),
+    ("ka", "surveyalign.knowledge.cli", "knowledge augmentation: Comp-KA / Crit-KA from a citation graph"),
 )
+
+#: Sub-packages whose ``cli.register`` adds subcommands, in help order.
+_COMMAND_MODULES = tuple(dict.fromkeys(module for _, module, _ in _COMMANDS))
 
 
 #: Exceptions that mean "the input or a step failed", reported as one line. Anything else is a bug and keeps
@@ -35,8 +53,13 @@ _COMMAND_MODULES = (
 _USER_ERRORS = (ValueError, OSError, RuntimeError)  # OSError covers missing files, folders, permissions
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every registered subcommand."""
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """Return the top-level parser.
+
+    ``command="*"`` (the default) registers every subcommand's full parser (imports every ``cli`` module);
+    ``command=NAME`` registers only the module that adds NAME and lists the others by name and help line;
+    ``command=None`` (or an unknown name) imports no subcommand module at all.
+    """
     parser = argparse.ArgumentParser(
         prog="surveyalign",
         description="Train and evaluate LLM judges of survey papers against human reviewers (SurveyReview).",
@@ -45,9 +68,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true",
                         help="show the full Python traceback when a command fails (also SURVEYALIGN_TRACEBACK=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    wanted = {module for name, module, _ in _COMMANDS if command == "*" or name == command}
+    registered: set[str] = set()
+    for name, module, help_line in _COMMANDS:
+        if module in wanted:
+            if module not in registered:
+                importlib.import_module(module).register(subparsers)
+                registered.add(module)
+        else:
+            # listed in `surveyalign --help` and accepted as a choice, without importing the command's code
+            subparsers.add_parser(name, help=help_line, add_help=False)
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is not an option; top-level options take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     from surveyalign.models.paths import default_offline
 
     default_offline()  # offline unless HF_HUB_OFFLINE is set (HF_HUB_OFFLINE=0 downloads from the Hub)
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:

@@ -62,3 +62,50 @@ def test_lazy_names_are_the_submodules_objects():
     assert parse_jats is direct and PriorWorkSearch is direct_search
     with pytest.raises(AttributeError):
         importlib.import_module("surveyalign.knowledge").no_such_name  # noqa: B018
+
+
+def _subcommands(parser):
+    import argparse
+
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [(choice.dest, choice.help) for choice in action._choices_actions], action.choices
+
+
+def test_command_table_matches_what_the_modules_register():
+    """The names and help lines listed without importing the commands are the ones their modules register."""
+    import surveyalign.cli as cli
+
+    listed, _ = _subcommands(cli.build_parser())
+    assert listed == [(name, help_line) for name, _, help_line in cli._COMMANDS]
+    assert [name for name, _ in listed][:4] == ["demo", "data", "prompts", "evaluate"]
+
+
+def test_top_level_help_imports_no_command_module():
+    code = ("import contextlib, io, json, sys, surveyalign.cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+            "    surveyalign.cli.main(['--help'])\n"
+            "mods = sorted(m for m in sys.modules if m.startswith('surveyalign.') and m.endswith('.cli'))\n"
+            "print(json.dumps([mods, 'score' in out.getvalue(), 'ka ' in out.getvalue()]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [["surveyalign.cli"], True, True]
+
+
+def test_command_help_imports_only_that_command():
+    code = ("import contextlib, io, json, sys, surveyalign.cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+            "    surveyalign.cli.main(['--traceback', 'report', '--help'])\n"
+            "mods = sorted(m for m in sys.modules if m.startswith('surveyalign.') and m.endswith('.cli'))\n"
+            "print(json.dumps([mods, 'usage: surveyalign report' in out.getvalue()]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [["surveyalign.cli", "surveyalign.scoring.cli"], True]
+
+
+def test_only_the_named_command_gets_its_full_parser():
+    import surveyalign.cli as cli
+
+    listed, choices = _subcommands(cli.build_parser("metrics"))
+    assert [name for name, _ in listed] == [name for name, _, _ in cli._COMMANDS]
+    assert choices["report"]._actions and choices["metrics"]._actions  # scoring.cli adds both
+    assert choices["evaluate"]._actions == []  # listed only
+    assert cli._command_of(["--traceback", "evaluate", "--config", "x"]) == "evaluate"
+    assert cli._command_of(["--version"]) is None

@@ -53,14 +53,22 @@ from surveyalign.calls.executor import (
     run_coroutine,
 )
 from surveyalign.calls.fuse import fuse_samples
-from surveyalign.calls.http import (
-    UNREACHABLE_RETRY_S,
-    HttpStats,
-    HTTPStatusError,
-    NotFoundError,
-    PoliteClient,
-    UnreachableError,
-)
+
+#: Names of :mod:`surveyalign.calls.http`, loaded on first use (it imports httpx and hishel: a tenth of a second
+#: that ``surveyalign CMD --help`` and every LLM-only caller need not pay; issue 23).
+_HTTP_NAMES = ("UNREACHABLE_RETRY_S", "HttpStats", "HTTPStatusError", "NotFoundError", "PoliteClient",
+               "UnreachableError")
+
+
+def __getattr__(name: str):
+    if name in _HTTP_NAMES:
+        from surveyalign.calls import http
+
+        value = getattr(http, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "HTTP_RETRY",
