@@ -73,7 +73,7 @@ def _subcommands(parser):
 
 def test_command_table_matches_what_the_modules_register():
     """The names and help lines listed without importing the commands are the ones their modules register."""
-    import surveyalign.cli as cli
+    from surveyalign import cli
 
     listed, _ = _subcommands(cli.build_parser())
     assert listed == [(name, help_line) for name, _, help_line in cli._COMMANDS]
@@ -101,7 +101,7 @@ def test_command_help_imports_only_that_command():
 
 
 def test_only_the_named_command_gets_its_full_parser():
-    import surveyalign.cli as cli
+    from surveyalign import cli
 
     listed, choices = _subcommands(cli.build_parser("metrics"))
     assert [name for name, _ in listed] == [name for name, _, _ in cli._COMMANDS]

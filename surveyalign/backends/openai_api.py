@@ -65,6 +65,8 @@ _UNSET = object()
 class _LoopState:
     transport: Transport
     semaphore: asyncio.Semaphore
+    limit: int = 0  #: the concurrency this session was built for
+    in_use: int = 0  #: requests of this session waiting or in flight
 
 
 class OpenAIBackend(Backend):
@@ -298,6 +300,21 @@ class OpenAIBackend(Backend):
         self.check_settings(settings)
         return (await self._one(self._state(), messages, settings, sample_index))[0]
 
+    def set_concurrency(self, concurrency: int) -> None:
+        """Make ``concurrency`` the number of requests in flight from now on (issue 23: one knob).
+
+        The call executor passes the run's limit here (``--concurrency``, a config's ``concurrency``), so a run
+        asking for 256 calls in flight gets 256 rather than this backend's own ``concurrency`` option. Event loops
+        that already hold an HTTP session keep their old limit until :meth:`aclose` (the executor closes the
+        session after every run); the next session uses the new one.
+
+        Raises:
+            ValueError: ``concurrency`` below 1.
+        """
+        if int(concurrency) < 1:
+            raise ValueError(f"openai backend: concurrency must be >= 1, got {concurrency}")
+        self.concurrency = int(concurrency)
+
     async def aclose(self) -> None:
         """Close the HTTP client bound to the running event loop."""
         state = self._states.pop(asyncio.get_running_loop(), None)
@@ -334,14 +351,17 @@ class OpenAIBackend(Backend):
     def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         state = self._states.get(loop)
-        if state is None:
+        if state is None or (state.limit != self.concurrency and state.in_use == 0):
             headers = {"Content-Type": "application/json"}
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if key:
                 headers["Authorization"] = f"Bearer {key}"
             cls = AiohttpTransport if self.transport == "aiohttp" else HttpxTransport
+            if state is not None:  # the limit changed between runs on this loop: a session of the new size
+                old = state.transport
+                loop.create_task(old.aclose())
             state = _LoopState(transport=cls(headers, self.concurrency, self.timeout),
-                               semaphore=asyncio.Semaphore(self.concurrency))
+                               semaphore=asyncio.Semaphore(self.concurrency), limit=self.concurrency)
             self._states[loop] = state
         return state
 
@@ -386,6 +406,13 @@ class OpenAIBackend(Backend):
         self.stats["retries"] += 1
 
     async def _post(self, state: _LoopState, body: dict[str, Any], tried: list[str]) -> list[Generation]:
+        state.in_use += 1
+        try:
+            return await self._post_in(state, body, tried)
+        finally:
+            state.in_use -= 1
+
+    async def _post_in(self, state: _LoopState, body: dict[str, Any], tried: list[str]) -> list[Generation]:
         async with state.semaphore:
             self.stats["attempts"] += 1
             base = self._pool.acquire(tried)

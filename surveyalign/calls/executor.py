@@ -80,6 +80,9 @@ async def _run_async(backend: Any, calls: Sequence[Call], concurrency: int, reco
     """``concurrency`` workers pull runs of calls (the K samples of one prompt: :func:`fuse_samples`) and await
     one ``agenerate(n=len(run))`` each; every answer is recorded on arrival."""
     pending = list(reversed(fuse_samples(calls)))
+    set_limit = getattr(backend, "set_concurrency", None)
+    if callable(set_limit):  # one knob: the run's limit is what the backend keeps in flight (issue 23)
+        set_limit(concurrency)
 
     async def worker() -> None:
         while pending:
@@ -183,7 +186,9 @@ def run_calls(calls: Sequence[Call], on_result: OnResult, *, concurrency: int | 
     Args:
         calls: the calls, in any order; grouped by backend, each group run in turn.
         on_result: receives ``(call, generation, seconds)`` for every call (under a lock).
-        concurrency: requests in flight for a native-async backend (default: its ``concurrency``, else 32).
+        concurrency: requests in flight for a native-async backend (default: its ``concurrency``, else 32); a
+            backend with ``set_concurrency`` (the ``openai`` one) is set to it, so this is what is in flight, not
+            capped by the backend's own ``concurrency`` option.
         batch_size: prompts per ``generate`` call for the other backends (default: the backend's ``batch_size``,
             else 256 for vLLM, 8 otherwise).
         progress: show a tqdm bar on stderr.

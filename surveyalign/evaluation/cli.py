@@ -61,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizer", metavar="DIR",
                    help="tokenizer folder to count prompt tokens with (overrides `tokenizer`; needed to shorten "
                    "prompts for API backends)")
-    p.add_argument("--concurrency", type=positive_int, help="calls in flight for async backends (overrides `concurrency`)")
+    p.add_argument("--concurrency", type=positive_int, help="requests in flight for API backends: exactly this many (overrides `concurrency` and the "
+                   "backend's own `backend.options.concurrency`; default: that option, else 32)")
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"),

@@ -77,7 +77,8 @@ class EvalConfig(ModelRole):
     resume: bool = Field(True, description="reuse calls.jsonl of an earlier run in the same folder")
     retry_errors: bool = Field(True, description="on resume, call again where the cached answer was an API error")
     concurrency: int | None = Field(
-        None, ge=1, description="calls in flight (async backends); default: backend option `concurrency` or 32"
+        None, ge=1, description="requests in flight (API backends), overriding the backend's own option `concurrency`; "
+        "default: that option, or 32"
     )
     batch_size: int | None = Field(
         None, ge=1, description="prompts per generate() call (sync backends); default: option `batch_size` or 8"
