@@ -16,19 +16,38 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
+    "LIGATURES",
     "REFERENCE_FORMATS",
     "REFERENCE_STATUSES",
     "Paper",
     "Reference",
     "ReferenceList",
     "first_author_surname",
+    "fix_ligatures",
     "normalise_arxiv",
     "normalise_doi",
     "year_in_text",
 ]
 
 #: Input formats a reference list can come from (values of :attr:`Reference.source`).
-REFERENCE_FORMATS: tuple[str, ...] = ("bibtex", "latex", "markdown", "tei")
+REFERENCE_FORMATS: tuple[str, ...] = ("bibtex", "latex", "markdown", "tei", "jats")
+
+#: Latin ligature code points U+FB00-FB06 (what PDF text extraction leaves: "Eﬃcient") -> their letters.
+LIGATURES: dict[str, str] = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
+                             "\ufb05": "st", "\ufb06": "st"}
+_LIGATURE_TABLE = str.maketrans(LIGATURES)
+
+
+def fix_ligatures(text: str) -> str:
+    """Replace the ligature code points U+FB00-FB06 by their letters ("Eﬃcient" -> "Efficient").
+
+    Args:
+        text: any extracted text (PDF page text, a title, a reference entry).
+
+    Returns:
+        The text with every ligature spelled out (other characters untouched; same text when there is none).
+    """
+    return text.translate(_LIGATURE_TABLE) if text else text
 
 #: Values of :attr:`Paper.references_status`.
 REFERENCE_STATUSES: tuple[str, ...] = ("complete", "partial", "incomplete", "unknown")
@@ -150,6 +169,8 @@ class Paper:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
             raise ValueError(f"a paper needs a non-empty id (title {self.title!r})")
+        self.title = fix_ligatures(self.title or "")
+        self.abstract = fix_ligatures(self.abstract or "")
         self.doi = normalise_doi(self.doi)
         self.arxiv_id = normalise_arxiv(self.arxiv_id)
 
@@ -257,6 +278,9 @@ class Reference:
     source: str = ""
 
     def __post_init__(self) -> None:
+        self.title, self.venue, self.raw = (fix_ligatures(self.title), fix_ligatures(self.venue),
+                                            fix_ligatures(self.raw))
+        self.authors = [fix_ligatures(name) for name in self.authors]
         self.doi = normalise_doi(self.doi)
         self.arxiv_id = normalise_arxiv(self.arxiv_id)
 

@@ -40,7 +40,7 @@ from surveyalign.documents.limits import (
     DocumentLimitError,
     DocumentLimits,
 )
-from surveyalign.documents.papers import ReferenceList
+from surveyalign.documents.papers import ReferenceList, fix_ligatures
 from surveyalign.documents.references import (
     parse_bibtex,
     parse_latex_bibliography,
@@ -254,14 +254,22 @@ def _content_bytes(page: Any) -> int:
 def _pdf_limited(path: Path, limits: DocumentLimits) -> tuple[list[str], str]:
     """Page texts and metadata title of a PDF, within ``limits`` (pages, decompressed bytes, seconds)."""
     from pypdf import PdfReader
+    from pypdf.errors import DependencyError
 
     def over(what: str) -> DocumentLimitError:
         return DocumentLimitError(f"{path}: {what}; not read (set {DOCUMENT_LIMITS_ENV} to raise the limit)")
 
     start = time.monotonic()
     reader = PdfReader(path)
-    if reader.is_encrypted:
-        raise ValueError(f"{path}: the PDF is encrypted; decrypt it first (e.g. qpdf --decrypt)")
+    if reader.is_encrypted:  # an empty user password (owner-only restrictions) opens; a real one is refused
+        try:
+            opened = reader.decrypt("")
+        except (DependencyError, NotImplementedError) as exc:
+            raise ValueError(f"{path}: the PDF is encrypted with a scheme pypdf cannot open here "
+                             f"({' '.join(str(exc).split())}); decrypt it first (e.g. qpdf --decrypt)") from None
+        if not opened:
+            raise ValueError(f"{path}: the PDF is protected by a password; decrypt it first "
+                             f"(e.g. qpdf --password=... --decrypt)")
     n_pages = len(reader.pages)
     if n_pages > limits.pdf_max_pages:
         raise over(f"{n_pages} pages, above pdf_max_pages={limits.pdf_max_pages}")
@@ -414,6 +422,9 @@ def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool
         document = _read_jats(path)
     else:
         document = _read_pdf(path, pdf_extractor, limits or DocumentLimits.from_env())
+    # ligature code points (U+FB00-FB06, left by PDF converters) spelled out in everything extracted
+    document.text, document.title = fix_ligatures(document.text), fix_ligatures(document.title)
+    document.bibliography = fix_ligatures(document.bibliography) if document.bibliography else document.bibliography
     document = _guarded(document) if guard else document
     document.title = document.title or extract_title(document.text)
     return document

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from bibtexparser.model import DuplicateBlockKeyBlock
 from surveyalign.documents.papers import (
     Reference,
     ReferenceList,
+    fix_ligatures,
     normalise_arxiv,
     normalise_doi,
     year_in_text,
@@ -33,7 +35,9 @@ from surveyalign.documents.tei import GROBID_URL_ENV, parse_tei_references
 
 __all__ = [
     "cited_keys",
+    "decode_latex_accents",
     "parse_bibtex",
+    "parse_jats_references",
     "parse_latex_bibliography",
     "parse_markdown_references",
     "parse_reference_text",
@@ -48,6 +52,36 @@ _CITE = re.compile(
     r"\\(?:[a-zA-Z]*cite[a-zA-Z]*|citealp|citeauthor)\*?\s*(?:\[[^\]]*\]\s*){0,2}\{([^}]*)\}"
 )
 _COMMENT = re.compile(r"(?<!\\)%.*")
+
+
+_ACCENTS = {"`": "\u0300", "'": "\u0301", "^": "\u0302", '"': "\u0308", "~": "\u0303", "=": "\u0304",
+            ".": "\u0307", "u": "\u0306", "v": "\u030c", "H": "\u030b", "c": "\u0327", "k": "\u0328",
+            "r": "\u030a", "d": "\u0323", "b": "\u0331"}
+_SPECIAL_LETTERS = {"ss": "ß", "oe": "œ", "OE": "Œ", "ae": "æ", "AE": "Æ", "aa": "å", "AA": "Å", "o": "ø",
+                    "O": "Ø", "l": "ł", "L": "Ł", "i": "ı", "j": "ȷ"}
+# \"u \"{u} \'\i \c{c} \v s (letter accents take a braced or space-separated argument, so \url is no \u)
+_ACCENT_RE = re.compile(r"\\(?:(?P<sym>[`'^\"~=.])\s*|(?P<let>[uvHckrdb])(?=[\s{]))\s*"
+                        r"(?:\{\s*(?P<braced>\\[ij](?![A-Za-z])|[A-Za-z])\s*\}|(?P<bare>\\[ij](?![A-Za-z])|[A-Za-z]))")
+_SPECIAL_RE = re.compile(r"\\(ss|oe|OE|ae|AE|aa|AA|o|O|l|L|i|j)(?![A-Za-z])(?:\s*\{\})?")
+
+
+def decode_latex_accents(text: str) -> str:
+    """Replace LaTeX accent macros and special letters by Unicode (``M{\\"u}ller`` -> ``M{ü}ller``,
+    ``Garc{\\'\\i}a`` -> ``Garc{í}a``, ``\\ss`` -> ``ß``), leaving every other macro and brace as written.
+
+    Args:
+        text: LaTeX text (a ``\\bibitem`` list, a title).
+
+    Returns:
+        The text with accents decoded (NFC-composed); the braces around them are kept for :func:`_clean`.
+    """
+    def accent(match: re.Match) -> str:
+        base = match.group("braced") or match.group("bare")
+        base = base[1] if base.startswith("\\") else base
+        return unicodedata.normalize("NFC", base + _ACCENTS[match.group("sym") or match.group("let")])
+
+    text = _ACCENT_RE.sub(accent, text)
+    return _SPECIAL_RE.sub(lambda m: _SPECIAL_LETTERS[m.group(1)], text)
 
 
 def _clean(text: str) -> str:
@@ -151,12 +185,77 @@ def _split_authors(segment: str) -> list[str]:
     return [_clean(part) for part in parts if _clean(part) and len(_clean(part)) > 1]
 
 
+_PARTICLES = frozenset({"van", "von", "de", "der", "den", "del", "della", "da", "di", "du", "la", "le", "dos", "das",
+                        "bin", "ben", "al", "el", "y", "ter", "ten", "zu"})
+_TITLE_WORDS = frozenset({"a", "an", "the", "of", "for", "on", "in", "with", "to", "via", "and", "is", "are", "from",
+                          "by", "using", "towards", "learning", "networks", "models", "survey"})
+_NAME = r"[A-ZÀ-ÖØ-ÞĀ-ſ][\w'’\-]*(?:[ -](?:(?:van|von|de|der|den|del|da|di|du|la|le)\s)?[A-ZÀ-ÖØ-ÞĀ-ſ][\w'’\-]*)*"
+#: Author lists that end before the title, tried in order (each group "a" is the author segment).
+_AUTHOR_SEGMENTS = (
+    # Springer / F1000: "Vaswani, A., Shazeer, N.: Title" and "Alberts B, Kirschner MW, et al.: Title"
+    re.compile(r"^(?P<a>[^:\"“]{2,800}?(?:\b[A-ZÀ-ÖØ-ÞĀ-ſ]\.|\b[A-ZÀ-ÖØ-ÞĀ-ſ]{1,3}|et al\.?))\s*:\s+(?=\S)"),
+    # Vancouver / NLM: "Lee A, Kim BC. Title" (family name, then initials without periods)
+    re.compile(rf"^(?P<a>(?:{_NAME}\s[A-ZÀ-ÖØ-ÞĀ-ſ]{{1,3}}(?:,\s+|(?=\.\s|,?\s*et al)))+(?:,?\s*et al)?)\.\s+(?=\S)"),
+    # family name, initials: "Müller, A., Schmidt, B. J. and Weber, C. Title"
+    re.compile(rf"^(?P<a>(?:{_NAME},\s(?:[A-ZÀ-ÖØ-ÞĀ-ſ]\.\s?-?)+(?:,\s(?:and\s|&\s)?|\s(?:and|&)\s)?)+(?:,?\s*et al\.)?)\s+"
+               r"(?=[A-ZÀ-ÖØ-ÞĀ-ſ\d\"“])"),
+    # initials first: "A. Vaswani, N. M. Shazeer and L. Kaiser. Title"
+    re.compile(rf"^(?P<a>(?:(?:[A-ZÀ-ÖØ-ÞĀ-ſ]\.\s?-?)+\s?{_NAME}(?:,\s(?:and\s)?|\s(?:and|&)\s)?)+(?:,?\s*et al\.?)?)[.,]?\s+"
+               r"(?=[A-ZÀ-ÖØ-ÞĀ-ſ\d\"“])"),
+)
+#: A sentence end inside a reference: ". " not after a lone capital (an initial), or "?" / "!".
+_SENTENCE_END = re.compile(r"(?<!\b[A-ZÀ-ÖØ-ÞĀ-ſ])(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)\.\s+|(?<=[?!])\s+")
+_LABEL = re.compile(r"^\s*(?:\[\d{1,4}\]|\d{1,4}\.(?=\s))\s*")
+
+
+def _looks_like_names(segment: str) -> bool:
+    """True when a segment reads as an author list: mostly short pieces of capitalised words, initials or
+    particles ("Ken- ichi Kawarabayashi", "yelong shen" and "[S]u[snjara" pass as one odd piece among others)."""
+    text = re.sub(r",?\s*et al\.?", "", segment).strip(" .,")
+    if not text or re.search(r"(?<!\bJr)(?<!\bSt)[a-z]{3,}\.\s", text):
+        return False
+    pieces = [piece.split() for piece in re.split(r",\s*(?:and\s+)?|\s+and\s+|\s*&\s*|;\s*", text)]
+    if any(not words or len(words) > 6 for words in pieces):
+        return False
+
+    def name_like(words: list[str]) -> bool:
+        capital = sum(w[0].isupper() or w.lower() in _PARTICLES or not w[0].isalpha() for w in words)
+        return capital * 2 > len(words) or len(words) <= 2 and not any(w.lower() in _TITLE_WORDS for w in words)
+
+    if re.match(r"[A-ZÀ-ÖØ-ÞĀ-ſ]\.", text):  # initials first (IEEE): every author has initials ("S. Kullback, Title")
+        return all(re.match(r"(?:[A-ZÀ-ÖØ-ÞĀ-ſ]\.\s?-?)+", " ".join(words)) for words in pieces)
+    if len(pieces) == 1:  # one name: every word capitalised ("Lee A. Specific graphs" is no name)
+        return all(w[0].isupper() or w.lower() in _PARTICLES or not w[0].isalpha() for w in pieces[0])
+    return sum(name_like(words) for words in pieces) >= 0.6 * len(pieces)
+
+
+def _author_lead(text: str) -> bool:
+    """True when the text before an ACM / APA year can be its author list (names, or one phrase such as
+    "BIG bench authors" without a sentence end)."""
+    return _looks_like_names(text) or bool(text) and not re.search(r"[a-z\d]{2,}[.?!]\s", text)
+
+
+def _first_sentence(text: str) -> str:
+    """The reference's title: ``text`` up to its first sentence end (a ``?`` or ``!`` is kept)."""
+    found = _SENTENCE_END.search(text)
+    return text[:found.start()] if found else text
+
+
 def parse_reference_text(text: str, key: str, source: str = "markdown") -> Reference:
     """Read title, authors, year, DOI and arXiv id from one free-text reference entry.
 
-    Recognised layouts: IEEE (``A. Author, B. Author, "Title," Venue, 2020.``), ACM / ACL
-    (``Authors. 2020. Title. Venue.``), APA (``Author, A. and Author, B. (2020). Title. Venue.``) and plain
-    ``Authors. Title. Venue, 2020.``.
+    Rule-based (no maintained Python parser covers survey reference styles without a heavy CRF / ML model).
+    Recognised layouts, a leading ``[n]`` / ``n.`` label removed first:
+
+    * IEEE: ``A. Author, B. Author, "Title," in Proc. X, 2020.`` (the quoted title);
+    * ACM / ACL: ``Authors. 2020. Title. In Venue.``; APA: ``Author, A. and Author, B. (2020). Title. Venue.``;
+    * Springer: ``Author, A., Author, B.: Title. In: Venue, pp. 1-9 (2020)``;
+    * Vancouver / NLM: ``Lee A, Kim BC. Title. Journal. 2019;12:1-9.``;
+    * plain ``Authors. Title. Venue, 2020.`` and a title first with no authors
+      (``Parameter-efficient transfer learning for NLP. In Proc. ICML``).
+
+    The title runs to the first sentence end (``. `` not after an initial; a ``?`` / ``!`` is kept), so
+    ``In Proc.``, a journal name or a year never become the title.
 
     Args:
         text: the entry (whitespace is collapsed).
@@ -166,31 +265,49 @@ def parse_reference_text(text: str, key: str, source: str = "markdown") -> Refer
     Returns:
         The :class:`Reference` (``title`` may be a best guess for other layouts; ``raw`` keeps the text).
     """
-    raw = re.sub(r"\s+", " ", text).strip()
+    raw = fix_ligatures(re.sub(r"\s+", " ", text).strip())
     doi, arxiv = _ids_in(raw)
-    quoted = re.search(r"[\"“``]{1,2}(.+?)[,.]?[\"”'']{1,2}", raw)
+    body = _LABEL.sub("", raw)
+    # a quoted title; an opening quote after the authors whose closing quote was lost runs to the sentence end
+    quoted = (re.search(r"[\"“](.+?)[,.]?[\"”]|``(.+?)[,.]?''", body)
+              or re.search(r"(?<=,\s)[\"“](.+?)(?:[,.]\s|$)()", body))
     title, authors_text = "", ""
-    year_dot = re.search(r"(?:^|[.,]\s)((?:19|20)\d\d)[a-z]?\.\s", raw)  # ACM / ACL: "Authors. 2020. Title."
-    apa = re.search(r"\(((?:19|20)\d\d)[a-z]?\)[.,]?\s", raw)  # APA: "Authors (2020). Title."
-    if quoted:
-        title = quoted.group(1)
-        authors_text = raw[:quoted.start()]
-    elif year_dot or apa:
-        found = year_dot or apa
-        authors_text = raw[:found.start(1) - (1 if found is apa else 0)]
-        title = re.split(r"(?<![A-Z])[.?!]\s+", raw[found.end():], maxsplit=1)[0]
+    year_dot = re.search(r"(?:^|[.,]\s)((?:19|20)\d\d)[a-z]?\.(?:\s|$)", body)  # ACM / ACL: "Authors. 2020. Title."
+    apa = re.search(r"\(((?:19|20)\d\d)[a-z]?\)[.,:]?\s", body)  # APA: "Authors (2020). Title."
+    dated = next((found for found in (year_dot, apa) if found is not None and body[found.end():].strip()
+                  and _author_lead(body[:found.start(1) - (1 if found is apa else 0)].rstrip(". ("))), None)
+    if quoted and (not dated or quoted.start() < dated.start()):
+        title = quoted.group(1) or quoted.group(2)
+        authors_text = body[:quoted.start()]
+    elif dated:
+        authors_text = body[:dated.start(1) - (1 if dated is apa else 0)]
+        title = _first_sentence(body[dated.end():])
     else:
-        parts = re.split(r"(?<=[a-z\d)])\.\s+", raw)
-        authors_text = parts[0] if len(parts) > 1 else ""
-        title = parts[1] if len(parts) > 1 else raw
-    return Reference(key=key, title=_clean(title).rstrip("."), authors=_split_authors(authors_text.rstrip(". (")),
+        # a Springer colon or a "Family, I." list first; then "Authors. Title." when the first sentence reads
+        # as names; then the author lists that end with an initial (Vancouver "Lee A.", "A. Vaswani")
+        first = _SENTENCE_END.search(body)
+        lead = body[:first.start()] if first else ""
+        segments = [found for pattern in _AUTHOR_SEGMENTS for found in [pattern.match(body)]
+                    if found and _looks_like_names(found.group("a"))]
+        if segments and segments[0].re in (_AUTHOR_SEGMENTS[0], _AUTHOR_SEGMENTS[2]):
+            authors_text, rest = segments[0].group("a"), body[segments[0].end():]
+        elif first and _looks_like_names(lead):
+            authors_text, rest = lead, body[first.end():]
+        elif segments:
+            authors_text, rest = segments[0].group("a"), body[segments[0].end():]
+        else:
+            rest = body
+        title = _first_sentence(re.sub(r"^\[?n\.\s?d\.\]?\.?\s*", "", rest))
+    return Reference(key=key, title=_clean(title).rstrip("."), authors=_split_authors(authors_text.rstrip(". (:")),
                      year=year_in_text(raw), doi=doi, arxiv_id=arxiv, raw=raw, source=source)
 
 
 def parse_latex_bibliography(latex: str, *, path: str | None = None) -> ReferenceList:
     """Read the ``\\bibitem`` entries of ``thebibliography`` environments in a LaTeX text.
 
-    Entries run from one ``\\bibitem[label]{key}`` to the next (or to ``\\end{thebibliography}``);
+    LaTeX accents (``M{\\"u}ller``, ``\\'\\i``, ``\\ss``) are decoded first (:func:`decode_latex_accents`), as
+    :func:`parse_bibtex` does for ``.bib`` files, so an accent never cuts an entry. Entries run from one
+    ``\\bibitem[label]{key}`` to the next (or to ``\\end{thebibliography}``);
     ``\\newblock`` separates authors, title and venue when present. Commented-out lines are ignored.
 
     Args:
@@ -200,7 +317,7 @@ def parse_latex_bibliography(latex: str, *, path: str | None = None) -> Referenc
     Returns:
         A :class:`ReferenceList` (``source="latex"``, key = the ``\\bibitem`` key).
     """
-    text = "\n".join(_COMMENT.sub("", line) for line in latex.splitlines())
+    text = decode_latex_accents("\n".join(_COMMENT.sub("", line) for line in latex.splitlines()))
     refs: list[Reference] = []
     problems: list[str] = []
     for env in re.findall(r"\\begin\{thebibliography\}(.*?)(?:\\end\{thebibliography\}|\Z)", text, re.DOTALL):
@@ -309,12 +426,46 @@ def parse_markdown_references(markdown: str, *, path: str | None = None) -> Refe
     return ReferenceList(refs, problems, "markdown", path)
 
 
+def parse_jats_references(xml: str | bytes, *, path: str | None = None) -> ReferenceList:
+    """Read the reference list of a JATS XML article (``<ref-list>`` in ``<back>``; referee reports' own
+    references, in ``<sub-article>``, are not the article's and are left out).
+
+    Args:
+        xml: the JATS document.
+        path: the file name, recorded in the result and in error messages.
+
+    Returns:
+        A :class:`ReferenceList` (``source="jats"``, key = the ``<ref>`` label, else its number); each entry's
+        title is its ``article-title`` (else ``chapter-title`` / ``source``), ``raw`` the citation as printed.
+
+    Raises:
+        ValueError: malformed XML or a root other than ``<article>`` (:class:`~surveyalign.documents.JatsError`).
+    """
+    from surveyalign.documents.jats import parse_jats
+
+    article = parse_jats(xml, source=path or "<jats>")
+    refs = [Reference(key=ref.label.strip("[]. ") or str(ref.number), title=_clean(ref.title).rstrip("."),
+                      authors=list(ref.authors), year=year_in_text(ref.year), doi=ref.doi or _ids_in(ref.text)[0],
+                      arxiv_id=_ids_in(ref.text)[1], raw=ref.text, source="jats")
+            for ref in article.references]
+    problems = [] if refs else [f"{path or 'jats'}: the article has no <ref-list> references"]
+    return ReferenceList(refs, problems, "jats", path)
+
+
+def _xml_root(data: bytes) -> str:
+    """Local name of an XML document's root element ("" when it cannot be told from the first 64 kB)."""
+    head = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", data[:65536], flags=re.DOTALL)
+    found = re.search(rb"<\s*(?:[A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)", head)
+    return found.group(1).decode("ascii", "replace") if found else ""
+
+
 def read_references(path: str | Path, *, pdf_reader: Callable[[Path], ReferenceList] | None = None
                     ) -> ReferenceList:
     """Read a reference list from a file, choosing the reader from its suffix.
 
     ``.bib`` -> :func:`parse_bibtex`; ``.tex`` / ``.bbl`` -> :func:`parse_latex_bibliography`; ``.md`` /
-    ``.markdown`` / ``.txt`` -> :func:`parse_markdown_references`; ``.xml`` / ``.tei`` -> :func:`parse_tei_references`;
+    ``.markdown`` / ``.txt`` -> :func:`parse_markdown_references`; ``.xml`` / ``.tei`` -> :func:`parse_tei_references` (GROBID
+    TEI root) or :func:`parse_jats_references` (JATS ``<article>`` root; any other root is refused by name);
     ``.pdf`` -> ``pdf_reader`` (a GROBID server: ``surveyalign.knowledge.GrobidClient().references``, which reads
     the server named by ``GROBID_URL``).
 
@@ -327,7 +478,8 @@ def read_references(path: str | Path, *, pdf_reader: Callable[[Path], ReferenceL
 
     Raises:
         OSError: the file cannot be read.
-        ValueError: an unknown suffix (the message lists the known ones), malformed TEI XML, or a PDF
+        ValueError: an unknown suffix (the message lists the known ones), malformed XML, an XML root that is
+            neither TEI nor JATS, or a PDF
             without a ``pdf_reader``.
     """
     path = Path(path)
@@ -346,5 +498,12 @@ def read_references(path: str | Path, *, pdf_reader: Callable[[Path], ReferenceL
         raise ValueError(f"{path}: cannot tell the reference format from suffix {suffix!r}; "
                          f"known: {sorted(readers)}")
     if suffix in (".xml", ".tei"):
-        return parse_tei_references(path.read_bytes(), path=str(path))
+        data = path.read_bytes()
+        root = _xml_root(data)
+        if root == "article":
+            return parse_jats_references(data, path=str(path))
+        if root not in ("TEI", "teiCorpus", "listBibl", "biblStruct"):
+            raise ValueError(f"{path}: an XML file with root <{root or '?'}> is not a reference format read here; "
+                             "known XML: GROBID TEI (<TEI>) and JATS articles (<article>)")
+        return parse_tei_references(data, path=str(path))
     return readers[suffix](path.read_text(encoding="utf-8", errors="replace"), path=str(path))

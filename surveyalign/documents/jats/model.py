@@ -62,6 +62,7 @@ class JatsReference:
         doi: DOI from ``<pub-id pub-id-type="doi">``, "" when absent.
         title: article or book title of the cited work, "" when absent.
         year: publication year as printed, "" when absent.
+        authors: the cited authors as printed ("Lee A"), in order; empty when the citation names none.
     """
 
     number: int
@@ -71,6 +72,7 @@ class JatsReference:
     doi: str = ""
     title: str = ""
     year: str = ""
+    authors: list[str] = field(default_factory=list)
 
 
 @dataclass

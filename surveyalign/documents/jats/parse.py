@@ -222,8 +222,28 @@ def _contributors(front, contrib_type: str | None = None) -> list[str]:
     return names
 
 
+def _cited_authors(cit) -> list[str]:
+    """Author names of a citation: ``<person-group>`` members, else ``<name>`` / ``<collab>`` children (older NLM)."""
+    groups = [g for g in cit.iter() if _local(g) == "person-group"]
+    holders = groups or [cit]
+    return [n for h in holders for n in (_cited_name(c) for c in h if _local(c) in ("name", "string-name", "collab"))
+            if n]
+
+
+def _glued(cit) -> bool:
+    """True when a citation holds elements with no text between them (the older NLM ``<citation>`` style, whose
+    element texts would run together: "Lee AGraph networks for moleculesNature2019")."""
+    children = [c for c in cit if _local(c)]
+    if not children:
+        return False
+    between = (cit.text or "") + "".join(c.tail or "" for c in children)
+    return not between.strip()
+
+
 def _element_citation(cit) -> str:
-    parts = [_person_group(g) for g in cit.iter("person-group")]
+    """A structured citation printed with separators: "Lee A, Kim B. Title. Source. 2019. 12:1-9. doi:..."."""
+    groups = [g for g in cit.iter() if _local(g) == "person-group"]
+    parts = [_person_group(g) for g in groups] if groups else [", ".join(_cited_authors(cit))]
     for tag in ("article-title", "chapter-title", "source", "year"):
         node = _child(cit, tag)
         if node is not None:
@@ -234,7 +254,8 @@ def _element_citation(cit) -> str:
         parts.append(":".join(x for x in (vol, pages) if x))
     ids = [f"{_PUB_ID_NAMES[p.get('pub-id-type')]}{_text(p)}" for p in _children(cit, "pub-id")
            if p.get("pub-id-type") in _PUB_ID_NAMES]
-    return ". ".join(p for p in parts if p) + ("." if parts else "") + "".join(f" {i}" for i in ids)
+    parts = [p.rstrip(".") for p in parts if p.rstrip(".")]
+    return ". ".join(parts) + ("." if parts else "") + "".join(f" {i}" for i in ids)
 
 
 def _references(back) -> list[JatsReference]:
@@ -246,7 +267,7 @@ def _references(back) -> list[JatsReference]:
             cit = next((c for c in ref if _local(c) in _CITATION_TAGS), None)
             if cit is None:
                 text = _text(ref)
-            elif _local(cit) == "element-citation":
+            elif _local(cit) == "element-citation" or _glued(cit):
                 text = _element_citation(cit)
             else:
                 text = _norm(_inline(cit))
@@ -255,6 +276,7 @@ def _references(back) -> list[JatsReference]:
             refs.append(JatsReference(
                 number=len(refs) + 1, text=text, label=_text(_child(ref, "label")), id=ref.get("id", ""),
                 doi=doi, title=title, year=next((_text(y) for y in ref.iter("year")), ""),
+                authors=_cited_authors(cit) if cit is not None else [],
             ))
     return refs
 
