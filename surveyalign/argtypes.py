@@ -11,6 +11,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from surveyalign.constants import Dimension, parse_dimension
+
 __all__ = ["bool_value", "dimension_list", "dimension_value", "int_at_least", "non_negative_float", "number_between",
            "positive_float", "positive_int", "probability"]
 
@@ -77,21 +79,23 @@ def bool_value(text: str) -> bool:
     return lowered == "true"
 
 
-def dimension_value(text: str) -> str:
-    """A ``type=`` function for one dimension name (any case) -> its canonical lower-case name.
+def dimension_value(text: str) -> Dimension:
+    """A ``type=`` function for one dimension name (any case) -> its :data:`~surveyalign.constants.Dimension`.
+
+    The command-line edge parser of a dimension (one of the three callers of
+    :func:`~surveyalign.constants.parse_dimension`); handlers pass the parsed value on unchanged.
 
     Raises:
-        argparse.ArgumentTypeError: not one of the four SurveyReview dimensions.
+        argparse.ArgumentTypeError: not one of the four SurveyReview dimensions (argparse prints
+            ``argument --dimension: unknown dimension 'x'; expected one of ...`` and exits 2).
     """
-    from surveyalign.constants import normalise_dimension
-
     try:
-        return normalise_dimension(text)
+        return parse_dimension(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def dimension_list(text: str) -> list[str]:
+def dimension_list(text: str) -> list[Dimension]:
     """A ``type=`` function for comma-separated dimension names (``readability,Structure``).
 
     Raises:

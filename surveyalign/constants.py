@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, get_args
+
+#: A review dimension: one of the four canonical lower-case names (SurveyReview Table 2). A value of this type
+#: is parsed once where it enters the program (see :func:`parse_dimension`) and trusted from then on.
+Dimension = Literal["readability", "structure", "comprehensiveness", "criticalness"]
 
 #: The four review dimensions, in the order the paper reports them (SurveyReview Table 2).
-DIMENSIONS: tuple[str, ...] = ("readability", "structure", "comprehensiveness", "criticalness")
+DIMENSIONS: tuple[Dimension, ...] = get_args(Dimension)
 
 #: Benchmark score space; 0 (not mentioned) and -3 (unjudgeable) are excluded upstream.
 VALID_SCORES: tuple[int, ...] = (-2, -1, 1, 2)
@@ -59,22 +63,29 @@ SURVEYREVIEW_CITATION = """\
 DELTA_S: float = 4.0
 
 
-def normalise_dimension(name: str) -> str:
-    """Return the canonical lower-case dimension name.
+def parse_dimension(name: object) -> Dimension:
+    """Parse a dimension name given by a person into the typed :data:`Dimension` (the one normaliser).
+
+    Called only by the three edge parsers, where a dimension enters the program:
+    ``surveyalign.argtypes.dimension_value`` (command-line flags), ``surveyalign.yamlconfig.DimensionName``
+    (YAML / pydantic configs and recipe YAMLs) and ``surveyalign.data.schema.row_dimension`` (dataset rows,
+    prediction records, score columns). Everything inside takes a :data:`Dimension` and does not parse it again
+    (``tests/test_dimension_edges.py`` counts the call sites).
 
     Args:
-        name: a dimension name in any case, e.g. "Readability" or "COMPREHENSIVENESS".
+        name: a dimension name in any case and with surrounding spaces, e.g. "Readability" or " CRITICALNESS".
 
     Returns:
         One of :data:`DIMENSIONS`.
 
     Raises:
-        ValueError: if ``name`` is not one of the four SurveyReview dimensions.
+        ValueError: if ``name`` is not one of the four SurveyReview dimensions, in one line naming the value and
+            the valid names (``unknown dimension 'novelty'; expected one of readability, ...``).
     """
     key = str(name).strip().lower()
     if key not in DIMENSIONS:
         raise ValueError(f"unknown dimension {name!r}; expected one of {', '.join(DIMENSIONS)}")
-    return key
+    return key  # type: ignore[return-value]  # checked against DIMENSIONS just above
 
 
 def count_statuses(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -32,9 +32,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from surveyalign import __version__
+from surveyalign.argtypes import dimension_value
 from surveyalign.backends import GenerationSettings
-from surveyalign.constants import normalise_dimension
 from surveyalign.paths import resource_path
+from surveyalign.yamlconfig import DimensionName
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = "configs/demo.yaml"
@@ -97,7 +98,7 @@ class DemoConfig(BaseModel):
     sources: str | None = Field(None, description="optional JSON file mapping uid -> review source")
     seed: int = Field(42, description="seed of the paper-level split and of training")
     model: str | None = Field(None, description="local base model folder (None = build the tiny Qwen3)")
-    dimension: str = Field("readability", description="dimension whose adapter is trained and evaluated")
+    dimension: DimensionName = Field("readability", description="dimension whose adapter is trained and evaluated")
     sft_config: str = Field("configs/sft/demo.yaml", description="recipe YAML for recipes/sft.py")
     accelerate_config: str | None = Field(None, description="accelerate config file (None = 1 local process)")
     train_overrides: list[str] = Field(default_factory=list, description="extra recipe flags, e.g. ['--max_steps', '5']")
@@ -124,7 +125,6 @@ class DemoConfig(BaseModel):
             cfg = cls.model_validate(data)
         except ValidationError as err:
             raise ValueError(validation_line(err, str(path or "<defaults>"), "demo config")) from None
-        normalise_dimension(cfg.dimension)
         return cfg
 
 
@@ -155,7 +155,7 @@ def _train_adapter(cfg: DemoConfig, model_dir: Path, data_dir: Path, out_dir: Pa
         cmd += ["--num_processes", "1", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
     cmd += [str(recipe), "--config", str(sft_yaml), "--model_name_or_path", str(model_dir),
             "--dataset_path", str(data_dir), "--output_dir", str(out_dir), "--seed", str(cfg.seed),
-            "--dimension", normalise_dimension(cfg.dimension), *cfg.train_overrides]
+            "--dimension", cfg.dimension, *cfg.train_overrides]
     stamp = hashlib.sha256(json.dumps([cmd[3:], sft_yaml.read_text()], sort_keys=True).encode()).hexdigest()
     stamp_file = out_dir / ".demo_stamp"
     if (not cfg.retrain and (out_dir / "adapter_config.json").exists() and stamp_file.exists()
@@ -267,7 +267,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     t0 = time.time()
     work = Path(cfg.workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    dimension = normalise_dimension(cfg.dimension)
+    dimension = cfg.dimension
 
     # 1. model
     if cfg.model:
@@ -405,6 +405,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workdir", default=None, help="output folder (default from the YAML: runs/demo)")
     p.add_argument("--official", default=None, help="release folder in the official layout (default: shipped sample)")
     p.add_argument("--model", default=None, help="local base model folder (default: build the tiny Qwen3)")
-    p.add_argument("--dimension", default=None, help="dimension to train and evaluate (default: readability)")
+    p.add_argument("--dimension", type=dimension_value, default=None,
+                   help="dimension to train and evaluate (default: readability)")
     p.add_argument("--retrain", action="store_true", help="train again even if a matching adapter exists")
     p.set_defaults(handler=_cmd_demo)

@@ -3,6 +3,11 @@
 :func:`read_yaml_mapping` is the one reader: a missing file, a YAML syntax error and a top level that is not a
 mapping each give a one-line error naming the file (and, for a syntax error, the line and column), so the
 command line reports them as a user error instead of a traceback.
+
+:data:`DimensionName` is the config edge parser of a dimension: every config field (or mapping key) that names a
+dimension has this type, so a YAML value in any case becomes a canonical
+:data:`~surveyalign.constants.Dimension` when the config is validated, and an unknown name is reported under
+its key (``dimensions.1: unknown dimension 'novelty'; expected one of ...``).
 """
 
 from __future__ import annotations
@@ -10,11 +15,32 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BeforeValidator
 
-__all__ = ["apply_overrides", "read_yaml_mapping", "validation_line", "yaml_error_line"]
+from surveyalign.constants import Dimension, parse_dimension
+
+__all__ = ["DimensionName", "apply_overrides", "dimension_setting", "read_yaml_mapping", "validation_line",
+           "yaml_error_line"]
+
+
+def dimension_setting(value: object) -> Dimension:
+    """Parse a dimension named in a config (a YAML value or key, a recipe argument): any case -> :data:`Dimension`.
+
+    The config edge parser (one of the three callers of :func:`~surveyalign.constants.parse_dimension`); used by
+    :data:`DimensionName` and by the recipe dataclasses of ``surveyalign.training.arguments``.
+
+    Raises:
+        ValueError: ``unknown dimension 'novelty'; expected one of readability, structure, ...``.
+    """
+    return parse_dimension(value)
+
+
+#: The pydantic type of a config field (or mapping key) naming a dimension: any case in, a canonical
+#: :data:`~surveyalign.constants.Dimension` out; an unknown name is a validation error naming the value.
+DimensionName = Annotated[Dimension, BeforeValidator(dimension_setting)]
 
 
 def yaml_error_line(err: yaml.YAMLError) -> str:

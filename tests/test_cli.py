@@ -20,13 +20,17 @@ def test_no_command_prints_help_and_exits_zero(capsys):
     assert "usage: surveyalign" in capsys.readouterr().out
 
 
-def test_user_error_is_one_line_with_exit_2(capsys):
-    assert main(["demo", "--dimension", "novelty"]) == 2
+def test_user_error_is_one_line_with_exit_2(capsys, tmp_path):
+    bad = tmp_path / "demo.yaml"
+    bad.write_text("dimension: novelty\n")
+    assert main(["demo", "--config", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "surveyalign demo: error: ValueError: unknown dimension 'novelty'" in err
+    assert f"surveyalign demo: error: ValueError: {bad}: invalid demo config: dimension: unknown dimension 'novelty'" in err
     assert "Traceback" not in err
 
 
-def test_traceback_flag_reraises():
+def test_traceback_flag_reraises(tmp_path):
+    bad = tmp_path / "demo.yaml"
+    bad.write_text("dimension: novelty\n")
     with pytest.raises(ValueError, match="novelty"):
-        main(["--traceback", "demo", "--dimension", "novelty"])
+        main(["--traceback", "demo", "--config", str(bad)])

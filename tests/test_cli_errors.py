@@ -99,8 +99,10 @@ def test_ka_show_unknown_dimension_says_so(tmp_path, capsys):
     (tmp_path / "ka").mkdir()
     record = {"paper_id": "sr0001", "dimension": "comprehensiveness", "unit_ids": ["sr0001-r1::comprehensiveness"]}
     (tmp_path / "ka" / "records.jsonl").write_text(json.dumps(record) + "\n")
-    line = _one_line_error(capsys, ["ka", "show", "sr0001", "--dataset", str(tmp_path), "--dimension", "readablty"])
-    assert "unknown dimension 'readablty'" in line
+    with pytest.raises(SystemExit) as exc:  # a flag error (argtypes.dimension_value), as for every --dimension
+        main(["ka", "show", "sr0001", "--dataset", str(tmp_path), "--dimension", "readablty"])
+    assert exc.value.code == 2
+    assert "argument --dimension: unknown dimension 'readablty'" in capsys.readouterr().err
     line = _one_line_error(capsys, ["ka", "show", "sr0001", "--dataset", str(tmp_path), "--dimension", "Criticalness"])
     assert "no KA record for 'sr0001' on criticalness" in line
 

@@ -19,7 +19,7 @@ SURVEY = "# Graph neural networks: a survey\n\n## Introduction\nGraph neural net
 
 
 def test_constant_judge_scores_a_survey_with_its_rationale():
-    verdict = Judge(load_backend("constant", score=-1, rationale="Dense prose.")).judge(SURVEY, "Readability")
+    verdict = Judge(load_backend("constant", score=-1, rationale="Dense prose.")).judge(SURVEY, "readability")
     assert (verdict.dimension, verdict.status, verdict.score, verdict.rationale, verdict.reason) == \
         ("readability", "scored", -1, "Dense prose.", None)
     (sample,) = verdict.samples

@@ -53,7 +53,7 @@ def _positions(content: str, parts: list[str]) -> list[int]:
 def test_template_parts_in_app_c_order(dimension, protocol, with_knowledge):
     rubric = RUBRICS[dimension]
     prompt = build_judge_prompt(
-        dimension.upper(), SURVEY, protocol=protocol, knowledge=KNOWLEDGE if with_knowledge else None
+        dimension, SURVEY, protocol=protocol, knowledge=KNOWLEDGE if with_knowledge else None
     )
     content = prompt.content
     parts = [T.ROLE.format(label=rubric.label)]
@@ -165,7 +165,7 @@ def test_prompt_pieces_and_messages():
 
 def test_hash_ignores_survey_title_text_and_knowledge_text():
     base = build_judge_prompt("criticalness", SURVEY, knowledge=KNOWLEDGE, title="A")
-    other = build_judge_prompt("Criticalness", "completely different survey", knowledge="other KA", title="B")
+    other = build_judge_prompt("criticalness", "completely different survey", knowledge="other KA", title="B")
     assert base.template_hash == other.template_hash
     assert len(base.template_hash) == 64 and int(base.template_hash, 16) >= 0
     assert base.content != other.content

@@ -28,14 +28,13 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
 from surveyalign.backends.base import Backend, GenerationSettings
 from surveyalign.backends.registry import BACKENDS, backend_class, load_backend
-from surveyalign.constants import SECRET_NAME, normalise_dimension
-from surveyalign.yamlconfig import read_yaml_mapping, validation_line
+from surveyalign.constants import SECRET_NAME
+from surveyalign.yamlconfig import DimensionName, read_yaml_mapping, validation_line
 
 __all__ = ["ROLE_SHAPE", "BackendConfig", "ModelRole"]
 
@@ -54,7 +53,7 @@ class BackendConfig(BaseModel):
 
     ``per_dimension`` merges extra options for one survey dimension over ``options`` (e.g. one LoRA adapter per
     dimension, SurveyReview §5: ``per_dimension: {criticalness: {adapter: runs/crit-dpo}}``; a served adapter:
-    ``{criticalness: {model: criticalness}}``). Keys are dimension names (normalised); option names are checked
+    ``{criticalness: {model: criticalness}}``). Keys are dimension names (any case, parsed by ``DimensionName``); option names are checked
     against the backend's constructor.
     """
 
@@ -62,14 +61,9 @@ class BackendConfig(BaseModel):
 
     kind: str = Field(..., description="openai | transformers | vllm | constant | scripted")
     options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of load_backend")
-    per_dimension: dict[str, dict[str, Any]] = Field(
+    per_dimension: dict[DimensionName, dict[str, Any]] = Field(
         default_factory=dict, description="dimension -> options merged over `options` for that dimension"
     )
-
-    @field_validator("per_dimension")
-    @classmethod
-    def _dims(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {normalise_dimension(k): v for k, v in value.items()}
 
     @model_validator(mode="after")
     def _known_kind_and_options(self) -> BackendConfig:

@@ -20,6 +20,7 @@ from .schema import (
     ALL_CONFIG,
     COLUMNS,
     ReleaseFormatError,
+    row_dimension,
     surveyreview_features,
 )
 from .split import split_papers
@@ -34,6 +35,7 @@ __all__ = [
     "load_surveyreview",
     "load_train_scores",
     "read_release",
+    "row_dimension",
     "sample_release_dir",
     "split_papers",
     "surveyreview_features",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from surveyalign.constants import DIMENSIONS, SPLITS, normalise_dimension
+from surveyalign.constants import DIMENSIONS, SPLITS, Dimension
 from surveyalign.paths import resource_path
 
 from .schema import ALL_CONFIG
@@ -21,12 +21,12 @@ def sample_release_dir() -> Path:
     return resource_path("sample_release")
 
 
-def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, split: str | None = None):
+def load_surveyreview(path: str | os.PathLike, dimension: Dimension | str = ALL_CONFIG, split: str | None = None):
     """Load a dataset folder written by :func:`surveyalign.data.build_dataset` (offline, no script).
 
     Args:
         path: the dataset folder (holding README.md with the configs and ``data/``).
-        dimension: a dimension name (any case) or "all".
+        dimension: a :data:`~surveyalign.constants.Dimension` (parsed at the edge: flag, config or row) or "all".
         split: "train", "validation", "test" or None for all three.
 
     Returns:
@@ -42,7 +42,9 @@ def load_surveyreview(path: str | os.PathLike, dimension: str = ALL_CONFIG, spli
 
     folder = Path(path)
     check_built_folder(folder)
-    config = ALL_CONFIG if str(dimension).strip().lower() == ALL_CONFIG else normalise_dimension(dimension)
+    config = dimension
+    if config != ALL_CONFIG and config not in DIMENSIONS:  # not parsed here: a wrong name would load nothing
+        raise ValueError(f"unknown dimension {dimension!r}; expected one of {', '.join(DIMENSIONS)} or {ALL_CONFIG}")
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
     from datasets import Dataset, DatasetDict
@@ -82,7 +84,7 @@ def load_train_scores(path: str | os.PathLike) -> dict[str, list[int]]:
     ds = load_surveyreview(path, dimension=ALL_CONFIG, split="train")
     out: dict[str, list[int]] = {}
     for dim, score in zip(ds["dimension"], ds["score"]):
-        out.setdefault(str(dim).lower(), []).append(int(score))
+        out.setdefault(dim, []).append(int(score))  # the build wrote canonical names
     return out
 
 

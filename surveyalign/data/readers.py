@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from surveyalign.constants import DIMENSIONS, SOURCES
+from surveyalign.constants import DIMENSIONS, SOURCES, Dimension
 
 from .layout import (
     RECORD_SETS,
@@ -26,7 +26,7 @@ from .layout import (
     portable_names,
     record_set_of,
 )
-from .schema import ReleaseFormatError
+from .schema import ReleaseFormatError, row_dimension
 
 #: Raw annotation space (App. A): 0 = not mentioned, -3 = unjudgeable, both excluded.
 RAW_SCORES = (-3, -2, -1, 0, 1, 2)
@@ -222,9 +222,12 @@ def load_source_map(path: Path | str) -> dict[str, str]:
     return {str(k): normalise_source(v, path=path, record=str(k), field_name="source") for k, v in data.items()}
 
 
-def _dimension_of(stem: str) -> str | None:
-    key = stem.strip().lower()
-    return key if key in DIMENSIONS else None
+def _dimension_of(stem: str) -> Dimension | None:
+    """The dimension a file name or record names (any case), or None when it names none."""
+    try:
+        return row_dimension(stem)
+    except ValueError:
+        return None
 
 
 def read_release(path: Path | str, *, sources: Path | str | None = None, records: str | None = None) -> Release:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from surveyalign.constants import Dimension, parse_dimension
+
 #: Column name -> type ("string", "int64", or "list" = list of strings), in the order they are written.
 _COLUMN_TYPES: tuple[tuple[str, str], ...] = (
     ("unit_id", "string"),
@@ -28,6 +30,26 @@ COLUMNS: tuple[str, ...] = tuple(name for name, _ in _COLUMN_TYPES)
 
 #: Config holding the units of every dimension.
 ALL_CONFIG = "all"
+
+
+def row_dimension(value: object) -> Dimension:
+    """Parse the dimension of a data row: any case -> :data:`~surveyalign.constants.Dimension`.
+
+    The row edge parser (one of the three callers of :func:`~surveyalign.constants.parse_dimension`): release
+    records and dimension file names (``surveyalign.data.readers``), prediction records
+    (``surveyalign.scoring.validate_records``), training-label files and the ``dimensions`` column given to the
+    metric functions. The caller adds the file / record / field to the message.
+
+    Args:
+        value: the row's dimension, e.g. ``"Readability"`` (official raw release) or ``"criticalness"``.
+
+    Returns:
+        One of :data:`~surveyalign.constants.DIMENSIONS`.
+
+    Raises:
+        ValueError: ``unknown dimension 'novelty'; expected one of readability, structure, ...``.
+    """
+    return parse_dimension(value)
 
 
 class ReleaseFormatError(ValueError):

@@ -19,10 +19,10 @@ from pydantic import (
 )
 
 from surveyalign.backends import ModelRole
-from surveyalign.constants import DIMENSIONS, SPLITS, normalise_dimension
+from surveyalign.constants import DIMENSIONS, SPLITS
 from surveyalign.models import MaxLength
+from surveyalign.yamlconfig import DimensionName, read_yaml_mapping
 from surveyalign.yamlconfig import apply_overrides as _apply_overrides
-from surveyalign.yamlconfig import read_yaml_mapping
 
 __all__ = [
     "EvalConfig",
@@ -61,13 +61,13 @@ class EvalConfig(ModelRole):
     name: str = Field(..., min_length=1, description="judge name shown in the leaderboard")
     dataset: str = Field(..., description="dataset folder built by `surveyalign data build`")
     split: str = Field("test", description="split to evaluate: train | validation | test")
-    dimensions: list[str] = Field(default_factory=lambda: list(DIMENSIONS), description="dimensions to judge")
+    dimensions: list[DimensionName] = Field(default_factory=lambda: list(DIMENSIONS), description="dimensions to judge")
     protocol: Literal["v1.0", "v1.1"] = Field("v1.0", description="prompt/answer protocol version")
     samples_per_unit: int = Field(1, ge=1, description="K judgements per unit (paper App. E: K=5 at T=0.7)")
     aggregation: Literal["majority"] = Field(
         "majority", description="K>1: majority vote, tie -> highest mean log-probability (App. E)"
     )
-    knowledge_dimensions: list[str] = Field(
+    knowledge_dimensions: list[DimensionName] = Field(
         default_factory=lambda: ["comprehensiveness", "criticalness"],
         description="dimensions whose prompt includes the dataset's `knowledge` column when non-empty (§5.2)",
     )
@@ -107,13 +107,8 @@ class EvalConfig(ModelRole):
 
     @field_validator("dimensions", "knowledge_dimensions")
     @classmethod
-    def _norm_dims(cls, value: list[str]) -> list[str]:
-        out: list[str] = []
-        for name in value:
-            dim = normalise_dimension(name)
-            if dim not in out:
-                out.append(dim)
-        return out
+    def _once_each(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))  # parsed by DimensionName; a repeated name is judged once
 
     @field_validator("dimensions")
     @classmethod

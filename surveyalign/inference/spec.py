@@ -15,13 +15,13 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from surveyalign.backends import GenerationSettings, ModelRole
 from surveyalign.constants import DIMENSIONS
 from surveyalign.models import MaxLength
 from surveyalign.prompts import DEFAULT_PROTOCOL
-from surveyalign.yamlconfig import read_yaml_mapping
+from surveyalign.yamlconfig import DimensionName, read_yaml_mapping
 
 __all__ = ["JUDGE_BACKENDS", "JUDGE_FILES", "JudgeSpec", "build_dimension_backends", "load_judge_spec"]
 
@@ -61,23 +61,15 @@ class JudgeSpec(ModelRole):
     generation_defaults: ClassVar[dict[str, Any]] = {"temperature": 0.7, "want_logprobs": True}
 
     name: str = Field("surveyalign", description="Name of the judge in reports.")
-    dimensions: list[str] = Field(default_factory=lambda: list(DIMENSIONS), description="Dimensions to judge.")
+    dimensions: list[DimensionName] = Field(default_factory=lambda: list(DIMENSIONS), description="Dimensions to judge.")
     protocol: str = Field(DEFAULT_PROTOCOL, description="Answer protocol (v1.0 Reason$$$X$$$, v1.1 tags).")
     samples: int = Field(5, ge=1, le=64, description="K samples per dimension (App. E: 5).")
     synthesis: bool = Field(True, description="Merge the winning rationales into one (App. E).")
     max_length: MaxLength | None = Field(None, description="Token budget prompt + answer (>= MIN_MAX_LENGTH); "
                                          "default: the adapter's training record (the training length rule), else "
                                          "no cut.")
-    knowledge_dimensions: list[str] | None = Field(None, description="Dimensions whose adapters expect KA; "
+    knowledge_dimensions: list[DimensionName] | None = Field(None, description="Dimensions whose adapters expect KA; "
                                                    "default: from the training records, else comp + crit.")
-
-    @field_validator("dimensions", "knowledge_dimensions")
-    @classmethod
-    def _known(cls, value: list[str] | None) -> list[str] | None:
-        for dim in value or []:
-            if dim not in DIMENSIONS:
-                raise ValueError(f"unknown dimension {dim!r}; expected some of {list(DIMENSIONS)}")
-        return value
 
     @model_validator(mode="after")
     def _judge_backend(self) -> JudgeSpec:

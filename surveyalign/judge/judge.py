@@ -33,7 +33,7 @@ from surveyalign.calls import (
     call_key,
     stable_hash,
 )
-from surveyalign.constants import MISSING_TEXT, PROMPT_TOO_LONG, normalise_dimension
+from surveyalign.constants import MISSING_TEXT, PROMPT_TOO_LONG, Dimension
 from surveyalign.judge.records import Judgement, PreparedPrompt, read_sample
 from surveyalign.judge.voting import VoteFn, decide, vote_samples
 from surveyalign.prompts import (
@@ -90,14 +90,14 @@ class JudgeRequest:
 
     Attributes:
         survey: the survey text (markdown).
-        dimension: the dimension (any case).
+        dimension: the dimension, a parsed :data:`~surveyalign.constants.Dimension` (lower case).
         knowledge: knowledge-augmentation text put before the survey (``None``: none).
         title: the survey's title (``None``: none).
         unit_id: the id used in call keys (default: the hash of the prompt sent).
     """
 
     survey: str
-    dimension: str
+    dimension: Dimension
     knowledge: str | None = None
     title: str | None = None
     unit_id: str | None = None
@@ -110,7 +110,7 @@ class Judge:
         backend: the backend answering every dimension without its own (``DimensionOptions.backend``).
         protocol: prompt/answer protocol (``"v1.0"`` or ``"v1.1"``).
         settings: generation settings; sample k uses seed ``settings.seed + k`` (default: greedy, 512 tokens).
-        dimensions: per-dimension options (keys in any case).
+        dimensions: per-dimension options, keyed by :data:`~surveyalign.constants.Dimension`.
         default: options of dimensions absent from ``dimensions``.
         vote: the vote step over the K parsed samples of one unit (default: majority with log-prob tie-break).
         cache: a :class:`surveyalign.calls.CallCache`; calls found in it are not made again, new answers are
@@ -124,14 +124,14 @@ class Judge:
 
     def __init__(self, backend: Backend, *, protocol: str = DEFAULT_PROTOCOL,
                  settings: GenerationSettings | None = None,
-                 dimensions: Mapping[str, DimensionOptions] | None = None,
+                 dimensions: Mapping[Dimension, DimensionOptions] | None = None,
                  default: DimensionOptions | None = None, vote: VoteFn = vote_samples,
                  cache: CallCache | None = None, concurrency: int | None = None, batch_size: int | None = None,
                  context_length: int | None = None) -> None:
         self.backend = backend
         self.protocol = protocol
         self.settings = settings if settings is not None else GenerationSettings()
-        self.dimensions = {normalise_dimension(d): o for d, o in (dimensions or {}).items()}
+        self.dimensions = dict(dimensions or {})
         self.default = default if default is not None else DimensionOptions()
         self.vote = vote
         self.cache = cache
@@ -143,22 +143,22 @@ class Judge:
 
     # ------------------------------------------------------------------------------------------ per dimension
 
-    def options(self, dimension: str) -> DimensionOptions:
+    def options(self, dimension: Dimension) -> DimensionOptions:
         """The options of ``dimension`` (``default`` when it has none of its own)."""
-        return self.dimensions.get(normalise_dimension(dimension), self.default)
+        return self.dimensions.get(dimension, self.default)
 
-    def backend_for(self, dimension: str) -> Backend:
+    def backend_for(self, dimension: Dimension) -> Backend:
         """The backend judging ``dimension``."""
         return self.options(dimension).backend or self.backend
 
-    def identity(self, dimension: str) -> dict[str, Any]:
+    def identity(self, dimension: Dimension) -> dict[str, Any]:
         """The backend identity of ``dimension`` in call keys (:func:`backend_identity`, computed once per backend)."""
         backend = self.backend_for(dimension)
         if id(backend) not in self._identities:
             self._identities[id(backend)] = backend_identity(backend)
         return self._identities[id(backend)]
 
-    def tokenizer_for(self, dimension: str) -> Any | None:
+    def tokenizer_for(self, dimension: Dimension) -> Any | None:
         """The tokenizer counting prompt tokens of ``dimension`` (loaded once per name), or ``None``.
 
         Raises:
@@ -178,7 +178,7 @@ class Judge:
             return self._tokenizers[tok]
         return tok if tok is not None else getattr(self.backend_for(dimension), "tokenizer", None)
 
-    def context_for(self, dimension: str) -> int | None:
+    def context_for(self, dimension: Dimension) -> int | None:
         """The model context (tokens) of ``dimension``'s backend, ``None`` when unknown."""
         return self.context_length or _context_length(self.backend_for(dimension))
 
@@ -188,7 +188,7 @@ class Judge:
 
     # ------------------------------------------------------------------------------------------ prompts
 
-    def prepare(self, survey: str, dimension: str, *, knowledge: str | None = None, title: str | None = None
+    def prepare(self, survey: str, dimension: Dimension, *, knowledge: str | None = None, title: str | None = None
                 ) -> PreparedPrompt:
         """Build the prompt and apply the length rule (SurveyReview App. C; SurveyAlign App. D).
 
@@ -198,7 +198,7 @@ class Judge:
 
         Args:
             survey: the survey text (markdown); blank: status ``missing_text``.
-            dimension: the dimension (any case).
+            dimension: the dimension, a parsed :data:`~surveyalign.constants.Dimension` (lower case).
             knowledge: knowledge-augmentation text (``None`` / blank: none).
             title: the survey's title (``None`` / blank: none).
 
@@ -209,7 +209,7 @@ class Judge:
         Raises:
             ValueError: unknown dimension or protocol; a tokenizer that cannot be loaded.
         """
-        dim = normalise_dimension(dimension)
+        dim = dimension  # a parsed Dimension; build_judge_prompt names a wrong one
         knowledge = knowledge or None
         title = title or None
 
@@ -282,13 +282,13 @@ class Judge:
 
     # ------------------------------------------------------------------------------------------ judging
 
-    def judge(self, survey: str, dimension: str, *, knowledge: str | None = None, title: str | None = None,
+    def judge(self, survey: str, dimension: Dimension, *, knowledge: str | None = None, title: str | None = None,
               samples: int = 1) -> Judgement:
         """Judge one survey on one dimension with ``samples`` sampled answers (SurveyReview App. E).
 
         Args:
             survey: the survey text (markdown).
-            dimension: the dimension (any case).
+            dimension: the dimension, a parsed :data:`~surveyalign.constants.Dimension` (lower case).
             knowledge: knowledge-augmentation text put before the survey (``None``: none).
             title: the survey's title (``None``: none).
             samples: K >= 1 answers; sample k uses seed ``settings.seed + k``.
@@ -302,7 +302,7 @@ class Judge:
         """
         return self.judge_many([JudgeRequest(survey, dimension, knowledge, title)], samples=samples)[0]
 
-    async def ajudge(self, survey: str, dimension: str, *, knowledge: str | None = None, title: str | None = None,
+    async def ajudge(self, survey: str, dimension: Dimension, *, knowledge: str | None = None, title: str | None = None,
                      samples: int = 1) -> Judgement:
         """Async :meth:`judge` (same arguments and result)."""
         return (await self.ajudge_many([JudgeRequest(survey, dimension, knowledge, title)], samples=samples))[0]

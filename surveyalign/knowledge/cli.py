@@ -6,7 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from surveyalign.argtypes import int_at_least, non_negative_float, positive_int
+from surveyalign.argtypes import (
+    dimension_value,
+    int_at_least,
+    non_negative_float,
+    positive_int,
+)
 
 __all__ = ["register"]
 
@@ -84,10 +89,9 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from surveyalign.constants import normalise_dimension
     from surveyalign.knowledge.build import read_ka_records
 
-    dimension = normalise_dimension(args.dimension) if args.dimension else None  # unknown name: ValueError
+    dimension = args.dimension  # parsed by the flag type (argtypes.dimension_value)
     records = [r for r in read_ka_records(args.dataset)
                if args.uid == r["paper_id"] or args.uid in r.get("unit_ids", [])
                or any(u.split("::")[0] == args.uid for u in r.get("unit_ids", []))]
@@ -165,7 +169,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           description="Print the KA record(s) of a paper_id or unit_id from a `ka build` output.")
     show.add_argument("uid", help="a paper_id (sr0001), review_id (sr0001-r2) or unit_id (sr0001-r2::comprehensiveness)")
     show.add_argument("--dataset", required=True, metavar="DIR", help="the --out folder of `surveyalign ka build`")
-    show.add_argument("--dimension", default=None, help="only this dimension")
+    show.add_argument("--dimension", type=dimension_value, default=None, help="only this dimension")
     show.add_argument("--unresolved", type=int_at_least(0), default=10, metavar="N", help="list at most N unresolved references")
     show.add_argument("--json", action="store_true", help="print the whole record as JSON")
     show.set_defaults(handler=_cmd_show)

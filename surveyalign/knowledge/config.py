@@ -13,9 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from surveyalign.backends import ModelRole
-from surveyalign.constants import normalise_dimension
 from surveyalign.documents import DEFAULT_MIN_TITLE_SCORE, DEFAULT_YEAR_TOLERANCE
-from surveyalign.yamlconfig import read_yaml_mapping, validation_line
+from surveyalign.yamlconfig import DimensionName, read_yaml_mapping, validation_line
 
 __all__ = ["COMPRESS_PROMPT", "KA_DIMENSIONS", "SUMMARY_PROMPT", "KAConfig"]
 
@@ -75,7 +74,7 @@ class KAConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    dimensions: list[str] = Field(default_factory=lambda: list(KA_DIMENSIONS),
+    dimensions: list[DimensionName] = Field(default_factory=lambda: list(KA_DIMENSIONS),
                                   description="dimensions that get a knowledge text")
     top_factor: int = Field(2, ge=1, description="Comp-KA keeps Top_(top_factor*n) of R+ (App. F.1: 2)")
     comp_max_tokens: int | None = Field(None, ge=16, description="token budget of the Comp-KA text (None = all)")
@@ -96,7 +95,7 @@ class KAConfig(BaseModel):
     @field_validator("dimensions")
     @classmethod
     def _dims(cls, value: list[str]) -> list[str]:
-        dims = [normalise_dimension(d) for d in value]
+        dims = list(value)  # parsed by DimensionName
         other = sorted(set(dims) - set(KA_DIMENSIONS))
         if other:
             raise ValueError(f"knowledge augmentation is defined for {list(KA_DIMENSIONS)} only, not {other}")

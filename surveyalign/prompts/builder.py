@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from surveyalign.constants import VALID_SCORES, normalise_dimension
+from surveyalign.constants import DIMENSIONS, VALID_SCORES, Dimension
 from surveyalign.prompts import templates as T
 from surveyalign.prompts.protocols import DEFAULT_PROTOCOL, Protocol, get_protocol
 
@@ -118,7 +118,7 @@ def _clean_optional(value: str | None, what: str) -> str | None:
 
 
 def build_judge_prompt(
-    dimension: str,
+    dimension: Dimension,
     text: str,
     *,
     protocol: str | Protocol = DEFAULT_PROTOCOL,
@@ -128,7 +128,8 @@ def build_judge_prompt(
     """Build the judge prompt of one unit (SurveyReview App. C; KA placement from App. F / §5.2).
 
     Args:
-        dimension: one of readability, structure, comprehensiveness, criticalness (any case).
+        dimension: one of readability, structure, comprehensiveness, criticalness (a parsed
+            :data:`~surveyalign.constants.Dimension`: lower case).
         text: the survey text (markdown), placed verbatim after the survey heading.
         protocol: protocol name ("v1.0" = ``Reason$$$X$$$``, "v1.1" = tags) or a :class:`Protocol`.
         knowledge: knowledge-augmentation content (Comp-KA or Crit-KA text). ``None`` or a blank string
@@ -142,7 +143,9 @@ def build_judge_prompt(
         ValueError: unknown dimension or protocol (the message names the bad value).
         TypeError: ``text``, ``knowledge`` or ``title`` is not a string.
     """
-    dim = normalise_dimension(dimension)
+    if dimension not in T.RUBRICS:  # a Dimension is parsed at the edge; this names a wrong name in Python use
+        raise ValueError(f"unknown dimension {dimension!r}; expected one of {', '.join(DIMENSIONS)}")
+    dim = dimension
     proto = get_protocol(protocol)
     if not isinstance(text, str):
         raise TypeError(f"survey text must be a string, got {type(text).__name__}")
@@ -223,7 +226,7 @@ def format_target(rationale: str | Sequence[str], score: int, protocol: str | Pr
 
 
 def build_sft_example(
-    dimension: str,
+    dimension: Dimension,
     text: str,
     rationales: str | Sequence[str],
     score: int,

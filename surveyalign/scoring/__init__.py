@@ -6,6 +6,7 @@ the same paper), run summaries and leaderboard tables (``surveyalign/scoring/sum
 
 from surveyalign.scoring.baselines import (
     baseline_metrics,
+    check_train_scores,
     majority_label,
     score_distribution,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "bootstrap_intervals",
     "ceiling_reviews",
     "check_scores",
+    "check_train_scores",
     "compare_to_ceiling",
     "expected_calibration_error",
     "human_aligned_score",

@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from surveyalign.constants import VALID_SCORES, normalise_dimension
+from surveyalign.constants import VALID_SCORES, Dimension
+from surveyalign.data import row_dimension
 from surveyalign.scoring.metrics import (
     _mean,
     _ordered_dimensions,
@@ -22,7 +23,26 @@ from surveyalign.scoring.metrics import (
     human_aligned_score,
 )
 
-__all__ = ["baseline_metrics", "majority_label", "score_distribution"]
+__all__ = ["baseline_metrics", "check_train_scores", "majority_label", "score_distribution"]
+
+
+def check_train_scores(train_scores: Mapping[str, Sequence[Any]]) -> dict[Dimension, list[int]]:
+    """Check training labels given to a metric function: ``{dimension: [scores]}`` -> canonical keys, int scores.
+
+    The dimension keys are data (a training-label file, a caller's mapping), so they are parsed here with the row
+    edge parser :func:`surveyalign.data.row_dimension` (any case).
+
+    Args:
+        train_scores: ``{dimension: [training scores]}``, scores in {-2, -1, 1, 2}.
+
+    Returns:
+        ``{Dimension: [int scores]}`` in the given order.
+
+    Raises:
+        ValueError: an unknown dimension, or a score outside {-2, -1, 1, 2} (naming ``train_scores[key]``).
+    """
+    return {row_dimension(k): [int(s) for s in check_scores(v, f"train_scores[{k!r}]")]
+            for k, v in train_scores.items()}
 
 
 def majority_label(scores: Sequence[int]) -> int:
@@ -73,7 +93,8 @@ def baseline_metrics(
     """MSE/MAE/macro-MAE and Align of the majority-class and prior-sampling judges on given references.
 
     Args:
-        train_scores: ``{dimension: [training scores]}`` (any dimension case; scores in {-2, -1, 1, 2}).
+        train_scores: ``{dimension: [training scores]}`` (any dimension case; scores in {-2, -1, 1, 2}); see
+            :func:`check_train_scores`.
         references: human scores of the evaluated units, length n.
         dimensions: dimension of each unit, length n.
 
@@ -91,8 +112,7 @@ def baseline_metrics(
     if len(references) != len(dimensions):
         raise ValueError(f"references ({len(references)}) and dimensions ({len(dimensions)}) differ in length")
     references = check_scores(references, "references")
-    train = {normalise_dimension(k): [int(s) for s in check_scores(v, f"train_scores[{k!r}]")]
-             for k, v in train_scores.items()}
+    train = check_train_scores(train_scores)
     names, present = _ordered_dimensions(dimensions)
     notes: list[str] = []
     out: dict[str, Any] = {"train_counts": {}, "majority": {"per_dimension": {}},

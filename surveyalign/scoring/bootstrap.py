@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_dimension
+from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES
 from surveyalign.scoring.records import validate_records
 
 __all__ = ["INSUFFICIENT_DATA", "MIN_BOOTSTRAP_PAPERS", "bootstrap_intervals", "paired_bootstrap"]
@@ -60,14 +60,14 @@ def _build_tables(records: Sequence[dict], papers: list[str] | None = None,
         seen |= {float(r["prediction"]) for r in records if r.get("prediction") is not None}
         values = sorted(seen | {float(s) for s in VALID_SCORES})
     vidx = {float(v): i for i, v in enumerate(values)}
-    present = {normalise_dimension(r["dimension"]) for r in records}
+    present = {r["dimension"] for r in records}  # checked records (validate_records)
     dims = [d for d in DIMENSIONS if d in present]
     L, P = len(values), len(papers)
     conf = {d: np.zeros((P, L, L)) for d in dims}
     csum = {d: np.zeros(P) for d in dims}
     ccount = {d: np.zeros(P) for d in dims}
     for r in records:
-        d = normalise_dimension(r["dimension"])
+        d = r["dimension"]
         p = pidx[str(r["paper_id"])]
         if r.get("status") == "scored" and r.get("prediction") is not None:
             conf[d][p, vidx[float(r["prediction"])], vidx[float(r["reference"])]] += 1

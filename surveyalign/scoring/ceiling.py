@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_dimension
+from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES
+from surveyalign.data import row_dimension
 from surveyalign.scoring.bootstrap import (
     INSUFFICIENT_DATA,
     _confusion_stats,
@@ -72,7 +73,7 @@ def ceiling_reviews(rows: Sequence[Mapping[str, Any]], *, score_key: str = "scor
             if row.get(field) is None:
                 raise ValueError(f"review record {i}: missing field {field}")
         try:
-            dim = normalise_dimension(str(row["dimension"]))
+            dim = row_dimension(row["dimension"])  # review rows: the row edge
         except ValueError as err:
             raise ValueError(f"review record {i}: field dimension: {err}") from None
         raw = row[score_key]
@@ -225,7 +226,8 @@ def compare_to_ceiling(judge_records: Sequence[Mapping[str, Any]], reviews: Sequ
     the leaderboard; a paper-level bootstrap draws the same papers for both.
 
     Args:
-        judge_records: prediction records of one run (``unit_id``, ``paper_id``, ``review_id``, ``dimension``,
+        judge_records: checked prediction records of one run (:func:`~surveyalign.scoring.validate_records`:
+            ``unit_id``, ``paper_id``, ``review_id``, ``dimension``,
             ``reference``, ``prediction``, ``status``).
         reviews: output of :func:`ceiling_reviews`; a judge unit is matched by (paper, review, dimension).
         n_resamples: bootstrap resamples B (>= 1).
@@ -252,7 +254,7 @@ def compare_to_ceiling(judge_records: Sequence[Mapping[str, Any]], reviews: Sequ
     for rec in judge_records:
         if rec.get("status") != "scored" or rec.get("prediction") is None:
             continue
-        dim = normalise_dimension(str(rec["dimension"]))
+        dim = rec["dimension"]  # checked records (validate_records)
         key = (str(rec["paper_id"]), str(rec.get("review_id")), dim)
         others = [o for o in groups.get((key[0], dim), []) if o["review_id"] != key[1]]
         if key not in by_key or not others:

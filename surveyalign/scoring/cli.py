@@ -115,6 +115,7 @@ def _judge_name(run_dir: Path, taken: set[str]) -> str:
 def _report(args: argparse.Namespace) -> int:
     from surveyalign.console import make_console
     from surveyalign.scoring.bootstrap import paired_bootstrap
+    from surveyalign.scoring.records import validate_records
     from surveyalign.scoring.report import (
         find_train_scores,
         had_consistency_stage,
@@ -176,6 +177,7 @@ def _report(args: argparse.Namespace) -> int:
         if train is None:
             say(f"note: {run}: {why}; baselines and skill need --train-scores FILE")
         try:
+            recs = validate_records(recs)  # the row edge: every later use (report, comparison) trusts them
             summaries[name] = summarize_predictions(recs, train_scores=train, bootstrap=args.bootstrap,
                                                     seed=args.seed, consistency_available=had_consistency_stage(run))
         except ValueError as exc:

@@ -26,7 +26,6 @@ from surveyalign.constants import (
     DIMENSIONS,
     STATUSES,
     VALID_SCORES,
-    normalise_dimension,
 )
 from surveyalign.paths import resource_path
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
@@ -73,7 +72,7 @@ def confusion_matrices(records: Sequence[Mapping[str, Any]]) -> dict[str, list[l
     for r in records:
         if r.get("status") != "scored" or r.get("prediction") is None:
             continue
-        dim = normalise_dimension(r["dimension"])
+        dim = r["dimension"]
         matrix = out.setdefault(dim, [[0] * len(VALID_SCORES) for _ in VALID_SCORES])
         matrix[index[float(r["prediction"])]][index[float(r["reference"])]] += 1
     return {d: out[d] for d in DIMENSIONS if d in out}
@@ -116,7 +115,7 @@ def _distribution(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     human: dict[str, list[int]] = {}
     judge: dict[str, list[int]] = {}
     for r in records:
-        dim = normalise_dimension(r["dimension"])
+        dim = r["dimension"]
         human.setdefault(dim, [0] * len(VALID_SCORES))[index[float(r["reference"])]] += 1
         row = judge.setdefault(dim, [0] * len(VALID_SCORES))
         if r.get("status") == "scored" and r.get("prediction") is not None:

@@ -26,8 +26,8 @@ from surveyalign.constants import (
     MISSING_TEXT,
     PROMPT_TOO_LONG,
     VALID_SCORES,
-    normalise_dimension,
 )
+from surveyalign.data import row_dimension
 
 __all__ = [
     "agreement_statistics",
@@ -101,8 +101,8 @@ def _check_lengths(**columns: Sequence[Any] | None) -> int:
 
 
 def _ordered_dimensions(dimensions: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Normalise every dimension name; return (per-item names, present dimensions in paper order)."""
-    names = [normalise_dimension(d) for d in dimensions]
+    """Parse the ``dimensions`` column (any case: the row edge); return (per-item names, present ones in paper order)."""
+    names = [row_dimension(d) for d in dimensions]
     present = set(names)
     return names, [d for d in DIMENSIONS if d in present]
 

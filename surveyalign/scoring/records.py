@@ -6,7 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from surveyalign.constants import STATUSES, VALID_SCORES, normalise_dimension
+from surveyalign.constants import STATUSES, VALID_SCORES
+from surveyalign.data import row_dimension
 
 __all__ = ["validate_records"]
 
@@ -45,7 +46,7 @@ def validate_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
             raise ValueError(f"{where}: unit_id repeats record {seen[r['unit_id']]}")
         seen[r["unit_id"]] = i
         try:
-            r["dimension"] = normalise_dimension(r["dimension"])
+            r["dimension"] = row_dimension(r["dimension"])
         except ValueError as err:
             raise ValueError(f"{where}: field dimension: {err}") from None
         if r["status"] not in STATUSES:

@@ -14,7 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from surveyalign.constants import DIMENSIONS
-from surveyalign.data import load_train_scores
+from surveyalign.data import load_train_scores, row_dimension
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
 __all__ = [
@@ -470,12 +470,15 @@ def had_consistency_stage(run_dir: str | Path) -> bool | None:
 
 
 def load_train_scores_file(path: str | Path) -> dict[str, list[int]]:
-    """Training labels from ``--train-scores FILE``: a JSON object ``{dimension: [scores]}`` or a
-    dataset folder built by ``surveyalign data build``.
+    """Training labels from ``--train-scores FILE``: a JSON object ``{dimension: [scores]}`` (dimension keys in
+    any case: this reader parses them, the row edge) or a dataset folder built by ``surveyalign data build``.
+
+    Returns:
+        ``{Dimension: [scores]}`` (canonical dimension keys).
 
     Raises:
         FileNotFoundError: if the path does not exist.
-        ValueError: naming the file when the JSON is not such a mapping.
+        ValueError: naming the file when the JSON is not such a mapping or names an unknown dimension.
     """
     p = Path(path)
     if p.is_dir():
@@ -485,4 +488,7 @@ def load_train_scores_file(path: str | Path) -> dict[str, list[int]]:
     data = json.loads(p.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
         raise ValueError(f"{p}: expected a JSON object {{dimension: [scores]}}")
-    return {str(k): [int(s) for s in v] for k, v in data.items()}
+    try:
+        return {row_dimension(k): [int(s) for s in v] for k, v in data.items()}
+    except ValueError as err:
+        raise ValueError(f"{p}: {err}") from None

@@ -19,9 +19,12 @@ from surveyalign.constants import (
     PARSE_FAILED,
     PROMPT_TOO_LONG,
     count_statuses,
-    normalise_dimension,
 )
-from surveyalign.scoring.baselines import baseline_metrics, majority_label
+from surveyalign.scoring.baselines import (
+    baseline_metrics,
+    check_train_scores,
+    majority_label,
+)
 from surveyalign.scoring.bootstrap import bootstrap_intervals
 from surveyalign.scoring.calibration import vote_summary
 from surveyalign.scoring.metrics import (
@@ -143,7 +146,8 @@ def summarize_predictions(
     Args:
         records: ``predictions.jsonl`` records (fields unit_id, paper_id, review_id, source,
             dimension, reference, prediction (int | None), status, consistency (float | None), ...).
-        train_scores: ``{dimension: [training scores]}`` for the majority / prior-sampling baselines
+        train_scores: ``{dimension: [training scores]}`` (any dimension case, see
+            :func:`~surveyalign.scoring.baselines.check_train_scores`) for the majority / prior-sampling baselines
             and the skill scores; ``None`` leaves them out (``baselines`` is None with a note).
         consistency_available: whether the run had a rationale-consistency (RQS) stage; ``None``
             means "if any record has a consistency score". Without it ``rqs`` and ``has`` are None
@@ -176,7 +180,7 @@ def summarize_predictions(
     use_consistency = has_scores if consistency_available is None else bool(consistency_available)
     train = None
     if train_scores:
-        train = {normalise_dimension(k): [int(s) for s in v] for k, v in train_scores.items() if len(v)}
+        train = {k: v for k, v in check_train_scores(train_scores).items() if len(v)}
     majority = {d: majority_label(v) for d, v in train.items()} if train else None
 
     out: dict[str, Any] = {"metrics_version": METRICS_VERSION, "convention": "strict"}

@@ -18,11 +18,7 @@ from typing import Any
 
 from trl import ScriptArguments
 
-
-def _check_dimension(value: str) -> str:
-    from surveyalign.constants import normalise_dimension
-
-    return normalise_dimension(value)
+from surveyalign.yamlconfig import dimension_setting
 
 
 @dataclass
@@ -82,7 +78,7 @@ class SFTScriptArguments(ScriptArguments):
     )
 
     def __post_init__(self) -> None:
-        self.dimension = _check_dimension(self.dimension)
+        self.dimension = dimension_setting(self.dimension)  # the recipe YAML / flag: the config edge
         self.dataset_path = self.dataset_path or self.dataset_name
 
 
@@ -118,7 +114,7 @@ class DPOScriptArguments(ScriptArguments):
     )
 
     def __post_init__(self) -> None:
-        self.dimension = _check_dimension(self.dimension)
+        self.dimension = dimension_setting(self.dimension)  # the recipe YAML / flag: the config edge
 
 
 _RECIPE_EPILOG = """\

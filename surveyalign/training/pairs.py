@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from surveyalign.constants import Dimension
+
 logger = logging.getLogger(__name__)
 
 #: ``origin`` values of a made pair.
@@ -161,7 +163,7 @@ def make_dpo_pairs(
     out: str | os.PathLike,
     *,
     k: int = 4,
-    dimension: str | None = None,
+    dimension: Dimension | None = None,
     split: str = "train",
     model: str | None = None,
     protocol: str | None = None,
@@ -188,7 +190,8 @@ def make_dpo_pairs(
             ``dimension``, ``protocol``, ``enable_thinking`` and ``use_knowledge`` (explicit values must agree).
         out: JSONL file to append to (created with parents).
         k: answers sampled per unit, >= 1.
-        dimension: dimension of the units (default: the adapter's; SurveyAlign uses criticalness).
+        dimension: dimension of the units, as parsed by the flag (default: the adapter's; SurveyAlign uses
+            criticalness).
         split: dataset split to pair (train).
         model: base model folder (default: the adapter's base model).
         protocol: answer protocol; enable_thinking: chat-template switch (defaults: the adapter's).
@@ -211,7 +214,6 @@ def make_dpo_pairs(
         ValueError: when explicit settings disagree with the adapter's training record, or k < 1.
     """
     from surveyalign.backends import GenerationSettings
-    from surveyalign.constants import normalise_dimension
     from surveyalign.data import load_surveyreview
     from surveyalign.models import (
         TRAINING_RECORD,
@@ -229,7 +231,6 @@ def make_dpo_pairs(
     adapter = resolve_model_path(adapter, "--adapter")
     record_path = Path(adapter) / TRAINING_RECORD
     trained = read_training_record(adapter, required=False)
-    dimension = normalise_dimension(dimension) if dimension is not None else None
     for name, given in (("dimension", dimension), ("protocol", protocol), ("enable_thinking", enable_thinking)):
         if given is not None and name in trained and trained[name] != given:
             shown = str(given).lower() if isinstance(given, bool) else given
