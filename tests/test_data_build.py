@@ -349,7 +349,7 @@ def test_load_offline_with_datasets(per_dim, monkeypatch):
 def test_load_surveyreview_fills_empty_splits(per_dim):
     # criticalness has units of a1 (test or validation), c3 and d4 (train) and e5: all splits exist;
     # comprehensiveness of the validation/test f1000 papers: only a1-r2 -> one of the two splits is empty
-    dd = load_surveyreview(per_dim.path, "Comprehensiveness")
+    dd = load_surveyreview(per_dim.path, "comprehensiveness")
     assert set(dd) == {"train", "validation", "test"}
     assert sorted(len(dd[s]) for s in ("validation", "test")) == [0, 1]
     assert dd["validation"].features == surveyreview_features()
