@@ -147,8 +147,9 @@ def test_config_edge_error_names_file_key_and_value(tmp_path):
 def test_config_edge_parses_the_score_spec_and_recipe_yaml(tmp_path, repo_root):
     from surveyalign.inference import JudgeSpec
 
-    spec = JudgeSpec.model_validate({"model": "m", "adapters": {"Readability": "a"},
-                                          "dimensions": ["READABILITY"], "knowledge_dimensions": ["Criticalness"]})
+    spec = JudgeSpec.model_validate({"backend": {"kind": "transformers", "options": {"model": "m"},
+                                                 "per_dimension": {"Readability": {"adapter": "a"}}},
+                                     "dimensions": ["READABILITY"], "knowledge_dimensions": ["Criticalness"]})
     assert (spec.adapters, spec.dimensions, spec.knowledge_dimensions) == \
         ({"readability": "a"}, ["readability"], ["criticalness"])
     pytest.importorskip("trl")
