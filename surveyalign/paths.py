@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["MAX_NAME_BYTES", "OutsideFolderError", "output_path_inside", "resolve_inside", "resource_path",
-           "safe_output_name"]
+__all__ = ["MAX_NAME_BYTES", "OutputNames", "OutsideFolderError", "output_path_inside", "resolve_inside",
+           "resource_path", "safe_output_name", "unique_output_names"]
 
 
 def resource_path(*parts: str) -> Path:
@@ -88,6 +90,89 @@ def safe_output_name(raw: object, *, max_bytes: int = MAX_NAME_BYTES, fallback: 
         head = name.encode("utf-8")[: max_bytes - len(tail)].decode("utf-8", "ignore").rstrip("._- ")
         name = head + tail
     return name
+
+
+@dataclass(frozen=True)
+class OutputNames:
+    """One stable, unique output name per input (:func:`unique_output_names`).
+
+    Attributes:
+        names: one name per input, in input order; identical inputs share their first copy's name.
+        keep: indexes of the inputs to process (the first of each group of identical inputs), ascending.
+        merged: index of a repeated input -> index of its first identical copy (processed once).
+        disambiguated: indexes whose name got a content hash because another, different input had the same stem.
+    """
+
+    names: list[str]
+    keep: list[int]
+    merged: dict[int, int] = field(default_factory=dict)
+    disambiguated: list[int] = field(default_factory=list)
+
+    def messages(self, labels: Sequence[str]) -> list[str]:
+        """One line per merged or renamed input, for the console (``labels``: what the user named, e.g. paths)."""
+        lines = [f"{labels[i]}: identical to {labels[j]}; processed once as {self.names[j]}"
+                 for i, j in sorted(self.merged.items())]
+        lines += [f"{labels[i]}: another input has the same name; written as {self.names[i]}"
+                  for i in self.disambiguated]
+        return lines
+
+
+def _content_hash(content: str | bytes) -> str:
+    data = content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def unique_output_names(raw_names: Sequence[object], contents: Sequence[str | bytes], *,
+                        fallback: str = "item") -> OutputNames:
+    """Stable, unique output stems for a batch of inputs: no input's output ever replaces another's (issue 21 A).
+
+    Every command that writes one output per input (``score`` reports, PRISM review files, autorater papers,
+    fetched PDFs, KA records) names its outputs through this function. Rules:
+
+    * each name is :func:`safe_output_name` of the raw name (so it is safe and bounded);
+    * inputs with identical content (same SHA-256; e.g. the same file given twice) are merged: processed once,
+      under the first copy's name (``merged``);
+    * different inputs whose safe names collide, compared case-insensitively (``survey.md`` and ``survey.pdf``;
+      ``Survey`` and ``survey`` on a case-insensitive file system), each get ``-`` plus the first 8 hex digits of
+      their content hash (longer if needed), so the name depends only on the input, not on its position;
+    * a name that collides with nothing is returned unchanged.
+
+    Args:
+        raw_names: the names as found (file stems, review ids), one per input.
+        contents: each input's content (text or bytes), same length as ``raw_names``.
+        fallback: see :func:`safe_output_name`.
+
+    Returns:
+        :class:`OutputNames`.
+
+    Raises:
+        ValueError: ``raw_names`` and ``contents`` differ in length.
+    """
+    if len(raw_names) != len(contents):
+        raise ValueError(f"unique_output_names: {len(raw_names)} names but {len(contents)} contents")
+    hashes = [_content_hash(c) for c in contents]
+    first: dict[str, int] = {}
+    merged: dict[int, int] = {}
+    for i, h in enumerate(hashes):
+        if h in first:
+            merged[i] = first[h]
+        else:
+            first[h] = i
+    keep = [i for i in range(len(hashes)) if i not in merged]
+    base = {i: safe_output_name(raw_names[i], fallback=fallback) for i in keep}
+    groups: dict[str, list[int]] = {}
+    for i in keep:
+        groups.setdefault(base[i].casefold(), []).append(i)
+    names = dict(base)
+    disambiguated = sorted(i for members in groups.values() if len(members) > 1 for i in members)
+    for n in (8, 16, 64):
+        for i in disambiguated:
+            stem = safe_output_name(base[i], max_bytes=MAX_NAME_BYTES - n - 1)
+            names[i] = f"{stem}-{hashes[i][:n]}"
+        if len({v.casefold() for v in names.values()}) == len(names):
+            break
+    out = [names[merged.get(i, i)] for i in range(len(hashes))]
+    return OutputNames(out, keep, merged, disambiguated)
 
 
 def output_path_inside(folder: str | Path, name: str, suffix: str = "") -> Path:

@@ -150,6 +150,9 @@ def test_outcome_unreadable_winner_votes_zero_and_bad_rule():
     out = sxs_outcome(None, "paper_2", rule="official3")
     assert (out.vote_ab, out.vote_ba, out.outcome, out.unreadable) == (0, 1, "win", 1)
     assert sxs_outcome("Paper 1", "paper_2").outcome == "tie"  # not an exact winner: 0 vote
+    for rule in ("seed", "official3", "official5"):  # both unreadable: a failed comparison, not a tie
+        both = sxs_outcome(None, "Paper 2", rule=rule)
+        assert (both.outcome, both.score, both.unreadable) == ("failed", 0, 2)
     with pytest.raises(ValueError, match="unknown side-by-side rule"):
         sxs_outcome("paper_1", "paper_2", rule="official4")
 
@@ -160,7 +163,9 @@ def test_flip_rate():
     mixed = position_flip_rate([("paper_1", "paper_2"), ("paper_2", "paper_2"), ("tie", "paper_1"), (None, "tie")])
     assert (mixed.rate, mixed.n_flips, mixed.n_counted, mixed.n_pairs) == (pytest.approx(1 / 3), 1, 3, 4)
     empty = position_flip_rate([])
-    assert (empty.rate, empty.n_counted) == (0.0, 0) and "denominator 0" in empty.flag
+    assert (empty.rate, empty.n_counted) == (None, 0) and "denominator 0" in empty.flag  # n/a, not 0.0
+    unreadable = position_flip_rate([(None, None), ("paper_1", None)])
+    assert (unreadable.rate, unreadable.n_counted, unreadable.n_pairs) == (None, 0, 2)
 
 
 # ---------------------------------------------------------------- strict readers

@@ -50,7 +50,7 @@ def test_always_paper_1_judge_ties_and_flips(tmp_path):
     judge = AutoraterJudge(backend, cache=CallCache.load(tmp_path / "calls.jsonl"))
     result = rate_sxs(_papers(3), judge, kind="litreview", rule="seed")
     assert result["rule"] == "seed" and result["autorater"] == "sxs-litreview"
-    assert result["outcomes"] == {"win": 0, "tie": 3, "loss": 0}
+    assert result["outcomes"] == {"win": 0, "tie": 3, "loss": 0, "failed": 0}
     assert result["flip_rate"] == {"rate": 1.0, "n_flips": 3, "n_counted": 3, "n_pairs": 3, "flag": None}
     assert len(backend.calls) == 6 and result["n_unreadable_calls"] == 0
     # the two calls of a pair swap the order; only Introduction + Related Work are sent
@@ -97,8 +97,13 @@ def test_sxs_unreadable_answers_are_reported_not_dropped():
          "already holds a complete JSON object (raise max_new_tokens)")]
     assert second["calls"][0]["problems"] == ["backend error: RuntimeError: HTTP 503"]
     assert second["calls"][1]["winner"] == "tie" and "sections" not in second
-    assert result["n_unreadable_calls"] == 3 and result["outcomes"] == {"win": 0, "tie": 2, "loss": 0}
+    # both answers of the first pair unreadable: a failed comparison, not a tie; the second pair has one vote (0)
+    assert result["n_unreadable_calls"] == 3 and result["outcomes"] == {"win": 0, "tie": 1, "loss": 0, "failed": 1}
+    assert first["outcome"]["outcome"] == "failed" and result["n_failed_pairs"] == 1
     assert result["flip_rate"]["n_counted"] == 0 and "denominator 0" in result["flip_rate"]["flag"]
+    assert result["flip_rate"]["rate"] is None  # undefined over 0 usable pairs, not 0.0
+    from surveyalign.autoraters.report import markdown_report
+    assert "Position-flip rate: n/a (0/0 pairs" in markdown_report(result)
 
 
 def _axis(score):
@@ -300,7 +305,7 @@ def test_sxs_paper_and_litreview_cli(tmp_path, capsys):
     assert rc == 0
     result = json.loads((tmp_path / "s" / "result.json").read_text())
     assert [p["outcome"]["outcome"] for p in result["pairs"]] == ["leaning_win", "tie"]
-    assert result["outcomes"] == {"win": 0, "leaning_win": 1, "tie": 1, "leaning_loss": 0, "loss": 0}
+    assert result["outcomes"] == {"win": 0, "leaning_win": 1, "tie": 1, "leaning_loss": 0, "loss": 0, "failed": 0}
     assert result["flip_rate"]["rate"] == 0.5 and result["rule"] == "official5"
     assert "outcome for A (official5)" in (tmp_path / "s" / "result.md").read_text()
     assert len(result["run"]["inputs"]) == 3 and result["run"]["n_readable_answers"] == 4
@@ -339,7 +344,7 @@ def test_real_sxs_litreview_scripted_judge(shared_real, tmp_path, capsys):
     pair = result["pairs"][0]
     assert pair["outcome"] == {"rule": "seed", "outcome": "win", "score": 2, "vote_ab": 1, "vote_ba": 1,
                                "position_flip": False, "unreadable": 0}
-    assert result["flip_rate"]["rate"] == 0.0 and result["outcomes"] == {"win": 1, "tie": 0, "loss": 0}
+    assert result["flip_rate"]["rate"] == 0.0 and result["outcomes"] == {"win": 1, "tie": 0, "loss": 0, "failed": 0}
     assert [t["heading"] for t in pair["sections"]["a"]["taken"]] == ["1 INTRODUCTION", "2 PRELIMINARIES"]
     assert [t["heading"] for t in pair["sections"]["b"]["taken"]] == ["1 Introduction to Graph Neural Networks"]
     assert pair["sections"]["b"]["missing"] == ["related_work"]
@@ -360,7 +365,7 @@ def test_real_sxs_litreview_through_served_tiny_model(shared_real, tiny_model_di
     captured = capsys.readouterr()
     assert rc == 3 and "none of the 2 judge answers could be read" in captured.err
     result = json.loads((tmp_path / "result.json").read_text())
-    assert result["n_unreadable_calls"] == 2 and result["outcomes"] == {"win": 0, "tie": 1, "loss": 0}
+    assert result["n_unreadable_calls"] == 2 and result["outcomes"] == {"win": 0, "tie": 0, "loss": 0, "failed": 1}
     assert all(call["winner"] is None and call["problems"] for call in result["pairs"][0]["calls"])
     assert result["judge"]["backend"]["backend"] == "openai" and (tmp_path / "result.md").is_file()
 

@@ -74,6 +74,7 @@ from surveyalign.autoraters.sections import (
     extract_review_sections,
 )
 from surveyalign.autoraters.sxs import (
+    FAILED,
     OUTCOMES,
     SXS_RULES,
     FlipRate,
@@ -87,6 +88,7 @@ __all__ = [
     "AXIS_WEIGHTS",
     "CITATION_F1_VARIANTS",
     "DEFAULT_AVERAGE_CITATIONS",
+    "FAILED",
     "OUTCOMES",
     "PROMPT_VERSION",
     "SXS_KEYS",

@@ -181,6 +181,20 @@ def _read(path: Path):
     return read_document(path)
 
 
+def _paper_ids(paths: list[Path], texts: list[str]) -> tuple[list[str], list[str]]:
+    """One distinct id per paper for the result rows (:func:`surveyalign.paths.unique_output_names`): the file
+    name, plus a short content hash when two different papers share it (``a/x.md``, ``b/x.md``); a paper given
+    twice keeps one id.
+
+    Returns:
+        ``(ids, messages)``: one id per path, and one line per renamed or repeated paper.
+    """
+    from surveyalign.paths import unique_output_names
+
+    names = unique_output_names([p.name for p in paths], texts, fallback="paper")
+    return names.names, names.messages([str(p) for p in paths])
+
+
 def _inputs(paths: list[Path]) -> list[dict[str, Any]]:
     return [{"path": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in paths if p.is_file()]
 
@@ -223,10 +237,14 @@ def _sxs(args: argparse.Namespace) -> int:
         raise ValueError("nothing to compare: give PAPER_A PAPER_B or --pair A B")
     out_dir = _out_dir(args, f"sxs-{args.kind}")
     docs = {path: _read(path) for pair in pairs for path in pair}
+    ids, messages = _paper_ids(list(docs), [d.text for d in docs.values()])
+    for line in messages:
+        print(line, file=sys.stderr)
+    ident = dict(zip(docs, ids, strict=True))
     judge = _judge(args, out_dir)
     try:
-        result = rate_sxs([(PaperText(a.name, docs[a].text), PaperText(b.name, docs[b].text)) for a, b in pairs], judge,
-                          kind=args.kind, rule=args.rule)
+        result = rate_sxs([(PaperText(ident[a], docs[a].text), PaperText(ident[b], docs[b].text)) for a, b in pairs],
+                          judge, kind=args.kind, rule=args.rule)
     finally:
         judge.backend.close()
     n_calls = 2 * result["n_pairs"]
@@ -244,7 +262,12 @@ def _litreview(args: argparse.Namespace) -> int:
         raise ValueError("give --venue or --avg-citations, not both")
     avg = VENUE_AVERAGE_CITATIONS[args.venue] if args.venue else (args.avg_citations or DEFAULT_AVERAGE_CITATIONS)
     out_dir = _out_dir(args, "litreview")
-    papers = [PaperText(path.name, _read(path).text) for path in args.papers]
+    texts = [_read(path).text for path in args.papers]
+    ids, messages = _paper_ids(list(args.papers), texts)
+    for line in messages:
+        print(line, file=sys.stderr)
+    seen: set[str] = set()  # a paper given twice is rated once
+    papers = [PaperText(i, t) for i, t in zip(ids, texts, strict=True) if not (i in seen or seen.add(i))]
     judge = _judge(args, out_dir)
     try:
         result = rate_litreview(papers, judge, avg, venue=args.venue)

@@ -27,6 +27,7 @@ from surveyalign.autoraters.prompts import (
 from surveyalign.autoraters.rubric import DEFAULT_AVERAGE_CITATIONS
 from surveyalign.autoraters.sections import extract_review_sections
 from surveyalign.autoraters.sxs import (
+    FAILED,
     OUTCOMES,
     SXS_RULES,
     position_flip_rate,
@@ -93,7 +94,8 @@ def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge
 
     Returns:
         ``{"autorater", "rule", "prompt_version", "judge", "pairs": [...], "outcomes": {label: count},
-        "flip_rate": {...}, "n_unreadable_calls"}``; each pair has both calls (order, text, winner, problems)
+        "flip_rate": {...}, "n_unreadable_calls", "n_failed_pairs"}``; ``outcomes`` counts ``"failed"`` pairs (both
+        answers unreadable) apart from ties; each pair has both calls (order, text, winner, problems)
         and its :class:`~surveyalign.autoraters.sxs.SxSOutcome`.
 
     Raises:
@@ -134,7 +136,8 @@ def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge
     counts = Counter(v["outcome"]["outcome"] for v in views)
     return {
         "autorater": stage, "rule": rule, "prompt_version": PROMPT_VERSION, "judge": judge.describe(),
-        "n_pairs": len(views), "outcomes": {label: counts.get(label, 0) for label in OUTCOMES[rule]},
+        "n_pairs": len(views), "outcomes": {label: counts.get(label, 0) for label in (*OUTCOMES[rule], FAILED)},
+        "n_failed_pairs": counts.get(FAILED, 0),
         "flip_rate": position_flip_rate(winners).to_dict(),
         "n_unreadable_calls": sum(w is None for pair in winners for w in pair),
         "pairs": views,

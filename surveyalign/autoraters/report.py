@@ -36,8 +36,9 @@ def _sxs(result: dict[str, Any]) -> list[str]:
     lines += _table(["pair", "A", "B", "AB winner", "BA winner", f"outcome for A ({result['rule']})", "s",
                      "position flip", "problems"], rows)
     flip = result["flip_rate"]
+    rate = "n/a" if flip["rate"] is None else f"{flip['rate']:.4f}"
     lines += ["", (f"Outcomes: {', '.join(f'{k} {v}' for k, v in result['outcomes'].items())}. "
-              f"Position-flip rate: {flip['rate']:.4f} ({flip['n_flips']}/{flip['n_counted']} pairs with two readable "
+              f"Position-flip rate: {rate} ({flip['n_flips']}/{flip['n_counted']} pairs with two readable "
               f"winners{'; ' + flip['flag'] if flip['flag'] else ''}). Unreadable calls: {result['n_unreadable_calls']} "
               f"of {2 * result['n_pairs']}.")]
     sections = [(pair["pair"], side, pair["sections"][side]) for pair in result["pairs"] if "sections" in pair

@@ -8,8 +8,12 @@ turned into a vote for A: +1 when A wins, -1 when B wins, 0 for a tie or an unre
 * ``"official3"`` (released code, 3 points): the sign of s = vote_AB + vote_BA, so one win plus one tie is a win.
 * ``"official5"`` (released code, 5 points): s = 2, 1, 0, -1, -2 -> win, leaning_win, tie, leaning_loss, loss.
 
+A pair whose two answers are both unreadable is a failed comparison (outcome ``"failed"``, under every rule), not
+a tie: nothing was compared. One unreadable answer votes 0 as above.
+
 A position flip is a pair whose two calls both name a paper and name the same position (paper_1 twice or
-paper_2 twice): the verdict followed the order, not the paper.
+paper_2 twice): the verdict followed the order, not the paper. Its rate over 0 usable pairs is undefined
+(``rate`` ``None``, shown as n/a), not 0.
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from surveyalign.autoraters.rubric import WINNERS
 #: Outcome rules; the first is the default.
 SXS_RULES: tuple[str, ...] = ("seed", "official3", "official5")
 
-#: Outcome labels per rule, from A's point of view.
+#: Outcome of a pair whose two answers were both unreadable (every rule).
+FAILED = "failed"
+
+#: Outcome labels per rule, from A's point of view (plus :data:`FAILED`).
 OUTCOMES: dict[str, tuple[str, ...]] = {
     "seed": ("win", "tie", "loss"),
     "official3": ("win", "tie", "loss"),
     "official5": ("win", "leaning_win", "tie", "leaning_loss", "loss"),
 }
 
-__all__ = ["OUTCOMES", "SXS_RULES", "FlipRate", "SxSOutcome", "position_flip_rate", "sxs_outcome", "vote_for_a"]
+__all__ = ["FAILED", "OUTCOMES", "SXS_RULES", "FlipRate", "SxSOutcome", "position_flip_rate", "sxs_outcome", "vote_for_a"]
 
 
 def vote_for_a(winner: str | None, a_is_paper_1: bool) -> int:
@@ -57,7 +64,7 @@ class SxSOutcome:
 
     Attributes:
         rule: the rule that ran (one of :data:`SXS_RULES`).
-        outcome: for A, one of :data:`OUTCOMES` ``[rule]``.
+        outcome: for A, one of :data:`OUTCOMES` ``[rule]``, or :data:`FAILED` when both answers were unreadable.
         score: s = vote_ab + vote_ba in [-2, 2].
         vote_ab: vote for A of the call showing A first.
         vote_ba: vote for A of the call showing B first.
@@ -88,7 +95,7 @@ def sxs_outcome(call_ab: str | None, call_ba: str | None, rule: str = "seed") ->
         rule: ``"seed"`` (default), ``"official3"`` or ``"official5"``; see the module docstring.
 
     Returns:
-        An :class:`SxSOutcome` naming the rule.
+        An :class:`SxSOutcome` naming the rule; outcome :data:`FAILED` when neither winner could be read.
 
     Raises:
         ValueError: unknown ``rule``.
@@ -105,6 +112,8 @@ def sxs_outcome(call_ab: str | None, call_ba: str | None, rule: str = "seed") ->
         outcome = {2: "win", 1: "leaning_win", 0: "tie", -1: "leaning_loss", -2: "loss"}[s]
     flip = call_ab in ("paper_1", "paper_2") and call_ab == call_ba
     unreadable = sum(w not in WINNERS for w in (call_ab, call_ba))
+    if unreadable == 2:
+        outcome = FAILED
     return SxSOutcome(rule, outcome, s, ab, ba, flip, unreadable)
 
 
@@ -113,14 +122,14 @@ class FlipRate:
     """Position-flip rate over a batch of pairs.
 
     Attributes:
-        rate: n_flips / n_counted in [0, 1]; 0.0 when no pair was counted (flagged).
+        rate: n_flips / n_counted in [0, 1]; ``None`` (undefined, shown as n/a) when no pair was counted.
         n_flips: pairs whose two calls named the same position.
         n_counted: pairs whose two winners were both readable (the denominator).
         n_pairs: pairs given.
         flag: why the rate is not meaningful (no counted pair), else ``None``.
     """
 
-    rate: float
+    rate: float | None
     n_flips: int
     n_counted: int
     n_pairs: int
@@ -144,5 +153,5 @@ def position_flip_rate(pairs: Iterable[tuple[str | None, str | None]]) -> FlipRa
     counted = [(ab, ba) for ab, ba in pairs if ab in WINNERS and ba in WINNERS]
     flips = sum(ab in ("paper_1", "paper_2") and ab == ba for ab, ba in counted)
     if not counted:
-        return FlipRate(0.0, 0, 0, len(pairs), "no pair with two readable winners (denominator 0)")
+        return FlipRate(None, 0, 0, len(pairs), "no pair with two readable winners (denominator 0)")
     return FlipRate(flips / len(counted), flips, len(counted), len(pairs))

@@ -20,7 +20,8 @@ Review surveys on the four SurveyReview dimensions with one judge: a base model 
 dimension, K samples per dimension at temperature T (seeds seed..seed+K-1, recorded), majority vote with the
 log-probability tie-break, and one merged rationale per dimension. Inputs: markdown, a LaTeX main file or
 project folder (\\input/\\include resolved, macros expanded, bibliography kept), PDF (pypdf), or a folder of
-them. Writes OUT/<survey>.json, .md and .html (and comparison.md/.html for several surveys); every call is kept
+them. Writes OUT/<survey stem>.json, .md and .html (stem + a short content hash when two different surveys share
+a stem; a survey given twice is scored once, with a message), comparison.md/.html for several surveys; every call is kept
 in OUT/calls.jsonl, so re-running the same command resumes. Exit status 3 when a dimension was not scored or a
 survey file could not be read (a PDF over a document limit, an unreadable file: each named on one line while the
 other surveys are scored).
@@ -108,14 +109,20 @@ def _base_options(spec, args: argparse.Namespace):
     return spec.model_copy(update={"backend": backend})
 
 
-def _stems(documents) -> list[str]:
-    """One report stem per document, from its file name, made safe and bounded (``paths.safe_output_name``) before
-    any judge call is made (a 251-character file name used to fail only when the report was written)."""
-    from surveyalign.paths import safe_output_name
+def _stems(documents):
+    """One report stem per document (:func:`surveyalign.paths.unique_output_names`), fixed before any judge call.
 
-    stems = [safe_output_name(d.source.stem, fallback="survey") for d in documents]
-    return [safe_output_name(f"{d.source.parent.name}-{s}", fallback="survey") if stems.count(s) > 1 else s
-            for d, s in zip(documents, stems)]
+    Args:
+        documents: the read surveys.
+
+    Returns:
+        :class:`~surveyalign.paths.OutputNames`: the file stem (safe, bounded; stem + content hash when two
+        different surveys share a stem, e.g. ``survey.md`` and ``survey.pdf``) and which documents are repeats of
+        an earlier identical one (scored once, named in a message).
+    """
+    from surveyalign.paths import unique_output_names
+
+    return unique_output_names([d.source.stem for d in documents], [d.text for d in documents], fallback="survey")
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -137,12 +144,15 @@ def _score(args: argparse.Namespace) -> int:
     documents = read_documents(args.surveys, pdf_extractor=args.pdf_extractor, errors=unreadable)
     if not documents:
         raise ValueError("no readable survey: " + "; ".join(unreadable))
-    stems = _stems(documents)
+    names = _stems(documents)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     console = make_console(file=sys.stderr)
     for line in unreadable:
         console.print(f"not scored: {line}", markup=False, highlight=False)
+    for line in names.messages([str(d.source) for d in documents]):
+        console.print(line, markup=False, highlight=False)
+    documents, stems = [documents[i] for i in names.keep], [names.names[i] for i in names.keep]
     cache = CallCache.load(out / "calls.jsonl")
     reviews = []
     judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),

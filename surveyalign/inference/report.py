@@ -22,7 +22,7 @@ from surveyalign.constants import VALID_SCORES
 from surveyalign.paths import resource_path
 from surveyalign.prompts import RUBRICS
 
-__all__ = ["render_html", "render_markdown", "vote_chart_svg", "write_comparison", "write_survey_report"]
+__all__ = ["judge_line", "render_html", "render_markdown", "vote_chart_svg", "write_comparison", "write_survey_report"]
 
 _TEMPLATES = resource_path("templates")
 _DASH = "–"
@@ -60,12 +60,43 @@ def vote_chart_svg(counts: Mapping[str, int], winner: int | None, n_samples: int
     return "".join(parts)
 
 
+#: Status of a dimension refused for lack of knowledge (``inference.judge.KNOWLEDGE_REFUSED``): shown as skipped.
+_SKIPPED_STATUS = "knowledge_required"
+
+
+def _state(record: Mapping[str, Any]) -> str:
+    """``"scored"``, ``"skipped"`` (refused: its adapter needs knowledge and none was available) or ``"failed"``."""
+    if record.get("score") is not None:
+        return "scored"
+    return "skipped" if record.get("status") == _SKIPPED_STATUS else "failed"
+
+
+def judge_line(judge: Mapping[str, Any]) -> str:
+    """The report header's sentence naming the judge that ran: name, backend, base model and, per dimension, the
+    adapter that answered (a served adapter name or a folder), or that the base model answered without one.
+
+    Args:
+        judge: the review's ``judge`` record (:meth:`SurveyAlignJudge.describe`).
+
+    Returns:
+        One sentence, e.g. ``"Judge x (openai, base q; adapters: comprehensiveness=comp-lora, ...), 5 sample(s)
+        per dimension at temperature 0.7, seed 0."``.
+    """
+    adapters = judge.get("adapters") or {}
+    ran = "; adapters: " + ", ".join(f"{d}={a}" for d, a in adapters.items()) if adapters else \
+        "; no adapter: the base model answered every dimension"
+    return (f"Judge {judge.get('name')} ({judge.get('backend')}, base {judge.get('model')}{ran}), "
+            f"{judge.get('samples')} sample(s) per dimension at temperature {judge.get('temperature')}, "
+            f"seed {judge.get('seed')}.")
+
+
 def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
     votes = record.get("votes") or {}
     n_voted = int(record.get("n_voted") or 0)
     share = record.get("vote_share")
     synthesis = record.get("synthesis") or {}
-    notes = list(record.get("notes") or [])
+    reason = record.get("reason") or ""
+    notes = [n for n in record.get("notes") or [] if n != reason]  # the reason is shown once, as the reason
     samples = []
     for s in record.get("samples") or []:
         shown = s.get("rationale") or s.get("text") or ""
@@ -80,7 +111,8 @@ def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
                            "single": "the winning samples gave one rationale",
                            "best_sample": f"best winning sample's rationale ({synthesis.get('error')})"}.get(
                                synthesis.get("source"), ""),
-        "reason": record.get("reason") or "", "notes": notes, "samples": samples,
+        "reason": reason, "notes": notes, "samples": samples, "state": _state(record),
+        "state_text": _score_text(record.get("score")) if record.get("score") is not None else _state(record),
         "agreement": _DASH if share is None else f"{share:.0%}",
         "counts_text": f"{n_voted}/{record.get('n_samples', 0)} parsed"
                        + (f", tie broken by {record['tie_break']}" if record.get("tie_break") else ""),
@@ -104,19 +136,20 @@ def _comparison(reviews: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         dims += [d for d in (review.get("dimensions") or {}) if d not in dims]
     rows = []
     for review in reviews:
-        cells, failed = [], 0
+        cells, failed, skipped = [], 0, 0
         for d in dims:
             r = (review.get("dimensions") or {}).get(d)
             if r is None:
                 cells.append(_DASH)
             elif r.get("score") is None:
-                cells.append("failed")
-                failed += 1
+                cells.append(_state(r))
+                failed += _state(r) == "failed"
+                skipped += _state(r) == "skipped"
             else:
                 share = r.get("vote_share")
                 cells.append(_score_text(r["score"]) + ("" if share is None else f" ({share:.0%})"))
         rows.append({"title": (review.get("survey") or {}).get("title") or (review.get("survey") or {}).get("source"),
-                     "cells": cells, "failed": failed})
+                     "cells": cells, "failed": failed, "skipped": skipped})
     return {"labels": [RUBRICS[d].label if d in RUBRICS else d for d in dims], "rows": rows}
 
 
@@ -146,7 +179,8 @@ def render_html(reviews: Sequence[Mapping[str, Any]], *, title: str | None = Non
     if title is None:
         title = f"Review of {surveys[0]['title']}" if len(surveys) == 1 else f"Review of {len(surveys)} surveys"
     template = _environment().get_template("score_report.html.j2")
-    page = template.render(title=title, judge=first.get("judge") or {}, surveys=surveys,
+    page = template.render(title=title, judge=first.get("judge") or {}, judge_line=judge_line(first.get("judge") or {}),
+                           surveys=surveys,
                            warnings=first.get("warnings") or [], generated=time.strftime("%Y-%m-%d %H:%M UTC",
                                                                                            time.gmtime()),
                            version=__version__, comparison=_comparison(reviews) if comparison else None)
@@ -163,10 +197,7 @@ def render_markdown(review: Mapping[str, Any]) -> str:
         Markdown text.
     """
     view = _survey_view(review)
-    judge = review.get("judge") or {}
-    about = (f"Judge {judge.get('name')} ({judge.get('backend')}, base {judge.get('model')}), "
-             f"{judge.get('samples')} sample(s) per dimension at temperature {judge.get('temperature')}, "
-             f"seed {judge.get('seed')}.")
+    about = judge_line(review.get("judge") or {})
     lines = [f"# Review of {view['title']}", "", about, ""]
     lines += [f"> {w}" for w in [*(review.get("warnings") or []), *view["warnings"]]]
     lines += ["", "| Dimension | Score | Votes (-2/-1/+1/+2/none) | Agreement |", "| --- | --- | --- | --- |"]
@@ -175,11 +206,12 @@ def render_markdown(review: Mapping[str, Any]) -> str:
         none = int(record.get("n_samples") or 0) - sum(int(v) for v in votes.values())
         counts = "/".join(str(votes.get(str(s), 0)) for s in VALID_SCORES) + f"/{none}"
         item = _dimension_view(d, record)
-        lines.append(f"| {item['label']} | {item['score_text'] if item['score'] is not None else 'failed'} | "
+        lines.append(f"| {item['label']} | {item['state_text']} | "
                      f"{counts} | {item['agreement']} |")
     for item in view["dimensions"]:
-        lines += ["", f"## {item['label']}: {item['score_text'] if item['score'] is not None else 'failed'}", ""]
-        lines.append(item["rationale"] if item["score"] is not None else f"Not scored: {item['reason']}")
+        lines += ["", f"## {item['label']}: {item['state_text']}", ""]
+        lines.append(item["rationale"] if item["score"] is not None else
+                     f"{'Skipped' if item['state'] == 'skipped' else 'Not scored'}: {item['reason']}")
         if item["rationale_note"]:
             lines += ["", f"*Rationale: {item['rationale_note']}.*"]
         lines += [f"- note: {n}" for n in item["notes"]]
@@ -216,10 +248,12 @@ def write_comparison(reviews: Sequence[Mapping[str, Any]], out_dir: Path) -> dic
         ``{"markdown": path, "html": path}``.
     """
     table = _comparison(reviews)
-    lines = ["# Comparison", "", "| Survey | " + " | ".join(table["labels"]) + " | failed |",
-             "| --- |" + " --- |" * (len(table["labels"]) + 1)]
-    lines += [f"| {row['title']} | " + " | ".join(row["cells"]) + f" | {row['failed']} |" for row in table["rows"]]
-    lines += ["", "Cells: score (share of the parsed votes for it); failed: no sample could be scored."]
+    lines = ["# Comparison", "", "| Survey | " + " | ".join(table["labels"]) + " | failed | skipped |",
+             "| --- |" + " --- |" * (len(table["labels"]) + 2)]
+    lines += [f"| {row['title']} | " + " | ".join(row["cells"]) + f" | {row['failed']} | {row['skipped']} |"
+              for row in table["rows"]]
+    lines += ["", "Cells: score (share of the parsed votes for it); failed: no sample could be scored; skipped: the "
+              "adapter needs knowledge augmentation and none was available (the reason is in the survey's report)."]
     paths = {"markdown": out_dir / "comparison.md", "html": out_dir / "comparison.html"}
     paths["markdown"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     paths["html"].write_text(render_html(reviews, comparison=True), encoding="utf-8")

@@ -226,6 +226,9 @@ def dataset_surveys(rows: dict[str, dict[str, list[dict[str, Any]]]], dimensions
     Returns:
         ``(surveys, units)``: dimension -> paper_id -> :class:`SurveyKAInput`, and (paper_id, dimension) ->
         sorted unit ids.
+
+    Raises:
+        ValueError: one paper_id carries two different surveys (its KA record would replace the other's).
     """
     surveys: dict[str, dict[str, SurveyKAInput]] = {}
     units: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -235,9 +238,13 @@ def dataset_surveys(rows: dict[str, dict[str, list[dict[str, Any]]]], dimensions
             for row in split_rows:
                 pid = row["paper_id"]
                 units[(pid, dim)].append(row["unit_id"])
-                surveys[dim].setdefault(pid, SurveyKAInput(pid, row.get("title") or "",
-                                                           tuple(row.get("references") or ()), row.get("text") or "",
-                                                           (survey_years or {}).get(pid)))
+                got = SurveyKAInput(pid, row.get("title") or "", tuple(row.get("references") or ()),
+                                    row.get("text") or "", (survey_years or {}).get(pid))
+                seen = surveys[dim].setdefault(pid, got)
+                if (seen.title, seen.references, seen.text) != (got.title, got.references, got.text):
+                    # one KA record per (paper_id, dimension): a second survey under the id would replace it
+                    raise ValueError(f"{dim}: paper_id {pid!r} names two different surveys (unit {row['unit_id']} "
+                                     f"differs in title, references or text); paper ids must be unique")
     return surveys, {key: sorted(ids) for key, ids in units.items()}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import sys
 from pathlib import Path
 
@@ -22,7 +23,11 @@ record is human unless it says "source": "system").
 The run folder holds calls.jsonl (re-running the same command makes only missing or failed calls),
 reviews/<id>.json, paper.json, comparison.md / comparison.json (each system against the mean of the human
 reviewers, with the project page's figures beside it), extraction.json (every unparseable answer, default and
-left-out item) and run_config.json.
+left-out item) and run_config.json. Two different reviews with one id (two review.txt files) are scored as
+id-<hash>; a review given twice is scored once.
+
+Exit status: 0; 2 for bad input; 3 when a stage produced no usable result (every answer of a stage failed to
+parse or errored: its metrics would be empty for every review).
 """
 
 
@@ -70,6 +75,37 @@ def _review_files(items: list[str]):
     return reviews, skipped
 
 
+def _unique_reviews(reviews: list) -> tuple[list, list[str]]:
+    """Reviews with unique ids: an exact repeat (same id, source, system and text; e.g. a file given twice) is
+    kept once, and different reviews sharing an id (two ``review.txt`` files in different folders) each get the id
+    plus a short hash of their text, so neither replaces the other's ``reviews/<id>.json``.
+
+    Args:
+        reviews: the reviews as read, in order.
+
+    Returns:
+        ``(reviews, messages)``: the reviews to score and one line per merged or renamed review.
+    """
+    from surveyalign.paths import unique_output_names
+
+    keys = [f"{r.review_id}\x00{r.source}\x00{r.system}\x00{r.text}" for r in reviews]
+    names = unique_output_names([r.review_id for r in reviews], keys, fallback="review")
+    by_id: dict[str, list[int]] = {}
+    for i in names.keep:
+        by_id.setdefault(reviews[i].review_id, []).append(i)
+    labels = [f"review {r.review_id!r} ({r.system or r.source})" for r in reviews]
+    messages = [f"{labels[i]}: repeated; scored once" for i in sorted(names.merged)]
+    out = []
+    for i in names.keep:
+        review = reviews[i]
+        if len(by_id[review.review_id]) > 1:
+            new_id = f"{review.review_id}-{hashlib.sha256(review.text.encode()).hexdigest()[:8]}"
+            messages.append(f"{labels[i]}: another review has the same id; scored as {new_id!r}")
+            review = review.model_copy(update={"review_id": new_id})
+        out.append(review)
+    return out, messages
+
+
 def _prism(args: argparse.Namespace) -> int:
     from surveyalign.prism.readers import read_paper
     from surveyalign.prism.report import comparison_rows, format_comparison
@@ -82,6 +118,9 @@ def _prism(args: argparse.Namespace) -> int:
     reviews, skipped = _review_files(args.reviews)
     for line in skipped:
         print(f"not a review, skipped: {line}", file=sys.stderr)
+    reviews, renamed = _unique_reviews(reviews)
+    for line in renamed:
+        print(line, file=sys.stderr)
     out = Path(args.out) if args.out else Path("runs") / "prism" / safe_output_name(paper.paper_id, fallback="paper")
     run = run_prism(paper, reviews, config, out, progress=not args.no_progress,
                     command=["surveyalign", "prism", *sys.argv[2:]])
@@ -93,4 +132,9 @@ def _prism(args: argparse.Namespace) -> int:
           f"{cached} cached; unparseable or failed extractions: {log.n_failed}; defaults: {len(log.defaults)}; "
           f"left-out items: {len(log.invalid)}; skipped records: {len(skipped)}")
     print(f"run folder: {out}")
+    empty = [stage for stage, c in log.counts.items() if c["answers"] and not c["parsed"]]
+    if empty:
+        print(f"surveyalign prism: no usable extraction in stage(s) {', '.join(empty)} (every answer failed; "
+              f"see {out / 'extraction.json'})", file=sys.stderr)
+        return 3
     return 0

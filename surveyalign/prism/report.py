@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from surveyalign.paths import safe_output_name
+from surveyalign.paths import unique_output_names
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.constructiveness import constructiveness
 from surveyalign.prism.depth import depth_of_analysis
@@ -145,10 +145,6 @@ def format_comparison(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _safe(name: str) -> str:
-    return safe_output_name(name, fallback="review")
-
-
 def _jsonable(obj: Any) -> Any:
     if hasattr(obj, "__dataclass_fields__"):
         return {k: _jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
@@ -163,7 +159,7 @@ def _jsonable(obj: Any) -> Any:
 
 def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
               scores: Mapping[str, Mapping[str, Any]], run_config: Mapping[str, Any]) -> dict[str, Path]:
-    """Write the run folder: ``reviews/<id>.json``, ``paper.json``, ``comparison.md`` / ``.json``,
+    """Write the run folder: ``reviews/<id>.json`` (the safe id; + a short hash when two ids make one name), ``paper.json``, ``comparison.md`` / ``.json``,
     ``extraction.json`` (every failure, default and left-out item) and ``run_config.json``.
 
     Returns:
@@ -172,12 +168,14 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
     out = Path(out_dir)
     (out / "reviews").mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    for review in reviews:
+    # distinct ids whose safe names coincide ("a/b" and "a_b") get a hash each: no review file replaces another
+    names = unique_output_names([r.review_id for r in reviews], [r.review_id for r in reviews], fallback="review")
+    for review, name in zip(reviews, names.names, strict=True):
         rid = review.review_id
         record = {**scores[rid], "units": {
             "adus": _jsonable(units.adus.get(rid)), "novelty_claims": _jsonable(units.claims.get(rid)),
             "flaws": _jsonable(units.review_flaws.get(rid)), "comments": _jsonable(units.comments.get(rid))}}
-        path = out / "reviews" / f"{_safe(rid)}.json"
+        path = out / "reviews" / f"{name}.json"
         path.write_text(json.dumps(_jsonable(record), indent=2, ensure_ascii=False) + "\n")
         written[f"review:{rid}"] = path
     rows = comparison_rows(scores)

@@ -206,15 +206,22 @@ def render_html_report(
         The HTML text. Tables carry ids (``leaderboard``, ``comparison``, ``confusion-<k>-<dimension>``,
         ``distribution-<k>``, ``per-source``, ``failures``) and every figure is a base64 PNG.
     """
+    from surveyalign.scoring.report import average_scopes
+
     dims = [d for d in DIMENSIONS if any(d in (s.get("per_dimension") or {}) for s in summaries.values())]
+    marks, scope_notes = average_scopes(summaries)
     leaderboard = []
     for name, s in summaries.items():
         per = s.get("per_dimension") or {}
+        averaged = {key: _cell(s, key) for key in ("avg_mse", "avg_mae", "rqs", "align", "has")}
+        if marks[name]:  # averages over fewer dimensions than the board: marked, and named in a note
+            averaged = {k: {**v, "value": f"{v['value']} {marks[name]}"} if s.get(k) is not None else v
+                        for k, v in averaged.items()}
         leaderboard.append({
             "kind": "judge", "name": name,
             "dims": {d: {"mse": _f((per.get(d) or {}).get("mse")), "mae": _f((per.get(d) or {}).get("mae"))}
                      for d in dims},
-            **{key: _cell(s, key) for key in ("avg_mse", "avg_mae", "rqs", "align", "has")},
+            **averaged,
             "scored": f"{s.get('n_scored', 0)}/{s.get('n', 0)}",
         })
     if ceiling is not None:
@@ -230,6 +237,7 @@ def render_html_report(
     leaderboard += _baseline_rows(summaries, dims)
     notes = sorted({s.get("has_note") for s in summaries.values()} - {None})
     notes += sorted({(s.get("ci") or {}).get(k) for s in summaries.values() for k in ("note", "insufficient")} - {None})
+    notes += scope_notes
     judges = []
     for k, name in enumerate(summaries):
         recs = records.get(name)

@@ -27,6 +27,8 @@ __all__ = [
     "render_comparison",
     "render_failures",
     "render_intervals",
+    "PARTIAL_AVG_MARK",
+    "average_scopes",
     "render_leaderboard",
     "render_per_source",
 ]
@@ -53,6 +55,40 @@ def _ci(value: Any, interval: list[float] | None, digits: int = 2) -> str:
 def _dims(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
     present = {d for s in summaries.values() for d in (s.get("per_dimension") or {})}
     return [d for d in DIMENSIONS if d in present]
+
+
+#: Mark on an average taken over fewer dimensions than the board shows (see :func:`average_scopes`).
+PARTIAL_AVG_MARK = "†"
+
+#: Summary keys that average over the judge's dimensions (marked when the dimension sets differ).
+_AVERAGED = ("avg_mse", "avg_mae", "rqs", "align", "has", "skill_vs_majority")
+
+
+def average_scopes(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str], list[str]]:
+    """Whether each judge's averages (AVG MSE/MAE, RQS, Align, HAS, Skill) cover the same dimensions as the board.
+
+    A judge scored on 1 dimension and another on 4 must not share an unmarked "AVG" column: a judge whose
+    dimension set is smaller than the union over all judges gets :data:`PARTIAL_AVG_MARK` on each averaged cell,
+    and one note per such judge names its dimensions.
+
+    Args:
+        summaries: ``{judge name: summarize_predictions(...) output}`` (their ``per_dimension`` keys are the sets).
+
+    Returns:
+        ``(marks, notes)``: judge -> ``""`` or the mark; and the caption lines (empty when every set is the same).
+    """
+    sets = {j: {d for d in (s.get("per_dimension") or {})} for j, s in summaries.items()}
+    union = set().union(*sets.values()) if sets else set()
+    marks = {j: PARTIAL_AVG_MARK if dims != union else "" for j, dims in sets.items()}
+    notes = [f"{PARTIAL_AVG_MARK} {j}: averages over {len(sets[j])} of {len(union)} dimensions "
+             f"({', '.join(_SHORT.get(d, d) for d in DIMENSIONS if d in sets[j]) or 'none'}); not comparable with "
+             f"the other rows' averages" for j, m in marks.items() if m]
+    return marks, notes
+
+
+def _marked(summary: Mapping[str, Any], key: str, mark: str) -> str:
+    text = _f(summary.get(key))
+    return f"{text} {mark}" if mark and key in _AVERAGED and summary.get(key) is not None else text
 
 
 def _failures(s: Mapping[str, Any]) -> str:
@@ -97,13 +133,14 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
         table.add_column(name, justify="right")
     table.add_column("scored", justify="right")
     table.add_column("failed", justify="right", overflow="fold", max_width=8)
+    marks, scope_notes = average_scopes(summaries)
     for judge, s in summaries.items():
         per = s.get("per_dimension") or {}
         row = [str(judge)]
         for d in per_dim:
             e = per.get(d) or {}
             row.append(f"{_f(e.get('mse'))}/{_f(e.get('mae'))}")
-        row += [_f(s.get(k)) for k in shown.values()]
+        row += [_marked(s, k, marks[judge]) for k in shown.values()]
         row += [f"{s.get('n_scored', 0)}/{s.get('n', 0)}", _failures(s)]
         table.add_row(*row)
     notes = sorted({s.get("has_note") for s in summaries.values() if s.get("has_note")})
@@ -115,6 +152,7 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
                           "is perfect on them; see metrics.json)")
         else:
             notes.append("Skill left out: no training labels")
+    notes += scope_notes
     if notes:
         table.caption = "; ".join(notes)
     return table
@@ -132,18 +170,20 @@ def render_intervals(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
             "Skill": "skill_vs_majority"}
     for name in [*keys, "papers"]:
         table.add_column(name, justify="right")
+    marks, scope_notes = average_scopes(summaries)
     for judge, s in summaries.items():
         ci = s.get("ci") or {}
         if ci.get("insufficient"):  # too few papers: the values, and no interval
-            table.add_row(str(judge), *[_f(s.get(k)) for k in keys.values()],
+            table.add_row(str(judge), *[_marked(s, k, marks[judge]) for k in keys.values()],
                           f"{ci.get('n_papers', _DASH)}\n{INSUFFICIENT_DATA}")
             continue
-        table.add_row(str(judge), *[_ci(s.get(k), ci.get(k)) for k in keys.values()], str(ci.get("n_papers", _DASH)))
+        table.add_row(str(judge) + (f" {marks[judge]}" if marks[judge] else ""),
+                      *[_ci(s.get(k), ci.get(k)) for k in keys.values()], str(ci.get("n_papers", _DASH)))
     methods = {(s.get("ci") or {}).get("method") for s in summaries.values()} - {None}
     notes = sorted({(s.get("ci") or {}).get(k) for s in summaries.values() for k in ("note", "insufficient")} - {None})
     resamples = sorted({(s.get("ci") or {}).get("resamples") for s in summaries.values()} - {None})
     caption = [f"{m}, {', '.join(map(str, resamples))} resamples" for m in methods] or ["no bootstrap (--bootstrap 0)"]
-    table.caption = "; ".join(caption + notes)
+    table.caption = "; ".join(caption + notes + scope_notes)
     return table
 
 

@@ -16,6 +16,8 @@ A re-run reuses every converted paper and retries the others; the HTTP cache ans
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import time
 from collections import Counter
@@ -113,13 +115,24 @@ def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: list[
     except (HTTPStatusError, ValueError) as exc:
         raise _StageError("fetch", str(exc)) from exc
     pdf_dir.mkdir(parents=True, exist_ok=True)
-    path = pdf_dir / f"{safe_output_name(cand.forum, fallback='forum')}.pdf"
+    path = pdf_dir / f"{_pdf_stem(cand.forum, cand.base_url)}.pdf"
     path.write_bytes(body)
     try:
         doc = read_document(path, pdf_extractor=pdf_extractor, guard=False)
     except (ValueError, ImportError) as exc:
         raise _StageError("convert", str(exc)) from exc
     return doc.text, {"format": "pdf", "bytes": len(body), "extractor": doc.extractor, "warnings": doc.warnings}
+
+
+def _pdf_stem(forum: str, base_url: str) -> str:
+    """The fetched PDF's file stem: the forum id when it is already a safe, lower-case name; otherwise the safe
+    name plus a short hash of ``base_url`` and the id, so two forums never share a file (``aBc`` / ``abc`` on a
+    case-insensitive file system, ``a/b`` / ``a_b``) and the same forum keeps its name across runs."""
+    stem = safe_output_name(forum, fallback="forum")
+    if stem == forum and forum == forum.lower():
+        return stem
+    return f"{safe_output_name(forum, fallback='forum', max_bytes=100)}-" + \
+        hashlib.sha256(f"{base_url}\x00{forum}".encode()).hexdigest()[:8]
 
 
 class _StageError(Exception):

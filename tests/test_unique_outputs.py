@@ -1,0 +1,139 @@
+"""Issue 21 A and B: no output overwrites another, and exit codes / undefined figures mean the same everywhere.
+
+Each test holds the right value: two surveys with one stem keep two reports; the same file given twice is scored
+once with a message; PRISM reviews with one id keep two files; every extraction failing exits 3; averages over
+different dimension sets are marked; a dimension skipped for lack of knowledge is shown once as skipped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from surveyalign.cli import main
+from surveyalign.paths import unique_output_names
+from surveyalign.testing import FakeChatServer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "prism"
+
+
+def test_unique_output_names_values():
+    names = unique_output_names(["survey", "survey", "other", "survey", "Other"], ["a", "b", "c", "a", "d"])
+    # survey/a and survey/b differ: each gets its content hash; the second "a" is merged into the first;
+    # "other" and "Other" collide on a case-insensitive file system: both get their hash
+    assert names.keep == [0, 1, 2, 4] and names.merged == {3: 0} and names.disambiguated == [0, 1, 2, 4]
+    assert names.names[0] == "survey-ca978112" and names.names[1] == "survey-3e23e816"  # sha256("a"), ("b")
+    assert names.names[3] == names.names[0] and names.names[2] == "other-2e7d2c03" and names.names[4] == "Other-18ac3e73"
+    assert names.messages(["p0", "p1", "p2", "p3", "p4"])[0] == "p3: identical to p0; processed once as survey-ca978112"
+    plain = unique_output_names(["a", "b/../c"], ["x", "y"])
+    assert plain.names == ["a", "b_.._c"] and plain.merged == {} and plain.disambiguated == []  # stable names
+    with pytest.raises(ValueError, match="2 names but 1 contents"):
+        unique_output_names(["a", "b"], ["x"])
+
+
+def _judge(tmp_path: Path, server: FakeChatServer) -> Path:
+    judge = tmp_path / "judge.yaml"
+    judge.write_text(f"backend: {{kind: openai, options: {{model: fake-judge, base_url: '{server.base_url}'}}}}\n")
+    return judge
+
+
+def test_score_two_inputs_with_one_stem_keeps_both_and_merges_a_repeat(tmp_path, capsys):
+    """Old code: ``reviews/survey.json`` held only the last survey and comparison.md showed identical rows."""
+    first, second = tmp_path / "a" / "survey.md", tmp_path / "b" / "survey.md"
+    first.parent.mkdir()
+    second.parent.mkdir()
+    first.write_text("# Survey of oracles\n\n## Intro\n\nTest oracles decide pass or fail.\n", encoding="utf-8")
+    second.write_text("# Survey of fuzzers\n\n## Intro\n\nFuzzers generate inputs.\n", encoding="utf-8")
+    out = tmp_path / "out"
+    with FakeChatServer() as server:
+        code = main(["score", str(first), str(second), str(first), "--judge", str(_judge(tmp_path, server)),
+                     "--out", str(out), "--allow-no-knowledge", "--no-progress", "--samples", "1",
+                     "--dimensions", "readability"])
+        n_requests = len(server.requests)
+    assert code == 0
+    reports = sorted(p.name for p in out.glob("survey*.json"))
+    assert len(reports) == 2 and all(len(r) == len("survey-12345678.json") for r in reports)
+    titles = sorted(json.loads((out / r).read_text())["survey"]["title"] for r in reports)
+    assert titles == ["Survey of fuzzers", "Survey of oracles"]
+    assert n_requests == 2  # the repeated file was scored once
+    err = capsys.readouterr().err
+    assert "identical to" in err and err.count("another input has the same name") == 2
+    comparison = (out / "comparison.md").read_text()
+    assert "Survey of fuzzers" in comparison and "Survey of oracles" in comparison
+
+
+def _prism_judge(tmp_path: Path, options: str) -> Path:
+    judge = tmp_path / "judge.yaml"
+    judge.write_text(f"backend: {{kind: scripted, options: {options}}}\nnovelty: {{enabled: false}}\n")
+    return judge
+
+
+@pytest.mark.parametrize("options", ["{replies: []}", "{replies: ['no JSON here'], cycle: true}"])
+def test_prism_with_every_extraction_failing_exits_3(tmp_path, capsys, options):
+    """Old code: exit 0 with every metric empty (all 8 extractions failed: API errors, or unreadable answers)."""
+    out = tmp_path / "run"
+    code = main(["prism", str(FIXTURES / "iclr_paper.json"), str(FIXTURES / "iclr_reviews.json"),
+                 "--judge", str(_prism_judge(tmp_path, options)), "--out", str(out), "--no-progress"])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "no usable extraction in stage(s) adu, novelty_claims, flaws, comments" in err
+    assert json.loads((out / "paper.json").read_text())["n_failed_extractions"] == 8  # 4 steps x 2 reviews
+
+
+def test_prism_reviews_sharing_an_id_keep_their_own_files(tmp_path, capsys):
+    """Two different review.txt files (one id) used to be refused or to replace each other's reviews/<id>.json."""
+    for folder, text in (("a", "The method is sound but the baselines are weak."),
+                         ("b", "The evaluation misses an ablation of the encoder.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "review.txt").write_text(text, encoding="utf-8")
+    out = tmp_path / "run"
+    code = main(["prism", str(FIXTURES / "iclr_paper.json"), str(tmp_path / "a" / "review.txt"),
+                 str(tmp_path / "b" / "review.txt"), str(tmp_path / "a" / "review.txt"),
+                 "--judge", str(_prism_judge(tmp_path, "{replies: []}")), "--out", str(out), "--no-progress"])
+    assert code == 3  # no extraction could succeed with this judge; the files are still written
+    files = sorted(p.name for p in (out / "reviews").glob("*.json"))
+    assert len(files) == 2 and all(f.startswith("review-") for f in files)
+    err = capsys.readouterr().err
+    assert "repeated; scored once" in err and err.count("another review has the same id") == 2
+
+
+def test_report_marks_averages_over_different_dimension_sets():
+    from rich.console import Console
+
+    from surveyalign.scoring.report import PARTIAL_AVG_MARK, average_scopes, render_leaderboard
+
+    dims4 = {d: {"mse": 1.0, "mae": 1.0} for d in ("readability", "structure", "comprehensiveness", "criticalness")}
+    summaries = {"four": {"per_dimension": dims4, "avg_mse": 1.0, "avg_mae": 1.0, "align": 0.5, "n": 8, "n_scored": 8},
+                 "one": {"per_dimension": {"readability": {"mse": 0.25, "mae": 0.5}}, "avg_mse": 0.25,
+                         "avg_mae": 0.5, "align": 0.9, "n": 2, "n_scored": 2}}
+    marks, notes = average_scopes(summaries)
+    assert marks == {"four": "", "one": PARTIAL_AVG_MARK}
+    assert notes == [f"{PARTIAL_AVG_MARK} one: averages over 1 of 4 dimensions (Read); not comparable with the "
+                     "other rows' averages"]
+    console = Console(width=200, record=True)
+    console.print(render_leaderboard(summaries))
+    text = console.export_text()
+    assert f"0.25 {PARTIAL_AVG_MARK}" in text and "1.00 †" not in text and "averages over 1 of 4" in text
+    same = {"a": summaries["four"], "b": summaries["four"]}
+    assert average_scopes(same) == ({"a": "", "b": ""}, [])
+
+
+def test_score_report_shows_a_knowledge_skip_once_and_names_the_adapters():
+    from surveyalign.inference.report import render_html, render_markdown, write_comparison  # noqa: F401
+
+    reason = "not judged: the adapter was trained with knowledge augmentation and none is available (x)"
+    review = {"survey": {"title": "T", "source": "t.md"},
+              "judge": {"name": "served", "backend": "openai", "model": "base-m", "samples": 1, "temperature": 0.7,
+                        "seed": 0, "protocol": "surveyalign", "adapters": {"criticalness": "crit-lora"}},
+              "dimensions": {"criticalness": {"score": None, "status": "knowledge_required", "reason": reason,
+                                              "notes": [reason], "samples": [], "votes": {}, "n_samples": 0}}}
+    md = render_markdown(review)
+    assert md.count(reason) == 1 and "| skipped |" in md and "failed" not in md
+    assert "## Criticalness: skipped" in md or "skipped" in md.split("## ")[1]
+    assert "base base-m; adapters: criticalness=crit-lora" in md
+    html = render_html([review])
+    assert html.count(reason) == 1 and '<span class="skipped">skipped</span>' in html
+    assert "adapters: criticalness=crit-lora" in html
+    bare = {**review, "judge": {**review["judge"], "adapters": {}}}
+    assert "no adapter: the base model answered every dimension" in render_markdown(bare)
