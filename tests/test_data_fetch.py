@@ -332,6 +332,17 @@ def test_cli_fetch_texts(tmp_path, services, capsys):
     assert main(["data", "fetch-texts", "--official", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")]) == 2
 
 
+def test_cli_fetch_texts_with_nothing_converted_exits_3(tmp_path, services, capsys):
+    """Every paper to fetch failed or stayed unresolved: no usable result, exit 3 (issue 21), report still written."""
+    release = write_release(tmp_path / "rel")  # the stand-in services know none of its papers
+    code = main(["data", "fetch-texts", "--official", str(release), "--out", str(tmp_path / "out"),
+                 "--europepmc-url", f"{services.url}/epmc", "--openreview-url", f"{services.url}/or",
+                 "--requests-per-second", "0", "--max-attempts", "1", "--no-progress"])
+    assert code == 3
+    assert "was converted (exit 3" in capsys.readouterr().err
+    assert (tmp_path / "out" / "fetch_report.json").is_file()
+
+
 def test_api1_venue_metadata_only_xml_unknown_source_and_a_broken_answer(tmp_path, services):
     v1_title = "Graph pooling operators: a survey"
     v1_abstract = "Graph pooling coarsens a graph between message passing layers; we compare forty pooling operators."

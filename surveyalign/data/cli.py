@@ -163,6 +163,11 @@ def _fetch(args: argparse.Namespace) -> int:
     print(f"wrote {written} texts to {len(result.shards)} shard(s) in {result.out / 'articles'}; gold snippets "
           f"verbatim in fetched texts: {verbatim['snippets_found']} (in {verbatim['papers_with_snippets']} papers)")
     print(f"report: {result.out / 'fetch_report.json'}")
+    wanted = sum(c["papers"] - c["present"] for c in rep["per_source"].values())
+    if wanted and not sum(c["converted"] for c in rep["per_source"].values()):
+        print(f"surveyalign data fetch-texts: none of the {wanted} papers to fetch was converted (exit 3; reasons "
+              "above and in fetch_report.json)", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from surveyalign.argtypes import (
@@ -51,6 +52,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
     for reason, n in summary["empty_reasons"].items():
         print(f"  empty ({n}): {reason}")
     print(f"dataset with a `knowledge` column: {report.out_dir}; records: {report.out_dir / 'ka' / 'records.jsonl'}")
+    if report.n_records and report.n_empty == report.n_records:
+        print(f"surveyalign ka build: all {report.n_records} KA records are empty (no usable knowledge; exit 3)",
+              file=sys.stderr)
+        return 3
     return 0
 
 
