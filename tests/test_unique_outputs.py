@@ -101,7 +101,11 @@ def test_prism_reviews_sharing_an_id_keep_their_own_files(tmp_path, capsys):
 def test_report_marks_averages_over_different_dimension_sets():
     from rich.console import Console
 
-    from surveyalign.scoring.report import PARTIAL_AVG_MARK, average_scopes, render_leaderboard
+    from surveyalign.scoring.report import (
+        PARTIAL_AVG_MARK,
+        average_scopes,
+        render_leaderboard,
+    )
 
     dims4 = {d: {"mse": 1.0, "mae": 1.0} for d in ("readability", "structure", "comprehensiveness", "criticalness")}
     summaries = {"four": {"per_dimension": dims4, "avg_mse": 1.0, "avg_mae": 1.0, "align": 0.5, "n": 8, "n_scored": 8},
@@ -109,8 +113,8 @@ def test_report_marks_averages_over_different_dimension_sets():
                          "avg_mae": 0.5, "align": 0.9, "n": 2, "n_scored": 2}}
     marks, notes = average_scopes(summaries)
     assert marks == {"four": "", "one": PARTIAL_AVG_MARK}
-    assert notes == [f"{PARTIAL_AVG_MARK} one: averages over 1 of 4 dimensions (Read); not comparable with the "
-                     "other rows' averages"]
+    assert notes == [(f"{PARTIAL_AVG_MARK} one: averages over 1 of 4 dimensions (Read); not comparable with the "
+                     "other rows' averages")]
     console = Console(width=200, record=True)
     console.print(render_leaderboard(summaries))
     text = console.export_text()
@@ -120,7 +124,11 @@ def test_report_marks_averages_over_different_dimension_sets():
 
 
 def test_score_report_shows_a_knowledge_skip_once_and_names_the_adapters():
-    from surveyalign.inference.report import render_html, render_markdown, write_comparison  # noqa: F401
+    from surveyalign.inference.report import (  # noqa: F401
+        render_html,
+        render_markdown,
+        write_comparison,
+    )
 
     reason = "not judged: the adapter was trained with knowledge augmentation and none is available (x)"
     review = {"survey": {"title": "T", "source": "t.md"},

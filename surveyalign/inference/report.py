@@ -252,8 +252,8 @@ def write_comparison(reviews: Sequence[Mapping[str, Any]], out_dir: Path) -> dic
              "| --- |" + " --- |" * (len(table["labels"]) + 2)]
     lines += [f"| {row['title']} | " + " | ".join(row["cells"]) + f" | {row['failed']} | {row['skipped']} |"
               for row in table["rows"]]
-    lines += ["", "Cells: score (share of the parsed votes for it); failed: no sample could be scored; skipped: the "
-              "adapter needs knowledge augmentation and none was available (the reason is in the survey's report)."]
+    lines += ["", ("Cells: score (share of the parsed votes for it); failed: no sample could be scored; skipped: the "
+              "adapter needs knowledge augmentation and none was available (the reason is in the survey's report).")]
     paths = {"markdown": out_dir / "comparison.md", "html": out_dir / "comparison.html"}
     paths["markdown"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     paths["html"].write_text(render_html(reviews, comparison=True), encoding="utf-8")

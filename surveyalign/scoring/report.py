@@ -18,6 +18,8 @@ from surveyalign.data import load_train_scores, row_dimension
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
 __all__ = [
+    "PARTIAL_AVG_MARK",
+    "average_scopes",
     "find_train_scores",
     "read_predictions",
     "render_agreement",
@@ -27,8 +29,6 @@ __all__ = [
     "render_comparison",
     "render_failures",
     "render_intervals",
-    "PARTIAL_AVG_MARK",
-    "average_scopes",
     "render_leaderboard",
     "render_per_source",
 ]

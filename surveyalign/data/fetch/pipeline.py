@@ -17,7 +17,6 @@ A re-run reuses every converted paper and retries the others; the HTTP cache ans
 from __future__ import annotations
 
 import hashlib
-
 import json
 import time
 from collections import Counter
