@@ -1,12 +1,21 @@
 """surveyalign: train and evaluate LLM judges of survey papers against human reviewers.
 
-Sub-packages: ``documents`` (markdown / LaTeX / PDF / JATS read into one Document, leakage guard, reference
-readers, the bibliographic ``Paper``, the heading splitter and the token fitter), ``data`` (SurveyReview
-builder), ``prompts`` (protocol and parser), ``backends`` (API, transformers, vLLM judges and the OpenAI-compatible
-server), ``calls`` (the call layer: cached resumable LLM calls keyed by content + namespace, one retry policy, polite
-HTTP), ``evaluation`` (resumable harness), ``scoring``
-(MSE/MAE, RQS, HAS and baselines), ``training`` (SFT/DPO recipes support), ``models`` (base identity,
-quantisation, the training record, the ``max_length`` rule), ``testing`` (tiny test model, stand-in servers).
+Sub-packages by layer, bottom to top (a package imports only lower layers; ``tests/test_package_map.py`` holds
+the map, README "Architecture" prints it):
+
+- core (modules): ``constants`` (dimensions, statuses, the typed ``Dimension``), ``paths``, ``argtypes`` (flag
+  types), ``console``, ``yamlconfig`` (the YAML reader and the config type ``DimensionName``).
+- services: ``models`` (base identity, quantisation, the training record, the ``max_length`` rule),
+  ``documents`` (markdown / LaTeX / PDF / JATS read into one Document, leakage guard, reference readers, the
+  bibliographic ``Paper``, the heading splitter and the token fitter), ``backends`` (API, transformers, vLLM
+  judges, the OpenAI-compatible server, the ``ModelRole`` config, one ``RetryPolicy``), ``calls`` (the call
+  layer: cached resumable LLM calls keyed by content + namespace, request fusion, polite HTTP, cost).
+- domains: ``prompts`` (protocol and parser), ``data`` (SurveyReview builder and loader), ``knowledge``
+  (Comp-KA / Crit-KA), ``judge`` (the K-sample judge), ``training`` (SFT/DPO recipe support), ``scoring``
+  (MSE/MAE, RQS, HAS, baselines, reports).
+- users: ``evaluation`` (resumable harness), ``inference`` (``surveyalign score``), ``autoraters``
+  (PaperOrchestra autoraters), ``prism`` (PRISM review pipeline).
+- top: ``cli``, ``demo``, ``testing`` (tiny test model, stand-in servers).
 """
 
 __version__ = "0.1.0"

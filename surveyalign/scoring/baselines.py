@@ -17,10 +17,10 @@ from typing import Any
 from surveyalign.constants import VALID_SCORES, Dimension
 from surveyalign.data import row_dimension
 from surveyalign.scoring.metrics import (
-    _mean,
-    _ordered_dimensions,
     check_scores,
+    dimension_column,
     human_aligned_score,
+    mean_or_none,
 )
 
 __all__ = ["baseline_metrics", "check_train_scores", "majority_label", "score_distribution"]
@@ -82,7 +82,7 @@ def score_distribution(scores: Sequence[int]) -> dict[int, float]:
 
 
 def _macro(errors_by_class: dict[int, list[float]]) -> float | None:
-    return _mean([sum(v) / len(v) for v in errors_by_class.values()]) if errors_by_class else None
+    return mean_or_none([sum(v) / len(v) for v in errors_by_class.values()]) if errors_by_class else None
 
 
 def baseline_metrics(
@@ -113,7 +113,7 @@ def baseline_metrics(
         raise ValueError(f"references ({len(references)}) and dimensions ({len(dimensions)}) differ in length")
     references = check_scores(references, "references")
     train = check_train_scores(train_scores)
-    names, present = _ordered_dimensions(dimensions)
+    names, present = dimension_column(dimensions)
     notes: list[str] = []
     out: dict[str, Any] = {"train_counts": {}, "majority": {"per_dimension": {}},
                            "prior_sampling": {"per_dimension": {}}, "notes": notes}
@@ -136,18 +136,18 @@ def baseline_metrics(
             by_class_maj.setdefault(r, []).append(a)
             by_class_prior.setdefault(r, []).append(e)
         out["majority"]["per_dimension"][dim] = {
-            "label": label, "n": len(refs), "mse": _mean(maj_sq), "mae": _mean(maj_abs),
+            "label": label, "n": len(refs), "mse": mean_or_none(maj_sq), "mae": mean_or_none(maj_abs),
             "macro_mae": _macro(by_class_maj),
         }
         out["prior_sampling"]["per_dimension"][dim] = {
-            "distribution": {str(s): p for s, p in dist.items()}, "n": len(refs), "mse": _mean(exp_sq),
-            "mae": _mean(exp_abs), "macro_mae": _macro(by_class_prior),
+            "distribution": {str(s): p for s, p in dist.items()}, "n": len(refs), "mse": mean_or_none(exp_sq),
+            "mae": mean_or_none(exp_abs), "macro_mae": _macro(by_class_prior),
         }
     for judge in ("majority", "prior_sampling"):
         per = out[judge]["per_dimension"]
         used = [d for d in per if per[d]["mse"] is not None]
-        avg_mse = _mean([per[d]["mse"] for d in used])
-        avg_mae = _mean([per[d]["mae"] for d in used])
+        avg_mse = mean_or_none([per[d]["mse"] for d in used])
+        avg_mae = mean_or_none([per[d]["mae"] for d in used])
         has = human_aligned_score(avg_mse, avg_mae, None)
         out[judge].update({"avg_mse": avg_mse, "avg_mae": avg_mae, "avg_dimensions": used,
                            "a_mse": has["a_mse"], "a_mae": has["a_mae"], "align": has["align"]})

@@ -33,9 +33,11 @@ __all__ = [
     "agreement_statistics",
     "alignment_errors",
     "check_scores",
+    "dimension_column",
     "human_aligned_score",
     "krippendorff_alpha_interval",
     "macro_mae",
+    "mean_or_none",
     "quadratic_weighted_kappa",
     "reason_quality",
 ]
@@ -100,14 +102,22 @@ def _check_lengths(**columns: Sequence[Any] | None) -> int:
     return next(iter(lengths.values()), 0)
 
 
-def _ordered_dimensions(dimensions: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Parse the ``dimensions`` column (any case: the row edge); return (per-item names, present ones in paper order)."""
+def dimension_column(dimensions: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Parse the ``dimensions`` column given to a metric function (any case: the row edge, ``data.row_dimension``).
+
+    Returns:
+        (the Dimension of each item, the dimensions present in paper order).
+
+    Raises:
+        ValueError: an unknown dimension name (named).
+    """
     names = [row_dimension(d) for d in dimensions]
     present = set(names)
     return names, [d for d in DIMENSIONS if d in present]
 
 
-def _mean(values: Sequence[float]) -> float | None:
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """The mean of ``values`` as a float, or None when there are none (an undefined average is not 0)."""
     return float(sum(values) / len(values)) if values else None
 
 
@@ -286,7 +296,7 @@ def alignment_errors(
     if convention not in ("strict", "authors"):
         raise ValueError(f"unknown convention {convention!r}; expected 'strict' or 'authors'")
     n = _check_lengths(predictions=predictions, references=references, dimensions=dimensions, statuses=statuses)
-    names, present = _ordered_dimensions(dimensions)
+    names, present = dimension_column(dimensions)
     preds = check_scores(predictions, "predictions", allow_none=True)
     refs = check_scores(references, "references")
     per_dim: dict[str, dict[str, Any]] = {}
@@ -318,8 +328,8 @@ def alignment_errors(
     return {
         "convention": convention,
         "per_dimension": per_dim,
-        "avg_mse": _mean([per_dim[d]["mse"] for d in used]),
-        "avg_mae": _mean([per_dim[d]["mae"] for d in used]),
+        "avg_mse": mean_or_none([per_dim[d]["mse"] for d in used]),
+        "avg_mae": mean_or_none([per_dim[d]["mae"] for d in used]),
         "avg_dimensions": used,
     }
 
@@ -351,7 +361,7 @@ def reason_quality(
     if convention not in ("strict", "authors"):
         raise ValueError(f"unknown convention {convention!r}; expected 'strict' or 'authors'")
     n = _check_lengths(consistency=consistency, dimensions=dimensions)
-    names, present = _ordered_dimensions(dimensions)
+    names, present = dimension_column(dimensions)
     values = [_as_number(c, "consistency", i, allow_none=True) for i, c in enumerate(consistency)]
     for i, v in enumerate(values):
         if v is not None and not 0.0 <= v <= 1.0:
@@ -362,10 +372,10 @@ def reason_quality(
     for dim in present:
         got = [values[i] for i in range(n) if names[i] == dim]
         scored = [v for v in got if v is not None]
-        per_dim[dim] = {"rq": _mean(scored), "n": len(got), "n_scored": len(scored),
+        per_dim[dim] = {"rq": mean_or_none(scored), "n": len(got), "n_scored": len(scored),
                         "n_failed": len(got) - len(scored)}
     used = [d for d in present if per_dim[d]["rq"] is not None]
-    return {"per_dimension": per_dim, "rqs": _mean([per_dim[d]["rq"] for d in used]), "rqs_dimensions": used}
+    return {"per_dimension": per_dim, "rqs": mean_or_none([per_dim[d]["rq"] for d in used]), "rqs_dimensions": used}
 
 
 def human_aligned_score(

@@ -28,9 +28,9 @@ from surveyalign.scoring.baselines import (
 from surveyalign.scoring.bootstrap import bootstrap_intervals
 from surveyalign.scoring.calibration import vote_summary
 from surveyalign.scoring.metrics import (
-    _mean,
     alignment_errors,
     human_aligned_score,
+    mean_or_none,
     reason_quality,
 )
 from surveyalign.scoring.records import validate_records
@@ -78,7 +78,7 @@ def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int
             entry["skill_vs_majority"] = None
             notes["skill_vs_majority"] = "no training labels for this dimension: no majority baseline"
         else:
-            maj_mse = _mean([(x - majority[d]) ** 2 for x in scored_refs])
+            maj_mse = mean_or_none([(x - majority[d]) ** 2 for x in scored_refs])
             if e["mse"] is None or not maj_mse:
                 entry["skill_vs_majority"] = None
                 notes["skill_vs_majority"] = ("no scored units" if e["mse"] is None else
@@ -105,8 +105,8 @@ def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int
     }
     used = err["avg_dimensions"]
     maj = [per_dim[d].get("majority_mse_on_scored") for d in used]
-    if used and all(m is not None for m in maj) and _mean(maj) > 0:
-        out["skill_vs_majority"] = 1.0 - err["avg_mse"] / _mean(maj)
+    if used and all(m is not None for m in maj) and mean_or_none(maj) > 0:
+        out["skill_vs_majority"] = 1.0 - err["avg_mse"] / mean_or_none(maj)
     else:
         out["skill_vs_majority"] = None
     return out
