@@ -245,3 +245,13 @@ def test_the_package_docstring_names_every_sub_package():
     packages = sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_file())
     assert [p for p in packages if f"``{p}``" not in doc] == []
     assert [p for p in packages if not any(p in units for units in LAYERS.values())] == []
+
+
+def test_the_readme_architecture_table_is_this_table():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip(): line.split("|")[2] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| layer") and not line.startswith("| ---")}
+    for layer, units in LAYERS.items():
+        shown = set(rows[layer].replace("`", "").replace(" ", "").split(","))
+        assert shown == {u for u in units if u in _units() and u not in ("__init__", "__main__")}, layer
