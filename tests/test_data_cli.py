@@ -36,13 +36,13 @@ def test_build_prints_summary(built, capsys, tmp_path):
 
 
 def test_missing_ids_are_cut_after_five():
-    from surveyalign.data.cli import _first_ids
+    from surveyalign.data.cli import first_ids
 
     ids = [f"p{i}" for i in range(7)]
-    assert _first_ids(ids, 7) == "p0, p1, p2, p3, p4 ... 2 more, see build_report.json"
-    assert _first_ids(ids[:2], 2) == "p0, p1"
+    assert first_ids(ids, 7) == "p0, p1, p2, p3, p4 ... 2 more, see build_report.json"
+    assert first_ids(ids[:2], 2) == "p0, p1"
     # the report lists at most 200 ids: the count of the rest comes from the total, not the list
-    assert _first_ids(ids, 250).endswith("... 245 more, see build_report.json")
+    assert first_ids(ids, 250).endswith("... 245 more, see build_report.json")
 
 
 def test_build_flags_are_recorded(tmp_path):

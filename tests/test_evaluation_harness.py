@@ -16,7 +16,7 @@ import pytest
 
 from surveyalign.calls import CallCache
 from surveyalign.evaluation import EvalConfig, run_evaluation
-from surveyalign.evaluation.config import _slug
+from surveyalign.evaluation.config import run_slug
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -92,7 +92,7 @@ def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, 
         captured = capsys.readouterr()
         printed = captured.out
         label = Path(server.model).name if Path(server.model).exists() else server.model
-        run_dir = out / _slug(f"tiny-smoke [model={label}]")  # --model without --name: name and folder say so
+        run_dir = out / run_slug(f"tiny-smoke [model={label}]")  # --model without --name: name and folder say so
         preds = _read_jsonl(run_dir / "predictions.jsonl")
         expected_units = _first_units(test_rows, 2)
         assert [p["unit_id"] for p in preds] == expected_units  # every unit exactly once, in order
@@ -618,12 +618,12 @@ def test_all_calls_failing_lists_the_errors_and_exits_3(dataset_dir, tmp_path, c
 
 
 def test_unscored_dimensions_ignore_missing_text_and_need_one_scored_unit():
-    from surveyalign.evaluation.cli import _unscored_dimensions
+    from surveyalign.evaluation.cli import unscored_dimensions
 
     preds = [{"dimension": "readability", "status": "api_error"}, {"dimension": "readability", "status": "scored"},
              {"dimension": "structure", "status": "parse_failed"}, {"dimension": "structure", "status": "api_error"},
              {"dimension": "structure", "status": "missing_text"}, {"dimension": "criticalness", "status": "missing_text"}]
-    assert _unscored_dimensions(preds) == {"structure": 2}
+    assert unscored_dimensions(preds) == {"structure": 2}
 
 
 def test_missing_dimension_error_lists_the_dimensions_that_have_units(dataset_dir, tmp_path):

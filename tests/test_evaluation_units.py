@@ -117,7 +117,7 @@ def test_cache_background_writer_keeps_every_record_in_order(tmp_path):
         for t in threads:
             t.join()
         assert cache.get("3-49") == {"key": "3-49", "n": 49}  # in memory before the writer is done
-    assert cache._writer is None
+    assert not cache.writing_in_background
     cache.append({"key": "last", "n": 0})  # written synchronously again
     cache.close()
     keys = [json.loads(line)["key"] for line in path.read_text().splitlines()]
@@ -203,11 +203,11 @@ def test_cli_flags_become_overrides(tmp_path):
 def test_model_and_samples_overrides_rename_the_judge_and_its_run_folder(tmp_path):
     """Finding: two runs with other --model (or --samples 1 of a K=5 config) were labelled and stored alike."""
     from surveyalign.cli import build_parser
-    from surveyalign.evaluation.cli import _name_from_overrides
+    from surveyalign.evaluation.cli import name_from_overrides
 
     def resolved(yaml_text: str, *flags: str) -> EvalConfig:
         args = build_parser().parse_args(["evaluate", "--config", str(_write(tmp_path, yaml_text)), *flags])
-        return _name_from_overrides(EvalConfig.from_yaml(args.config, overrides_from_args(args)), args)
+        return name_from_overrides(EvalConfig.from_yaml(args.config, overrides_from_args(args)), args)
 
     server = "name: Qwen3-32B (zero-shot, server)\ndataset: d\nbackend:\n  kind: openai\n  options: {model: q}\n"
     a = resolved(server, "--model", "Qwen/Qwen3-8B")

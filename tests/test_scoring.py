@@ -281,13 +281,13 @@ def test_invalid_records_name_record_and_field(bad, match):
 
 def test_vectorised_bootstrap_statistics_match_point_estimates():
     """The confusion-table formulas used in every resample equal sklearn / krippendorff on the data."""
-    from surveyalign.scoring.bootstrap import _build_tables, _resample_stats
+    from surveyalign.scoring.bootstrap import build_tables, resample_stats
 
     recs = _records(seed=3)
     s = summarize_predictions(recs, train_scores=TRAIN, bootstrap=0)
-    t = _build_tables([{**r} for r in recs])
+    t = build_tables([{**r} for r in recs])
     maj = {d: majority_label(v) for d, v in TRAIN.items()}
-    point = _resample_stats(t, np.ones((1, len(t.papers))), majority=maj, alpha_w=(0.4, 0.6),
+    point = resample_stats(t, np.ones((1, len(t.papers))), majority=maj, alpha_w=(0.4, 0.6),
                             beta_w=(0.75, 0.25), delta_s=4.0)
     for d, entry in s["per_dimension"].items():
         for key in ("mse", "mae", "macro_mae", "qwk", "krippendorff_alpha", "skill_vs_majority", "rq"):
@@ -314,9 +314,9 @@ def test_bootstrap_intervals_resample_papers_deterministically():
 
 
 def test_paper_weights_keep_papers_whole():
-    from surveyalign.scoring.bootstrap import _weights
+    from surveyalign.scoring.bootstrap import resample_weights
 
-    W = _weights(12, 50, seed=0)
+    W = resample_weights(12, 50, seed=0)
     assert W.shape == (50, 12) and np.all(W.sum(axis=1) == 12) and np.all(W == np.round(W))
 
 

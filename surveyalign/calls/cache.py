@@ -292,6 +292,11 @@ class CallCache:
             writer, self._writer = self._writer, None
             writer.close()
 
+    @property
+    def writing_in_background(self) -> bool:
+        """Whether appends currently go to the background writer thread (inside ``with cache.background():``)."""
+        return self._writer is not None
+
     def close(self) -> None:
         """Close the file handle (appending again reopens it); pending background writes are finished first."""
         if self._writer is not None:

@@ -203,9 +203,9 @@ def _build(args: argparse.Namespace) -> int:
           f"{rep['missing_text']['articles']} ({rep['missing_text']['units']} units)")
     missing = rep["missing_text"]
     if missing["articles"]:
-        print(f"  articles without text: {_first_ids(missing['article_ids'], missing['articles'])}")
+        print(f"  articles without text: {first_ids(missing['article_ids'], missing['articles'])}")
     if missing["units"]:
-        print(f"  units without text: {_first_ids(missing['unit_ids'], missing['units'])}")
+        print(f"  units without text: {first_ids(missing['unit_ids'], missing['units'])}")
     print(f"leakage guard {'on' if leak['enabled'] else 'OFF'}: {leak['texts_cleaned']} texts cleaned "
           f"({leak['top_boxes_removed']} top boxes, {sum(leak['records_removed'].values())} appended review records, "
           f"{leak['running_headers_removed']} running headers); gold snippets still in the inputs: "
@@ -224,7 +224,7 @@ def _build(args: argparse.Namespace) -> int:
 _SHOWN_IDS = 5
 
 
-def _first_ids(ids: list[str], total: int) -> str:
+def first_ids(ids: list[str], total: int) -> str:
     """The first :data:`_SHOWN_IDS` of ``ids`` comma-joined, plus "... N more, see build_report.json".
 
     ``total`` is the full count (the report lists at most 200 ids, so ``len(ids)`` may be smaller).

@@ -181,7 +181,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         return 2
     if args.adapter:
         config = adapter_for_every_dimension(config, args.adapter)
-    config = _name_from_overrides(config, args)
+    config = name_from_overrides(config, args)
     from surveyalign.console import make_console
 
     console = make_console()  # the leaderboard is wide: not squeezed to 80 columns when piped
@@ -195,7 +195,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         return 1
     if not result.counts.get("total", 0):
         return 1
-    unscored = _unscored_dimensions(result.predictions)
+    unscored = unscored_dimensions(result.predictions)
     if unscored:
         parts = ", ".join(f"{d} ({n} unit(s) with calls, all failed)" for d, n in unscored.items())
         print(f"surveyalign evaluate: FAILED: no unit was scored in {parts}; the most common errors are listed "
@@ -223,7 +223,7 @@ def adapter_for_every_dimension(config: Any, adapter: str) -> Any:
     return config.model_copy(update={"backend": new_backend})
 
 
-def _unscored_dimensions(predictions: list[dict[str, Any]]) -> dict[str, int]:
+def unscored_dimensions(predictions: list[dict[str, Any]]) -> dict[str, int]:
     """Dimensions that had units to call (status other than ``missing_text``) but none scored: {dim: n units}."""
     called: dict[str, int] = {}
     scored: set[str] = set()
@@ -236,7 +236,7 @@ def _unscored_dimensions(predictions: list[dict[str, Any]]) -> dict[str, int]:
     return {d: n for d, n in called.items() if d not in scored}
 
 
-def _name_from_overrides(config: Any, args: argparse.Namespace) -> Any:
+def name_from_overrides(config: Any, args: argparse.Namespace) -> Any:
     """With ``--model``/``--adapter``/``--samples`` and no ``--name``, a judge name (and run folder) that says so.
 
     ``"<config name> [model=X, K=1]"`` (a local folder shows as its last path part); the run folder follows:
@@ -246,7 +246,7 @@ def _name_from_overrides(config: Any, args: argparse.Namespace) -> Any:
     import re
     from pathlib import Path
 
-    from surveyalign.evaluation.config import _slug
+    from surveyalign.evaluation.config import run_slug
 
     if getattr(args, "name", None):
         return config
@@ -270,5 +270,5 @@ def _name_from_overrides(config: Any, args: argparse.Namespace) -> Any:
     shown = [part for part in parts if not (part.startswith("K=") and k_named)]
     update: dict[str, Any] = {"name": f"{name} [{', '.join(shown)}]" if shown else name}
     if not getattr(args, "run_name", None) and config.run_name:
-        update["run_name"] = f"{config.run_name}-{_slug(suffix.replace(', ', '-'))}"
+        update["run_name"] = f"{config.run_name}-{run_slug(suffix.replace(', ', '-'))}"
     return config.model_copy(update=update)

@@ -127,7 +127,7 @@ class EvalConfig(ModelRole):
     @property
     def run_dir(self) -> Path:
         """``output_dir / (run_name or name)``."""
-        return Path(self.output_dir) / (self.run_name or _slug(self.name))
+        return Path(self.output_dir) / (self.run_name or run_slug(self.name))
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike, overrides: dict[str, Any] | None = None, *,
@@ -213,7 +213,7 @@ def _flag_for(loc: str, flags: dict[str, str], message: str = "") -> str | None:
     return best[1] if best else None
 
 
-def _slug(name: str) -> str:
+def run_slug(name: str) -> str:
     """A file-system friendly version of a judge name ("GPT-5.2 (zero-shot)" -> "GPT-5.2-zero-shot")."""
     slug = re.sub(r"[^A-Za-z0-9._+-]+", "-", name).strip("-.")
     return slug or "run"

@@ -49,7 +49,7 @@ class _Tables:
     ccount: dict[str, np.ndarray]  # dim -> (P,) number of consistency scores
 
 
-def _build_tables(records: Sequence[dict], papers: list[str] | None = None,
+def build_tables(records: Sequence[dict], papers: list[str] | None = None,
                   values: Sequence[float] | None = None) -> _Tables:
     """Sufficient statistics from prediction records; only ``status == "scored"`` units enter ``conf``."""
     if papers is None:
@@ -128,7 +128,7 @@ class _quiet:
         return self._ctx.__exit__(*exc)
 
 
-def _resample_stats(t: _Tables, W: np.ndarray, *, majority: dict[str, int] | None,
+def resample_stats(t: _Tables, W: np.ndarray, *, majority: dict[str, int] | None,
                     alpha_w: Sequence[float], beta_w: Sequence[float], delta_s: float) -> dict[str, Any]:
     """Statistics for each row of the paper-weight matrix ``W`` (B, P); arrays of shape (B,)."""
     per_dim: dict[str, dict[str, np.ndarray]] = {}
@@ -155,7 +155,7 @@ def _resample_stats(t: _Tables, W: np.ndarray, *, majority: dict[str, int] | Non
     return out
 
 
-def _weights(n_papers: int, n_resamples: int, seed: int) -> np.ndarray:
+def resample_weights(n_papers: int, n_resamples: int, seed: int) -> np.ndarray:
     """(B, P) counts of how often each paper is drawn in each resample."""
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n_papers, size=(n_resamples, n_papers))
@@ -202,10 +202,10 @@ def bootstrap_intervals(records: Sequence[dict], *, n_resamples: int = 1000, see
     """
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    t = _build_tables(records)
+    t = build_tables(records)
     too_few = _too_few(len(t.papers))
-    W = _weights(len(t.papers), n_resamples, seed)
-    s = _resample_stats(t, W, majority=majority, alpha_w=alpha, beta_w=beta, delta_s=delta_s)
+    W = resample_weights(len(t.papers), n_resamples, seed)
+    s = resample_stats(t, W, majority=majority, alpha_w=alpha, beta_w=beta, delta_s=delta_s)
     out: dict[str, Any] = {
         "method": "paper-level cluster bootstrap, percentile 95% interval",
         "resamples": int(n_resamples), "seed": int(seed), "n_papers": len(t.papers),
@@ -305,13 +305,13 @@ def paired_bootstrap(
     papers = sorted({str(r["paper_id"]) for r in ra})
     values = sorted({float(r["reference"]) for r in ra} | {float(r["prediction"]) for r in ra + rb}
                     | {float(s) for s in VALID_SCORES})
-    ta, tb = _build_tables(ra, papers, values), _build_tables(rb, papers, values)
+    ta, tb = build_tables(ra, papers, values), build_tables(rb, papers, values)
     kw = {"majority": None, "alpha_w": alpha, "beta_w": beta, "delta_s": delta_s}
     ones = np.ones((1, len(papers)))
-    pa, pb = _resample_stats(ta, ones, **kw), _resample_stats(tb, ones, **kw)
+    pa, pb = resample_stats(ta, ones, **kw), resample_stats(tb, ones, **kw)
     too_few = _too_few(len(papers))
-    W = _weights(len(papers), n_resamples, seed)
-    sa, sb = _resample_stats(ta, W, **kw), _resample_stats(tb, W, **kw)
+    W = resample_weights(len(papers), n_resamples, seed)
+    sa, sb = resample_stats(ta, W, **kw), resample_stats(tb, W, **kw)
     metrics: dict[str, Any] = {}
     for key in ("avg_mse", "avg_mae", "align", "rqs", "has"):
         if pa.get(key) is None or pb.get(key) is None:

@@ -37,7 +37,7 @@ from surveyalign.scoring.bootstrap import (
     _confusion_stats,
     _interval,
     _too_few,
-    _weights,
+    resample_weights,
 )
 
 __all__ = ["CEILING_NAME", "ceiling_reviews", "compare_to_ceiling", "human_ceiling"]
@@ -174,7 +174,7 @@ def human_ceiling(reviews: Sequence[Mapping[str, Any]], *, n_resamples: int = 10
                     "insufficient": "no paper has two or more reviews of the same dimension"})
         return out
     too_few = _too_few(P) if n_resamples else "no bootstrap (0 resamples)"
-    W = _weights(P, n_resamples, seed) if n_resamples and not _too_few(P) else None
+    W = resample_weights(P, n_resamples, seed) if n_resamples and not _too_few(P) else None
     ones = np.ones((1, P))
     per_dim: dict[str, Any] = {}
     point_mse, point_mae, boot_mse, boot_mae = [], [], [], []
@@ -285,7 +285,7 @@ def compare_to_ceiling(judge_records: Sequence[Mapping[str, Any]], reviews: Sequ
 
     point = stats(np.ones((1, len(papers))))
     too_few = _too_few(len(papers))
-    boot = stats(_weights(len(papers), n_resamples, seed))
+    boot = stats(resample_weights(len(papers), n_resamples, seed))
     metrics: dict[str, Any] = {}
     for key, short in (("avg_mse", "mse"), ("avg_mae", "mae")):
         j, c = float(point[f"judge_{short}"][0]), float(point[f"ceiling_{short}"][0])
