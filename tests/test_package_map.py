@@ -270,3 +270,14 @@ def test_tests_import_public_names_only():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("surveyalign"):
                 found |= {f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")}
     assert sorted(found - set(PRIVATE_IMPORTS_ALLOWED)) == []
+
+
+def test_every_sub_package_face_lists_its_public_names():
+    faceless = []
+    for init in sorted(PKG.glob("*/__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        names = [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
+        if "__all__" not in names or not ast.get_docstring(tree):
+            faceless.append(init.parent.name)
+    assert faceless == []
