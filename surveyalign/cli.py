@@ -44,8 +44,15 @@ _COMMANDS = (
     ("ka", "surveyalign.knowledge.cli", "knowledge augmentation: Comp-KA / Crit-KA from a citation graph"),
 )
 
+#: Modules that add subcommands to a group another module registers (a users-layer package extending a domain
+#: command group without an upward import): registered right after the group's own module.
+_GROUP_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "data": ("surveyalign.annotation.cli",),  # data identify / collect / annotate / agreement / release
+}
+
 #: Sub-packages whose ``cli.register`` adds subcommands, in help order.
-_COMMAND_MODULES = tuple(dict.fromkeys(module for _, module, _ in _COMMANDS))
+_COMMAND_MODULES = tuple(dict.fromkeys(
+    m for name, module, _ in _COMMANDS for m in (module, *_GROUP_EXTENSIONS.get(name, ()))))
 
 
 #: Exceptions that mean "the input or a step failed", reported as one line. Anything else is a bug and keeps
@@ -75,6 +82,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
             if module not in registered:
                 importlib.import_module(module).register(subparsers)
                 registered.add(module)
+            for extension in _GROUP_EXTENSIONS.get(name, ()):
+                importlib.import_module(extension).register(subparsers)
         else:
             # listed in `surveyalign --help` and accepted as a choice, without importing the command's code
             subparsers.add_parser(name, help=help_line, add_help=False)

@@ -32,6 +32,10 @@ def _parse(rel: str):
         from surveyalign.prism import PrismConfig
 
         return PrismConfig.from_yaml(path)
+    if rel.startswith("configs/annotation/"):
+        from surveyalign.annotation import AnnotationJudge
+
+        return AnnotationJudge.from_yaml(path)
     if rel.startswith("configs/judge/"):
         from surveyalign.inference import load_judge_spec
 

@@ -49,7 +49,9 @@ _F1000_DOI_RE = re.compile(r"10\.12688/f1000research\.\d+", re.IGNORECASE)
 #: never read as release data.
 FETCH_REPORT_FILE = "fetch_report.json"
 FETCH_STATE_FILE = "fetch_state.jsonl"
-TOOL_REPORT_FILES = ("build_report.json", FETCH_REPORT_FILE, FETCH_STATE_FILE)
+#: The provenance file `surveyalign data release` writes into a release it makes (surveyalign.annotation).
+PROVENANCE_FILE = "provenance.json"
+TOOL_REPORT_FILES = ("build_report.json", FETCH_REPORT_FILE, FETCH_STATE_FILE, PROVENANCE_FILE)
 _TEXT_FIELDS = ("paper_text", "paper_content", "paper_markdown", "text", "markdown")
 
 

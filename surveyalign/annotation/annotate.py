@@ -1,0 +1,178 @@
+"""LLM pre-annotation of review reports (SurveyReview §4.3, App. A): one cached call per (survey, review).
+
+For every review, K samples (default 1) of :func:`~surveyalign.annotation.prompt.build_annotation_messages`
+go through the project's cached caller (``calls.jsonl`` in the output folder: a re-run makes only the calls
+still missing or failed). Per dimension the label is the majority over the samples that gave one (a tie goes
+to the tied label that came first in sample order, marked ``tie``); the snippets are those of the first sample
+with the winning label, each checked against the review (:func:`~surveyalign.annotation.snippets.locate_snippet`).
+
+Failures are kept: a review whose every call failed has status ``api_error``; a dimension no sample labelled
+has label None with status ``parse_failed`` and the reasons; snippets not verbatim in the review are flagged
+(``near`` / ``missing``) and counted, never stored as verbatim.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.constants import DIMENSIONS
+from surveyalign.judge import CallCache, backend_identity, cached_generate, make_call
+
+from .prompt import PROMPT_VERSION, build_annotation_messages, read_annotation
+from .records import GUIDELINE_VERSION, LABELS, ReviewRecord, write_jsonl
+from .snippets import SNIPPET_STATUSES, locate_snippet, span_text
+
+#: Stage name of the pre-annotation calls in ``calls.jsonl``.
+STAGE = "annotate"
+#: Review statuses of ``annotations.jsonl``.
+REVIEW_STATUSES: tuple[str, ...] = ("ok", "partial", "parse_failed", "api_error")
+
+
+def vote_label(labels: Sequence[int | None]) -> tuple[int | None, dict[str, int], bool]:
+    """Majority label of K samples.
+
+    Args:
+        labels: one label (or None: the sample gave none) per sample, in sample order.
+
+    Returns:
+        ``(label, votes, tie)``: the winning label (None when no sample gave one), the vote count per label
+        (``{"-1": 2, "1": 1}``), and whether the top count was shared (the tied label seen first wins).
+    """
+    given = [x for x in labels if x is not None]
+    if not given:
+        return None, {}, False
+    counts = Counter(given)
+    top = max(counts.values())
+    tied = [x for x in given if counts[x] == top]
+    return tied[0], {str(k): v for k, v in sorted(counts.items())}, len(set(tied)) > 1
+
+
+@dataclass
+class AnnotateResult:
+    """What :func:`annotate_reviews` wrote.
+
+    Attributes:
+        records: one ``annotations.jsonl`` record per review (see :func:`annotate_reviews`).
+        report: the counts written to ``annotate_report.json``.
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings: GenerationSettings, *,
+                     out: str | os.PathLike | None = None, samples: int = 1, titles: dict[str, str] | None = None,
+                     judge: dict[str, Any] | None = None, progress: bool = False) -> AnnotateResult:
+    """Pre-annotate every review with an LLM (SurveyReview §4.3, App. A).
+
+    Args:
+        reviews: the review records (``reviews.jsonl`` of ``surveyalign data collect``).
+        backend: any backend (``surveyalign.backends``); a scripted one in tests.
+        settings: its generation settings; sample k uses seed ``settings.seed + k``.
+        out: output folder: ``calls.jsonl`` (cache, resumable), ``annotations.jsonl``, ``annotate_report.json``;
+            None keeps everything in memory (no cache).
+        samples: K >= 1 samples per review; the label is their majority per dimension.
+        titles: ``{paper_id: title}`` shown in the prompt.
+        judge: the judge description recorded in the report (default: the backend identity).
+        progress: show a progress bar.
+
+    Returns:
+        An :class:`AnnotateResult`. Each record: ``review_id``, ``paper_id``, ``source``, ``annotator``
+        (``"llm"``), ``status`` (:data:`REVIEW_STATUSES`), ``dimensions`` ``{dim: {label, status, votes, tie,
+        snippets: [{text, status, start, end, score, verbatim, span}], problems}}``, ``samples`` (raw answers, errors,
+        problems).
+
+    Raises:
+        ValueError: ``samples`` < 1.
+    """
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    titles = titles or {}
+    identity = backend_identity(backend)
+    calls = []
+    for review in reviews:
+        messages = build_annotation_messages(review.text, title=titles.get(review.paper_id, ""))
+        for k in range(samples):
+            calls.append(make_call(backend, settings.model_copy(update={"seed": settings.seed + k}), stage=STAGE,
+                                   unit_id=review.review_id, dimension="all", messages=messages, sample=k,
+                                   identity=identity))
+    cache = None
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        cache = CallCache.load(Path(out) / "calls.jsonl")
+    try:
+        answers = cached_generate(calls, cache, progress=progress, desc="annotate")
+    finally:
+        if cache is not None:
+            cache.close()
+    result = AnnotateResult()
+    label_counts = {d: Counter() for d in DIMENSIONS}
+    snippet_counts = Counter()
+    statuses = Counter()
+    cached = sum(a.cached for a in answers)
+    for i, review in enumerate(reviews):
+        got = answers[i * samples:(i + 1) * samples]
+        parsed = [None if a.generation.error else read_annotation(a.generation.text) for a in got]
+        sample_log = [{"sample": k, "text": a.generation.text, "error": a.generation.error,
+                       "finish_reason": a.generation.finish_reason, "cached": a.cached,
+                       "problems": list(p.problems) if p else []} for k, (a, p) in enumerate(zip(got, parsed))]
+        dims: dict[str, Any] = {}
+        for dim in DIMENSIONS:
+            answers_d = [p.dimensions[dim] if p else None for p in parsed]
+            label, votes, tie = vote_label([a.label if a else None for a in answers_d])
+            problems = sorted({a.problem for a in answers_d if a and a.problem})
+            if label is None:
+                status = "api_error" if all(p is None for p in parsed) else "parse_failed"
+                dims[dim] = {"label": None, "status": status, "votes": votes, "tie": False, "snippets": [],
+                             "problems": problems or [a.generation.error or "" for a in got][:1]}
+                continue
+            first = next(a for a in answers_d if a and a.label == label)
+            located = [locate_snippet(s, review.text) for s in first.snippets]
+            matches = [{**m.to_json(), "span": span_text(review.text, m)} for m in located]
+            for m in matches:
+                snippet_counts[m["status"]] += 1
+            if label not in (0,) and not matches:
+                problems.append(f"{dim}: label {label} given without a snippet")
+            label_counts[dim][label] += 1
+            dims[dim] = {"label": label, "status": "labelled", "votes": votes, "tie": tie, "snippets": matches,
+                         "problems": problems}
+        n_labelled = sum(d["status"] == "labelled" for d in dims.values())
+        if all(p is None for p in parsed):
+            status = "api_error"
+        elif n_labelled == len(DIMENSIONS):
+            status = "ok"
+        else:
+            status = "partial" if n_labelled else "parse_failed"
+        statuses[status] += 1
+        result.records.append({"review_id": review.review_id, "paper_id": review.paper_id, "source": review.source,
+                               "annotator": "llm", "status": status, "dimensions": dims, "samples": sample_log})
+    result.report = {
+        "reviews": len(reviews),
+        "samples_per_review": samples,
+        "calls": len(calls),
+        "calls_cached": cached,
+        "calls_failed": sum(1 for a in answers if a.generation.error),
+        "review_status": {s: statuses[s] for s in REVIEW_STATUSES},
+        "labels": {d: {str(x): label_counts[d][x] for x in LABELS} for d in DIMENSIONS},
+        "dimensions_without_label": {d: sum(1 for r in result.records if r["dimensions"][d]["label"] is None)
+                                     for d in DIMENSIONS},
+        "snippets": {s: snippet_counts[s] for s in SNIPPET_STATUSES},
+        "snippets_flagged": snippet_counts["near"] + snippet_counts["missing"],
+        "prompt_version": PROMPT_VERSION,
+        "guideline_version": GUIDELINE_VERSION,
+        "judge": judge or identity,
+        "settings": settings.model_dump(),
+    }
+    if out is not None:
+        import json
+
+        write_jsonl(Path(out) / "annotations.jsonl", result.records)
+        (Path(out) / "annotate_report.json").write_text(json.dumps(result.report, indent=2, ensure_ascii=False)
+                                                        + "\n", encoding="utf-8")
+    return result

@@ -1,0 +1,327 @@
+"""``surveyalign data identify|collect|annotate|agreement|release``: extend SurveyReview (§4.1-4.3, App. A).
+
+Registered under the ``data`` command group by the top-level CLI; every handler imports its module on use, so
+``surveyalign --help`` stays light. Bad input exits 2 with one line; a stage with no usable result exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from surveyalign.argtypes import int_at_least, number_between, positive_int
+
+_SOURCES = ("f1000", "moprd", "openreview", "unknown")
+
+
+def _data_actions(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    data = subparsers.choices["data"]
+    return next(a for a in data._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the construction subcommands to ``surveyalign data`` (registered after ``surveyalign.data.cli``)."""
+    sub = _data_actions(subparsers)
+
+    p = sub.add_parser("identify", help="find survey papers among candidates (keywords, LLM screen, manual file)",
+                       description="Stage 1: title keyword match; stage 2: an LLM screen of title + abstract (yes/no "
+                       "with a reason, cached in OUT/calls.jsonl); stage 3: OUT/verification.csv lists every "
+                       "candidate with both verdicts for a person to fill 'confirmed' and 'substantive_reviews' "
+                       "(yes/no). Also writes OUT/candidates.jsonl and OUT/identify_report.json (counts per stage "
+                       "and source). Example: surveyalign data identify --candidates candidates.csv --judge "
+                       "configs/annotation/api.yaml --out identified/")
+    p.add_argument("--candidates", required=True, metavar="FILE",
+                   help="CSV / JSONL / JSON of id, title, abstract, source (doi optional)")
+    p.add_argument("--judge", metavar="YAML", help="screening judge (backend + generation); without it stage 2 is "
+                   "skipped")
+    p.add_argument("--keywords", metavar="LIST", help="comma-separated title keywords (default: a high-recall list)")
+    p.add_argument("--screen-all", action="store_true", help="screen every candidate, not only keyword matches")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.set_defaults(handler=_identify)
+
+    p = sub.add_parser("collect", help="read the review reports of the confirmed surveys (F1000 JATS, OpenReview, "
+                       "MOPRD / PeerJ, plain text)",
+                       description="Read review files or folders (F1000Research JATS XML with referee reports, "
+                       "OpenReview forum JSON, MOPRD / PeerJ review-history JSON, plain-text reports in "
+                       "<paper id>/<name>.txt), keep the papers confirmed in the verification file, number the "
+                       "reviewers, attach survey texts (JATS, or --texts DIR/<paper id>.md|.tex|.pdf; leakage guard "
+                       "on) and write OUT/surveys.jsonl, OUT/reviews.jsonl, OUT/collect_report.json. Example: "
+                       "surveyalign data collect reviews/ --verification identified/verification.csv --texts texts/ "
+                       "--out collected/")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="review files or folders")
+    p.add_argument("--verification", metavar="CSV", help="verification.csv with 'confirmed' and "
+                   "'substantive_reviews' filled (default: keep every paper)")
+    p.add_argument("--texts", metavar="DIR", help="survey texts named by paper id")
+    p.add_argument("--text-source", choices=_SOURCES, default="unknown", help="source of plain-text reports")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.set_defaults(handler=_collect)
+
+    p = sub.add_parser("annotate", help="LLM pre-annotation of every review (labels -3..+2, verified snippets) and "
+                       "the Label Studio project",
+                       description="One cached call per review (K samples with --samples, label by majority): a "
+                       "label in {-3,-2,-1,0,+1,+2} per dimension and the supporting review sentences, each checked "
+                       "verbatim in the review (offsets stored; near-verbatim or missing snippets flagged). Writes "
+                       "OUT/annotations.jsonl, OUT/annotate_report.json, OUT/calls.jsonl (a re-run resumes) and "
+                       "OUT/label_studio/{labeling_config.xml,tasks.json} (tasks with the LLM answer as "
+                       "predictions). Example: surveyalign data annotate --reviews collected/ --judge "
+                       "configs/annotation/api.yaml --out annotated/")
+    p.add_argument("--reviews", required=True, metavar="DIR", help="output folder of `data collect`")
+    p.add_argument("--judge", required=True, metavar="YAML", help="judge config (backend + generation)")
+    p.add_argument("--samples", type=positive_int, default=1, metavar="K", help="samples per review (default 1)")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="annotate only the first N reviews")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.set_defaults(handler=_annotate)
+
+    p = sub.add_parser("agreement", help="plan the double-annotation sample, or report agreement as in Table 5",
+                       description="--plan: sample N units per dimension (seeded) for a second annotator and write "
+                       "OUT/double_annotation_sample.json and OUT/label_studio/tasks.json (those reviews). Otherwise: "
+                       "per dimension and overall units, disagreements, rate, Krippendorff's alpha (ordinal, "
+                       "interval), one/two/three-level differences, confusion matrix and bootstrap CIs between two "
+                       "human annotators, and the same table for the LLM against the human label; writes "
+                       "OUT/agreement.json, OUT/agreement.md and OUT/disagreements.csv (fill 'final' for a third "
+                       "decision). Example: surveyalign data agreement --human export.json --llm annotated/ --out agreement/")
+    p.add_argument("--human", metavar="FILE", help="Label Studio JSON export (or human.jsonl)")
+    p.add_argument("--llm", metavar="DIR", help="output folder of `data annotate`")
+    p.add_argument("--collected", metavar="DIR", help="output folder of `data collect` (--plan: the tasks' reviews)")
+    p.add_argument("--plan", action="store_true", help="write the double-annotation sample instead of a report")
+    p.add_argument("--sample", type=positive_int, default=70, metavar="N", help="units per dimension (default 70)")
+    p.add_argument("--sample-file", metavar="FILE", help="double_annotation_sample.json of --plan: report on these")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="sample and bootstrap seed (default 0)")
+    p.add_argument("--bootstrap", type=int_at_least(0), default=1000, metavar="B", help="resamples (default 1000)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.set_defaults(handler=_agreement)
+
+    p = sub.add_parser("release", help="write the final labels in the official release layout",
+                       description="Decide each unit's final label (annotators agree, one annotator, a third "
+                       "person's decision from disagreements.csv, or with --allow-llm the LLM's label where no "
+                       "person labelled; the rule is recorded) and write OUT/raw/*_samples.json, "
+                       "OUT/{train,test}/grouped_*set.json, OUT/articles/articles_part*.json, OUT/provenance.json "
+                       "and OUT/ANNOTATION.md. `surveyalign data build --official OUT` reads it unchanged. Example: "
+                       "surveyalign data release --collected collected/ --human export.json --llm annotated/ "
+                       "--decisions agreement/disagreements.csv --agreement agreement/agreement.json --out release/")
+    p.add_argument("--collected", required=True, metavar="DIR", help="output folder of `data collect`")
+    p.add_argument("--human", metavar="FILE", help="Label Studio JSON export (or human.jsonl)")
+    p.add_argument("--llm", metavar="DIR", help="output folder of `data annotate`")
+    p.add_argument("--decisions", metavar="CSV", help="disagreements.csv with 'final' filled by a third person")
+    p.add_argument("--allow-llm", action="store_true", help="release the LLM's label for units no person labelled")
+    p.add_argument("--agreement", metavar="FILE", help="agreement.json of `data agreement` (into the provenance)")
+    p.add_argument("--identified", metavar="DIR", help="output folder of `data identify` (counts into the provenance)")
+    p.add_argument("--split", choices=("paper-level", "test", "train"), default="paper-level",
+                   help="paper-level: 75/25 by source (default); test / train: everything in one split")
+    p.add_argument("--test-fraction", type=number_between(0, 1), default=0.25, help="paper-level test share")
+    p.add_argument("--seed", type=int_at_least(0), default=42, help="split seed (default 42)")
+    p.add_argument("--out", required=True, metavar="DIR", help="release folder")
+    p.set_defaults(handler=_release)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def _load_judge(path: str):
+    from .judge_config import AnnotationJudge
+
+    judge = AnnotationJudge.from_yaml(path)
+    return judge, judge.build()
+
+
+def _identify(args: argparse.Namespace) -> int:
+    from .identify import DEFAULT_KEYWORDS, identify_surveys, read_candidates
+
+    try:
+        candidates = read_candidates(args.candidates)
+        judge, backend = _load_judge(args.judge) if args.judge else (None, None)
+    except (ValueError, FileNotFoundError) as err:
+        return _fail(str(err))
+    keywords = tuple(k.strip() for k in args.keywords.split(",") if k.strip()) if args.keywords else DEFAULT_KEYWORDS
+    from surveyalign.backends import GenerationSettings
+
+    settings = judge.generation if judge else GenerationSettings()
+    result = identify_surveys(candidates, backend, settings, keywords=keywords, screen_all=args.screen_all,
+                              out=args.out, judge=judge.describe() if judge else None)
+    for source, c in result.report["per_source"].items():
+        print(f"{source}: {c['candidates']} candidates, {c['keyword_match']} keyword matches, {c['screened']} "
+              f"screened ({c.get('llm_yes', 0)} yes, {c.get('llm_no', 0)} no, {c.get('llm_failed', 0)} failed), "
+              f"{c['proposed']} proposed")
+    print(f"verification file: {Path(args.out) / 'verification.csv'} (fill 'confirmed' and 'substantive_reviews')")
+    total = result.report["total"]
+    if judge and total.get("screened") and total.get("screened") == total.get("llm_failed"):
+        return _fail("every screening call failed; see OUT/candidates.jsonl", 3)
+    return 0
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from .collect import collect_reviews
+    from .identify import read_verification
+
+    try:
+        confirmed = None
+        if args.verification:
+            confirmed, counts = read_verification(args.verification)
+            print("verification: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        result = collect_reviews(args.paths, confirmed=confirmed, texts=args.texts, text_source=args.text_source,
+                                 out=args.out)
+    except (ValueError, FileNotFoundError) as err:
+        return _fail(str(err))
+    rep = result.report
+    for source, c in rep["per_source"].items():
+        print(f"{source}: {c.get('surveys', 0)} surveys ({c.get('surveys_with_text', 0)} with text), "
+              f"{c.get('reviews', 0)} reviews, {c.get('records_skipped', 0)} records skipped")
+    if rep["reviews_found_in_survey_text"]:
+        print(f"warning: review text found in the survey text for {len(rep['reviews_found_in_survey_text'])} "
+              f"review(s): {', '.join(rep['reviews_found_in_survey_text'][:5])}")
+    print(f"wrote {rep['surveys']} surveys and {rep['reviews']} reviews to {args.out}")
+    return 0 if rep["reviews"] else _fail("no review report was collected", 3)
+
+
+def _annotate(args: argparse.Namespace) -> int:
+    from .annotate import annotate_reviews
+    from .labelstudio import export_tasks, write_project
+    from .records import read_reviews, read_surveys
+
+    try:
+        reviews = read_reviews(args.reviews)
+        surveys_path = Path(args.reviews) / "surveys.jsonl"
+        titles = {s.paper_id: s.title for s in read_surveys(surveys_path)} if surveys_path.exists() else {}
+        judge, backend = _load_judge(args.judge)
+    except (ValueError, FileNotFoundError) as err:
+        return _fail(str(err))
+    if args.limit:
+        reviews = reviews[:args.limit]
+    result = annotate_reviews(reviews, backend, judge.generation, out=args.out, samples=args.samples, titles=titles,
+                              judge=judge.describe())
+    write_project(Path(args.out) / "label_studio", export_tasks(reviews, result.records, titles=titles))
+    rep = result.report
+    print(f"{rep['reviews']} reviews, {rep['calls']} calls ({rep['calls_cached']} cached, {rep['calls_failed']} "
+          f"failed); status: " + ", ".join(f"{k} {v}" for k, v in rep["review_status"].items()))
+    print("snippets: " + ", ".join(f"{k} {v}" for k, v in rep["snippets"].items())
+          + f" ({rep['snippets_flagged']} flagged: not verbatim in their review)")
+    print(f"wrote {Path(args.out) / 'annotations.jsonl'} and the Label Studio project in "
+          f"{Path(args.out) / 'label_studio'}")
+    labelled = rep["review_status"]["ok"] + rep["review_status"]["partial"]
+    return 0 if labelled else _fail("no review got a label (see annotations.jsonl for each failure)", 3)
+
+
+def _read_human(path: str):
+    from .labelstudio import import_export
+    from .records import read_jsonl
+
+    if path.endswith(".jsonl"):
+        return list(read_jsonl(path)), {}
+    return import_export(path)
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from .adjudicate import (
+        disagreements,
+        final_labels,
+        read_decisions,
+        write_disagreements,
+    )
+    from .agreement import (
+        agreement_table,
+        pair_labels,
+        render_table,
+        sample_units,
+        unit_labels,
+    )
+    from .labelstudio import export_tasks, write_project
+    from .records import read_jsonl, read_reviews, write_jsonl
+
+    out = Path(args.out)
+    try:
+        llm = list(read_jsonl(Path(args.llm) / "annotations.jsonl")) if args.llm else []
+        if args.plan:
+            if not llm:
+                return _fail("--plan needs --llm (the units to sample from)")
+            units = sample_units(unit_labels(llm), n=args.sample, seed=args.seed)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "double_annotation_sample.json").write_text(json.dumps(
+                {"seed": args.seed, "per_dimension": args.sample, "units": [list(u) for u in units]}, indent=1) + "\n")
+            wanted = {u[0] for u in units}
+            reviews = [r for r in read_reviews(args.collected) if r.review_id in wanted] if args.collected else []
+            print(f"sampled {len(units)} units ({len(wanted)} reviews) to {out / 'double_annotation_sample.json'}")
+            if reviews:
+                write_project(out / "label_studio", export_tasks(reviews))
+            return 0
+        if not args.human:
+            return _fail("--human (the Label Studio export) is needed for a report")
+        human, import_report = _read_human(args.human)
+        sample = None
+        if args.sample_file:
+            sample = [tuple(u) for u in json.loads(Path(args.sample_file).read_text())["units"]]
+    except (ValueError, FileNotFoundError, KeyError) as err:
+        return _fail(str(err))
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "human.jsonl", human)
+    labels = unit_labels(human)
+    double = {u: v for u, v in labels.items() if len(v) >= 2}
+    if sample is None:
+        sample = sample_units(double, n=args.sample, seed=args.seed)
+    first = {u: v[min(v)] for u, v in double.items()}
+    second = {u: v[sorted(v)[1]] for u, v in double.items()}
+    tables = {}
+    hh = pair_labels(first, second, sample)
+    if hh:
+        tables["human vs human"] = agreement_table(hh, n_boot=args.bootstrap, seed=args.seed)
+    decisions = read_decisions(out / "disagreements.csv") if (out / "disagreements.csv").exists() else {}
+    finals, _ = final_labels(human, decisions=decisions)
+    reference = {u: f["label"] for u, f in finals.items() if f["label"] is not None}
+    machine = {u: next(iter(v.values())) for u, v in unit_labels(llm).items()}
+    lh = pair_labels(machine, reference)
+    if lh:
+        tables["LLM vs human"] = agreement_table(lh, n_boot=args.bootstrap, seed=args.seed)
+    rows = disagreements(human)
+    for row in rows:  # keep the decisions already written
+        key = (row["review_id"], row["dimension"])
+        if key in decisions:
+            row["final"] = str(decisions[key])
+    write_disagreements(out / "disagreements.csv", rows)
+    (out / "agreement.json").write_text(json.dumps({"tables": tables, "import": import_report,
+                                                    "sample_units": len(sample)}, indent=2) + "\n")
+    text = "\n".join(render_table(t, name) for name, t in tables.items())
+    (out / "agreement.md").write_text(text)
+    print(text)
+    print(f"{len(rows)} disagreement(s) listed in {out / 'disagreements.csv'} for a third decision "
+          f"({len(decisions)} decided)")
+    return 0 if tables else _fail("no unit was labelled by two annotators (or by the LLM and a person)", 3)
+
+
+def _release(args: argparse.Namespace) -> int:
+    from .adjudicate import final_labels, read_decisions
+    from .records import read_jsonl, read_reviews, read_surveys
+    from .release import write_release
+
+    try:
+        surveys = read_surveys(args.collected)
+        reviews = read_reviews(args.collected)
+        human, import_report = _read_human(args.human) if args.human else ([], {})
+        llm = list(read_jsonl(Path(args.llm) / "annotations.jsonl")) if args.llm else []
+        decisions = read_decisions(args.decisions) if args.decisions else {}
+        agreement = json.loads(Path(args.agreement).read_text())["tables"] if args.agreement else {}
+        extra: dict = {}
+        for name, folder, file in (("identification", args.identified, "identify_report.json"),
+                                   ("collection", args.collected, "collect_report.json"),
+                                   ("pre_annotation", args.llm, "annotate_report.json")):
+            if folder and (Path(folder) / file).exists():
+                extra[name] = json.loads((Path(folder) / file).read_text())
+    except (ValueError, FileNotFoundError, KeyError) as err:
+        return _fail(str(err))
+    finals, final_report = final_labels(human, llm, decisions=decisions, allow_llm=args.allow_llm)
+    pre = extra.get("pre_annotation", {})
+    extra.update({"final_labels": final_report, "human_annotators": import_report.get("annotators", sorted(
+        {h.get("annotator", "?") for h in human})), "label_studio_import": import_report,
+        "annotator_model": {"description": pre.get("judge")}, "prompt_version": pre.get("prompt_version")})
+    try:
+        prov = write_release(args.out, surveys, reviews, finals, split=args.split, seed=args.seed,
+                             test_fraction=args.test_fraction, provenance=extra, agreement=agreement)
+    except ValueError as err:
+        return _fail(str(err))
+    print(f"wrote {prov['reviews_written']} reviews of {prov['papers']} papers to {args.out} "
+          f"({', '.join(prov['files'])}); final labels: "
+          + ", ".join(f"{k} {v}" for k, v in final_report["rules"].items()))
+    print(f"build it with: surveyalign data build --official {args.out} --out DATASET_DIR")
+    return 0 if prov["reviews_written"] else _fail("no unit has a final label; nothing to release", 3)

@@ -1,0 +1,261 @@
+"""Find the survey papers among candidate papers (SurveyReview §4.1): keyword match, LLM screen, manual check.
+
+Stage 1 matches the title against a keyword list (whole words, case-insensitive; high recall). Stage 2 asks any
+judge (one cached call per candidate) whether title and abstract describe a survey-style article, for a yes/no
+and a one-sentence reason. Stage 3 is a person: ``verification.csv`` lists every candidate with both verdicts
+and a proposal; the person fills ``confirmed`` and ``substantive_reviews`` (yes / no) and ``surveyalign data
+collect --verification`` keeps the rows with yes in both.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.judge import CallCache, backend_identity, cached_generate, make_call
+from surveyalign.prompts import read_json_answer
+
+#: Default title keywords of stage 1 (whole words or phrases, case-insensitive).
+DEFAULT_KEYWORDS: tuple[str, ...] = (
+    "survey", "surveys", "review", "reviews", "overview", "state of the art", "state-of-the-art", "literature",
+    "meta-analysis", "systematic", "scoping", "tutorial", "advances", "progress", "perspective", "perspectives",
+    "trends", "landscape", "taxonomy", "primer",
+)
+#: Stage name of the screening calls in ``calls.jsonl``.
+STAGE = "identify"
+#: Prompt version of the screen (recorded in the report).
+SCREEN_VERSION = "screen-v1"
+#: Columns of ``verification.csv``, in order.
+VERIFICATION_COLUMNS: tuple[str, ...] = (
+    "id", "source", "title", "keyword_match", "keywords_found", "llm_verdict", "llm_reason", "proposed",
+    "confirmed", "substantive_reviews", "note")
+_YES = {"yes", "y", "true", "1", "x"}
+
+
+@dataclass
+class Candidate:
+    """One candidate paper.
+
+    Attributes:
+        id: its id in the source (F1000Research article number, OpenReview forum id, MOPRD id, DOI ...).
+        title: the title.
+        abstract: the abstract ("" when unknown).
+        source: "f1000", "moprd", "openreview" or another name.
+        doi: the DOI ("" when unknown).
+    """
+
+    id: str
+    title: str
+    abstract: str = ""
+    source: str = "unknown"
+    doi: str = ""
+
+
+def read_candidates(path: str | os.PathLike) -> list[Candidate]:
+    """Read a candidate list: CSV with a header, JSON lines, or a JSON array of objects with ``id`` (or ``uid`` /
+    ``paper_id``), ``title`` (or ``paper_title``), ``abstract`` (or ``paper_abstract``), ``source``, ``doi``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not CSV / JSON, or a row without id or title (file and row named).
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".csv":
+        rows: list[Any] = list(csv.DictReader(text.splitlines()))
+    elif path.suffix == ".jsonl":
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}: line {n}: not valid JSON ({err.msg})") from None
+    else:
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: expected a JSON array of candidate objects")
+    out: list[Candidate] = []
+    for n, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: row {n}: expected an object")  # noqa: TRY004
+        cid = next((str(row[k]).strip() for k in ("id", "uid", "paper_id") if row.get(k) not in (None, "")), "")
+        title = str(row.get("title") or row.get("paper_title") or "").strip()
+        if not cid:
+            raise ValueError(f"{path}: row {n}: field id missing or empty")
+        if not title:
+            raise ValueError(f"{path}: row {n} ({cid}): field title missing or empty")
+        out.append(Candidate(id=cid, title=title,
+                             abstract=str(row.get("abstract") or row.get("paper_abstract") or "").strip(),
+                             source=str(row.get("source") or "unknown").strip().lower(),
+                             doi=str(row.get("doi") or "").strip()))
+    return out
+
+
+def keyword_hits(title: str, keywords: Sequence[str] = DEFAULT_KEYWORDS) -> list[str]:
+    """The keywords found in ``title`` as whole words (case-insensitive), in keyword order."""
+    low = title.lower()
+    return [k for k in keywords if re.search(r"(?<![a-z0-9])" + re.escape(k.lower()) + r"(?![a-z0-9])", low)]
+
+
+def build_screen_messages(title: str, abstract: str) -> list[dict[str, str]]:
+    """The chat messages of the stage-2 screen (our wording): is this a survey-style article?"""
+    content = (
+        "Decide whether the paper below is a survey-style article: one whose main contribution is to collect, "
+        "organise and discuss existing work on a topic (a survey, a literature or systematic review, a scoping "
+        "review, a tutorial overview), as opposed to a paper that mainly reports its own new method, experiment, "
+        "data or case.\n\n"
+        'Answer with one JSON object and nothing else: {"survey": "yes" or "no", "reason": "<one sentence>"}.\n\n'
+        f"Title: {title.strip()}\n\nAbstract: {abstract.strip() or '(none given)'}"
+    )
+    return [{"role": "user", "content": content}]
+
+
+def read_screen(text: str | None) -> tuple[str, str]:
+    """Read a screen answer: ``("yes" | "no", reason)``, or ``("failed", why)`` when it holds no clear verdict."""
+    answer = read_json_answer(text)
+    if answer.data is None:
+        return "failed", "; ".join(answer.problems) or "no JSON object"
+    value = answer.data.get("survey", answer.data.get("verdict"))
+    if isinstance(value, bool):
+        value = "yes" if value else "no"
+    verdict = str(value).strip().lower() if value is not None else ""
+    if verdict not in ("yes", "no"):
+        return "failed", f"verdict {value!r} is not yes or no"
+    return verdict, str(answer.data.get("reason") or "").strip()
+
+
+@dataclass
+class IdentifyResult:
+    """What :func:`identify_surveys` produced.
+
+    Attributes:
+        rows: one row per candidate with the :data:`VERIFICATION_COLUMNS`.
+        report: counts per stage and source.
+    """
+
+    rows: list[dict[str, str]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, settings: GenerationSettings, *,
+                     keywords: Sequence[str] = DEFAULT_KEYWORDS, screen_all: bool = False,
+                     out: str | os.PathLike | None = None, judge: dict[str, Any] | None = None) -> IdentifyResult:
+    """Run stages 1 and 2 and write the stage-3 verification file (SurveyReview §4.1).
+
+    Args:
+        candidates: the candidate papers.
+        backend: the screening judge; None skips stage 2 (every verdict "not screened").
+        settings: its generation settings.
+        keywords: stage-1 title keywords.
+        screen_all: screen every candidate, not only the keyword matches.
+        out: output folder: ``verification.csv``, ``candidates.jsonl``, ``identify_report.json``, ``calls.jsonl``.
+        judge: the judge description for the report.
+
+    Returns:
+        An :class:`IdentifyResult`; ``proposed`` is "yes" when the keyword matched and the screen said yes.
+
+    Raises:
+        ValueError: two candidates share an id.
+    """
+    seen = Counter(c.id for c in candidates)
+    dup = [k for k, v in seen.items() if v > 1]
+    if dup:
+        raise ValueError(f"candidate id {dup[0]!r} appears {seen[dup[0]]} times")
+    hits = [keyword_hits(c.title, keywords) for c in candidates]
+    to_screen = [i for i, c in enumerate(candidates) if backend is not None and (screen_all or hits[i])]
+    verdicts: dict[int, tuple[str, str]] = {}
+    if to_screen:
+        identity = backend_identity(backend)
+        calls = [make_call(backend, settings, stage=STAGE, unit_id=candidates[i].id, dimension="all",
+                           messages=build_screen_messages(candidates[i].title, candidates[i].abstract),
+                           identity=identity) for i in to_screen]
+        cache = CallCache.load(Path(out) / "calls.jsonl") if out is not None else None
+        try:
+            answers = cached_generate(calls, cache, desc="screen")
+        finally:
+            if cache is not None:
+                cache.close()
+        for i, a in zip(to_screen, answers):
+            verdicts[i] = ("failed", a.generation.error) if a.generation.error else read_screen(a.generation.text)
+    result = IdentifyResult()
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for i, c in enumerate(candidates):
+        verdict, reason = verdicts.get(i, ("not screened", ""))
+        proposed = "yes" if hits[i] and verdict == "yes" else "no"
+        result.rows.append({"id": c.id, "source": c.source, "title": c.title, "keyword_match": "yes" if hits[i] else "no",
+                            "keywords_found": ";".join(hits[i]), "llm_verdict": verdict, "llm_reason": reason,
+                            "proposed": proposed, "confirmed": "", "substantive_reviews": "", "note": ""})
+        k = counts[c.source]
+        k["candidates"] += 1
+        k["keyword_match"] += bool(hits[i])
+        k["screened"] += i in verdicts
+        k[f"llm_{verdict.replace(' ', '_')}"] += 1
+        k["proposed"] += proposed == "yes"
+    total = Counter()
+    for c in counts.values():
+        total.update(c)
+    result.report = {"candidates": len(candidates), "keywords": list(keywords), "screen_all": screen_all,
+                     "screen_version": SCREEN_VERSION, "judge": judge, "settings": settings.model_dump(),
+                     "per_source": {s: dict(c) for s, c in sorted(counts.items())}, "total": dict(total)}
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_verification(out / "verification.csv", result.rows)
+        with (out / "candidates.jsonl").open("w", encoding="utf-8") as fh:
+            for c, row in zip(candidates, result.rows):
+                fh.write(json.dumps({**asdict(c), **row}, ensure_ascii=False) + "\n")
+        (out / "identify_report.json").write_text(json.dumps(result.report, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def write_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:
+    """Write ``verification.csv`` (:data:`VERIFICATION_COLUMNS`)."""
+    with Path(path).open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=VERIFICATION_COLUMNS)
+        writer.writeheader()
+        writer.writerows({k: row.get(k, "") for k in VERIFICATION_COLUMNS} for row in rows)
+
+
+def read_verification(path: str | os.PathLike) -> tuple[set[str], dict[str, int]]:
+    """The candidates a person confirmed: ``confirmed`` and ``substantive_reviews`` both yes.
+
+    Returns:
+        ``(ids, counts)``: the confirmed ids, and counts ``{"rows", "confirmed", "rejected", "unchecked",
+        "no_substantive_reviews"}``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file lacks the ``id`` / ``confirmed`` / ``substantive_reviews`` columns.
+    """
+    path = Path(path)
+    rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    need = {"id", "confirmed", "substantive_reviews"}
+    if rows and not need <= set(rows[0]):
+        raise ValueError(f"{path}: missing column(s) {sorted(need - set(rows[0]))}")
+    counts = Counter(rows=len(rows))
+    ids: set[str] = set()
+    for row in rows:
+        confirmed = (row.get("confirmed") or "").strip().lower()
+        substantive = (row.get("substantive_reviews") or "").strip().lower()
+        if not confirmed:
+            counts["unchecked"] += 1
+        elif confirmed not in _YES:
+            counts["rejected"] += 1
+        elif substantive not in _YES:
+            counts["no_substantive_reviews"] += 1
+        else:
+            counts["confirmed"] += 1
+            ids.add(row["id"].strip())
+    return ids, {k: counts[k] for k in ("rows", "confirmed", "rejected", "unchecked", "no_substantive_reviews")}

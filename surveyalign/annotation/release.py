@@ -1,0 +1,199 @@
+"""Write the final labels in the official SurveyReview release layout (SurveyReview §4, App. A-B).
+
+The folder reads back with ``surveyalign data build --official OUT`` unchanged::
+
+    OUT/raw/train_samples.json, OUT/raw/test_samples.json          one record per review (version)
+    OUT/train/grouped_trainset.json, OUT/test/grouped_testset.json  one record per reviewer of a paper (versions merged)
+    OUT/articles/articles_part<N>.json                              {paper key: survey markdown}
+    OUT/provenance.json                                             sources, counts, annotators, agreement, rules
+    OUT/ANNOTATION.md                                               the dataset card's annotation section
+
+A record: ``{"uid", "paper_title", "paper_abstract", "review_content", "source", "paper_title_zh",
+"paper_abstract_zh", "review_content_zh", "result": [{"dimension" (capitalised), "score" (float), "reasons"}]}``.
+Scores keep the initial space: 0 (not mentioned) and -3 (unjudgeable) are written as the authors' release does,
+and ``data build`` leaves them out of training and evaluation. Units without a final label (unresolved, not
+annotated) are not written; they are counted in ``provenance.json``.
+
+Split: papers go to train or test by source, seeded (``surveyalign.data.split_papers``: 75/25 by default; its
+validation papers are written to the train files, where ``data build`` carves validation again), or all to one
+split (``split="test"`` / ``"train"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from surveyalign import __version__
+from surveyalign.constants import DIMENSIONS
+from surveyalign.data import split_papers
+
+from .adjudicate import RELEASED_RULES
+from .agreement import render_table
+from .records import (
+    GUIDELINE_VERSION,
+    ReviewRecord,
+    SurveyRecord,
+    label_name,
+    review_uid,
+)
+
+#: Split choices of :func:`write_release`.
+RELEASE_SPLITS: tuple[str, ...] = ("paper-level", "test", "train")
+#: Survey texts per articles shard.
+SHARD_SIZE = 100
+
+
+def _record(uid: str, survey: SurveyRecord | None, source: str, content: str, result: list[dict[str, Any]]
+            ) -> dict[str, Any]:
+    return {"uid": uid, "paper_title": survey.title if survey else "", "paper_abstract": survey.abstract if survey else "",
+            "review_content": content, "source": source, "paper_title_zh": "", "paper_abstract_zh": "",
+            "review_content_zh": "", "result": result}
+
+
+def _result(finals: dict[tuple[str, str], dict[str, Any]], review_id: str) -> list[dict[str, Any]]:
+    out = []
+    for dim in DIMENSIONS:
+        f = finals.get((review_id, dim))
+        if f and f["rule"] in RELEASED_RULES and f["label"] is not None:
+            out.append({"dimension": dim.capitalize(), "score": float(f["label"]), "reasons": list(f["snippets"])})
+    return out
+
+
+def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], reviews: Sequence[ReviewRecord],
+                  finals: dict[tuple[str, str], dict[str, Any]], *, split: str = "paper-level", seed: int = 42,
+                  test_fraction: float = 0.25, provenance: dict[str, Any] | None = None,
+                  agreement: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Write the release folder (see the module docstring) and return its provenance.
+
+    Args:
+        out: the release folder (created; existing release files in it are replaced).
+        surveys: the surveys (``surveys.jsonl``).
+        reviews: the reviews (``reviews.jsonl``).
+        finals: :func:`surveyalign.annotation.final_labels` output.
+        split: one of :data:`RELEASE_SPLITS`.
+        seed: split seed.
+        test_fraction: share of each source's papers in test (paper-level split).
+        provenance: extra entries for ``provenance.json`` (sources, identification and collection counts,
+            annotator model, adjudication report).
+        agreement: ``{title: agreement table}`` (:func:`surveyalign.annotation.agreement_table`) for the
+            provenance and the card section.
+
+    Returns:
+        The provenance dict written to ``provenance.json``.
+
+    Raises:
+        ValueError: an unknown split, or a review whose paper is not among ``surveys``.
+    """
+    if split not in RELEASE_SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(RELEASE_SPLITS)}")
+    out = Path(out)
+    by_paper = {s.paper_id: s for s in surveys}
+    missing = sorted({r.paper_id for r in reviews} - set(by_paper))
+    if missing:
+        raise ValueError(f"review(s) of paper {missing[0]} whose survey is not in surveys.jsonl")
+    papers = sorted({r.paper_id for r in reviews})
+    if split == "paper-level":
+        assignment = {p: ("test" if s == "test" else "train") for p, s in split_papers(
+            {p: by_paper[p].source for p in papers}, seed=seed, test_fraction=test_fraction).items()}
+    else:
+        assignment = {p: split for p in papers}
+    raw: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    without_labels: list[str] = []
+    per_reviewer: dict[tuple[str, int], list[ReviewRecord]] = defaultdict(list)
+    for r in sorted(reviews, key=lambda r: (r.paper_id, r.reviewer_index, r.version)):
+        result = _result(finals, r.review_id)
+        if not result:
+            without_labels.append(r.review_id)
+            continue
+        raw[assignment[r.paper_id]].append(_record(r.review_id, by_paper[r.paper_id], r.source, r.text, result))
+        per_reviewer[(r.paper_id, r.reviewer_index)].append(r)
+    for (paper, index), rounds in per_reviewer.items():
+        merged: dict[str, dict[str, Any]] = {}
+        for r in rounds:  # in version order: a later round's label replaces an earlier one
+            for item in _result(finals, r.review_id):
+                merged[item["dimension"]] = item
+        last = rounds[-1]
+        content = "\n\n".join(r.text for r in rounds)
+        uid = review_uid(last.source, paper.split("-", 1)[1], last.version, index)
+        grouped[assignment[paper]].append(_record(uid, by_paper[paper], last.source, content,
+                                                  [merged[d.capitalize()] for d in DIMENSIONS
+                                                   if d.capitalize() in merged]))
+    files: list[str] = []
+    for name, sets in (("raw/{}_samples.json", raw), ("{0}/grouped_{0}set.json", grouped)):
+        for part in ("train", "test"):
+            path = out / name.format(part)
+            if path.exists():
+                path.unlink()
+            if sets.get(part):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(sets[part], indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+                files.append(path.relative_to(out).as_posix())
+    texts = {p: by_paper[p].text for p in papers if by_paper[p].text}
+    (out / "articles").mkdir(parents=True, exist_ok=True)
+    for old in (out / "articles").glob("articles_part*.json"):
+        old.unlink()
+    keys = sorted(texts)
+    for n in range(0, len(keys), SHARD_SIZE):
+        path = out / "articles" / f"articles_part{n // SHARD_SIZE + 1}.json"
+        path.write_text(json.dumps({k: texts[k] for k in keys[n:n + SHARD_SIZE]}, indent=1, ensure_ascii=False)
+                        + "\n", encoding="utf-8")
+        files.append(path.relative_to(out).as_posix())
+    labels = Counter()
+    rules = Counter()
+    for (rid, dim), f in finals.items():
+        rules[f["rule"]] += 1
+        if f["rule"] in RELEASED_RULES and f["label"] is not None:
+            labels[(dim, label_name(f["label"]))] += 1
+    prov = {
+        "surveyalign_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "guideline_version": GUIDELINE_VERSION,
+        "files": files,
+        "papers": len(papers),
+        "papers_per_source": dict(sorted(Counter(by_paper[p].source for p in papers).items())),
+        "papers_without_text": sorted(p for p in papers if p not in texts),
+        "reviews": len(reviews),
+        "reviews_written": sum(len(v) for v in raw.values()),
+        "reviews_without_final_label": without_labels,
+        "split": {"policy": split, "seed": seed, "test_fraction": test_fraction if split == "paper-level" else None,
+                  "papers": dict(sorted(Counter(assignment.values()).items()))},
+        "final_label_rules": {r: rules[r] for r in sorted(rules)},
+        "labels": {d: {label_name(x): labels[(d, label_name(x))] for x in (-3, -2, -1, 0, 1, 2)} for d in DIMENSIONS},
+        "excluded_from_training_and_evaluation": "labels 0 (not mentioned) and -3 (unjudgeable), dropped by "
+                                                 "`surveyalign data build`",
+        **(provenance or {}),
+        "agreement": agreement or {},
+    }
+    (out / "provenance.json").write_text(json.dumps(prov, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "ANNOTATION.md").write_text(card_section(prov, agreement or {}), encoding="utf-8")
+    return prov
+
+
+def card_section(prov: dict[str, Any], agreement: dict[str, dict[str, Any]]) -> str:
+    """The dataset card's annotation section (markdown) from a release's provenance and agreement tables."""
+    judge = prov.get("annotator_model") or {}
+    lines = [
+        "## Annotation", "",
+        (f"Each (survey, review, dimension) unit was labelled with one of six labels, +2, +1, -1, -2, 0 or -3 (0: the "
+        f"review does not mention the dimension; -3: its verdict cannot be told; both are left out of training and "
+        f"evaluation) with the review sentences that support the label (guideline `{prov['guideline_version']}`)."),
+        "",
+        (f"- Papers: {prov['papers']} ({', '.join(f'{k} {v}' for k, v in prov['papers_per_source'].items())}); "
+        f"reviews: {prov['reviews']} ({prov['reviews_written']} with a final label)."),
+        (f"- Pre-annotation: {judge.get('description') or judge or 'none recorded'} (prompt "
+        f"`{prov.get('prompt_version', 'n/a')}`); every snippet was checked against its review, flagged ones were "
+        "never released as verbatim."),
+        f"- Human verification in Label Studio by {len(prov.get('human_annotators', []))} annotator(s).",
+        "- How each final label was decided: " + ", ".join(f"{k} {v}" for k, v in prov["final_label_rules"].items()),
+        "",
+    ]
+    for title, table in agreement.items():
+        lines.append(render_table(table, title))
+    return "\n".join(lines) + "\n"
