@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from surveyalign.data import find_verbatim, strip_review_record
+from surveyalign.documents import DOCUMENT_SUFFIXES, find_verbatim, read_document
 
 from .records import ReviewRecord, SurveyRecord, review_uid, write_jsonl
 from .sources import SourceFile, read_source
@@ -64,8 +64,9 @@ def _norm_id(value: str) -> str:
 
 
 def read_texts(folder: str | os.PathLike) -> dict[str, tuple[str, str]]:
-    """Survey texts named by paper id: ``{normalised file stem: (markdown, file name)}`` for every ``.md`` /
-    ``.txt`` / ``.tex`` / ``.pdf`` file in ``folder`` (not recursive), leakage guard applied.
+    """Survey texts named by paper id: ``{normalised file stem: (markdown, file name)}`` for every document in
+    ``folder`` (not recursive) that ``surveyalign.documents.read_document`` reads (markdown, LaTeX, PDF, JATS), with
+    the leakage guard applied.
 
     Raises:
         FileNotFoundError: no such folder.
@@ -75,16 +76,9 @@ def read_texts(folder: str | os.PathLike) -> dict[str, tuple[str, str]]:
         raise FileNotFoundError(f"texts folder {folder} does not exist")
     out: dict[str, tuple[str, str]] = {}
     for f in sorted(folder.iterdir()):
-        if f.suffix in (".md", ".txt"):
-            text, _ = strip_review_record(f.read_text(encoding="utf-8"))
-        elif f.suffix in (".tex", ".pdf"):
-            from surveyalign.inference import (
-                read_document,  # moves to surveyalign.documents (issue 20)
-            )
-
-            text = read_document(f).text
-        else:
+        if f.suffix not in DOCUMENT_SUFFIXES:
             continue
+        text = read_document(f).text  # markdown, LaTeX, PDF or JATS; the leakage guard on
         out[_norm_id(f.stem)] = (text, f.name)
     return out
 

@@ -2,7 +2,7 @@
 
 A snippet an annotator (person or LLM) gives must be a span of the review (SurveyReview App. A: the most
 relevant sentences, taken from the review). :func:`locate_snippet` checks it with the project's near-verbatim
-matcher (``surveyalign.data``: the same layout-insensitive form the leakage check uses) and returns its
+matcher (``surveyalign.documents``: the same layout-insensitive form the leakage check uses) and returns its
 character offsets in the review:
 
 * ``exact``: the snippet is a substring of the review as written.
@@ -26,7 +26,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from surveyalign.data import (
+from surveyalign.documents import (
     NEAR_VERBATIM_THRESHOLD,
     layout_verbatim_hits,
     near_verbatim_scores,
@@ -85,7 +85,7 @@ def locate_snippet(snippet: str, review: str, *, threshold: float = NEAR_VERBATI
         snippet: the rationale snippet.
         review: the full review text.
         threshold: the near-verbatim partial-ratio score (0-100) from which a non-verbatim snippet is ``near``
-            rather than ``missing`` (default :data:`surveyalign.data.NEAR_VERBATIM_THRESHOLD`).
+            rather than ``missing`` (default :data:`surveyalign.documents.NEAR_VERBATIM_THRESHOLD`).
 
     Returns:
         The :class:`SnippetMatch`; ``review[start:end]`` is the span for every status but ``missing``.

@@ -99,7 +99,7 @@ def read_f1000_jats(path: Path) -> SourceFile:
     Raises:
         ValueError: not readable JATS (the file named).
     """
-    from surveyalign.data import parse_jats
+    from surveyalign.documents import parse_jats
 
     xml = path.read_bytes()
     try:
