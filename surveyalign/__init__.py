@@ -14,7 +14,9 @@ the map, README "Architecture" prints it):
   (Comp-KA / Crit-KA), ``judge`` (the K-sample judge), ``training`` (SFT/DPO recipe support), ``scoring``
   (MSE/MAE, RQS, HAS, baselines, reports).
 - users: ``evaluation`` (resumable harness), ``inference`` (``surveyalign score``), ``autoraters``
-  (PaperOrchestra autoraters), ``prism`` (PRISM review pipeline).
+  (PaperOrchestra autoraters), ``prism`` (PRISM review pipeline), ``annotation``
+  (extend SurveyReview: find surveys, collect reviews, LLM pre-annotation, Label Studio round trip, agreement,
+  release).
 - top: ``cli``, ``demo``, ``testing`` (tiny test model, stand-in servers).
 """
 

@@ -89,6 +89,16 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert json.loads((tmp_path / "annotated" / "annotate_report.json").read_text())["calls_cached"] == 8
     assert (tmp_path / "annotated" / "calls.jsonl").read_text() == calls
 
+    # the seeded double-annotation sample (2 units per dimension here; 70 by default) and its blind tasks
+    assert main(["data", "agreement", "--plan", "--llm", str(tmp_path / "annotated"), "--collected",
+                 str(tmp_path / "collected"), "--sample", "2", "--seed", "5", "--out", str(tmp_path / "plan")]) == 0
+    plan = json.loads((tmp_path / "plan" / "double_annotation_sample.json").read_text())
+    assert len(plan["units"]) == 8 and sorted({u[1] for u in plan["units"]}) == [
+        "comprehensiveness", "criticalness", "readability", "structure"]
+    blind = json.loads((tmp_path / "plan" / "label_studio" / "tasks.json").read_text())
+    assert {t["data"]["review_id"] for t in blind} == {u[0] for u in plan["units"]}
+    assert not any("predictions" in t for t in blind)  # the second annotator does not see the LLM's answer
+
     # K = 3 samples with a vote (Python API, callable judge); one sample disagrees and one fails
     def shaky(messages, settings, index):
         if index == 1:
