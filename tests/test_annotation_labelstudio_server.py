@@ -63,7 +63,7 @@ def _label_studio_venv() -> Path:
     ready = venv / ".installed"
     if ready.exists():
         return python
-    budget = float(os.environ.get("SURVEYALIGN_LS_INSTALL_S", 180))
+    budget = float(os.environ.get("SURVEYALIGN_LS_INSTALL_S", "180"))
     start = time.monotonic()
     try:
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=budget)
@@ -101,7 +101,7 @@ def label_studio(tmp_path):
                                "--data-dir", str(data), "--username", "a@example.org", "--password", "secret-pass-1",
                                "--user-token", TOKEN, "--enable-legacy-api-token"],
                               env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
-    budget = float(os.environ.get("SURVEYALIGN_LS_START_S", 150))
+    budget = float(os.environ.get("SURVEYALIGN_LS_START_S", "150"))
     start = time.monotonic()
     url = f"http://127.0.0.1:{port}"
     import httpx
@@ -162,7 +162,7 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path):
     (tmp_path / "driver.py").write_text(DRIVER)
     done = subprocess.run([str(python), str(tmp_path / "driver.py"), url, TOKEN, str(tmp_path / "config.xml"),
                            str(tmp_path / "tasks.json"), str(tmp_path / "export.json")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     info = json.loads(done.stdout.strip().splitlines()[-1])
     assert info["changed"] == 1
