@@ -105,7 +105,11 @@ def test_annotation_prompts_are_in_our_own_words():
     import re
     from pathlib import Path
 
-    from surveyalign.annotation import build_annotation_messages, card_section, labeling_config
+    from surveyalign.annotation import (
+        build_annotation_messages,
+        card_section,
+        labeling_config,
+    )
     from surveyalign.annotation.identify import build_screen_messages
 
     def grams(text: str, n: int = 6) -> set[str]:

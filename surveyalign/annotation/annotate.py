@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
+from surveyalign.calls import CallCache, backend_identity, cached_generate, make_call
 from surveyalign.constants import DIMENSIONS
-from surveyalign.judge import CallCache, backend_identity, cached_generate, make_call
 
 from .prompt import PROMPT_VERSION, build_annotation_messages, read_annotation
 from .records import GUIDELINE_VERSION, LABELS, ReviewRecord, write_jsonl
@@ -30,6 +30,8 @@ from .snippets import SNIPPET_STATUSES, locate_snippet, span_text
 
 #: Stage name of the pre-annotation calls in ``calls.jsonl``.
 STAGE = "annotate"
+#: Namespace of these calls in the call-cache key (``surveyalign.calls``).
+NAMESPACE = "annotation.annotate"
 #: Review statuses of ``annotations.jsonl``.
 REVIEW_STATUSES: tuple[str, ...] = ("ok", "partial", "parse_failed", "api_error")
 
@@ -100,7 +102,7 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
         messages = build_annotation_messages(review.text, title=titles.get(review.paper_id, ""))
         for k in range(samples):
             calls.append(make_call(backend, settings.model_copy(update={"seed": settings.seed + k}), stage=STAGE,
-                                   unit_id=review.review_id, dimension="all", messages=messages, sample=k,
+                                   unit_id=review.review_id, namespace=NAMESPACE, messages=messages, sample=k,
                                    identity=identity))
     cache = None
     if out is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
-from surveyalign.judge import CallCache, backend_identity, cached_generate, make_call
+from surveyalign.calls import CallCache, backend_identity, cached_generate, make_call
 from surveyalign.prompts import read_json_answer
 
 #: Default title keywords of stage 1 (whole words or phrases, case-insensitive).
@@ -31,6 +31,8 @@ DEFAULT_KEYWORDS: tuple[str, ...] = (
 )
 #: Stage name of the screening calls in ``calls.jsonl``.
 STAGE = "identify"
+#: Namespace of these calls in the call-cache key (``surveyalign.calls``).
+NAMESPACE = "annotation.identify"
 #: Prompt version of the screen (recorded in the report).
 SCREEN_VERSION = "screen-v1"
 #: Columns of ``verification.csv``, in order.
@@ -178,7 +180,7 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
     verdicts: dict[int, tuple[str, str]] = {}
     if to_screen:
         identity = backend_identity(backend)
-        calls = [make_call(backend, settings, stage=STAGE, unit_id=candidates[i].id, dimension="all",
+        calls = [make_call(backend, settings, stage=STAGE, unit_id=candidates[i].id, namespace=NAMESPACE,
                            messages=build_screen_messages(candidates[i].title, candidates[i].abstract),
                            identity=identity) for i in to_screen]
         cache = CallCache.load(Path(out) / "calls.jsonl") if out is not None else None
