@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from surveyalign.annotation import (
+    ReviewRecord,
     agreement_table,
     alpha,
     disagreements,
@@ -22,7 +23,6 @@ from surveyalign.annotation import (
     sample_units,
     unit_labels,
 )
-from surveyalign.annotation.records import ReviewRecord
 
 # Two annotators A and B. Readability: 4 units; Structure: 5 units (one with -3).
 PAIRS = {

@@ -134,6 +134,7 @@ def label_studio(tmp_path):
 
 def test_round_trip_through_a_real_label_studio(label_studio, tmp_path):
     from surveyalign.annotation import (
+        ReviewRecord,
         agreement_table,
         export_tasks,
         import_export,
@@ -141,7 +142,6 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path):
         pair_labels,
         unit_labels,
     )
-    from surveyalign.annotation.records import ReviewRecord
 
     python, url = label_studio
     text = ("The prose is hard to read in the methods part. The structure is clear and well motivated. "
