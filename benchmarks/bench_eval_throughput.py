@@ -1,16 +1,23 @@
-"""Throughput of the evaluation harness against an OpenAI-compatible server with a fixed answer delay.
+"""Throughput, CPU per call and resume cost of the evaluation harness against a 200 ms OpenAI-compatible server.
 
-With every answer taking D seconds and C calls in flight, no client can beat C / D calls per second
-(32 / 0.2 s = 160 calls/s). This script starts ``surveyalign.testing.FakeChatServer`` in its own
-process (so the server does not share the client's GIL), builds the shipped sample release into a dataset,
-and runs ``run_evaluation`` through the openai backend: 80 units x K=8 samples = 640 calls by default. It
-prints calls/s of the call stage (and end to end) and the ratio to the C / D bound; the target is >= 0.90.
-The harness run is repeated 3 times by default (``--repeats N``); the best run counts and the median is
-printed too: on a shared machine other load only slows a run down, so one run alone is noisy (0.87-0.93 here). It also times the openai backend alone (``agenerate`` on the same 640 requests) to separate harness cost
-(prompt building, cache writes, progress) from client cost.
+With every answer taking D seconds and C calls in flight, no client beats C / D calls per second. On a shared
+machine no client reaches it either, so the ceiling is measured in the same run: a minimal aiohttp client (a
+semaphore of C, ``session.post(json=body)``, ``json.loads`` of the reply; nothing else) sends the same number of
+requests with the same prompts to the same server, interleaved with the harness runs. Figures are medians of
+``--repeats`` runs (not bests), and the machine's load average is printed with them.
 
-    .venv/bin/python benchmarks/bench_eval_throughput.py                   # 640 calls, C=32, D=0.2 s
-    .venv/bin/python benchmarks/bench_eval_throughput.py --concurrency 64 --delay 0.1 --repeats 3
+Set-up: ``surveyalign.testing.chat_server`` in its own process; a synthetic release (``bench_data_build``'s
+generator, ``--papers`` papers of ``--text-kb`` kB) built into a dataset; ``run_evaluation`` with the openai
+backend, ``--samples`` samples per unit, fresh run folder per repeat. Figures:
+
+* harness calls/s at C=32 and C=256 divided by the minimal client's (goal >= 0.95);
+* CPU per call of the harness's call stage (process CPU seconds while the calls run / calls; goal <= 0.5 ms),
+  with the minimal client's for comparison;
+* CPU of a resume of the fully cached run / CPU of the fresh run (whole ``run_evaluation``; goal <= 0.15); a
+  warm-up run first, so neither pays the first imports.
+
+    .venv/bin/python benchmarks/bench_eval_throughput.py                      # C=32 and C=256, 3 repeats
+    .venv/bin/python benchmarks/bench_eval_throughput.py --concurrency 64 --repeats 5 --papers 240
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,13 +35,17 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _figures import cpu_seconds, emit, figure, load_average, median
+
+REPLY = "The survey reads well, with a few long sentences.$$$-1$$$"
 
 
 def _start_server(delay: float) -> tuple[subprocess.Popen, str]:
     """``python -m surveyalign.testing.chat_server --delay D`` in a child process; returns it and its base_url."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "surveyalign.testing.chat_server", "--delay", str(delay),
-         "--reply", "The survey reads well, with a few long sentences.$$$-1$$$"],
+        [sys.executable, "-m", "surveyalign.testing.chat_server", "--delay", str(delay), "--reply", REPLY],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     line = proc.stdout.readline().strip()
@@ -45,93 +55,135 @@ def _start_server(delay: float) -> tuple[subprocess.Popen, str]:
     return proc, line.split("=", 1)[1]
 
 
-def _backend_alone(base_url: str, prompts: list, settings, concurrency: int) -> float:
-    """Seconds for the openai backend to answer ``prompts`` (one request each) with no harness around it."""
-    from surveyalign.backends import load_backend
+def minimal_client(base_url: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
+    """The ceiling: ``bodies`` posted with at most ``concurrency`` in flight by a bare aiohttp client.
 
-    backend = load_backend("openai", base_url=base_url, model="fake", api_key_env=None, concurrency=concurrency,
-                           max_retries=0)
+    Returns:
+        ``(calls per second, CPU seconds per call)``.
+    """
+    import aiohttp
 
-    async def go() -> float:
-        t0 = time.perf_counter()
-        out = await backend.agenerate(prompts, settings, n=1)
-        seconds = time.perf_counter() - t0
-        assert all(row[0].error is None for row in out), [row[0].error for row in out if row[0].error][:3]
-        await backend.aclose()
-        return seconds
+    async def go() -> None:
+        limit = asyncio.Semaphore(concurrency)
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            async def one(body: dict) -> None:
+                async with limit, session.post(f"{base_url}/chat/completions", json=body) as response:
+                    assert json.loads(await response.text())["choices"][0]["message"]["content"] == REPLY
 
-    return asyncio.run(go())
+            await asyncio.gather(*(one(body) for body in bodies))
+
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    asyncio.run(go())
+    seconds, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    return len(bodies) / seconds, cpu / len(bodies)
+
+
+class _StageTimer:
+    """Wraps the runner's ``execute`` to read the CPU seconds of the judge call stage alone."""
+
+    def __init__(self) -> None:
+        from surveyalign.evaluation import runner
+
+        self.runner, self.inner, self.cpu = runner, runner.execute, 0.0
+        runner.execute = self
+
+    def __call__(self, calls, config, cache, stage):
+        c0 = cpu_seconds()
+        try:
+            return self.inner(calls, config, cache, stage)
+        finally:
+            if stage == "judge":
+                self.cpu = cpu_seconds() - c0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--concurrency", type=int, default=32, help="calls in flight (default 32)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 256], help="calls in flight (32 256)")
     parser.add_argument("--delay", type=float, default=0.2, help="server answer delay in seconds (default 0.2)")
-    parser.add_argument("--units-per-dimension", type=int, default=20, help="train-split units per dimension")
-    parser.add_argument("--samples", type=int, default=8, help="K samples per unit (calls = 4 x units x K)")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="harness runs (fresh folder each); the best counts, the median is shown (default 3)")
+    parser.add_argument("--papers", type=int, default=120, help="papers of the synthetic release (default 120)")
+    parser.add_argument("--text-kb", type=int, default=20, help="kB of text per paper (default 20)")
+    parser.add_argument("--samples", type=int, default=4, help="K samples per unit (default 4)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure; medians are reported (default 3)")
     args = parser.parse_args(argv)
 
-    from surveyalign.backends import GenerationSettings
-    from surveyalign.data import build_dataset, sample_release_dir
+    from bench_data_build import generate_release
+    from rich.console import Console
+
+    from surveyalign.data import build_dataset, load_surveyreview
     from surveyalign.evaluation import EvalConfig, run_evaluation
+    from surveyalign.prompts import build_judge_prompt
 
-    bound = args.concurrency / args.delay
     work = Path(tempfile.mkdtemp(prefix="bench-eval-"))
-    build_dataset(sample_release_dir(), work / "surveyreview")
+    generate_release(work / "release", papers=args.papers, reviews=2 * args.papers, text_kb=args.text_kb)
+    build_dataset(work / "release", work / "surveyreview")
     server, base_url = _start_server(args.delay)
+    timer = _StageTimer()
+    sink = Console(file=open(os.devnull, "w"))  # noqa: SIM115
+
+    def config(run_name: str, concurrency: int, limit: int | None = None) -> EvalConfig:
+        return EvalConfig.from_dict({
+            "name": "bench", "dataset": str(work / "surveyreview"), "split": "train", "limit": limit,
+            "samples_per_unit": args.samples, "output_dir": str(work / "runs"), "run_name": run_name,
+            "progress": False, "bootstrap": 0, "concurrency": concurrency,
+            "backend": {"kind": "openai", "options": {"base_url": base_url, "model": "fake", "api_key_env": None,
+                                                      "max_retries": 0, "concurrency": concurrency}},
+            "generation": {"temperature": 0.7, "max_new_tokens": 64}})
+
+    figures = []
     try:
-        results = []
-        for rep in range(args.repeats):
-            config = EvalConfig.from_dict({
-                "name": "bench", "dataset": str(work / "surveyreview"), "split": "train",
-                "limit": args.units_per_dimension, "samples_per_unit": args.samples,
-                "output_dir": str(work / "runs"), "run_name": f"rep{rep}", "progress": False, "bootstrap": 0,
-                "backend": {"kind": "openai", "options": {"base_url": base_url, "model": "fake",
-                                                          "api_key_env": None, "concurrency": args.concurrency,
-                                                          "max_retries": 0}},
-                "generation": {"temperature": 0.7, "max_new_tokens": 64},
-            })
-            from rich.console import Console
-
-            t0 = time.perf_counter()
-            with open(os.devnull, "w") as sink:
-                result = run_evaluation(config, console=Console(file=sink))
-            total = time.perf_counter() - t0
-            made, stage = result.calls["made"], result.calls["seconds"]
-            assert result.calls["errors"] == 0 and result.counts["scored"] == result.counts["total"]
-            results.append((made, stage, total))
-            print(f"harness run {rep + 1}: {made} calls in {stage:.2f} s (call stage) -> {made / stage:.1f} calls/s, "
-                  f"ratio to {bound:.0f} calls/s bound = {made / stage / bound:.3f}; end to end {total:.2f} s "
-                  f"({made / total:.1f} calls/s incl. dataset load, prompts, metrics)")
-
-        # the same number of requests through the backend alone (no cache, no prompt building per call)
-        from surveyalign.data import load_surveyreview
-        from surveyalign.prompts import build_judge_prompt
-
-        rows = list(load_surveyreview(work / "surveyreview", split="train"))[: max(1, results[0][0])]
-        prompts = [build_judge_prompt(r["dimension"], r["text"]).messages() for r in rows]
-        prompts = (prompts * (results[0][0] // len(prompts) + 1))[: results[0][0]]
-        alone = _backend_alone(base_url, prompts, GenerationSettings(temperature=0.7, max_new_tokens=64),
-                               args.concurrency)
-        print(f"openai backend alone: {len(prompts)} calls in {alone:.2f} s -> {len(prompts) / alone:.1f} calls/s, "
-              f"ratio {len(prompts) / alone / bound:.3f}")
-        rates = sorted(made / stage for made, stage, _ in results)
-        best, median = rates[-1], statistics.median(rates)
-        ratio = best / bound
-        print(f"harness over {len(rates)} run(s): best {best:.1f} calls/s (ratio {best / bound:.3f}), median "
-              f"{median:.1f} calls/s (ratio {median / bound:.3f}); target ratio >= 0.90 on the best run")
-        print(json.dumps({"calls": results[0][0], "concurrency": args.concurrency, "delay_s": args.delay,
-                          "bound_calls_per_s": bound, "harness_calls_per_s": round(best, 1),
-                          "ratio": round(ratio, 3), "median_ratio": round(median / bound, 3),
-                          "repeats": len(rates), "load_avg_1min": round(os.getloadavg()[0], 2),
-                          "backend_alone_calls_per_s": round(len(prompts) / alone, 1),
-                          "backend_alone_ratio": round(len(prompts) / alone / bound, 3),
-                          "target_ratio": 0.9, "ok": ratio >= 0.9}))
+        run_evaluation(config("warm-up", 8, limit=2), console=sink)  # first imports, paid by neither figure
+        rows = list(load_surveyreview(work / "surveyreview", split="train"))
+        bodies = [{"model": "fake", "messages": build_judge_prompt(r["dimension"], r["text"]).messages(),
+                   "temperature": 0.7, "top_p": 1.0, "max_tokens": 64, "seed": k, "n": 1}
+                  for r in rows for k in range(args.samples)]
+        print(f"{len(bodies)} calls per run ({len(rows)} units x K={args.samples}), server delay {args.delay:g} s; "
+              f"load average {load_average()}")
+        fresh_cpu, resume_cpu = [], []
+        for concurrency in args.concurrency:
+            client, harness, client_cpu, harness_cpu = [], [], [], []
+            for rep in range(args.repeats):
+                rate, cpu = minimal_client(base_url, bodies, concurrency)
+                client.append(rate)
+                client_cpu.append(cpu)
+                c0 = cpu_seconds()
+                result = run_evaluation(config(f"c{concurrency}-{rep}", concurrency), console=sink)
+                whole = cpu_seconds() - c0
+                made, seconds = result.calls["made"], result.calls["seconds"]
+                assert result.calls["errors"] == 0 and made == len(bodies), result.calls
+                harness.append(made / seconds)
+                harness_cpu.append(timer.cpu / made)
+                line = (f"C={concurrency} run {rep + 1}: minimal client {rate:.1f} calls/s ({1000 * cpu:.2f} ms CPU/call)"
+                        f", harness {made / seconds:.1f} calls/s ({1000 * timer.cpu / made:.2f} ms CPU/call)")
+                if concurrency == args.concurrency[0]:
+                    c0 = cpu_seconds()
+                    again = run_evaluation(config(f"c{concurrency}-{rep}", concurrency), console=sink)
+                    assert again.calls["made"] == 0 and again.calls["cached"] == len(bodies), again.calls
+                    fresh_cpu.append(whole)
+                    resume_cpu.append(cpu_seconds() - c0)
+                    line += f"; whole run {whole:.2f} s CPU, its resume {resume_cpu[-1]:.2f} s CPU"
+                print(line + f"; load {load_average()}", flush=True)
+            ratio = median(harness) / median(client)
+            print(f"C={concurrency}: median harness {median(harness):.1f} calls/s / median minimal client "
+                  f"{median(client):.1f} calls/s = {ratio:.3f} (bound {concurrency / args.delay:.0f} calls/s: "
+                  f"harness {median(harness) * args.delay / concurrency:.3f}, client "
+                  f"{median(client) * args.delay / concurrency:.3f}); CPU per call: harness "
+                  f"{1000 * median(harness_cpu):.2f} ms, client {1000 * median(client_cpu):.2f} ms")
+            figures.append(figure(f"harness / minimal aiohttp client, C={concurrency}", ratio, ">= 0.95",
+                                  ratio >= 0.95))
+            figures.append(figure(f"harness CPU per call, C={concurrency} (client: "
+                                  f"{1000 * median(client_cpu):.2f} ms)", 1000 * median(harness_cpu), "<= 0.5 ms",
+                                  median(harness_cpu) <= 0.0005, unit=" ms"))
+        if fresh_cpu:
+            share = median(resume_cpu) / median(fresh_cpu)
+            print(f"resume of the fully cached run: {median(resume_cpu):.2f} s CPU / fresh {median(fresh_cpu):.2f} s "
+                  f"CPU = {share:.3f} (medians of {len(fresh_cpu)})")
+            figures.append(figure(f"resume CPU / fresh run CPU ({len(bodies)} calls)", share, "<= 0.15",
+                                  share <= 0.15))
     finally:
         server.terminate()
         server.wait(timeout=10)
+    emit(figures)
     return 0
 
 

@@ -21,11 +21,11 @@ field, records are found by ``"key"``).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
 import os
-import queue
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -314,42 +314,48 @@ class CallCache:
 
 
 class _Writer:
-    """The writer thread of :meth:`CallCache.background`: drains queued records, one write + flush per batch."""
+    """The writer thread of :meth:`CallCache.background`: every :attr:`INTERVAL` seconds it takes the records queued
+    since its last turn and writes them with one write + flush.
 
-    _STOP = object()
+    ``put`` only appends to a list (no thread wake-up per answer: at 256 calls in flight a wake-up per record
+    handed the GIL back and forth 1,000 times a second; issue 23). A record reaches the file at most
+    :attr:`INTERVAL` seconds after it arrived; :meth:`close` writes the rest at once.
+    """
+
+    #: Seconds between the writer's turns.
+    INTERVAL = 0.05
 
     def __init__(self, cache: CallCache) -> None:
         self.cache = cache
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.pending: collections.deque[dict[str, Any]] = collections.deque()  # append / popleft: thread-safe
         self.error: BaseException | None = None
+        self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="surveyalign-calls-writer", daemon=True)
         self.thread.start()
 
     def put(self, record: dict[str, Any]) -> None:
         if self.error is not None:
             raise self.error
-        self.queue.put(record)
+        self.pending.append(record)
+
+    def _drain(self) -> None:
+        lines = []
+        with contextlib.suppress(IndexError):
+            while True:
+                lines.append(self.pending.popleft())
+        if lines and self.error is None:
+            try:
+                self.cache._write("".join(_line(record) for record in lines))
+            except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
+                self.error = err
 
     def _run(self) -> None:
-        stop = False
-        while not stop:
-            lines = [self.queue.get()]
-            while True:
-                try:
-                    lines.append(self.queue.get_nowait())
-                except queue.Empty:
-                    break
-            if any(item is self._STOP for item in lines):
-                stop = True
-                lines = [item for item in lines if item is not self._STOP]
-            if lines and self.error is None:
-                try:
-                    self.cache._write("".join(_line(record) for record in lines))
-                except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
-                    self.error = err
+        while not self._stop.wait(self.INTERVAL):
+            self._drain()
+        self._drain()
 
     def close(self) -> None:
-        self.queue.put(self._STOP)
+        self._stop.set()
         self.thread.join()
         if self.error is not None:
             raise self.error
