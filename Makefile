@@ -45,8 +45,16 @@ test-all: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check surveyalign recipes metrics tests benchmarks
 
+# Every benchmark prints its figures (medians, with the load average and the ceiling measured in the same run);
+# the last step prints one table of them all: figure, value, goal, met.
+BENCH_LOGS ?= .cache/bench
 bench: $(STAMP)
-	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@mkdir -p $(BENCH_LOGS); rm -f $(BENCH_LOGS)/*.log
+	@for f in benchmarks/bench_*.py benchmarks/openai_backend_throughput.py; do \
+		case $$f in */bench_table.py) continue;; esac; \
+		echo "== $$f"; $(BIN)/python $$f 2>&1 | tee $(BENCH_LOGS)/$$(basename $$f .py).log; \
+		test $${PIPESTATUS[0]} -eq 0 || exit 1; done
+	@echo; echo "== summary"; $(BIN)/python benchmarks/bench_table.py $(BENCH_LOGS)/*.log
 
 clean:
 	rm -rf $(VENV) runs .cache build *.egg-info

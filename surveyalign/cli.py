@@ -97,11 +97,13 @@ def _command_of(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``surveyalign`` console script; returns the process exit code."""
-    from surveyalign.models.paths import default_offline
-
-    default_offline()  # offline unless HF_HUB_OFFLINE is set (HF_HUB_OFFLINE=0 downloads from the Hub)
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_command_of(argv))
+    command = _command_of(argv)
+    if command is not None:  # `surveyalign --help` / `--version` load nothing from the Hub: no import for it
+        from surveyalign.models.paths import default_offline
+
+        default_offline()  # offline unless HF_HUB_OFFLINE is set (HF_HUB_OFFLINE=0 downloads from the Hub)
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
