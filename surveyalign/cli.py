@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         from surveyalign.models.paths import default_offline
 
         default_offline()  # offline unless HF_HUB_OFFLINE is set (HF_HUB_OFFLINE=0 downloads from the Hub)
+        from surveyalign.console import quiet_third_party
+
+        quiet_third_party()  # third-party lines that do not concern the user (surveyalign.console.THIRD_PARTY_NOISE)
     parser = build_parser(command)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

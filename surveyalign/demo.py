@@ -315,6 +315,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     }
     summaries: dict[str, dict] = {}
     runs: dict[str, str] = {}
+    console.print(f"      {_eval_scope_line(data_dir, ev.split, dimension, ev.limit)}")
     for i, (judge, backend) in enumerate(judges.items()):
         slug = "adapter" if i == 0 else "constant"
         _say(console, f"[4/5] evaluating {judge} on {ev.split} ({dimension})")
@@ -365,6 +366,23 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
         console.print(f"  {judge:<28} {run}  (predictions.jsonl, metrics.json, run_config.json)")
     console.print(f"  leaderboard  {work / 'leaderboard.json'}")
     return {"workdir": str(work), "leaderboard": summaries, "runs": runs}
+
+
+def _eval_scope_line(data_dir: Path, split: str, dimension: str, limit: int | None) -> str:
+    """Why the evaluation sees fewer units than the split holds: it evaluates the one trained dimension
+    ("evaluating 11 of the test split's 47 units: the readability units (the demo trains one adapter; the other
+    dimensions' 36 units are not judged)")."""
+    import pyarrow.parquet as pq
+
+    counts = {path.parent.name: pq.read_metadata(path).num_rows
+              for path in sorted((Path(data_dir) / "data").glob(f"*/{split}.parquet"))}
+    total, mine = sum(counts.values()), counts.get(dimension, 0)
+    others = ", ".join(f"{dim} {n}" for dim, n in counts.items() if dim != dimension) or "none"
+    line = (f"evaluating {mine} of the {split} split's {total} units: the {dimension} units (the demo trains and "
+            f"judges one dimension's adapter; the other dimensions' {total - mine} units are not judged: {others})")
+    if limit is not None and limit < mine:
+        line += f"; eval.limit={limit} keeps the first {limit}"
+    return line
 
 
 def _report_line(result: Any) -> str:

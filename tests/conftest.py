@@ -58,7 +58,7 @@ def dataset_dir(tmp_path_factory) -> Path:
 def shared_real() -> Path:
     """../shared/real (real third-party inputs); tests using it skip when it is absent."""
     if not SHARED_REAL.is_dir():
-        pytest.skip("../shared/real is not present")
+        pytest.skip("the real inputs beside the repository (../shared/real, third-party files kept for development) are not here; a clone of the project has none, nothing to install")
     return SHARED_REAL
 
 

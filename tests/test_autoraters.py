@@ -393,7 +393,7 @@ def test_sections_missing_and_nested():
 
 
 def test_citation_f1_module_batches_match_pure_function(repo_root, monkeypatch):
-    evaluate = pytest.importorskip("evaluate")
+    evaluate = pytest.importorskip("evaluate", reason="the `evaluate` package (a surveyalign dependency) is not installed: pip install -e .")
     from surveyalign.autoraters import citation_f1_by_pair
 
     monkeypatch.chdir(repo_root)

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="PyTorch (a surveyalign dependency) is not installed: pip install -e .")
 
 from surveyalign.backends import GenerationSettings, load_backend
 from surveyalign.prompts import render_chat
@@ -191,7 +191,7 @@ def test_checkpoint_sampling_defaults_do_not_leak(tiny_model_dir, tmp_path, back
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU with CUDA; this machine has none")
 def test_cuda_greedy_matches_cpu(tiny_model_dir, backend):
     gpu = load_backend("transformers", model=str(tiny_model_dir), device="cuda", dtype="float32")
     settings = GenerationSettings(max_new_tokens=6)

@@ -397,7 +397,7 @@ def test_real_f1000_xml_and_real_pdf_through_the_pipeline(tmp_path, services, sh
     pdf_path = shared_real / "surveys" / "alignment-of-llms.pdf"
     md_path = shared_real / "surveys" / "alignment-of-llms.md"
     if not (xml_path.is_file() and pdf_path.is_file() and md_path.is_file()):
-        pytest.skip("real F1000 XML / survey PDF not present")
+        pytest.skip("the real F1000 XML and survey PDF (../shared/real, kept for development beside the repository) are not here")
     article = parse_jats(xml_path.read_bytes())
     or_title = "Aligning Large Language Models with Human: A Survey"
     or_abstract = extract_abstract(md_path.read_text())

@@ -174,7 +174,7 @@ def test_cli_fail_on_leak_exits_2(tmp_path, capsys):
 def test_shared_f1000_example_if_present():
     """The made-up F1000 export under ../shared/examples (read only; skipped when absent)."""
     if not SHARED_F1000.is_dir():
-        pytest.skip("../shared/examples/f1000-pdf-export is not present")
+        pytest.skip("the F1000 PDF export example (../shared/examples, kept for development beside the repository) is not here")
     text = next(iter(json.loads((SHARED_F1000 / "articles" / "articles4test.json").read_text()).values()))
     gold = [r for f in sorted((SHARED_F1000 / "testset").glob("*.json")) for rec in json.loads(f.read_text())
             for r in rec["reasons"]]

@@ -136,7 +136,7 @@ def test_bad_documents_name_the_source(xml, message):
 def test_real_f1000_article_without_its_referee_reports(shared_real):
     path = shared_real / "f1000" / "207_6-229_v1.xml"
     if not path.is_file():
-        pytest.skip(f"{path} is not present")
+        pytest.skip(f"the real JATS article {path.name} (../shared/real, kept for development beside the repository) is not here")
     art = parse_jats(path.read_bytes(), source=path.name)
     md = art.to_markdown()
     assert art.title == "A survey of working conditions within biomedical research in the United Kingdom"

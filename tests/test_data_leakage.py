@@ -154,7 +154,7 @@ def _jats_to_markdown(path: Path) -> tuple[str, list[str]]:
 def test_real_f1000_article_referee_reports_removed(shared_real):
     files = sorted((shared_real / "f1000").glob("*.xml"))
     if not files:
-        pytest.skip("no F1000Research XML under ../shared/real/f1000")
+        pytest.skip("no real F1000Research article (../shared/real/f1000, kept for development beside the repository) is here")
     for path in files:
         markdown, reports = _jats_to_markdown(path)
         assert reports, f"{path.name}: no referee report found"

@@ -315,7 +315,7 @@ def test_shipped_eval_yaml_backend_options_are_accepted(path):
         try:
             cls = backend_class(cfg_backend.kind)
         except ImportError:
-            pytest.skip(f"{cfg_backend.kind} backend module not importable here")
+            pytest.skip(f"the {cfg_backend.kind} backend needs a package that is not installed here (vllm: pip install surveyalign[gpu])")
         valid = set(inspect.signature(cls.__init__).parameters) - {"self"}
         for dim in [None, *cfg_backend.per_dimension]:
             assert set(cfg_backend.options_for(dim)) <= valid, (path.name, dim)

@@ -126,10 +126,10 @@ def test_pdf_errors_are_named(tmp_path):
 
 
 def test_optional_extractor_missing_names_the_extra(tmp_path):
-    pytest.importorskip("pypdf")
+    pytest.importorskip("pypdf", reason="pypdf (a surveyalign dependency) is not installed: pip install -e .")
     try:
         import pymupdf4llm  # noqa: F401
-        pytest.skip("pymupdf4llm is installed")
+        pytest.skip("pymupdf4llm is installed, so the message shown without it cannot be checked here")
     except ImportError:
         pass
     with pytest.raises(ImportError, match=r"surveyalign\[pdf-mupdf\]"):

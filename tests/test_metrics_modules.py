@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-evaluate = pytest.importorskip("evaluate")
+evaluate = pytest.importorskip("evaluate", reason="the `evaluate` package (a surveyalign dependency) is not installed: pip install -e .")
 
 NAMES = ("survey_alignment", "rqs", "has", "prism", "citation_f1")
 

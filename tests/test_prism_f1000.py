@@ -16,7 +16,7 @@ from surveyalign.prism import PrismConfig, read_paper, read_reviews, run_prism, 
 def f1000(shared_real):
     path = shared_real / "f1000" / "207_6-229_v1.xml"
     if not path.is_file():
-        pytest.skip("the F1000 article is not present")
+        pytest.skip("the real F1000 article (../shared/real, kept for development beside the repository) is not here")
     return path
 
 

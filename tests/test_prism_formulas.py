@@ -216,3 +216,24 @@ def test_constructiveness_hand_computed_and_empty():
     assert (none["mcs"], none["ar"], none["sd"], none["cd"], none["n_comments"]) == (None, None, None, None, 0)
     with pytest.raises(ValueError, match="tone"):
         ReviewComment("x", tone=3)
+
+
+def test_claim_score_without_relevance_values_follows_prism_magnitude_rule():
+    """Issue 21: when no pair carries a relevance value, PRISM averages the 3 verdicts of largest |score| (not the
+    first three); a relevance of 0 is a value and keeps the weighted rule's plain-mean fallback."""
+    from surveyalign.prism.columns import novelty_by_review
+
+    pairs = [PairVerdict(0), PairVerdict(1), PairVerdict(-2), PairVerdict(0), PairVerdict(2), PairVerdict(-1)]
+    # largest |score|: -2, 2, then 1 (the first of the |1| ties in retrieval order): (-2 + 2 + 1) / 3
+    assert claim_score(pairs) == pytest.approx(1 / 3)
+    # the first three (the old rule) would give (0 + 1 - 2) / 3 = -1/3
+    zero = [PairVerdict(p.score, 0.0) for p in pairs]
+    # relevance 0 everywhere is a value: the 3 most relevant (stable: the first three), weights sum to 0 -> plain
+    # mean (0 + 1 - 2) / 3
+    assert claim_score(zero) == pytest.approx(-1 / 3)
+    mixed = [PairVerdict(2, None), PairVerdict(-2, 0.5), PairVerdict(1, None)]
+    assert claim_score(mixed) == pytest.approx(-2.0)  # one relevance given: the weighted rule (None weighs 0)
+    got = novelty_by_review(["r"] * 4, ["c"] * 4, [0, 1, -2, 2], [None] * 4)
+    assert got["per_review"]["r"]["claim_scores"] == [pytest.approx(1 / 3)]  # (-2 + 2 + 1) / 3
+    got = novelty_by_review(["r"] * 4, ["c"] * 4, [0, 1, -2, 2], [0.0] * 4)
+    assert got["per_review"]["r"]["claim_scores"] == [pytest.approx(-1 / 3)]  # (0 + 1 - 2) / 3

@@ -136,7 +136,7 @@ def test_own_words_fixture_matches_the_paper():
     """When the paper is at hand (../shared/seeds), the shipped hashes are exactly its 6-word runs."""
     seeds = sorted((Path(__file__).resolve().parents[2] / "shared" / "seeds").glob("000_*.txt"))
     if not seeds:
-        pytest.skip("../shared/seeds is not present (the own-words test above runs from the fixture)")
+        pytest.skip("the seed documents (../shared/seeds, kept for development beside the repository) are not here; the own-words test above still runs on the shipped fixture")
     shipped = set(gzip.decompress(OWN_WORDS_FIXTURE.read_bytes()).decode().split())
     assert shipped == _gram_hashes(seeds[0].read_text(encoding="utf-8"))
 

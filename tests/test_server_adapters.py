@@ -56,9 +56,11 @@ def test_adapter_arguments():
 @pytest.fixture
 def recording_vllm(tmp_path, monkeypatch):
     """A minimal importable ``vllm`` package that records how the backend drives it (vLLM is not installed)."""
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        monkeypatch.delitem(sys.modules, name)  # an earlier test's recording package is not the real vllm
     try:
         import vllm
-        pytest.skip("the real vllm is installed: covered by the gpu test")
+        pytest.skip("the real vLLM is installed: the GPU test drives it instead of this stand-in")
     except ImportError:
         pass
     package = tmp_path / "vllm"
@@ -137,10 +139,10 @@ def test_vllm_one_engine_one_lora_request_per_dimension(recording_vllm, tiny_mod
 
 @pytest.mark.gpu
 def test_real_vllm_four_loras_one_engine(tiny_model_dir, tiny_adapters):
-    pytest.importorskip("vllm")
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("vllm", reason="vLLM is not installed: pip install surveyalign[gpu] (needs an NVIDIA GPU)")
+    torch = pytest.importorskip("torch", reason="PyTorch (a surveyalign dependency) is not installed")
     if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
+        pytest.skip("needs an NVIDIA GPU with CUDA; this machine has none")
     adapters = {dim: str(path) for dim, path in tiny_adapters.items()}
     backend = load_backend("vllm", model=str(tiny_model_dir), adapters=adapters, max_lora_rank=8,
                            gpu_memory_utilization=0.3, enforce_eager=True)
@@ -148,3 +150,37 @@ def test_real_vllm_four_loras_one_engine(tiny_model_dir, tiny_adapters):
         [row] = backend.adapter_view(dim).generate([build_judge_prompt(dim, "A survey.").messages()],
                                                    GenerationSettings(temperature=0.7, max_new_tokens=16), n=5)
         assert len(row) == 5 and all(g.ok for g in row)
+
+
+def test_vllm_lora_rank_derived_from_the_adapters_or_refused_before_loading(recording_vllm, tiny_model_dir,
+                                                                            tiny_adapters, tmp_path, monkeypatch):
+    """Issue 21: an adapter above the engine's max_lora_rank fails in vLLM only at its first request, after the
+    base has loaded; the rank is read from adapter_config.json and the limit derived, or the config refused."""
+    import json
+    import shutil
+
+    from surveyalign.backends import vllm_backend
+
+    monkeypatch.setattr(vllm_backend.VLLMBackend, "check_settings", lambda self, settings: None)
+    adapters = {dim: str(path) for dim, path in tiny_adapters.items()}
+    load_backend("vllm", model=str(tiny_model_dir), adapters=adapters)  # r=8 adapters, no max_lora_rank given
+    [engine] = recording_vllm.ENGINES
+    assert (engine.kwargs["max_lora_rank"], engine.kwargs["max_loras"]) == (8, 4)
+    wide = tmp_path / "wide"
+    shutil.copytree(adapters["criticalness"], wide)
+    config = json.loads((wide / "adapter_config.json").read_text())
+    config.update(r=8, rank_pattern={"q_proj": 128})
+    (wide / "adapter_config.json").write_text(json.dumps(config))
+    assert vllm_backend.adapter_rank(str(wide)) == 128
+    mixed = {**adapters, "criticalness": str(wide)}
+    with pytest.raises(ValueError, match=r"adapter 'criticalness' \(.*wide\) has LoRA rank 128, above "
+                                         r"max_lora_rank=64; remove max_lora_rank"):
+        load_backend("vllm", model=str(tiny_model_dir), adapters=mixed, max_lora_rank=64)
+    assert len(recording_vllm.ENGINES) == 1  # refused before any engine was built
+    load_backend("vllm", model=str(tiny_model_dir), adapters=mixed)
+    assert recording_vllm.ENGINES[-1].kwargs["max_lora_rank"] == 128
+    assert vllm_backend.lora_engine_limits({"a": str(wide)}, None) == (128, 1)
+    config.update(r=600, rank_pattern={})
+    (wide / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"adapter 'a' .* has LoRA rank 600, above the largest rank vLLM serves"):
+        vllm_backend.lora_engine_limits({"a": str(wide)}, None)

@@ -25,6 +25,7 @@ from surveyalign.calls import (
 )
 from surveyalign.judge import TOO_LONG_TEXT
 from surveyalign.models import check_max_length
+from surveyalign.models.paths import from_hub
 from surveyalign.prompts import answer_failure
 
 __all__ = ["AutoraterJudge", "AutoraterRole", "CallAnswer", "PromptCall", "namespace"]
@@ -145,7 +146,7 @@ class AutoraterJudge:
             if isinstance(tokenizer, str):
                 from transformers import AutoTokenizer
 
-                tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+                tokenizer = from_hub(AutoTokenizer.from_pretrained, tokenizer, "tokenizer")
         self.max_length = max_length
         self.tokenizer = tokenizer
         self.backend = backend

@@ -113,7 +113,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", choices=CITATION_F1_VARIANTS, default="seed",
                    help="seed (both papers partitioned) or official (ground truth only, recall per partition)")
     p.add_argument("--ids", type=Path, help='JSON {"ground_truth": {number: id|null}, "generated": {...}}: '
-                   "resolved ids to use instead of Semantic Scholar")
+                   "resolved ids to use instead of Semantic Scholar. NUMBER is a string key (\"1\"), one "
+                   "numbering per paper, 1-based, the numbers the P0/P1 partition shows: a markdown/PDF list's "
+                   "printed label ([12] -> \"12\"; an author-year list: its position in the list); LaTeX: the "
+                   "\\bibitem order of thebibliography, or for a .bib the order of first \\cite (the [n] of the "
+                   "converted text). null marks an entry without an id (unresolved); a number the paper's list "
+                   "lacks is refused")
     p.add_argument("--s2-url", help="Semantic Scholar Graph API root (default: the public API; key from S2_API_KEY)")
     p.add_argument("--s2-cache", type=Path, help="folder of the Semantic Scholar disk cache "
                    "(default: OUTPUT_DIR/s2-cache)")

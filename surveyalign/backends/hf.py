@@ -28,6 +28,7 @@ from surveyalign.backends.base import (
 from surveyalign.backends.fingerprint import adapter_fingerprint
 from surveyalign.backends.prefill import shared_prefill
 from surveyalign.backends.sampling import make_sampler
+from surveyalign.models.paths import from_hub
 
 
 @dataclass
@@ -170,7 +171,8 @@ class TransformersBackend(Backend):
         # content fingerprints, taken before loading: part of the cache identity (see backends.fingerprint)
         self.fingerprints = _fingerprints(self.model_path, self.adapter_path, self.tokenizer_path)
         self.adapter_fingerprints = {name: adapter_fingerprint(path) for name, path in self.adapter_paths.items()}
-        self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path, trust_remote_code=trust_remote_code)
+        self.tokenizer = from_hub(AutoTokenizer.from_pretrained, self.tokenizer_path, "tokenizer",
+                                  trust_remote_code=trust_remote_code)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -179,7 +181,7 @@ class TransformersBackend(Backend):
             from surveyalign.models import bnb_config
 
             load.update(quantization_config=bnb_config(self.quantization), device_map={"": self.device})
-        net = AutoModelForCausalLM.from_pretrained(self.model_path, **load)
+        net = from_hub(AutoModelForCausalLM.from_pretrained, self.model_path, "model", **load)
         if self.adapter_path:
             from peft import PeftModel
 

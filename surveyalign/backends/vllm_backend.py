@@ -10,6 +10,7 @@ samples can be regenerated alone; vLLM's prefix cache shares the prompt's KV cac
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,61 @@ from surveyalign.backends.base import (
 from surveyalign.backends.fingerprint import adapter_fingerprint
 
 _INSTALL_HINT = "the 'vllm' backend needs vLLM: pip install surveyalign[gpu]  (or: pip install vllm)"
+
+
+#: LoRA ranks a vLLM engine accepts as ``max_lora_rank`` (vLLM's LoRAConfig check).
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def adapter_rank(path: str) -> int | None:
+    """The LoRA rank of an adapter folder: the largest of ``r`` and the ``rank_pattern`` values in its
+    ``adapter_config.json`` (``None`` when the file is missing or names no rank)."""
+    config = Path(path) / "adapter_config.json"
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ranks = [data.get("r")] + list((data.get("rank_pattern") or {}).values())
+    ranks = [int(r) for r in ranks if isinstance(r, int | float) and r > 0]
+    return max(ranks) if ranks else None
+
+
+def lora_engine_limits(adapters: Mapping[str, str], max_lora_rank: int | None) -> tuple[int, int]:
+    """``(max_lora_rank, max_loras)`` for one vLLM engine serving ``adapters``, checked before anything loads.
+
+    vLLM accepts an adapter whose rank is above the engine's ``max_lora_rank`` and fails only at its first
+    request, after the base model has loaded; here the ranks are read from the adapters' ``adapter_config.json``.
+
+    Args:
+        adapters: adapter name -> folder.
+        max_lora_rank: the configured limit, or ``None`` to derive it (the smallest of :data:`VLLM_LORA_RANKS`
+            that holds the largest adapter rank).
+
+    Returns:
+        The engine's ``max_lora_rank`` and ``max_loras`` (= the number of adapters, at least 1).
+
+    Raises:
+        ValueError: an adapter's rank is above the configured ``max_lora_rank`` (the message names the adapter,
+            its rank and the limit), or above vLLM's largest supported rank.
+    """
+    ranks = {name: rank for name, path in adapters.items() if (rank := adapter_rank(path)) is not None}
+    needed = max(ranks.values(), default=None)
+    if max_lora_rank is not None:
+        too_big = {name: rank for name, rank in ranks.items() if rank > max_lora_rank}
+        if too_big:
+            name, rank = max(too_big.items(), key=lambda item: item[1])
+            raise ValueError(f"vllm backend: adapter {name!r} ({adapters[name]}) has LoRA rank {rank}, above "
+                             f"max_lora_rank={max_lora_rank}; remove max_lora_rank from the config (it is then "
+                             f"derived from the adapters) or set it to at least {rank}")
+        return int(max_lora_rank), max(1, len(adapters))
+    if needed is None:
+        return 64, max(1, len(adapters))
+    fitting = [value for value in VLLM_LORA_RANKS if value >= needed]
+    if not fitting:
+        name = max(ranks, key=ranks.get)
+        raise ValueError(f"vllm backend: adapter {name!r} ({adapters[name]}) has LoRA rank {needed}, above the "
+                         f"largest rank vLLM serves ({VLLM_LORA_RANKS[-1]})")
+    return fitting[0], max(1, len(adapters))
 
 
 def _import_vllm() -> Any:
@@ -51,7 +107,9 @@ class VLLMBackend(Backend):
         tensor_parallel_size: GPUs per model.
         gpu_memory_utilization: fraction of GPU memory vLLM may take, in (0, 1].
         max_model_len: context length cap (``None``: the model's).
-        max_lora_rank: largest LoRA rank to support when ``adapter``/``adapters`` is set.
+        max_lora_rank: largest LoRA rank to support when ``adapter``/``adapters`` is set; ``None`` (default)
+            derives it from the adapters' ranks (:func:`lora_engine_limits`); a value below an adapter's rank is
+            refused before the base loads, naming the adapter and its rank.
         n_per_request: ask for the ``n`` samples in one request (``SamplingParams(n=n, seed=seed)``)
             instead of one request per sample with seed ``seed + i``.
         enforce_eager: disable CUDA graphs (faster start, slower decode).
@@ -77,7 +135,7 @@ class VLLMBackend(Backend):
         tensor_parallel_size: int = 1,
         gpu_memory_utilization: float = 0.9,
         max_model_len: int | None = None,
-        max_lora_rank: int = 64,
+        max_lora_rank: int | None = None,
         n_per_request: bool = False,
         enforce_eager: bool = False,
         llm_kwargs: dict[str, Any] | None = None,
@@ -101,6 +159,9 @@ class VLLMBackend(Backend):
             compute_dtype="bfloat16" if dtype == "auto" else dtype, where="vllm backend")
         if self.quantization is not None and self.quantization["bits"] != 4:
             raise ValueError("vllm backend: only 4-bit bitsandbytes quantisation is supported (quantization: 4bit)")
+        lora_adapters = ({Path(self.adapter_path).name or "adapter": self.adapter_path} if self.adapter_path
+                         else dict(self.adapter_paths))
+        self.max_lora_rank, self.max_loras = lora_engine_limits(lora_adapters, max_lora_rank)
         vllm = _import_vllm()
         self.dtype = dtype
         self.tensor_parallel_size = int(tensor_parallel_size)
@@ -119,7 +180,7 @@ class VLLMBackend(Backend):
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
         if self.adapter_path or self.adapter_paths:
-            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max(1, len(self.adapter_paths)))
+            kwargs.update(enable_lora=True, max_lora_rank=self.max_lora_rank, max_loras=self.max_loras)
         if self.quantization is not None:
             kwargs["quantization"] = "bitsandbytes"  # in-flight 4-bit (NF4) quantisation of the base
         kwargs.update(self.llm_kwargs)

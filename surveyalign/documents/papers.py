@@ -304,12 +304,27 @@ class ReferenceList:
             not in ``references``.
         format: the input format (one of :data:`REFERENCE_FORMATS`).
         path: the file read, when the list came from a file.
+        cited_up_to: the highest citation number (``[n]``) found in the document's text when the list was checked
+            against it (:func:`surveyalign.documents.check_reference_count`), else ``None``.
     """
 
     references: list[Reference]
     problems: list[str] = field(default_factory=list)
     format: str = ""
     path: str | None = None
+    cited_up_to: int | None = None
+
+    @property
+    def shortfall(self) -> int | None:
+        """How many entries fewer than the highest citation number in the text (``[1]``-``[6]`` cited, 3 entries
+        read: 3); 0 when the list is long enough, ``None`` when the text was not checked (:attr:`cited_up_to`)."""
+        return None if self.cited_up_to is None else max(0, self.cited_up_to - len(self.references))
+
+    def summary(self) -> dict[str, Any]:
+        """What a report shows: entries read, the highest citation number in the text, the shortfall, problems."""
+        return {"path": self.path, "format": self.format, "n_references": len(self.references),
+                "cited_up_to": self.cited_up_to, "shortfall": self.shortfall,
+                "n_problems": len(self.problems), "problems": list(self.problems)}
 
     def __len__(self) -> int:
         return len(self.references)

@@ -34,8 +34,10 @@ from surveyalign.documents.papers import (
 from surveyalign.documents.tei import GROBID_URL_ENV, parse_tei_references
 
 __all__ = [
+    "check_reference_count",
     "cited_keys",
     "decode_latex_accents",
+    "highest_citation_number",
     "parse_bibtex",
     "parse_jats_references",
     "parse_latex_bibliography",
@@ -457,6 +459,48 @@ def _xml_root(data: bytes) -> str:
     head = re.sub(rb"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", b"", data[:65536], flags=re.DOTALL)
     found = re.search(rb"<\s*(?:[A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)", head)
     return found.group(1).decode("ascii", "replace") if found else ""
+
+
+_NUMERIC_CITATION = re.compile(r"\[(\d{1,4}(?:\s*[-–,;]\s*\d{1,4})*)\]")
+
+
+def highest_citation_number(text: str) -> int | None:
+    """The highest number cited in brackets in a text's body (``[6]``, ``[2, 7]``, ``[3-9]``, ``[3–9]``).
+
+    The reference section (after the last ``References`` / ``Bibliography`` heading, markdown or a bare line)
+    is left out, so entry labels do not count.
+
+    Args:
+        text: the document text (markdown as :func:`~surveyalign.documents.read_document` gives it).
+
+    Returns:
+        The highest cited number, or ``None`` when the body cites no number.
+    """
+    heads = list(re.finditer(r"(?im)^[ \t]{0,3}(?:#{1,6}[ \t]*)?(?:\d+\.?[ \t]*)?(?:references|bibliography)[ \t]*$",
+                             text))
+    body = text[:heads[-1].start()] if heads else text
+    numbers = [int(n) for group in _NUMERIC_CITATION.findall(body) for n in re.findall(r"\d+", group)]
+    return max(numbers) if numbers else None
+
+
+def check_reference_count(refs: ReferenceList, text: str) -> ReferenceList:
+    """Compare a reference list with the highest citation number in its document's text (a GROBID answer can hold
+    fewer entries than the document numbers, e.g. two entries merged into one).
+
+    Args:
+        refs: the list read (its ``cited_up_to`` and ``problems`` are updated in place).
+        text: the document's text.
+
+    Returns:
+        ``refs``, with :attr:`ReferenceList.cited_up_to` set and one problem line when entries are missing
+        ("3 references read but the text cites up to [6]: 3 missing (entries merged or lost)").
+    """
+    highest = highest_citation_number(text)
+    refs.cited_up_to = highest
+    if highest is not None and len(refs) < highest:
+        refs.problems.append(f"{refs.path or 'references'}: {len(refs)} references read but the text cites up to "
+                             f"[{highest}]: {highest - len(refs)} missing (entries merged or lost)")
+    return refs
 
 
 def read_references(path: str | Path, *, pdf_reader: Callable[[Path], ReferenceList] | None = None

@@ -85,9 +85,21 @@ def _knowledge_source(args: argparse.Namespace, spec, cache):
             raise ValueError("--ka-config needs --graph FILE")
         return None
     from surveyalign.knowledge import CitationGraph, KAConfig, Summariser, TokenCounter
+    from surveyalign.models import NotCachedError
 
     config = KAConfig.from_yaml(args.ka_config)
-    counter = TokenCounter(config.tokenizer or spec.model)
+    where = args.ka_config or "the default KA settings (as configs/ka/default.yaml)"
+    tokenizer = config.tokenizer or spec.model
+    try:
+        counter = TokenCounter(tokenizer)
+    except NotCachedError as err:
+        url = (config.summariser.backend.options.get("base_url") if config.summariser is not None else None)
+        needs = [(f"the judge's tokenizer {tokenizer!r} (`tokenizer:`; a local folder, or 'whitespace' to count "
+                 "words)")]
+        if "criticalness" in config.dimensions:
+            needs.append(f"for Crit-KA a summariser server at {url or '(none set)'} (`summariser:`)")
+        raise ValueError(f"--graph: {where} needs {' and '.join(needs)}; {err}. Offline, use a KA config with a "
+                         "local tokenizer folder (README: 'Knowledge augmentation offline')") from None
     summariser = None
     if config.summariser is not None:
         summariser = Summariser(config.summariser.build(), config, counter,

@@ -36,6 +36,7 @@ from surveyalign.calls import (
 from surveyalign.constants import MISSING_TEXT, PROMPT_TOO_LONG, Dimension
 from surveyalign.judge.records import Judgement, PreparedPrompt, read_sample
 from surveyalign.judge.voting import VoteFn, decide, vote_samples
+from surveyalign.models.paths import from_hub
 from surveyalign.prompts import (
     DEFAULT_PROTOCOL,
     build_judge_prompt,
@@ -172,7 +173,7 @@ class Judge:
                 )
 
                 try:
-                    self._tokenizers[tok] = AutoTokenizer.from_pretrained(tok)
+                    self._tokenizers[tok] = from_hub(AutoTokenizer.from_pretrained, tok, "tokenizer")
                 except (OSError, ValueError) as err:
                     raise ValueError(f"tokenizer {tok!r} cannot be loaded: {err}") from None
             return self._tokenizers[tok]

@@ -175,7 +175,9 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
                       crit={"tau_c": cand.tau_c, "tau_y": cand.tau_y, "n_C": len(cand.nodes),
                             "n_no_year": cand.n_no_year, "n_blocks": len(blocks), "n_blocks_dropped": n_dropped,
                             "n_cut": sum(b.n_cut for b in blocks), "blocks": crit.blocks,
-                            "n_length_stops": crit.n_length_stops, "cut_to_length": crit.cut_to_length})
+                            "n_length_stops": crit.n_length_stops, "cut_to_length": crit.cut_to_length,
+                            "n_no_abstract": sum(1 for b in blocks for i in b.nodes
+                                                 if not graph.papers[i].abstract.strip())})
         if not cand.nodes:
             record["reason"] = "no paper of R+ reaches the citation or year threshold"
         elif not crit.text:
@@ -324,6 +326,8 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         "n_records": report.n_records, "n_made": n_made, "n_empty": report.n_empty,
         "n_units_with_knowledge": n_units,
         "empty_reasons": _count(r["reason"] for r in records if not r["text"]),
+        "n_graph_papers_without_abstract": sum(1 for p in graph.papers if not p.abstract.strip()),
+        "n_crit_papers_without_abstract": sum((r.get("crit") or {}).get("n_no_abstract", 0) for r in records),
         "excluded": {k: sum(r["excluded"][k] for r in records) for k in ("survey", "citing_survey", "after_survey")},
     }, indent=2, default=str))
     return report

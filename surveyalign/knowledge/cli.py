@@ -49,6 +49,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     print(f"KA records: {report.n_records} ({report.n_made} made now), {report.n_empty} empty; "
           f"units with knowledge: {report.n_units_with_knowledge}")
     print(f"excluded from R+: {summary['excluded']}")
+    print(f"papers without an abstract (kept, shown as '(no abstract)'): {summary['n_graph_papers_without_abstract']} "
+          f"in the graph, {summary['n_crit_papers_without_abstract']} in Crit-KA blocks")
     for reason, n in summary["empty_reasons"].items():
         print(f"  empty ({n}): {reason}")
     print(f"dataset with a `knowledge` column: {report.out_dir}; records: {report.out_dir / 'ka' / 'records.jsonl'}")
@@ -83,7 +85,9 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     report = fetch_graph(chosen, client, args.out, search_limit=args.search_limit, max_citations=args.max_citations,
                          progress=not args.no_progress)
     print(f"surveys fetched now: {report.n_surveys}; references {report.n_references}, resolved {report.n_resolved}; "
-          f"{report.n_records} records appended to {report.out}; failed calls {report.n_errors}")
+          f"{report.n_records} records appended to {report.out}; failed calls {report.n_errors}; "
+          f"records without an abstract {report.n_without_abstract}; ids missing from batch answers "
+          f"{report.n_batch_missing}")
     for reason, n in report.unresolved_reasons.items():
         print(f"  unresolved ({n}): {reason}")
     for line in report.errors[:10]:

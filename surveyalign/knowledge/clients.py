@@ -93,6 +93,24 @@ def s2_paper_to_paper(data: dict[str, Any]) -> Paper:
     )
 
 
+def _s2_id_key(paper_id: str) -> str:
+    """A requested Semantic Scholar id in the form :func:`_s2_keys` indexes ("doi:10.1/x", "<40 hex>")."""
+    value = paper_id.strip()
+    head, _, rest = value.partition(":")
+    if rest and head.lower() in ("doi", "arxiv", "corpusid", "pmid", "pmcid", "mag", "acl", "url"):
+        return f"{head.lower()}:{rest.strip().lower()}"
+    return value.lower()
+
+
+def _s2_keys(item: dict[str, Any]) -> list[str]:
+    """Every id under which a batch answer's entry may have been asked for."""
+    keys = [str(item["paperId"]).lower()]
+    for name, value in (item.get("externalIds") or {}).items():
+        if value is not None:
+            keys.append(f"{name.lower()}:{str(value).strip().lower()}")
+    return keys
+
+
 def _short_openalex(value: str | None) -> str:
     return (value or "").rsplit("/", 1)[-1]
 
@@ -155,6 +173,10 @@ class SemanticScholarClient:
                  requests_per_second: float = 1.0, **http: Any) -> None:
         self.http = PoliteClient(base_url, cache_dir=cache_dir, requests_per_second=requests_per_second,
                                  key_headers={"x-api-key": "S2_API_KEY"}, **http)
+        #: ids a batch answer left out (its length differed from the ids asked), counted as unresolved.
+        self.n_batch_missing = 0
+        #: one line per batch answer whose length differed from the ids asked.
+        self.batch_problems: list[str] = []
 
     def paper(self, paper_id: str, *, with_references: bool = False) -> Paper:
         """One paper by id (``"<40 hex>"``, ``"DOI:10..."``, ``"ARXIV:2106.01234"``, ``"CorpusId:123"``).
@@ -180,12 +202,30 @@ class SemanticScholarClient:
             paper_ids: ids in any accepted form.
 
         Returns:
-            One entry per id: the :class:`Paper`, or ``None`` for an id the API does not know (dangling).
+            One entry per id: the :class:`Paper`, or ``None`` for an id the API does not know (dangling). An
+            answer whose length differs from the ids asked is mapped back by identifier (``paperId``,
+            ``externalIds``); the ids it left out are ``None``, counted in :attr:`n_batch_missing` and described
+            in :attr:`batch_problems`.
         """
         out: list[Paper | None] = []
         for chunk in _chunks(list(paper_ids), _S2_BATCH):
             answer = self.http.post_json("/paper/batch", {"ids": chunk}, {"fields": S2_FIELDS})
-            out.extend(s2_paper_to_paper(item) if item else None for item in answer)
+            items = answer if isinstance(answer, list) else []
+            if len(items) == len(chunk):  # the documented contract: one entry (or null) per id, in order
+                out.extend(s2_paper_to_paper(item) if item else None for item in items)
+                continue
+            # a short (or long) answer: map entries back to the ids asked by their identifiers, never by position
+            found: dict[str, Paper] = {}
+            for item in items:
+                if isinstance(item, dict) and item.get("paperId"):
+                    paper = s2_paper_to_paper(item)
+                    for key in _s2_keys(item):
+                        found.setdefault(key, paper)
+            aligned = [found.get(_s2_id_key(pid)) for pid in chunk]
+            self.n_batch_missing += sum(paper is None for paper in aligned)
+            self.batch_problems.append(f"POST /paper/batch answered {len(items)} entries for {len(chunk)} ids; "
+                                       f"{sum(p is None for p in aligned)} id(s) left unresolved")
+            out.extend(aligned)
         return out
 
     def search(self, query: str, *, limit: int = 10) -> list[Paper]:

@@ -48,6 +48,10 @@ class FetchReport:
         n_retry: surveys with at least one failed call: not marked done, so a re-run asks for them again.
         errors: one line per failure.
         unresolved_reasons: reason -> count.
+        n_batch_missing: ids a Semantic Scholar batch answer left out (mapped by id; those references went on
+            to the title search and count as unresolved unless it found them).
+        n_without_abstract: paper records written without an abstract (``abstract: null`` at the source, also
+            inside nested reference / citation objects); kept, with an empty abstract.
     """
 
     out: Path
@@ -59,6 +63,8 @@ class FetchReport:
     n_retry: int = 0
     errors: list[str] = field(default_factory=list)
     unresolved_reasons: dict[str, int] = field(default_factory=dict)
+    n_batch_missing: int = 0
+    n_without_abstract: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Return the report as a JSON-serialisable dict."""
@@ -186,6 +192,7 @@ def fetch_graph(surveys: list[SurveyKAInput], client: ScholarlyClient, out: str 
             except HTTPStatusError as err:
                 report.errors.append(f"survey {survey.paper_id} lookup: {err}")
             for paper in records:
+                report.n_without_abstract += not paper.abstract.strip()
                 fh.write(json.dumps(paper.to_dict(), ensure_ascii=False) + "\n")
             fh.flush()
             report.n_records += len(records)
@@ -195,6 +202,8 @@ def fetch_graph(surveys: list[SurveyKAInput], client: ScholarlyClient, out: str 
                 state_path.write_text(json.dumps({"done": sorted(done)}))
             else:
                 report.n_retry += 1
+    report.n_batch_missing = getattr(client, "n_batch_missing", 0)
+    report.errors.extend(getattr(client, "batch_problems", []))
     report.n_errors = len(report.errors)
     report.unresolved_reasons = dict(sorted(reasons.items()))
     out.with_suffix(out.suffix + ".report.json").write_text(json.dumps(report.to_dict(), indent=2))

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.calls import PoliteClient
-from surveyalign.documents import GROBID_URL_ENV, ReferenceList, parse_tei_references
+from surveyalign.documents import (
+    GROBID_URL_ENV,
+    ReferenceList,
+    check_reference_count,
+    parse_tei_references,
+    read_document,
+)
 
 __all__ = ["GrobidClient"]
 
@@ -40,14 +46,21 @@ class GrobidClient:
         self.consolidate = consolidate
         self.http = PoliteClient(url, timeout=timeout, **http)
 
-    def references(self, pdf: str | os.PathLike) -> ReferenceList:
+    def references(self, pdf: str | os.PathLike, *, check_count: bool = True) -> ReferenceList:
         """The reference list of one PDF (``POST /api/processReferences``), read with :func:`parse_tei_references`.
+
+        GROBID can answer with fewer entries than the document numbers (two entries merged into one, one lost)
+        and no error; with ``check_count`` the PDF's own text is read (pypdf) and the list compared with the
+        highest citation number in it (:func:`~surveyalign.documents.check_reference_count`): a shortfall sets
+        ``shortfall`` and adds a problem line; a PDF whose text cannot be read adds a problem line saying the
+        count was not checked.
 
         Args:
             pdf: the PDF file.
+            check_count: compare the number of entries with the highest ``[n]`` cited in the text.
 
         Returns:
-            The :class:`ReferenceList` (``path`` = the PDF).
+            The :class:`ReferenceList` (``path`` = the PDF; ``cited_up_to`` / ``shortfall`` when checked).
 
         Raises:
             OSError: the PDF cannot be read.
@@ -60,4 +73,12 @@ class GrobidClient:
                                      data={"consolidateCitations": "1" if self.consolidate else "0"})
         refs = parse_tei_references(response.content, path=str(path))
         refs.path = str(path)
+        if check_count:
+            try:
+                text = read_document(path, guard=False).text
+            except ValueError as exc:
+                refs.problems.append(f"{path}: the number of references was not checked against the text "
+                                     f"({' '.join(str(exc).split())})")
+            else:
+                check_reference_count(refs, text)
         return refs

@@ -23,6 +23,7 @@ from surveyalign.calls import (
 from surveyalign.documents import truncate_to_tokens
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
+from surveyalign.models.paths import from_hub
 
 __all__ = ["KA_NAMESPACE", "CritKA", "Summariser", "TokenCounter"]
 
@@ -52,7 +53,7 @@ class TokenCounter:
             # transformers takes seconds to import: only when a real tokenizer is asked for
             from transformers import AutoTokenizer
 
-            self._tok = AutoTokenizer.from_pretrained(tokenizer)
+            self._tok = from_hub(AutoTokenizer.from_pretrained, tokenizer, "KA tokenizer")
 
     def _ids(self, text: str) -> list[Any]:
         if self._tok is None:

@@ -32,7 +32,14 @@ from surveyalign.models.length import (
     max_length_arg,
     max_length_problem,
 )
-from surveyalign.models.paths import default_offline, looks_local, resolve_model_path
+from surveyalign.models.paths import (
+    NotCachedError,
+    default_offline,
+    from_hub,
+    looks_local,
+    not_cached_message,
+    resolve_model_path,
+)
 from surveyalign.models.quantization import (
     QUANTIZATION_CHOICES,
     bnb_config,
@@ -56,6 +63,7 @@ __all__ = [
     "TRAINING_RECORD",
     "BaseMismatchError",
     "MaxLength",
+    "NotCachedError",
     "base_identity",
     "base_record",
     "bnb_config",
@@ -64,9 +72,11 @@ __all__ = [
     "compare_base",
     "default_offline",
     "describe_quantization",
+    "from_hub",
     "looks_local",
     "max_length_arg",
     "max_length_problem",
+    "not_cached_message",
     "quantization_label",
     "quantization_record",
     "read_training_record",

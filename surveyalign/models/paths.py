@@ -12,9 +12,25 @@ variable is already set (:func:`default_offline`); run with ``HF_HUB_OFFLINE=0``
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
-__all__ = ["default_offline", "looks_local", "resolve_model_path"]
+__all__ = ["NotCachedError", "default_offline", "from_hub", "hub_offline", "looks_local", "not_cached_message",
+           "resolve_model_path"]
+
+_T = TypeVar("_T")
+#: Exception class names (huggingface_hub, transformers) meaning "the files are not here and cannot be fetched".
+_HUB_MISS_TYPES = frozenset({"LocalEntryNotFoundError", "OfflineModeIsEnabled", "ConnectError", "ConnectionError",
+                             "ConnectTimeout", "MaxRetryError", "NameResolutionError"})
+_HUB_MISS_TEXTS = ("couldn't connect", "could not connect", "offline mode", "hf_hub_offline",
+                   "cannot find the requested files in the", "not find them in the cached files",
+                   "outgoing traffic has been disabled", "connection error")
+
+
+class NotCachedError(FileNotFoundError):
+    """A Hub model, adapter or tokenizer that is not in the local cache and cannot be downloaded (offline by
+    default, or no network); the message is one line (:func:`not_cached_message`)."""
 
 #: Hub-related variables :func:`default_offline` sets to "1" when they are unset.
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE")
@@ -68,6 +84,67 @@ def resolve_model_path(name: str | os.PathLike, what: str = "model") -> str:
         raise FileNotFoundError(f"{what} {text}: no such folder (a local path is never looked up on the "
                                 "Hugging Face Hub)")
     return text
+
+
+def hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set to a true value (``1``, ``true``, ``yes``, ``on``)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def not_cached_message(name: str | os.PathLike, what: str = "model") -> str:
+    """The one line said when a Hub id is not cached: ``"tokenizer Qwen/Qwen3-32B: not cached: pass a local
+    folder or set HF_HUB_OFFLINE=0"`` (online without network: "... not cached and huggingface.co cannot be
+    reached: pass a local folder or check the network")."""
+    if hub_offline() or "HF_HUB_OFFLINE" not in os.environ:
+        return f"{what} {name}: not cached: pass a local folder or set HF_HUB_OFFLINE=0"
+    return f"{what} {name}: not cached and huggingface.co cannot be reached: pass a local folder or check the network"
+
+
+def _is_hub_miss(name: str, exc: BaseException) -> bool:
+    if Path(name).expanduser().is_dir():
+        return False
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    if any(type(e).__name__ in _HUB_MISS_TYPES for e in chain):
+        return True
+    text = " ".join(str(e) for e in chain).lower()
+    return any(marker in text for marker in _HUB_MISS_TEXTS)
+
+
+def from_hub(loader: Callable[..., _T], name: str | os.PathLike, what: str = "model", *args: Any,
+             **kwargs: Any) -> _T:
+    """Load a model, adapter, tokenizer or config with ``loader(name, *args, **kwargs)`` (e.g.
+    ``AutoTokenizer.from_pretrained``), turning "not cached and cannot be downloaded" into one line.
+
+    The one helper every place that loads from a folder or a Hub id goes through, so an offline run (the default,
+    :func:`default_offline`) that names an uncached Hub id says so in one line instead of transformers' multi-line
+    connection error.
+
+    Args:
+        loader: the ``from_pretrained``-style callable.
+        name: a local folder or a Hub id (checked with :func:`resolve_model_path` first).
+        what: what it is, named in errors (``"tokenizer"``, ``"model"``, ``"KA tokenizer"``...).
+        *args, **kwargs: passed to ``loader``.
+
+    Returns:
+        What ``loader`` returns.
+
+    Raises:
+        NotCachedError: a Hub id that is not cached while offline (or without network): "<what> <name>: not
+            cached: pass a local folder or set HF_HUB_OFFLINE=0".
+        FileNotFoundError: a local-looking path that does not exist.
+        Exception: anything else ``loader`` raises, unchanged.
+    """
+    resolved = resolve_model_path(name, what)
+    try:
+        return loader(resolved, *args, **kwargs)
+    except Exception as exc:
+        if _is_hub_miss(resolved, exc):
+            raise NotCachedError(not_cached_message(name, what)) from None
+        raise
 
 
 def default_offline() -> dict[str, str]:

@@ -96,7 +96,8 @@ def novelty_by_review(review_ids: Sequence[str], claim_ids: Sequence[str], score
         review_ids: the review of each pair row.
         claim_ids: the claim of each pair row (claims are grouped within their review).
         scores: the pair verdict score in -2..2, or None for a claim row without pairs.
-        relevance: the pair's relevance >= 0 (None read as 0).
+        relevance: the pair's relevance >= 0, or None when the pair carries none (kept apart from 0: a claim whose
+            pairs carry none is scored by PRISM's magnitude rule, see ``prism.novelty.claim_score``).
         policy: claim-score aggregation policy (``prism.novelty.CLAIM_POLICIES``).
 
     Returns:
@@ -107,7 +108,7 @@ def novelty_by_review(review_ids: Sequence[str], claim_ids: Sequence[str], score
     for rid, cid, score, rel in zip(review_ids, claim_ids, scores, relevance, strict=True):
         pairs = claims.setdefault(str(rid), {}).setdefault(str(cid), [])
         if score is not None:
-            pairs.append(PairVerdict(int(score), float(rel or 0.0)))
+            pairs.append(PairVerdict(int(score), None if rel is None else float(rel)))
     per = {rid: novelty_scores([NoveltyClaim(cid, pairs=p) for cid, p in by_claim.items()], policy)
            for rid, by_claim in claims.items()}
     return {"per_review": per, "n_reviews": len(per), **mean_over_reviews(per, ("ns", "sr", "strict_sr"))}

@@ -3,7 +3,8 @@
 Each novelty claim of a review is paired with retrieved prior papers; each pair gets a verdict score in
 {+2 supported, +1 overstated, 0 ambiguous, -1 understated, -2 unsupported} and a relevance. The claim's
 score aggregates its pairs (default: relevance-weighted mean of the 3 most relevant pairs; plain mean when
-those weights sum to 0; 0 when the claim has no pair). Per review, NS = clip((mean claim score + 2) / 4,
+those weights sum to 0; when no pair carries a relevance value at all, PRISM's code takes the mean of the 3
+verdicts of largest |score|; 0 when the claim has no pair). Per review, NS = clip((mean claim score + 2) / 4,
 0, 1), SR = share of claims scoring >= 1, strict SR = share scoring >= 2; all three are None for a review
 without novelty claims (nothing to verify).
 """
@@ -22,20 +23,36 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
+def _rel(pair: PairVerdict) -> float:
+    return 0.0 if pair.relevance is None else pair.relevance
+
+
 def _weighted(pairs: Sequence[PairVerdict]) -> float:
-    total = sum(p.relevance for p in pairs)
+    total = sum(_rel(p) for p in pairs)
     if total == 0:
         return _mean([p.score for p in pairs])
-    return sum(p.score * p.relevance for p in pairs) / total
+    return sum(p.score * _rel(p) for p in pairs) / total
 
 
 def _by_relevance(pairs: Sequence[PairVerdict]) -> list[PairVerdict]:
-    return sorted(pairs, key=lambda p: -p.relevance)  # stable: ties keep retrieval order
+    return sorted(pairs, key=lambda p: -_rel(p))  # stable: ties keep retrieval order
+
+
+def _by_magnitude(pairs: Sequence[PairVerdict]) -> list[PairVerdict]:
+    return sorted(pairs, key=lambda p: -abs(p.score))  # stable: ties keep retrieval order
+
+
+def _top3_weighted(pairs: Sequence[PairVerdict]) -> float:
+    """PRISM's rule: the relevance-weighted mean of the 3 most relevant pairs; when no pair carries a relevance
+    value (all ``None``), the mean of the 3 verdicts of largest magnitude |score| (signs kept)."""
+    if all(p.relevance is None for p in pairs):
+        return _mean([p.score for p in _by_magnitude(pairs)[:3]])
+    return _weighted(_by_relevance(pairs)[:3])
 
 
 #: Claim-score aggregation policies by name; each maps a non-empty list of pairs to a score in [-2, 2].
 CLAIM_POLICIES: dict[str, Callable[[Sequence[PairVerdict]], float]] = {
-    "top3_weighted": lambda pairs: _weighted(_by_relevance(pairs)[:3]),
+    "top3_weighted": _top3_weighted,
     "weighted": _weighted,
     "mean": lambda pairs: _mean([p.score for p in pairs]),
     "top1": lambda pairs: float(_by_relevance(pairs)[0].score),
@@ -48,7 +65,9 @@ def claim_score(pairs: Sequence[PairVerdict], policy: str = "top3_weighted") -> 
 
     Args:
         pairs: the claim's (claim, prior paper) verdicts, in retrieval order; may be empty.
-        policy: a name of :data:`CLAIM_POLICIES`: ``"top3_weighted"`` (PRISM's rule), ``"weighted"`` (all
+        policy: a name of :data:`CLAIM_POLICIES`: ``"top3_weighted"`` (PRISM's rule: relevance-weighted mean
+            of the 3 most relevant pairs; when no pair carries a relevance value, the mean of the 3 verdicts of
+            largest |score|, signs kept; a relevance of 0 is a value, ``None`` is none), ``"weighted"`` (all
             pairs relevance-weighted), ``"mean"`` (all pairs), ``"top1"`` (the most relevant pair),
             ``"top3_mean"`` (plain mean of the 3 most relevant). Weighted policies fall back to the plain mean
             when the weights sum to 0.

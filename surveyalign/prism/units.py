@@ -74,18 +74,20 @@ class PairVerdict:
 
     Attributes:
         score: +2 supported, +1 overstated, 0 ambiguous, -1 understated, -2 unsupported.
-        relevance: how relevant the prior paper is to the claim, >= 0 (retrieval similarity).
+        relevance: how relevant the prior paper is to the claim, >= 0 (retrieval similarity), or ``None`` when
+            the pair carries no relevance value ("no relevance" is not a relevance of 0: see
+            :func:`surveyalign.prism.novelty.claim_score`).
         paper_id: the prior paper's identifier (for provenance).
     """
 
     score: int
-    relevance: float = 0.0
+    relevance: float | None = None
     paper_id: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.score, bool) or self.score not in (-2, -1, 0, 1, 2):
             raise ValueError(f"pair score must be in -2..2, got {self.score!r}")
-        if not self.relevance >= 0:
+        if self.relevance is not None and not self.relevance >= 0:
             raise ValueError(f"pair relevance must be >= 0, got {self.relevance!r}")
 
 

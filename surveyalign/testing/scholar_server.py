@@ -105,6 +105,8 @@ class FakeScholarServer:
         retry_after: ``Retry-After`` header value sent with them (``None``: no header).
         always_status: when set, every request gets this status (e.g. 503).
         grobid_tei: when set, ``POST /api/processReferences`` (GROBID) answers this TEI document.
+        batch_drop: ids that ``POST /paper/batch`` leaves out of its answer altogether (no ``null`` in their
+            place: a short answer, as the service has been seen to give).
         port: port on 127.0.0.1; 0 picks a free one.
 
     Attributes:
@@ -115,8 +117,9 @@ class FakeScholarServer:
 
     def __init__(self, papers: list[Paper], *, fail_first: int = 0, fail_status: int = 429,
                  retry_after: str | float | None = None, always_status: int | None = None,
-                 grobid_tei: str | None = None, port: int = 0) -> None:
+                 grobid_tei: str | None = None, batch_drop: set[str] | None = None, port: int = 0) -> None:
         self.papers = list(papers)
+        self.batch_drop = {i.lower() for i in batch_drop or ()}
         self.fail_first = fail_first
         self.fail_status = fail_status
         self.retry_after = retry_after
@@ -175,7 +178,8 @@ class FakeScholarServer:
         with_lists = "references" in log.query.get("fields", "")
         if rest == "/batch" and log.method == "POST":
             ids = (log.body or {}).get("ids") or []
-            return 200, [(_s2_shape(p, with_lists=with_lists) if (p := self.lookup(i)) else None) for i in ids]
+            return 200, [(_s2_shape(p, with_lists=with_lists) if (p := self.lookup(i)) else None) for i in ids
+                         if i.lower() not in self.batch_drop]
         if rest == "/search":
             words = set(log.query.get("query", "").lower().split())
             hits = [p for p in self.papers if words & set(p.title.lower().split())]

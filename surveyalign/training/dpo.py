@@ -23,6 +23,7 @@ from surveyalign.models import (
     resolve_base,
     resolve_model_path,
 )
+from surveyalign.models.paths import from_hub
 from surveyalign.prompts import count_chat_tokens
 from surveyalign.training.adapter import hyperparameters
 from surveyalign.training.data import data_hash
@@ -177,7 +178,7 @@ def dpo_policy(script_args: Any, training_args: Any, model_args: Any, base_model
     resolve_base(base_model, script_args.sft_adapter, quantization=quantization_record(model_args) or "none",
                  where="recipes/dpo.py")
     with quiet_library_bars():
-        base = AutoModelForCausalLM.from_pretrained(base_model, **init)
+        base = from_hub(AutoModelForCausalLM.from_pretrained, base_model, "model", **init)
     if quantization is not None:
         base = prepare_model_for_kbit_training(base, use_gradient_checkpointing=training_args.gradient_checkpointing)
     model = PeftModel.from_pretrained(base, script_args.sft_adapter, is_trainable=True)

@@ -80,6 +80,9 @@ def run_recipe(main: Callable[..., Any], make_parser: Callable[[], Any], *, prog
             print(recipe_usage(doc, prog), file=sys.stderr)
         return 2
     default_offline()
+    from surveyalign.console import quiet_third_party
+
+    quiet_third_party()  # third-party lines that do not concern the user (surveyalign.console.THIRD_PARTY_NOISE)
     where = ""
     try:
         try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.constants import Dimension
+from surveyalign.models.paths import from_hub
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +250,7 @@ def make_dpo_pairs(
 
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer = from_hub(AutoTokenizer.from_pretrained, model, "tokenizer")
     rows = load_surveyreview(dataset_path, dimension, split=split)
     if limit is not None:
         rows = rows.select(range(min(limit, len(rows))))

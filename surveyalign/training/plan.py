@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from surveyalign.models.paths import from_hub
 from surveyalign.yamlconfig import read_yaml_mapping
 
 __all__ = ["GPU_MEMORY_GIB", "HEADROOM_GIB", "MemoryPlan", "gpu_fit", "plan_from_config", "plan_memory",
@@ -117,7 +118,7 @@ def _empty_model(model_dir: str, trust_remote_code: bool = False) -> Any:
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
+    config = from_hub(AutoConfig.from_pretrained, model_dir, "model", trust_remote_code=trust_remote_code)
     with init_empty_weights():
         return AutoModelForCausalLM.from_config(config, dtype=torch.float32, trust_remote_code=trust_remote_code)
 

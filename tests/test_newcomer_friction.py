@@ -1,0 +1,152 @@
+"""The newcomer's friction (issue 21 F): one line for an uncached Hub id offline, the KA config's needs named,
+third-party noise silenced at its logger."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import types
+from pathlib import Path
+
+import pytest
+
+from surveyalign.console import THIRD_PARTY_NOISE, quiet_third_party
+from surveyalign.models import NotCachedError, from_hub, not_cached_message
+
+ONE_LINE = "not cached: pass a local folder or set HF_HUB_OFFLINE=0"
+
+
+def test_from_hub_turns_a_multi_line_offline_error_into_one_line(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def loader(name, **kwargs):
+        raise OSError("We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in "
+                      f"the cached files.\nCheck your internet connection or see how to run the library in offline "
+                      f"mode at 'https://huggingface.co/docs/transformers/installation#offline-mode'. ({name})")
+
+    with pytest.raises(NotCachedError) as info:
+        from_hub(loader, "Org/Model", "tokenizer", trust_remote_code=False)
+    assert str(info.value) == f"tokenizer Org/Model: {ONE_LINE}" and "\n" not in str(info.value)
+    assert not_cached_message("Org/Model", "model") == f"model Org/Model: {ONE_LINE}"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert not_cached_message("Org/Model") == ("model Org/Model: not cached and huggingface.co cannot be reached: "
+                                               "pass a local folder or check the network")
+
+    def other(name):
+        raise ValueError("tokenizer.json is malformed")
+
+    with pytest.raises(ValueError, match="malformed"):  # any other failure is left as it is
+        from_hub(other, "Org/Model")
+
+
+def test_a_real_tokenizer_load_of_an_uncached_hub_id_is_one_line(monkeypatch):
+    from surveyalign.knowledge import TokenCounter
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(NotCachedError, match=rf"^KA tokenizer surveyalign-tests/not-a-model: {ONE_LINE}$"):
+        TokenCounter("surveyalign-tests/not-a-model")
+
+
+def test_train_plan_offline_says_not_cached_in_one_line(capsys, monkeypatch):
+    from surveyalign.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code = main(["train", "plan", "--config", "configs/sft/readability.yaml"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"NotCachedError: model Qwen/Qwen3-32B: {ONE_LINE}" in err
+    assert "couldn't connect" not in err and "Traceback" not in err
+
+
+def test_score_graph_with_the_default_ka_settings_offline_names_what_they_need(tmp_path, monkeypatch):
+    from surveyalign.inference.cli import _knowledge_source
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    args = argparse.Namespace(knowledge=None, graph=str(tmp_path / "graph.jsonl"), ka_config=None)
+    with pytest.raises(ValueError) as info:
+        _knowledge_source(args, types.SimpleNamespace(model="Qwen/Qwen3-32B"), None)
+    message = str(info.value)
+    assert message.startswith("--graph: the default KA settings (as configs/ka/default.yaml) needs the judge's "
+                              "tokenizer 'Qwen/Qwen3-32B'")
+    assert "for Crit-KA a summariser server at (none set)" in message
+    assert f"KA tokenizer Qwen/Qwen3-32B: {ONE_LINE}" in message and "\n" not in message
+    args.ka_config = "configs/ka/default.yaml"
+    with pytest.raises(ValueError, match=r"--graph: configs/ka/default\.yaml needs the judge's tokenizer "
+                                         r"'Qwen/Qwen3-32B' .* and for Crit-KA a summariser server at "
+                                         r"http://localhost:8000/v1"):
+        _knowledge_source(args, types.SimpleNamespace(model="Qwen/Qwen3-32B"), None)
+
+
+def test_the_offline_ka_config_of_the_readme_parses():
+    from surveyalign.knowledge import KAConfig
+
+    config = KAConfig.from_yaml("configs/ka/local.yaml")
+    assert config.tokenizer == "models/Qwen3-32B"
+    assert config.summariser.backend.options["base_url"] == "http://127.0.0.1:8000/v1"
+    readme = Path("README.md").read_text(encoding="utf-8")
+    assert "configs/ka/local.yaml" in readme and 'base_url: "http://127.0.0.1:8000/v1"' in readme
+
+
+NOISE = {  # the lines as the libraries log them
+    "bitsandbytes.backends.cpu.ops": (("Failed to load CPU gemm_4bit_forward from kernels-community: %s. Please make "
+                                      "sure you already `pip install kernels` and the kernels >= 0.11.1"), "x"),
+    "transformers.tokenization_utils_base": (("Token indices sequence length is longer than the specified maximum "
+                                             "sequence length for this model (84667 > 32768). Running this sequence "
+                                             "through the model will result in indexing errors"),),
+}
+
+
+class _Keep(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def test_third_party_noise_is_silenced_at_its_logger_and_other_lines_stay():
+    quiet_third_party()
+    assert quiet_third_party() == []  # idempotent
+    for name in THIRD_PARTY_NOISE:
+        logger = logging.getLogger(name)
+        keep = _Keep()
+        logger.addHandler(keep)
+        try:
+            logger.warning(NOISE[name][0], *NOISE[name][1:])
+            logger.warning("something else from %s", name)
+        finally:
+            logger.removeHandler(keep)
+        assert keep.lines == [f"something else from {name}"], name
+    ours = logging.getLogger("surveyalign.judge")
+    keep = _Keep()
+    ours.addHandler(keep)
+    ours.warning("survey cut to 32768 tokens (pip install kernels)")
+    ours.removeHandler(keep)
+    assert keep.lines == ["survey cut to 32768 tokens (pip install kernels)"]
+
+
+def test_demo_says_why_it_judges_fewer_units_than_the_split_holds(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from surveyalign.demo import _eval_scope_line
+
+    for dim, n in (("readability", 11), ("structure", 12), ("comprehensiveness", 13), ("criticalness", 11)):
+        (tmp_path / "data" / dim).mkdir(parents=True)
+        pq.write_table(pa.table({"unit_id": [f"{dim}-{i}" for i in range(n)]}), tmp_path / "data" / dim / "test.parquet")
+    line = _eval_scope_line(tmp_path, "test", "readability", None)
+    assert line.startswith("evaluating 11 of the test split's 47 units: the readability units")
+    assert "the other dimensions' 36 units are not judged: comprehensiveness 13, criticalness 11, structure 12" in line
+    assert _eval_scope_line(tmp_path, "test", "readability", 5).endswith("; eval.limit=5 keeps the first 5")
+
+
+def test_citation_f1_ids_help_documents_the_numbering(capsys):
+    from surveyalign.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["autorate", "citation-f1", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "NUMBER is a string key (\"1\"), one numbering per paper, 1-based" in help_text
+    assert "printed label ([12] -> \"12\"; an author-year list: its position in the list)" in help_text
+    assert "\\bibitem order of thebibliography, or for a .bib the order of first \\cite" in help_text
