@@ -315,7 +315,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     }
     summaries: dict[str, dict] = {}
     runs: dict[str, str] = {}
-    console.print(f"      {_eval_scope_line(data_dir, ev.split, dimension, ev.limit)}")
+    console.print(f"      {eval_scope_line(data_dir, ev.split, dimension, ev.limit)}")
     for i, (judge, backend) in enumerate(judges.items()):
         slug = "adapter" if i == 0 else "constant"
         _say(console, f"[4/5] evaluating {judge} on {ev.split} ({dimension})")
@@ -368,7 +368,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     return {"workdir": str(work), "leaderboard": summaries, "runs": runs}
 
 
-def _eval_scope_line(data_dir: Path, split: str, dimension: str, limit: int | None) -> str:
+def eval_scope_line(data_dir: Path, split: str, dimension: str, limit: int | None) -> str:
     """Why the evaluation sees fewer units than the split holds: it evaluates the one trained dimension
     ("evaluating 11 of the test split's 47 units: the readability units (the demo trains one adapter; the other
     dimensions' 36 units are not judged)")."""

@@ -3,9 +3,7 @@ third-party noise silenced at its logger."""
 
 from __future__ import annotations
 
-import argparse
 import logging
-import types
 from pathlib import Path
 
 import pytest
@@ -58,23 +56,25 @@ def test_train_plan_offline_says_not_cached_in_one_line(capsys, monkeypatch):
     assert "couldn't connect" not in err and "Traceback" not in err
 
 
-def test_score_graph_with_the_default_ka_settings_offline_names_what_they_need(tmp_path, monkeypatch):
-    from surveyalign.inference.cli import _knowledge_source
+def test_score_graph_with_the_shipped_ka_config_offline_names_what_it_needs(tmp_path, capsys, monkeypatch):
+    from surveyalign.cli import main
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    args = argparse.Namespace(knowledge=None, graph=str(tmp_path / "graph.jsonl"), ka_config=None)
-    with pytest.raises(ValueError) as info:
-        _knowledge_source(args, types.SimpleNamespace(model="Qwen/Qwen3-32B"), None)
-    message = str(info.value)
-    assert message.startswith("--graph: the default KA settings (as configs/ka/default.yaml) needs the judge's "
-                              "tokenizer 'Qwen/Qwen3-32B'")
-    assert "for Crit-KA a summariser server at (none set)" in message
-    assert f"KA tokenizer Qwen/Qwen3-32B: {ONE_LINE}" in message and "\n" not in message
-    args.ka_config = "configs/ka/default.yaml"
-    with pytest.raises(ValueError, match=r"--graph: configs/ka/default\.yaml needs the judge's tokenizer "
-                                         r"'Qwen/Qwen3-32B' .* and for Crit-KA a summariser server at "
-                                         r"http://localhost:8000/v1"):
-        _knowledge_source(args, types.SimpleNamespace(model="Qwen/Qwen3-32B"), None)
+    (tmp_path / "survey.md").write_text("# A survey\n\nText.\n", encoding="utf-8")
+    (tmp_path / "judge.yaml").write_text("backend:\n  kind: openai\n  options: {model: Qwen/Qwen3-32B, "
+                                         "base_url: 'http://127.0.0.1:9/v1'}\n", encoding="utf-8")
+    base = ["score", str(tmp_path / "survey.md"), "--judge", str(tmp_path / "judge.yaml"), "--out",
+            str(tmp_path / "out"), "--graph", str(tmp_path / "graph.jsonl")]
+    assert main([*base, "--ka-config", "configs/ka/default.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert ("--graph: configs/ka/default.yaml needs the judge's tokenizer 'Qwen/Qwen3-32B' (`tokenizer:`; a local "
+            "folder, or 'whitespace' to count words) and for Crit-KA a summariser server at http://localhost:8000/v1"
+            ) in err
+    assert f"KA tokenizer Qwen/Qwen3-32B: {ONE_LINE}" in err and "couldn't connect" not in err
+    assert main(base) == 2  # no --ka-config: the built-in settings, the judge's model as tokenizer
+    err = capsys.readouterr().err
+    assert "--graph: the built-in KA settings (no --ka-config) needs the judge's tokenizer 'Qwen/Qwen3-32B'" in err
+    assert "a summariser server at (none set)" in err
 
 
 def test_the_offline_ka_config_of_the_readme_parses():
@@ -130,15 +130,15 @@ def test_demo_says_why_it_judges_fewer_units_than_the_split_holds(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from surveyalign.demo import _eval_scope_line
+    from surveyalign.demo import eval_scope_line
 
     for dim, n in (("readability", 11), ("structure", 12), ("comprehensiveness", 13), ("criticalness", 11)):
         (tmp_path / "data" / dim).mkdir(parents=True)
         pq.write_table(pa.table({"unit_id": [f"{dim}-{i}" for i in range(n)]}), tmp_path / "data" / dim / "test.parquet")
-    line = _eval_scope_line(tmp_path, "test", "readability", None)
+    line = eval_scope_line(tmp_path, "test", "readability", None)
     assert line.startswith("evaluating 11 of the test split's 47 units: the readability units")
     assert "the other dimensions' 36 units are not judged: comprehensiveness 13, criticalness 11, structure 12" in line
-    assert _eval_scope_line(tmp_path, "test", "readability", 5).endswith("; eval.limit=5 keeps the first 5")
+    assert eval_scope_line(tmp_path, "test", "readability", 5).endswith("; eval.limit=5 keeps the first 5")
 
 
 def test_citation_f1_ids_help_documents_the_numbering(capsys):

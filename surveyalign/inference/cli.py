@@ -88,7 +88,7 @@ def _knowledge_source(args: argparse.Namespace, spec, cache):
     from surveyalign.models import NotCachedError
 
     config = KAConfig.from_yaml(args.ka_config)
-    where = args.ka_config or "the default KA settings (as configs/ka/default.yaml)"
+    where = args.ka_config or "the built-in KA settings (no --ka-config)"
     tokenizer = config.tokenizer or spec.model
     try:
         counter = TokenCounter(tokenizer)
