@@ -27,7 +27,9 @@ $(STAMP): setup.cfg pyproject.toml
 	else \
 		echo "no CUDA: installing the CPU build torch==2.13.0"; $(BIN)/pip install -q torch==2.13.0; \
 	fi
-	@$(BIN)/python -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
+	@# numpy comes with the next step: torch's "Failed to initialize NumPy" warning here does not concern the user
+	@$(BIN)/python -W "ignore:Failed to initialize NumPy:UserWarning" \
+		-c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
 	$(BIN)/pip install -q -c $(VENV)/torch-constraint.txt -e '.[train,dev]'
 	@touch $(STAMP)
 

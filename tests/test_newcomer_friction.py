@@ -150,3 +150,19 @@ def test_citation_f1_ids_help_documents_the_numbering(capsys):
     assert "NUMBER is a string key (\"1\"), one numbering per paper, 1-based" in help_text
     assert "printed label ([12] -> \"12\"; an author-year list: its position in the list)" in help_text
     assert "\\bibitem order of thebibliography, or for a .bib the order of first \\cite" in help_text
+
+
+def test_make_install_silences_torchs_numpy_line_only():
+    """``make install`` asks torch for its version before numpy is installed; the one warning that causes is
+    filtered by its message, other warnings still show."""
+    import subprocess
+    import sys
+
+    makefile = Path("Makefile").read_text(encoding="utf-8")
+    flag = '-W "ignore:Failed to initialize NumPy:UserWarning"'
+    assert flag in makefile
+    code = ("import warnings; warnings.warn(\"Failed to initialize NumPy: No module named 'numpy' (Triggered "
+            "internally)\"); warnings.warn('another warning')")
+    done = subprocess.run([sys.executable, "-W", "ignore:Failed to initialize NumPy:UserWarning", "-c", code],
+                          capture_output=True, text=True, check=True)
+    assert "NumPy" not in done.stderr and "another warning" in done.stderr
