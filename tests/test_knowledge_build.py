@@ -59,6 +59,12 @@ def test_ka_build_dataset_comp_and_crit_then_resume(dataset_dir, tmp_path):
     assert all(k.startswith("Cited by the survey") for k in train["knowledge"])
     assert set(load_surveyreview(out, "readability", split="train")["knowledge"]) == {""}
     assert "knowledge" in load_surveyreview(out, "all", split="test").column_names
+    # papers without an abstract (abstract: null at the source) are counted in the records and the report (issue 21)
+    saved = json.loads((out / "ka" / "ka_report.json").read_text())
+    no_abstract = sum(1 for p in graph.papers if not p.abstract.strip())
+    assert saved["n_graph_papers_without_abstract"] == no_abstract
+    assert all(0 <= r["crit"]["n_no_abstract"] <= r["n_kept"] for r in crit if "crit" in r)
+    assert saved["n_crit_papers_without_abstract"] == sum(r["crit"]["n_no_abstract"] for r in crit if "crit" in r)
     again = build_ka_dataset(dataset_dir, graph, out, config, backend=load_backend("scripted", replies=[]),
                              progress=False)
     assert again.n_made == 0 and again.n_records == report.n_records  # resumed: nothing asked again
@@ -74,6 +80,7 @@ def test_ka_build_without_graph_matches_keeps_empty_ka_with_reason(dataset_dir, 
     printed = captured.out
     assert "KA records are empty (no usable knowledge; exit 3)" in captured.err
     assert "empty (" in printed and "none of the" in printed
+    assert "papers without an abstract (kept, shown as '(no abstract)'): 1 in the graph, 0 in Crit-KA blocks" in printed  # X1 has none
     records = read_ka_records(tmp_path / "o")
     assert records and all(r["text"] == "" and r["reason"].startswith("none of the") for r in records)
     unit = records[0]["unit_ids"][0]
