@@ -132,10 +132,11 @@ def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, 
         assert "limit=2" in cfg["command"] and f"backend.options.base_url={server.base_url}" in cfg["command"]
         assert cfg["git"] is None or len(cfg["git"]["commit"]) == 40
 
-        # the same command again: everything comes from calls.jsonl
+        # the same command again, keeping failed answers (retry_errors: false): everything comes from calls.jsonl
+        # (by default the unreadable answers of the tiny model would be asked again: issue 21 C)
         result = run_evaluation(EvalConfig.from_yaml(REPO / "configs/eval/tiny-smoke.yaml", {
             "dataset": str(dataset_dir), "output_dir": str(out), "backend.options.base_url": server.base_url,
-            "backend.options.model": server.model, "limit": 2, "run_name": run_dir.name}))
+            "backend.options.model": server.model, "limit": 2, "run_name": run_dir.name, "retry_errors": False}))
     assert cfg["name"] == f"tiny-smoke [model={label}]"
     assert result.calls["made"] == 0 and result.calls["cached"] == 8
     assert result.predictions == preds
@@ -272,13 +273,13 @@ def test_statuses_parse_failed_api_error_missing_text_and_retry(missing_text_dat
         assert metrics["status_counts"][status] == expected[status] == result.counts[status]
     assert metrics["n"] == len(rows)
 
-    # re-run with a healthy judge: only the calls that ended in an API error are made again
+    # re-run with a healthy judge: only the calls that ended in an API error or an unreadable answer are made
+    # again (issue 21 C: a cached answer that failed to parse is not replayed)
     healthy = ScriptedBackend(lambda m, s, i: "Fine. $$$-1$$$")
     again = run_evaluation(_config(dataset, tmp_path), backend=healthy)
-    assert len(healthy.calls) == expected["api_error"] == again.calls["made"]
-    assert again.counts["api_error"] == 0
-    assert again.counts["scored"] == expected["scored"] + expected["api_error"]
-    assert again.counts["parse_failed"] == expected["parse_failed"]
+    assert len(healthy.calls) == expected["api_error"] + expected["parse_failed"] == again.calls["made"]
+    assert again.counts["api_error"] == 0 and again.counts["parse_failed"] == 0
+    assert again.counts["scored"] == expected["scored"] + expected["api_error"] + expected["parse_failed"]
 
 
 def test_k_samples_vote_with_logprob_tie_break(dataset_dir, tmp_path):

@@ -147,10 +147,14 @@ def test_end_to_end_scripted_judge(tmp_path):
             "novelty": {"base_url": server.s2_url, "requests_per_second": 0}})
         run = run_prism(paper, reviews, config, tmp_path / "run", backend=backend)
         n_requests = len(server.requests)
-        # resume: the same run makes no judge call and no search, and gives the same scores
+        # resume: no search, and the only judge call made again is the one unparseable answer (the system's
+        # comments; issue 21 C); the scripted judge gives it again, so the scores are the same
         again = ScriptedBackend(scripted_judge)
         rerun = run_prism(paper, reviews, config, tmp_path / "run", backend=again)
-        assert len(again.calls) == 0 and len(server.requests) == n_requests == 3  # title + 2 claims
+        assert len(again.calls) == 1 and "[prism:comments]" in again.calls[0][0][0]["content"]
+        assert len(server.requests) == n_requests == 3  # title + 2 claims
+        n_calls = sum(c["calls"] for c in run.calls.values())
+        assert rerun.answers.startswith(f"answers: {n_calls - 1} reused, 1 retried")
     assert rerun.scores == run.scores
     h1, h2, sys_ = (run.scores[i] for i in ("Reviewer_aB1", "Reviewer_cD2", "toy_system_review"))
 
@@ -223,7 +227,10 @@ def test_failed_calls_are_counted_and_asked_again(tmp_path):
     assert all(s["ns"] is None and "not assessed" in s["errors"]["novelty"] for s in run.scores.values())
     up = ScriptedBackend(scripted_judge)
     rerun = run_prism(paper, humans.reviews, config, tmp_path, backend=up)
-    assert [stage_of(m) for m, _, _ in up.calls] == ["adu", "adu"]  # only the failed calls again
+    # only the failed calls again: the two API errors, and the flaw merge whose answer did not parse (the scripted
+    # groups are written for 7 flaws, these 5 reviews' flaws are 5; issue 21 C: unparseable answers are retried)
+    assert [stage_of(m) for m, _, _ in up.calls] == ["adu", "adu", "flaw_merge"]
+    assert rerun.answers.startswith("answers: ") and ", 3 retried" in rerun.answers
     assert rerun.scores["Reviewer_aB1"]["doa"] == pytest.approx(0.6)
 
 

@@ -173,12 +173,16 @@ class AutoraterJudge:
         """The cache key of ``call``."""
         return self._call(call).key
 
-    def ask(self, calls: Sequence[PromptCall], desc: str = "autorater calls") -> list[CallAnswer]:
+    def ask(self, calls: Sequence[PromptCall], desc: str = "autorater calls",
+            read: Callable[[PromptCall, CallAnswer], str | None] | None = None) -> list[CallAnswer]:
         """Answer ``calls`` in order, from the cache where possible; never raises for a failed call.
 
         Args:
             calls: the calls (identical ones are made once).
             desc: progress-bar label.
+            read: the autorater's reader, ``(call, answer) -> reason | None``: a cached answer it cannot use
+                (unreadable winner, invalid JSON, truncated) is asked again on a re-run, like an error (the call
+                layer's rule; ``--keep-failed`` keeps it).
 
         Returns:
             One :class:`CallAnswer` per call, in order.
@@ -193,8 +197,13 @@ class AutoraterJudge:
                 answers[call.key] = (Generation.failed(fit.reason or TOO_LONG_TEXT), False)
             else:
                 sendable.append(call)
+        by_key = {p.key: c for c, p in zip(calls, planned, strict=True)}
+
+        def check(call: Call, generation: Generation) -> str | None:
+            return read(by_key[call.key], CallAnswer.of(call.key, generation, True)) if read is not None else None
+
         got = cached_generate(sendable, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
-                              progress=self.progress, desc=desc)
+                              progress=self.progress, desc=desc, check=check)
         for call, answer in zip(sendable, got, strict=True):
             answers[call.key] = (answer.generation, answer.cached)
         return [CallAnswer.of(call.key, *answers[call.key], fit) for call, fit in zip(planned, fitted, strict=True)]

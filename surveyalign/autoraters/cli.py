@@ -62,6 +62,8 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-dir", type=Path, help="folder for result.json, result.md and calls.jsonl "
                    "(default: runs/autorate/COMMAND)")
     p.add_argument("--no-resume", action="store_true", help="ignore (and replace) an existing calls.jsonl")
+    p.add_argument("--keep-failed", action="store_true", help="reuse cached answers that errored or could not be "
+                   "read (default: a re-run asks them again)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -175,7 +177,8 @@ def _judge(args: argparse.Namespace, out_dir: Path):
     calls = out_dir / "calls.jsonl"
     if args.no_resume and calls.exists():
         calls.replace(calls.with_suffix(".jsonl.old"))
-    return AutoraterJudge(backend, role.generation, CallCache.load(calls), concurrency=args.concurrency,
+    return AutoraterJudge(backend, role.generation, CallCache.load(calls, keep_failed=args.keep_failed),
+                          concurrency=args.concurrency,
                           batch_size=args.batch_size, progress=not args.no_progress, max_length=args.max_length,
                           tokenizer=args.tokenizer)
 
@@ -205,18 +208,20 @@ def _inputs(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def _finish(args: argparse.Namespace, out_dir: Path, result: dict[str, Any], paths: list[Path], readable: int,
-            total: int) -> int:
+            total: int, cache=None) -> int:
     from surveyalign import __version__
     from surveyalign.autoraters.report import markdown_report
 
     result["run"] = {"command": ["surveyalign", *sys.argv[1:]] if sys.argv[1:2] == ["autorate"] else None,
                      "surveyalign_version": __version__, "inputs": _inputs(paths), "n_readable_answers": readable,
-                     "n_answers": total}
+                     "n_answers": total, "answers": dict(cache.counts) if cache is not None else None}
     (out_dir / "result.json").write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
     text = markdown_report(result)
     (out_dir / "result.md").write_text(text)
     print(text, end="")
     print(f"wrote {out_dir / 'result.json'} and {out_dir / 'result.md'}")
+    if cache is not None:
+        print(cache.summary())
     if total and not readable:
         print(f"surveyalign autorate: none of the {total} judge answers could be read (see the problems above)",
               file=sys.stderr)
@@ -253,7 +258,8 @@ def _sxs(args: argparse.Namespace) -> int:
     finally:
         judge.backend.close()
     n_calls = 2 * result["n_pairs"]
-    return _finish(args, out_dir, result, list(docs), n_calls - result["n_unreadable_calls"], n_calls)
+    return _finish(args, out_dir, result, list(docs), n_calls - result["n_unreadable_calls"], n_calls,
+                   judge.cache)
 
 
 def _litreview(args: argparse.Namespace) -> int:
@@ -278,7 +284,7 @@ def _litreview(args: argparse.Namespace) -> int:
         result = rate_litreview(papers, judge, avg, venue=args.venue)
     finally:
         judge.backend.close()
-    return _finish(args, out_dir, result, list(args.papers), result["n_valid"], result["n_papers"])
+    return _finish(args, out_dir, result, list(args.papers), result["n_valid"], result["n_papers"], judge.cache)
 
 
 def _resolve_ids(args: argparse.Namespace, out_dir: Path, refs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -340,7 +346,8 @@ def _citation_f1(args: argparse.Namespace) -> int:
     result["resolution"] = resolution
     n_calls = len(result["partitions"])
     readable = sum(p["error"] is None for p in result["partitions"].values())
-    code = _finish(args, out_dir, result, [args.ground_truth, args.generated], readable, n_calls)
+    code = _finish(args, out_dir, result, [args.ground_truth, args.generated], readable, n_calls,
+                   judge.cache)
     missing = citation_f1_missing(result)
     if code == 0 and missing:
         print(f"surveyalign autorate: {missing} (see the resolution lines above)", file=sys.stderr)

@@ -81,6 +81,18 @@ def _call_view(answer: CallAnswer, problems: Sequence[str]) -> dict[str, Any]:
     return {**answer.to_dict(), "problems": failure + [p for p in problems if p != "empty answer" or not failure]}
 
 
+def _read_sxs(kind: str, call: PromptCall, answer: CallAnswer) -> str | None:
+    """Why a side-by-side answer names no winner (asked again on a re-run), else ``None``."""
+    parsed = parse_sxs(answer.readable_text, kind)
+    return None if parsed.winner is not None else ("; ".join(parsed.problems) or answer.failure or "no winner")
+
+
+def _read_litreview(call: PromptCall, answer: CallAnswer) -> str | None:
+    """Why a literature-review answer gives no valid judgement (asked again on a re-run), else ``None``."""
+    parsed = parse_litreview(answer.readable_text)
+    return None if parsed.judgement is not None else ("; ".join(parsed.problems) or answer.failure or "invalid")
+
+
 def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge, kind: str = "litreview",
              rule: str = "seed") -> dict[str, Any]:
     """Side-by-side comparison of each pair (A, B), judged twice with the order swapped (PaperOrchestra §5.2).
@@ -120,7 +132,7 @@ def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge
         for order, pair in (("AB", (texts["a"], texts["b"])), ("BA", (texts["b"], texts["a"]))):
             calls.append(PromptCall(stage, f"{unit}::{order}", build(pair), pair, build))
         views.append({"pair": index, "a": a.paper_id, "b": b.paper_id, **({"sections": sections} if sections else {})})
-    answers = judge.ask(calls, desc=stage)
+    answers = judge.ask(calls, desc=stage, read=partial(_read_sxs, kind))
     winners = []
     for index, view in enumerate(views):
         ab, ba = answers[2 * index], answers[2 * index + 1]
@@ -165,7 +177,7 @@ def rate_litreview(papers: Sequence[PaperText], judge: AutoraterJudge,
     build = partial(_litreview_build, avg_citation_count)
     calls = [PromptCall("litreview", f"{i}:{p.paper_id}", build([p.text]), (p.text,), build)
              for i, p in enumerate(papers)]
-    answers = judge.ask(calls, desc="litreview")
+    answers = judge.ask(calls, desc="litreview", read=_read_litreview)
     rows = []
     for paper, answer in zip(papers, answers, strict=True):
         parsed = parse_litreview(answer.readable_text)
@@ -226,7 +238,12 @@ def rate_citation_f1(ground_truth: PaperText, gt_references: Sequence[NumberedRe
         paper, refs = sides[side]
         build = partial(_partition_build, _references_block(refs))  # the reference list is never cut
         calls.append(PromptCall("partition", f"{side}:{paper.paper_id}", build([paper.text]), (paper.text,), build))
-    answers = dict(zip(wanted, judge.ask(calls, desc="partition"), strict=True))
+    numbers = {call.unit_id: [r.number for r in sides[side][1]] for side, call in zip(wanted, calls, strict=True)}
+
+    def read_partition(call: PromptCall, answer: CallAnswer) -> str | None:
+        return parse_partition(answer.readable_text, numbers[call.unit_id]).error
+
+    answers = dict(zip(wanted, judge.ask(calls, desc="partition", read=read_partition), strict=True))
     partitions, problems = {}, []
     for side, answer in answers.items():
         parsed = parse_partition(answer.readable_text, [r.number for r in sides[side][1]])

@@ -23,7 +23,11 @@ Usage::
     cache = CallCache.load("run/calls.jsonl")
     calls = [make_call(backend, settings, stage="summary", unit_id=doc_id, namespace="ka.summary",
                        messages=messages) for doc_id, messages in prompts]
-    answers = cached_generate(calls, cache)  # a re-run makes only the missing or failed calls
+    answers = cached_generate(calls, cache, check=reader)  # a re-run makes only the missing or failed calls
+    print(cache.summary())  # answers: R reused, T retried (their cached answer had failed), M made
+
+A failed answer (an error, or one the caller's ``check`` cannot use: it failed to parse) is asked again on a
+re-run; ``CallCache.load(path, keep_failed=True)`` (the commands' ``--keep-failed``) keeps it instead.
 
 Namespaces in use: the survey judge passes the dimension judged; ``"rqs"`` (evaluation consistency ratings),
 ``"synthesis"`` (rationale synthesis), ``"ka.summary"`` (Crit-KA summaries), ``"prism.extract"`` (PRISM
@@ -34,6 +38,7 @@ from surveyalign.backends.retry import HTTP_RETRY, OPENAI_RETRY, RetryPolicy
 from surveyalign.calls.cache import (
     OPERATIONAL_KEYS,
     CallCache,
+    Check,
     backend_identity,
     call_key,
     stable_hash,
@@ -78,6 +83,7 @@ __all__ = [
     "CachedAnswer",
     "Call",
     "CallCache",
+    "Check",
     "HTTPStatusError",
     "HttpStats",
     "NotFoundError",

@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +36,11 @@ from typing import Any
 from surveyalign.backends import Generation
 from surveyalign.calls.executor import Call
 
-__all__ = ["OPERATIONAL_KEYS", "CallCache", "backend_identity", "call_key", "stable_hash"]
+#: A caller's reader of one answer, ``(call, generation) -> reason | None``: the reason it is unusable (it failed
+#: to parse, it was cut), or ``None`` when the caller can use it.
+Check = Callable[[Call, Generation], "str | None"]
+
+__all__ = ["OPERATIONAL_KEYS", "CallCache", "Check", "backend_identity", "call_key", "stable_hash"]
 
 #: ``describe()`` entries that change how calls are made, not what they answer: left out of cache keys so a
 #: resumed run with another concurrency, timeout or device still reuses its cached answers.
@@ -126,29 +130,41 @@ def _line(record: dict[str, Any]) -> str:
 class CallCache:
     """The ``calls.jsonl`` of one run folder.
 
+    The rule for failed answers (issue 21 C), the same at every cached call site: a cached answer that errored,
+    or that the caller's reader could not use (it failed to parse: the ``check`` of :meth:`missing` /
+    :func:`~surveyalign.calls.cached_generate`), is asked again on a re-run; only ``keep_failed=True`` (the
+    commands' ``--keep-failed`` flag) keeps it. :attr:`counts` says how many answers were reused, retried and
+    made, for the command's summary line (:meth:`summary`).
+
     Attributes:
         path: the JSONL file (created on the first append).
         fsync: also ``os.fsync`` after each record (survives power loss, slower).
+        keep_failed: reuse cached failed answers (errors, unusable answers) instead of asking again.
         records: key -> the last record read or written for that key.
         n_lines: well-formed records read at load time.
         n_torn: lines that did not parse as a JSON object at load time (skipped, counted).
+        counts: ``{"reused", "retried", "made"}``: calls answered from the cache, calls asked again because their
+            cached answer failed, calls asked for the first time (one per key; summed over every plan).
     """
 
     path: Path
     fsync: bool = False
+    keep_failed: bool = False
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     n_lines: int = 0
     n_torn: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {"reused": 0, "retried": 0, "made": 0})
     _fh: Any = field(default=None, repr=False)
     _writer: Any = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, fsync: bool = False) -> CallCache:
+    def load(cls, path: str | os.PathLike, *, fsync: bool = False, keep_failed: bool = False) -> CallCache:
         """Read ``path`` if it exists (tolerating torn lines) and return the cache.
 
         Args:
             path: the ``calls.jsonl`` file (need not exist yet).
             fsync: ``os.fsync`` after every append (survives power loss; slower).
+            keep_failed: reuse cached failed answers (see the class docstring); default: ask them again.
 
         Returns:
             The cache, with :attr:`records`, :attr:`n_lines` and :attr:`n_torn` filled from the file.
@@ -156,7 +172,7 @@ class CallCache:
         Raises:
             OSError: if the file exists but cannot be read.
         """
-        cache = cls(Path(path), fsync=fsync)
+        cache = cls(Path(path), fsync=fsync, keep_failed=keep_failed)
         if cache.path.exists():
             with cache.path.open("rb") as fh:
                 for raw in fh:
@@ -190,26 +206,54 @@ class CallCache:
                           mean_logprob=rec.get("mean_logprob"), error=rec.get("error"),
                           reasoning=rec.get("reasoning"), refusal=rec.get("refusal"))
 
-    def missing(self, calls: Sequence[Call], *, retry_errors: bool = True) -> tuple[list[Call], int]:
-        """Which of ``calls`` still have to be made: the plan of every cached caller.
+    def failure(self, call: Call, check: Check | None = None) -> str | None:
+        """Why the cached answer to ``call`` is a failed one (it errored, or ``check`` rejects it), else ``None``
+        (also ``None`` when nothing is cached)."""
+        rec = self.records.get(call.key)
+        if rec is None:
+            return None
+        if rec.get("error"):
+            return f"error: {rec['error']}"
+        return check(call, self.generation(call.key)) if check is not None else None
+
+    def missing(self, calls: Sequence[Call], *, retry_errors: bool = True, check: Check | None = None
+                ) -> tuple[list[Call], int]:
+        """Which of ``calls`` still have to be made: the plan of every cached caller, counted in :attr:`counts`.
 
         Args:
             calls: the calls of a run, any order; calls sharing a key are made once.
-            retry_errors: ask again the calls whose cached answer is an error (``False``: an error answer counts
-                as answered, e.g. ``evaluate`` without ``retry_errors``).
+            retry_errors: ask again the calls whose cached answer failed (an error, or rejected by ``check``);
+                ``False``, or :attr:`keep_failed`: a failed answer counts as answered (e.g. ``evaluate`` without
+                ``retry_errors``).
+            check: the caller's reader, ``(call, generation) -> reason | None``: a reason marks a cached answer as
+                unusable (it failed to parse), so it is asked again like an error.
 
         Returns:
             ``(calls to make, one per key in first-seen order; number of calls answered from the cache)``.
         """
+        retry = retry_errors and not self.keep_failed
         todo: dict[str, Call] = {}
         cached = 0
+        seen: set[str] = set()
         for call in calls:
             rec = self.records.get(call.key)
-            if rec is not None and not (retry_errors and rec.get("error")):
+            failed = rec is not None and retry and self.failure(call, check) is not None
+            if rec is not None and not failed:
                 cached += 1
-            else:
-                todo.setdefault(call.key, call)
+                if call.key not in seen:
+                    self.counts["reused"] += 1
+            elif call.key not in todo:
+                todo[call.key] = call
+                self.counts["retried" if failed else "made"] += 1
+            seen.add(call.key)
         return list(todo.values()), cached
+
+    def summary(self) -> str:
+        """``"answers: R reused, T retried (their cached answer had failed), M made"`` (:attr:`counts`)."""
+        c = self.counts
+        kept = " (failed answers kept: --keep-failed)" if self.keep_failed else ""
+        return (f"answers: {c['reused']} reused, {c['retried']} retried (their cached answer had failed), "
+                f"{c['made']} made{kept}")
 
     def add(self, call: Call, generation: Generation, seconds: float) -> None:
         """Append the answer to ``call`` (a :data:`surveyalign.calls.OnResult`): one ``calls.jsonl`` line with

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.backends import Backend, Generation, GenerationSettings
-from surveyalign.calls.cache import CallCache, backend_identity, call_key, stable_hash
+from surveyalign.calls.cache import (
+    CallCache,
+    Check,
+    backend_identity,
+    call_key,
+    stable_hash,
+)
 from surveyalign.calls.executor import Call, OnResult, arun_calls, run_calls
 
 __all__ = ["CachedAnswer", "acached_generate", "cached_generate", "make_call"]
@@ -63,7 +69,8 @@ def make_call(backend: Backend, settings: GenerationSettings, *, stage: str, uni
                 messages_hash=messages_hash, settings=settings, backend=backend)
 
 
-def _plan(calls: Sequence[Call], cache: CallCache | None) -> tuple[dict[str, CachedAnswer], list[Call], OnResult]:
+def _plan(calls: Sequence[Call], cache: CallCache | None, check: Check | None = None
+          ) -> tuple[dict[str, CachedAnswer], list[Call], OnResult]:
     """The cached answers, the calls still to make (one per key: :meth:`CallCache.missing`) and the callback
     recording each new answer."""
     if cache is None:
@@ -72,7 +79,7 @@ def _plan(calls: Sequence[Call], cache: CallCache | None) -> tuple[dict[str, Cac
             first.setdefault(call.key, call)
         todo, answers = list(first.values()), {}
     else:
-        todo, _ = cache.missing(calls)
+        todo, _ = cache.missing(calls, check=check)
         asked = {call.key for call in todo}
         answers = {call.key: CachedAnswer(cache.generation(call.key), True) for call in calls if call.key not in asked}
     lock = threading.Lock()
@@ -91,11 +98,14 @@ def _in_order(calls: Sequence[Call], answers: dict[str, CachedAnswer]) -> list[C
 
 
 def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurrency: int | None = None,
-                    batch_size: int | None = None, progress: bool = False, desc: str = "calls") -> list[CachedAnswer]:
-    """Answer ``calls`` in order: from ``cache`` where an answer without error is stored, else from the backend.
+                    batch_size: int | None = None, progress: bool = False, desc: str = "calls",
+                    check: Check | None = None) -> list[CachedAnswer]:
+    """Answer ``calls`` in order: from ``cache`` where a usable answer is stored, else from the backend.
 
-    Calls with the same key are made once; a cached failed answer is asked again; every answer made is appended to
-    ``cache`` as it arrives (so an interrupted run resumes). A failing call never raises.
+    Calls with the same key are made once; a cached failed answer (an error, or one ``check`` rejects: it failed
+    to parse) is asked again unless the cache keeps failed answers (``CallCache.keep_failed``); every answer made
+    is appended to ``cache`` as it arrives (so an interrupted run resumes), and ``cache.counts`` counts the
+    answers reused, retried and made. A failing call never raises.
 
     Args:
         calls: the calls (from :func:`make_call` or ``surveyalign.judge.Judge.calls_for``), any backends, stages
@@ -105,6 +115,7 @@ def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurren
         batch_size: prompts per ``generate`` call for the other backends (default: the backend's own).
         progress: show a progress bar.
         desc: its label.
+        check: the caller's reader, ``(call, generation) -> reason | None`` (a reason: unusable, ask again).
 
     Returns:
         One :class:`CachedAnswer` per call, in the order of ``calls`` (a failed ``Generation`` when the backend
@@ -113,17 +124,17 @@ def cached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurren
     Raises:
         ValueError: from the backend's request check (e.g. empty messages); backend errors are returned instead.
     """
-    answers, todo, on_result = _plan(calls, cache)
+    answers, todo, on_result = _plan(calls, cache, check)
     run_calls(todo, on_result, concurrency=concurrency, batch_size=batch_size, progress=progress, desc=desc,
               around_async=cache.background if cache is not None else None)
     return _in_order(calls, answers)
 
 
 async def acached_generate(calls: Sequence[Call], cache: CallCache | None, *, concurrency: int | None = None,
-                           batch_size: int | None = None, progress: bool = False, desc: str = "calls"
-                           ) -> list[CachedAnswer]:
+                           batch_size: int | None = None, progress: bool = False, desc: str = "calls",
+                           check: Check | None = None) -> list[CachedAnswer]:
     """Async :func:`cached_generate` for callers already in an event loop (same arguments, same result; the
     calls go through :func:`~surveyalign.calls.arun_calls`)."""
-    answers, todo, on_result = _plan(calls, cache)
+    answers, todo, on_result = _plan(calls, cache, check)
     await arun_calls(todo, on_result, concurrency=concurrency, batch_size=batch_size, progress=progress, desc=desc)
     return _in_order(calls, answers)

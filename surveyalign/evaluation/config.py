@@ -75,7 +75,8 @@ class EvalConfig(ModelRole):
     output_dir: str = Field("runs/eval", description="parent folder of the run folder")
     run_name: str | None = Field(None, description="run folder name under output_dir (default: name)")
     resume: bool = Field(True, description="reuse calls.jsonl of an earlier run in the same folder")
-    retry_errors: bool = Field(True, description="on resume, call again where the cached answer was an API error")
+    retry_errors: bool = Field(True, description="on resume, call again where the cached answer was an API error or gave no "
+                                                    "score (unparseable, truncated, refused)")
     concurrency: int | None = Field(
         None, ge=1, description="requests in flight (API backends), overriding the backend's own option `concurrency`; "
         "default: that option, or 32"

@@ -2,7 +2,7 @@
 
 Every (unit, sample k) is one call, keyed by unit, dimension (the key's namespace), k, the hash of the messages,
 the backend's identity and the generation settings (:func:`surveyalign.calls.call_key`). A call already in
-``calls.jsonl`` is not made again (unless its cached answer is an error and ``retry_errors`` is set:
+``calls.jsonl`` is not made again (unless its cached answer is an error or gives no score, and ``retry_errors`` is set:
 :meth:`surveyalign.calls.CallCache.missing`); the others run through the call layer's executor
 (:func:`surveyalign.calls.run_calls`, timed here) and each answer is appended to the cache as it arrives.
 """
@@ -20,7 +20,8 @@ __all__ = ["execute", "judge_calls"]
 
 
 def judge_calls(config: EvalConfig, units: list[Unit], judge: Judge, cache: CallCache) -> tuple[list[Call], int]:
-    """The judge calls not yet in the cache (or cached with an error when ``retry_errors``), and how many are.
+    """The judge calls not yet in the cache (or cached with an error or an answer without a score, when
+    ``retry_errors``), and how many are.
 
     Args:
         config: the run configuration (``samples_per_unit``, ``retry_errors``).
@@ -33,7 +34,7 @@ def judge_calls(config: EvalConfig, units: list[Unit], judge: Judge, cache: Call
     """
     return cache.missing([call for unit in units
                           for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id)],
-                         retry_errors=config.retry_errors)
+                         retry_errors=config.retry_errors, check=judge.unusable)
 
 
 def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str

@@ -22,7 +22,8 @@ log-probability tie-break, and one merged rationale per dimension. Inputs: markd
 project folder (\\input/\\include resolved, macros expanded, bibliography kept), PDF (pypdf), or a folder of
 them. Writes OUT/<survey stem>.json, .md and .html (stem + a short content hash when two different surveys share
 a stem; a survey given twice is scored once, with a message), comparison.md/.html for several surveys; every call is kept
-in OUT/calls.jsonl, so re-running the same command resumes. Exit status 3 when a dimension was not scored or a
+in OUT/calls.jsonl, so re-running the same command resumes (answers that errored or could not be parsed are asked
+again; --keep-failed reuses them; the last line counts the answers reused, retried and made). Exit status 3 when a dimension was not scored or a
 survey file could not be read (a PDF over a document limit, an unreadable file: each named on one line while the
 other surveys are scored).
 
@@ -63,6 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="judge KA-trained dimensions without KA (recorded) instead of refusing them")
     p.add_argument("--pdf-extractor", default="pypdf", choices=("pypdf", "pymupdf4llm", "marker"),
                    help="PDF text extractor (pypdf: default; the others are optional GPL/AGPL extras)")
+    p.add_argument("--keep-failed", action="store_true", help="reuse cached answers that errored or could not be "
+                   "parsed (default: a re-run asks them again)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"), default=None,
                    help="local judges: load the base in 4-bit (NF4, bitsandbytes) or 8-bit; default auto: as the "
@@ -165,7 +168,7 @@ def _score(args: argparse.Namespace) -> int:
     for line in names.messages([str(d.source) for d in documents]):
         console.print(line, markup=False, highlight=False)
     documents, stems = [documents[i] for i in names.keep], [names.names[i] for i in names.keep]
-    cache = CallCache.load(out / "calls.jsonl")
+    cache = CallCache.load(out / "calls.jsonl", keep_failed=args.keep_failed)
     reviews = []
     judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),
                              allow_no_knowledge=args.allow_no_knowledge)
@@ -193,6 +196,7 @@ def _score(args: argparse.Namespace) -> int:
             cells.append(f"{record['score']:+d}" if record["score"] is not None else record["status"])
         table.add_row(review["survey"]["title"] or review["survey"]["source"], *cells)
     make_console().print(table)  # not squeezed to 80 columns when piped
+    console.print(cache.summary(), markup=False, highlight=False)
     failed = sum(r["summary"]["n_dimensions"] - r["summary"]["n_scored"] for r in reviews)
     if failed:
         console.print(f"{failed} dimension(s) not scored (see the reports: every reason is recorded)")

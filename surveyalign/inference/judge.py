@@ -198,7 +198,11 @@ class SurveyAlignJudge:
         call = make_call(self.judge.backend_for(dim), settings, stage="synthesis",
                          unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}", namespace="synthesis",
                          messages=messages, identity=self.judge.identity(dim))
-        answer = cached_generate([call], self.cache)[0]
+        def check(_call, generation) -> str | None:  # an unusable merge answer is asked again on a re-run
+            got = read_synthesis(generation, score, best, protocol=self.spec.protocol, n_merged=len(merged))
+            return got.error if got.source == "best_sample" else None
+
+        answer = cached_generate([call], self.cache, check=check)[0]
         return read_synthesis(answer.generation, score, best, protocol=self.spec.protocol, n_merged=len(merged))
 
     # ------------------------------------------------------------------ description

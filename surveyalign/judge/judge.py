@@ -316,6 +316,19 @@ class Judge:
         per_request = [self.calls_for(p, samples, unit_id=r.unit_id) for p, r in zip(prepared, requests)]
         return prepared, per_request, [c for calls in per_request for c in calls]
 
+    def unusable(self, call: Call, generation: Generation) -> str | None:
+        """The call layer's reader (:data:`surveyalign.calls.Check`): why a cached answer gives no score (parse
+        failure, truncation, refusal), so it is asked again on a re-run; ``None`` when it gives one.
+
+        Args:
+            call: the call (unused: every judge answer is read alike).
+            generation: its cached answer.
+
+        Returns:
+            The parse error, or ``None``.
+        """
+        return read_sample(generation, protocol=self.protocol).parse_error
+
     def _decide_all(self, prepared: list[PreparedPrompt], per_request: list[list[Call]], flat: list[Call],
                     got: list[CachedAnswer]) -> list[Judgement]:
         answers = {c.key: a.generation for c, a in zip(flat, got)}
@@ -338,7 +351,7 @@ class Judge:
         """
         prepared, per_request, flat = self._plan(requests, samples)
         got = cached_generate(flat, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
-                              progress=progress, desc="judge")
+                              progress=progress, desc="judge", check=self.unusable)
         return self._decide_all(prepared, per_request, flat, got)
 
     async def ajudge_many(self, requests: Sequence[JudgeRequest], *, samples: int = 1, progress: bool = False
@@ -346,5 +359,5 @@ class Judge:
         """Async :meth:`judge_many` (same arguments and result), for callers running an event loop."""
         prepared, per_request, flat = self._plan(requests, samples)
         got = await acached_generate(flat, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
-                                     progress=progress, desc="judge")
+                                     progress=progress, desc="judge", check=self.unusable)
         return self._decide_all(prepared, per_request, flat, got)

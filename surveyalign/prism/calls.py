@@ -11,7 +11,7 @@ and are counted per stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from surveyalign.backends import Backend, Generation, GenerationSettings, Messages
@@ -71,19 +71,28 @@ class Extractor:
         entry = self.counts.setdefault(stage, {"calls": 0, "cached": 0, "made": 0, "api_error": 0})
         entry[what] += 1
 
-    def run(self, requests: Sequence[CallRequest], desc: str = "prism") -> list[Generation]:
+    def run(self, requests: Sequence[CallRequest], desc: str = "prism",
+            read: Callable[[CallRequest, Generation], str | None] | None = None) -> list[Generation]:
         """Answer every request (cached answers reused; failed cached answers asked again).
 
         Args:
             requests: the calls, any stages.
             desc: progress-bar label.
+            read: the stage's reader, ``(request, generation) -> reason | None``: a cached answer it cannot use
+                (unparseable, truncated) is asked again like an error (the call layer's rule; the cache's
+                ``keep_failed`` keeps it).
 
         Returns:
             One :class:`~surveyalign.backends.Generation` per request, in order (``error`` set on failure).
         """
         calls = [self._call(r) for r in requests]
+        by_key = {c.key: r for c, r in zip(calls, requests, strict=True)}
+
+        def check(call: Call, generation: Generation) -> str | None:
+            return read(by_key[call.key], generation) if read is not None else None
+
         answers = cached_generate(calls, self.cache, concurrency=self.concurrency, batch_size=self.batch_size,
-                                  progress=self.progress, desc=desc)
+                                  progress=self.progress, desc=desc, check=check)
         made: set[str] = set()
         for request, call, answer in zip(requests, calls, answers, strict=True):
             self._count(request.stage, "calls")

@@ -20,7 +20,8 @@ or markdown / text. REVIEWS: .json / .jsonl (OpenReview notes or flat records), 
 sub-articles) or a text file; NAME=PATH marks the file's reviews as written by the system NAME (otherwise a
 record is human unless it says "source": "system").
 
-The run folder holds calls.jsonl (re-running the same command makes only missing or failed calls),
+The run folder holds calls.jsonl (re-running the same command makes only the missing calls and asks again those
+whose answer errored or could not be parsed; --keep-failed reuses those),
 reviews/<id>.json, paper.json, comparison.md / comparison.json (each system against the mean of the human
 reviewers, with the project page's figures beside it), extraction.json (every unparseable answer, default and
 left-out item) and run_config.json. Two different reviews with one id (two review.txt files) are scored as
@@ -56,6 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grounding-rubric", choices=("seed", "specificity"), help="overrides `grounding_rubric`")
     p.add_argument("--claim-policy", help="novelty claim-score policy (overrides `claim_policy`)")
     p.add_argument("--no-novelty", action="store_true", help="skip prior-work retrieval (novelty not assessed)")
+    p.add_argument("--keep-failed", action="store_true", help="reuse cached answers that errored or could not be "
+                   "parsed (default: a re-run asks them again)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(handler=_prism)
 
@@ -123,7 +126,7 @@ def _prism(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     out = Path(args.out) if args.out else Path("runs") / "prism" / safe_output_name(paper.paper_id, fallback="paper")
     run = run_prism(paper, reviews, config, out, progress=not args.no_progress,
-                    command=["surveyalign", "prism", *sys.argv[2:]])
+                    command=["surveyalign", "prism", *sys.argv[2:]], keep_failed=args.keep_failed)
     print(format_comparison(comparison_rows(run.scores)), end="")
     log = run.units.log
     made = sum(c["made"] for c in run.calls.values())
@@ -131,6 +134,7 @@ def _prism(args: argparse.Namespace) -> int:
     print(f"{len(reviews)} reviews ({sum(r.source == 'human' for r in reviews)} human); calls: {made} made, "
           f"{cached} cached; unparseable or failed extractions: {log.n_failed}; defaults: {len(log.defaults)}; "
           f"left-out items: {len(log.invalid)}; skipped records: {len(skipped)}")
+    print(run.answers)
     print(f"run folder: {out}")
     empty = [stage for stage, c in log.counts.items() if c["answers"] and not c["parsed"]]
     if empty:

@@ -56,6 +56,23 @@ class PriorWorkRetriever(Protocol):
         """Relevance (>= 0) of each prior paper to ``claim``."""
 
 
+def answer_problem(gen: Generation, parser, *args) -> str | None:
+    """Why ``gen`` gives no usable extraction (API error, truncated or refused, unparseable), else ``None``: the
+    same verdict as :meth:`ExtractionLog.read`, without recording it (the call layer's reader: such a cached
+    answer is asked again on a re-run)."""
+    if not gen.ok:
+        return gen.error or "error"
+    if (not_final := answer_failure(gen, "JSON object")) is not None:
+        return not_final
+    parsed = parser(gen.text, *args)
+    return None if parsed.ok else (parsed.error or "unparseable")
+
+
+def _reader(parser, *args):
+    """``(request, generation) -> reason | None`` for :meth:`Extractor.run` with one parser."""
+    return lambda _req, gen: answer_problem(gen, parser, *args)
+
+
 @dataclass
 class ExtractionLog:
     """Per-stage counts of answers, failures, defaults and left-out items, with every reason.
@@ -186,7 +203,8 @@ def _judge_pairs(paper: Submission, units: PaperUnits, extractor: Extractor, ret
         prior_title=prior.title, prior_abstract=prior.abstract, prior_year=prior.year))
         for rid, c, prior, _ in plan]
     verdicts: dict[tuple[str, int], list[PairVerdict | None]] = {}
-    for (rid, c, prior, rel), req, gen in zip(plan, requests, extractor.run(requests, "novelty pairs"), strict=True):
+    for (rid, c, prior, rel), req, gen in zip(plan, requests, extractor.run(requests, "novelty pairs",
+                                                                             read=_reader(parse_verdict)), strict=True):
         parsed = units.log.read("novelty_pair", req.unit_id, gen, parse_verdict)
         verdicts.setdefault((rid, c), []).append(PairVerdict(parsed.value, rel, prior.paper_id) if parsed.ok else None)
     for rid, got in list(units.claims.items()):
@@ -209,7 +227,8 @@ def _pool_flaws(paper: Submission, units: PaperUnits, extractor: Extractor, max_
     if len(entries) > 1:
         req = CallRequest("flaw_merge", paper.paper_id, build_messages(
             "flaw_merge", flaws=[f"[{rid}] {f['text']}" for rid, _, f in entries]))
-        parsed = units.log.read("flaw_merge", paper.paper_id, extractor.run([req], "flaw merge")[0],
+        parsed = units.log.read("flaw_merge", paper.paper_id, extractor.run([req], "flaw merge",
+                                                                                 _reader(parse_groups, len(entries)))[0],
                                 parse_groups, len(entries))
         if parsed.ok:
             groups = parsed.value
@@ -219,7 +238,8 @@ def _pool_flaws(paper: Submission, units: PaperUnits, extractor: Extractor, max_
     requests = [CallRequest("flaw_validation", f"{paper.paper_id}#F{g}", build_messages(
         "flaw_validation", flaw=entries[group[0]][2]["text"], paper=f"{paper.title}\n\n{paper.abstract}\n\n{body}"))
         for g, group in enumerate(groups)]
-    for g, (group, req, gen) in enumerate(zip(groups, requests, extractor.run(requests, "flaw validation"),
+    for g, (group, req, gen) in enumerate(zip(groups, requests, extractor.run(requests, "flaw validation",
+                                                                                      _reader(parse_validation)),
                                               strict=True)):
         parsed = units.log.read("flaw_validation", req.unit_id, gen, parse_validation)
         valid, severity = parsed.value if parsed.ok else (None, "none")
@@ -260,7 +280,8 @@ def extract_units(paper: Submission, reviews: Sequence[Review], extractor: Extra
     parsers = dict(_PER_REVIEW)
     targets = {"adu": units.adus, "novelty_claims": units.claims, "flaws": units.review_flaws,
                "comments": units.comments}
-    for req, gen in zip(requests, extractor.run(requests, "review units"), strict=True):
+    for req, gen in zip(requests, extractor.run(requests, "review units",
+                                                            lambda req, gen: answer_problem(gen, parsers[req.stage])), strict=True):
         parsed = units.log.read(req.stage, req.unit_id, gen, parsers[req.stage])
         targets[req.stage][req.unit_id] = parsed.value if parsed.ok else f"{req.stage} failed: {parsed.error}"
     if retriever is None:

@@ -97,6 +97,7 @@ class PrismRun:
     scores: dict[str, dict[str, Any]]
     files: dict[str, Path]
     calls: dict[str, dict[str, int]]
+    answers: str = ""
 
 
 def _semantic_scholar(config: NoveltyConfig, out_dir: Path) -> PriorWorkRetriever:
@@ -108,7 +109,7 @@ def _semantic_scholar(config: NoveltyConfig, out_dir: Path) -> PriorWorkRetrieve
 
 def run_prism(paper: Submission, reviews: Sequence[Review], config: PrismConfig, out_dir: str | Path, *,
               backend: Backend | None = None, retriever: PriorWorkRetriever | None = None,
-              progress: bool = False, command: Sequence[str] | None = None) -> PrismRun:
+              progress: bool = False, command: Sequence[str] | None = None, keep_failed: bool = False) -> PrismRun:
     """Extract, score and write one paper's PRISM run (resumable through ``out_dir/calls.jsonl``).
 
     Args:
@@ -120,6 +121,7 @@ def run_prism(paper: Submission, reviews: Sequence[Review], config: PrismConfig,
         retriever: prior-work retrieval (default: Semantic Scholar when ``config.novelty.enabled``).
         progress: progress bars.
         command: the command line, for ``run_config.json``.
+        keep_failed: reuse cached answers that errored or could not be parsed (default: a re-run asks them again).
 
     Returns:
         :class:`PrismRun`.
@@ -137,7 +139,7 @@ def run_prism(paper: Submission, reviews: Sequence[Review], config: PrismConfig,
         retriever = _semantic_scholar(config.novelty, out)
     settings = config.generation
     try:
-        with CallCache.load(out / "calls.jsonl") as cache:
+        with CallCache.load(out / "calls.jsonl", keep_failed=keep_failed) as cache:
             extractor = Extractor(backend, settings, cache, batch_size=config.batch_size,
                                   concurrency=config.concurrency, progress=progress)
             units = extract_units(paper, reviews, extractor, retriever=retriever,
@@ -145,6 +147,8 @@ def run_prism(paper: Submission, reviews: Sequence[Review], config: PrismConfig,
                                   pairs_per_claim=config.novelty.pairs_per_claim,
                                   max_paper_chars=config.max_paper_chars)
             describe = backend.describe()
+            answers = cache.summary()
+            answer_counts = dict(cache.counts)
     finally:
         if owned:
             backend.close()
@@ -157,7 +161,7 @@ def run_prism(paper: Submission, reviews: Sequence[Review], config: PrismConfig,
         "grounding_rubric": {"name": config.grounding_rubric, "levels": GROUNDING_RUBRICS[config.grounding_rubric]},
         "claim_policy": config.claim_policy, "consensus": config.consensus, "max_paper_chars": config.max_paper_chars,
         "novelty": config.novelty.model_dump(), "retrieval_stats": getattr(retriever, "stats", None),
-        "calls": extractor.counts,
+        "calls": extractor.counts, "answers": answer_counts, "keep_failed": keep_failed,
     }
     files = write_run(out, paper, reviews, units, scores, run_config)
-    return PrismRun(out, units, scores, files, extractor.counts)
+    return PrismRun(out, units, scores, files, extractor.counts, answers)
