@@ -43,7 +43,6 @@ def test_outage_then_resume_against_served_tiny_model(tiny_model_dir, dataset_di
         first = run_evaluation(cfg)
         assert (first.calls["made"], first.calls["errors"], first.counts["api_error"]) == (8, 3, 3)
         assert outage.prompts == 5
-        failed = sorted(p["unit_id"] for p in first.predictions if p["status"] == "api_error")
         assert all("HTTP 500" in p["error"] and "scripted outage" in p["error"]
                    for p in first.predictions if p["status"] == "api_error")
 

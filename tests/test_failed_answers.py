@@ -9,7 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from surveyalign.autoraters import SXS_KEYS, AutoraterJudge, PaperText, rate_litreview, rate_sxs
+from surveyalign.autoraters import (
+    SXS_KEYS,
+    AutoraterJudge,
+    PaperText,
+    rate_litreview,
+    rate_sxs,
+)
 from surveyalign.backends import Generation, GenerationSettings
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.calls import CallCache, cached_generate, make_call
