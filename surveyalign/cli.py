@@ -121,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         # bad input, missing files, failed steps: one clear line instead of a traceback (unless asked for)
         if args.traceback or os.environ.get("SURVEYALIGN_TRACEBACK"):
             raise
-        print(f"surveyalign {args.command}: error: {type(err).__name__}: {err}", file=sys.stderr)
+        from surveyalign.redact import redact_secrets
+
+        print(redact_secrets(f"surveyalign {args.command}: error: {type(err).__name__}: {err}"), file=sys.stderr)
         print("(run with `surveyalign --traceback ...` for the full traceback)", file=sys.stderr)
         return 2
     return int(result or 0)

@@ -17,6 +17,8 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from surveyalign.redact import redact_secrets
+
 Messages = list[dict[str, Any]]
 """One chat prompt: a list of ``{"role": ..., "content": ...}`` messages."""
 
@@ -62,7 +64,10 @@ class Generation:
         finish_reason: ``"stop"`` (end of turn), ``"length"`` (hit ``max_new_tokens``), another
             server-reported reason, or ``None`` when unknown / failed.
         mean_logprob: mean natural-log probability of the generated tokens (<= 0), ``None`` when unavailable.
-        error: ``None`` on success; otherwise a one-line description (the harness records ``api_error``).
+        error: ``None`` on success; otherwise a one-line description (the harness records ``api_error``), with
+            every known secret replaced by ``[REDACTED]`` (:func:`surveyalign.redact.redact_secrets`) when the
+            generation is made, so no key echoed by a server reaches a cache, a prediction file, a report or the
+            console.
         reasoning: the model's reasoning when the server returned it apart from the answer (``reasoning_content``,
             thinking / reasoning parts); kept for inspection, never read for a score. ``None`` when absent.
         refusal: the server's refusal text when the model declined to answer (``message.refusal``); the answer is
@@ -75,6 +80,10 @@ class Generation:
     error: str | None = None
     reasoning: str | None = None
     refusal: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.error:
+            object.__setattr__(self, "error", redact_secrets(self.error))
 
     @property
     def ok(self) -> bool:

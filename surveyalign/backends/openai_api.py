@@ -52,6 +52,7 @@ from surveyalign.backends.transport import (
     default_transport,
     parse_retry_after,
 )
+from surveyalign.redact import redact_secrets, register_secret_env
 
 #: Seconds (connect + read, at most) the one ``GET {base_url}/models`` (pre-flight + fingerprint) may take.
 FINGERPRINT_TIMEOUT = 5.0
@@ -155,6 +156,7 @@ class OpenAIBackend(Backend):
         self.base_url = self.base_urls[0]
         self.n_per_request = bool(n_per_request)
         self.api_key_env = api_key_env
+        register_secret_env(api_key_env)  # its value is redacted from every error text
         self.concurrency = int(concurrency)
         self.timeout = float(timeout)
         self.max_tokens_field = max_tokens_field
@@ -438,7 +440,7 @@ class OpenAIBackend(Backend):
         finally:
             state.in_use -= 1
         if status != 200:
-            detail = f"HTTP {status} from {url}: {text[:300]}"
+            detail = f"HTTP {status} from {url}: {redact_secrets(text[:2000])[:300]}"
             if transient:
                 tried.append(base)
                 raise RetryableError(detail, parse_retry_after(retry_after))
@@ -449,7 +451,8 @@ class OpenAIBackend(Backend):
             if not messages:
                 raise IndexError("no choices")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise FatalError(f"malformed reply from {url}: {type(exc).__name__}: {exc}: {text[:300]}") from exc
+            raise FatalError(f"malformed reply from {url}: {type(exc).__name__}: "
+                             f"{redact_secrets(f'{exc}: {text[:2000]}')[:400]}") from exc
         out = [Generation(text=m.text, finish_reason=c.get("finish_reason"), mean_logprob=_mean_logprob(c),
                           reasoning=m.reasoning, refusal=m.refusal) for c, m in zip(choices, messages)]
         missing = body["n"] - len(out)

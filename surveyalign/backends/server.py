@@ -48,6 +48,7 @@ from surveyalign.backends.server_guard import (
     read_body_limited,
 )
 from surveyalign.backends.server_schema import ChatRequest
+from surveyalign.redact import redact_secrets
 
 
 class _ClientGone(Exception):
@@ -310,7 +311,7 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         except _ClientGone:  # nobody reads this answer; 499 as nginx logs a closed client
             return _error(499, "client disconnected before its request was started", kind="client_closed_request")
         except Exception as exc:  # noqa: BLE001 - a failed batch answers HTTP 500, the server keeps going
-            return _error(500, f"generation failed: {type(exc).__name__}: {exc}", kind="server_error")
+            return _error(500, redact_secrets(f"generation failed: {type(exc).__name__}: {exc}"), kind="server_error")
         failed = [d.generation.error for d in details if d.generation.error]
         if failed:
             return _error(400, failed[0], param="messages")

@@ -35,6 +35,7 @@ from typing import Any
 
 from surveyalign.backends import Generation
 from surveyalign.calls.executor import Call
+from surveyalign.redact import redact_secrets
 
 #: A caller's reader of one answer, ``(call, generation) -> reason | None``: the reason it is unusable (it failed
 #: to parse, it was cut), or ``None`` when the caller can use it.
@@ -186,6 +187,8 @@ class CallCache:
                     if not isinstance(rec, dict) or "key" not in rec:
                         cache.n_torn += 1
                         continue
+                    if rec.get("error"):  # a line written before redaction existed
+                        rec["error"] = redact_secrets(str(rec["error"]))
                     cache.records[rec["key"]] = rec
                     cache.n_lines += 1
         return cache
@@ -294,12 +297,15 @@ class CallCache:
         return self._fh
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record (must hold ``"key"``) as a JSON line, flush it, and remember it.
+        """Write one record (must hold ``"key"``) as a JSON line, flush it, and remember it. Its ``"error"`` text
+        is redacted first (:func:`surveyalign.redact.redact_secrets`): a key echoed by a server is never stored.
 
         Raises:
             KeyError: if ``record`` has no ``"key"``.
         """
         key = record["key"]
+        if record.get("error"):
+            record = {**record, "error": redact_secrets(str(record["error"]))}
         if self._writer is not None:
             self._writer.put(record)  # serialised on the writer thread too
         else:

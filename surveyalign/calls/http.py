@@ -40,6 +40,7 @@ from tenacity import RetryCallState
 
 from surveyalign.backends.retry import HTTP_RETRY, RetryPolicy
 from surveyalign.backends.transport import RETRY_STATUS, parse_retry_after
+from surveyalign.redact import redact_secrets, register_secret_env
 
 __all__ = [
     "UNREACHABLE_RETRY_S",
@@ -64,7 +65,7 @@ class HTTPStatusError(RuntimeError):
     """
 
     def __init__(self, message: str, *, status: int | None, url: str, attempts: int = 1) -> None:
-        super().__init__(message)
+        super().__init__(redact_secrets(message))  # a server may echo the key header in its error body
         self.status = status
         self.url = url
         self.attempts = attempts
@@ -211,6 +212,8 @@ class PoliteClient:
         self._secret_params = {name: os.environ[env] for name, env in (key_params or {}).items()
                                if os.environ.get(env)}
         self._key_envs = sorted({*(key_headers or {}).values(), *(key_params or {}).values()})
+        for name in self._key_envs:
+            register_secret_env(name)
         network = _RateLimitedTransport(transport or httpx.HTTPTransport(), requests_per_second, self.stats)
         outer: httpx.BaseTransport = network
         if self.cache_dir is not None:

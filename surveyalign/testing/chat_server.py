@@ -39,6 +39,8 @@ class FakeChatServer:
         fail_status: HTTP status for those failures (default 429).
         retry_after: ``Retry-After`` header value sent with failures (``None``: no header).
         always_status: when set, every request is answered with this status (e.g. 500).
+        echo_headers: failures quote the request's headers in their error body, ``Authorization`` included (as
+            some servers do in a 401): the stand-in for testing that keys are redacted.
         finish_reason: ``finish_reason`` of successful replies.
         logprob: when not ``None`` and the request asks for logprobs, each reply word gets this log-prob.
         model: model id listed by ``GET /v1/models``.
@@ -61,6 +63,7 @@ class FakeChatServer:
         fail_status: int = 429,
         retry_after: str | None = "0",
         always_status: int | None = None,
+        echo_headers: bool = False,
         finish_reason: str = "stop",
         logprob: float | None = -0.5,
         model: str = "fake-judge",
@@ -73,6 +76,7 @@ class FakeChatServer:
         self.fail_status = int(fail_status)
         self.retry_after = retry_after
         self.always_status = always_status
+        self.echo_headers = echo_headers
         self.finish_reason = finish_reason
         self.logprob = logprob
         self.model = model
@@ -150,7 +154,10 @@ class FakeChatServer:
                 status = self.always_status or (self.fail_status if index < self.fail_first else 200)
                 if status != 200:
                     headers = {"Retry-After": self.retry_after} if self.retry_after is not None else None
-                    return JSONResponse({"error": {"message": f"scripted failure {status}", "type": "fake"}},
+                    message = f"scripted failure {status}"
+                    if self.echo_headers:
+                        message += f"; request headers were {dict(request.headers)}"
+                    return JSONResponse({"error": {"message": message, "type": "fake"}},
                                         status_code=status, headers=headers)
                 reply = self._next_reply(body)
                 if isinstance(reply, dict):
