@@ -3,8 +3,9 @@
 Sub-packages by layer, bottom to top (a package imports only lower layers; ``tests/test_package_map.py`` holds
 the map, README "Architecture" prints it):
 
-- core (modules): ``constants`` (dimensions, statuses, the typed ``Dimension``), ``paths``, ``argtypes`` (flag
-  types), ``console``, ``yamlconfig`` (the YAML reader and the config type ``DimensionName``).
+- core (modules): ``constants`` (dimensions, statuses, the typed ``Dimension``), ``paths`` (shipped files, safe
+  output names from inputs, paths confined to a folder), ``argtypes`` (flag types), ``console``, ``yamlconfig``
+  (the YAML reader and the config type ``DimensionName``), ``redact`` (secrets removed from error texts).
 - services: ``models`` (base identity, quantisation, the training record, the ``max_length`` rule),
   ``documents`` (markdown / LaTeX / PDF / JATS read into one Document, leakage guard, reference readers, the
   bibliographic ``Paper``, the heading splitter and the token fitter), ``backends`` (API, transformers, vLLM
