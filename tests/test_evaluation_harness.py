@@ -510,8 +510,9 @@ def test_long_survey_is_shortened_to_max_length_or_reported_too_long(tiny_model_
 
 def test_served_model_overflow_is_explained_and_a_tokenizer_lets_api_judges_shorten(tiny_model_dir,
                                                                                    long_survey_dataset, tmp_path):
-    """The user's case: a local model behind `surveyalign serve`; the over-long survey fails at the server with a
-    hint to set max_length + tokenizer, and with them the API judge's prompt is cut to fit."""
+    """The user's case: a local model behind `surveyalign serve`; the over-long survey is refused before it is sent
+    (the server publishes its context) with a hint to name a tokenizer, and with max_length + tokenizer the API
+    judge's prompt is cut to fit."""
     from rich.console import Console
 
     from surveyalign.backends.server import serve_in_thread
@@ -527,17 +528,22 @@ def test_served_model_overflow_is_explained_and_a_tokenizer_lets_api_judges_shor
 
         failed = run_evaluation(cfg("whole"), console=console)
         (pred,) = failed.predictions
-        assert pred["status"] == "api_error" and "exceeds the model context of 32768" in pred["error"]
+        # issue 21 D: the server publishes max_model_len in /v1/models; the survey is refused before it is sent,
+        # with the numbers (a characters / 4 estimate: no tokenizer), never sent whole
+        assert pred["status"] == "prompt_too_long" and pred["samples"] == []
+        assert "exceed the server's context (max_model_len) of 32768 tokens" in pred["error"]
+        assert "name the judge's tokenizer" in pred["error"]
         assert pred["prompt_tokens"] is None  # no tokenizer: nothing counted
+        assert failed.calls["made"] == 0
         printed = console.export_text()
-        assert "1 call(s) failed on the prompt length at the server: set `max_length`" in printed
         assert "most common errors of the 1 failed unit(s):" in printed
 
         fitted = run_evaluation(cfg("fitted", max_length=600, tokenizer=str(tiny_model_dir)), console=console)
     (pred,) = fitted.predictions
     assert pred["status"] != "api_error" and 400 < pred["prompt_tokens"] <= 596 and pred["shortened_tokens"] > 0
     entry = fitted.metrics["harness"]["prompt_length"]["per_dimension"]["readability"]
-    assert entry["tokenizer"] == str(tiny_model_dir) and entry["model_context"] is None and entry["n_shortened"] == 1
+    assert entry["tokenizer"] == str(tiny_model_dir) and entry["n_shortened"] == 1
+    assert entry["model_context"] == 32768  # read from the server's /v1/models
 
 
 def test_max_length_defaults_to_the_adapters_training_record(tiny_model_dir, long_survey_dataset, tmp_path):

@@ -105,6 +105,9 @@ class OpenAIBackend(Backend):
             ``surveyalign serve`` share the prompt's prefill, and ``surveyalign serve`` seeds sample ``i`` with
             ``seed + i``, as separate requests would) instead of ``n`` requests with ``n=1``.
         server_cooldown: seconds a server of ``base_url`` is skipped after a transient failure.
+        max_model_len: the served model's context in tokens (prompt + answer); ``None`` (default): the
+            ``max_model_len`` the server lists for ``model`` in ``GET {base_url}/models`` (vLLM and
+            ``surveyalign serve`` publish it), read once; see :attr:`max_model_len`.
 
     Raises:
         ValueError: invalid option values.
@@ -131,6 +134,7 @@ class OpenAIBackend(Backend):
         transport: str = "auto",
         n_per_request: bool = False,
         server_cooldown: float = 30.0,
+        max_model_len: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("openai backend: 'model' is required")
@@ -172,6 +176,20 @@ class OpenAIBackend(Backend):
         self.stats = {"attempts": 0, "retries": 0, "failed": 0}
         self._server_fingerprint: Any = _UNSET
         self._fingerprint_lock = threading.Lock()
+        if max_model_len is not None and (not isinstance(max_model_len, int) or max_model_len < 2):
+            raise ValueError(f"openai backend: max_model_len must be an integer >= 2, got {max_model_len!r}")
+        self._max_model_len = max_model_len
+
+    @property
+    def max_model_len(self) -> int | None:
+        """The served model's context in tokens: the ``max_model_len`` option, else what the server lists for
+        ``model`` in ``GET {base_url}/models`` (one request per instance, shared with the fingerprint probe),
+        else ``None`` (unknown: the OpenAI API lists none). The judge's length rule reads it
+        (``Judge.context_for``): a survey longer than the context is cut or refused with the numbers."""
+        if self._max_model_len is not None:
+            return self._max_model_len
+        value = self._probe().get("max_model_len")
+        return value if isinstance(value, int) and value > 0 else None
 
     # ------------------------------------------------------------------ public API
     def describe(self) -> dict[str, Any]:

@@ -126,13 +126,15 @@ def probe_models(urls: Sequence[str], model: str, headers: dict[str, str], timeo
         timeout: seconds per request.
 
     Returns:
-        ``{"url", "status", "error", "fingerprint", "errors"}``: the first answering server's URL, HTTP status and
-        fingerprint (64 hex characters or ``None``); ``error`` is set (and ``url`` is the last tried) only when no
+        ``{"url", "status", "error", "fingerprint", "max_model_len", "errors"}``: the first answering server's URL,
+        HTTP status, fingerprint (64 hex characters or ``None``) and the model's listed ``max_model_len`` (vLLM,
+        ``surveyalign serve``; ``None`` when not listed); ``error`` is set (and ``url`` is the last tried) only when no
         server answered; ``errors`` maps each server that did not answer to its error.
     """
     import httpx
 
-    out: dict[str, Any] = {"url": None, "status": None, "error": None, "fingerprint": None, "errors": {}}
+    out: dict[str, Any] = {"url": None, "status": None, "error": None, "fingerprint": None, "max_model_len": None,
+                           "errors": {}}
     for url in urls:
         out["url"] = url
         try:
@@ -150,5 +152,8 @@ def probe_models(urls: Sequence[str], model: str, headers: dict[str, str], timeo
                 extra = entry.get("surveyalign")
                 value = extra.get("fingerprint") if isinstance(extra, dict) else None
                 out["fingerprint"] = value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
+                length = entry.get("max_model_len")
+                out["max_model_len"] = length if isinstance(length, int) and not isinstance(length, bool) \
+                    and length > 0 else None
         return out
     return out

@@ -18,7 +18,9 @@ cap its own requests asked for: requests with different caps never share a batch
 The served backend's content fingerprint (:func:`~surveyalign.backends.fingerprint.served_fingerprint`: model,
 adapter and tokenizer digests, no paths) is published as ``"surveyalign": {"fingerprint": ...}`` in the
 ``/v1/models`` entry and in the ``x-surveyalign-fingerprint`` header of chat completions, so the ``openai``
-backend's cache identity follows the weights behind the server.
+backend's cache identity follows the weights behind the server. Each ``/v1/models`` entry also lists the model's
+context in tokens as ``max_model_len`` (as vLLM does), which the ``openai`` backend reads so that a survey longer
+than the context is cut or refused before it is sent.
 """
 
 from __future__ import annotations
@@ -222,7 +224,11 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         describe = getattr(model_backend, "describe", None)
         fingerprint = served_fingerprint(describe()) if callable(describe) else None
         headers[name] = {FINGERPRINT_HEADER: fingerprint} if fingerprint else None
+        context = next((v for v in (getattr(model_backend, "max_positions", None),
+                                     getattr(model_backend, "max_model_len", None)) if isinstance(v, int) and v > 0),
+                       None)  # published like vLLM, so clients can cut a long prompt before sending it
         entries.append({"id": name, "object": "model", "created": created, "owned_by": "surveyalign",
+                        **({"max_model_len": context} if context else {}),
                         **({"surveyalign": {"fingerprint": fingerprint}} if fingerprint else {})})
     token_text: dict[int, str] = {}
 

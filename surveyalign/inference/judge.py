@@ -117,8 +117,9 @@ class SurveyAlignJudge:
             The review record (JSON-serialisable): ``survey`` (the document's description), ``judge`` (the
             spec's settings), ``dimensions`` ({dimension: score, status, reason, rationale, synthesis, votes,
             n_samples, n_voted, n_unparsed, n_errors, vote_share, tie_break, samples (seed, score, rationale,
-            text, finish_reason, mean_logprob, error, parse_error), knowledge, prompt, adapter, fingerprint,
-            notes}), ``summary`` (n_scored, n_failed, n_refused) and ``warnings``.
+            text, finish_reason, mean_logprob, error, parse_error), knowledge, prompt, read (chars_read,
+            chars_total, tokens_read, tokens_total, cut, cut_at_char, counted, max_length, context: how much of
+            the survey the judge read), adapter, fingerprint, notes}), ``summary`` (n_scored, n_failed, n_refused) and ``warnings``.
         """
         bar = tqdm(total=len(self.spec.dimensions), desc=(document.title or document.source.name)[:40],
                    unit="dim", disable=not progress, leave=True)
@@ -180,7 +181,11 @@ class SurveyAlignJudge:
             "prompt": None if prompt is None else {
                 "prompt_tokens": prompt.prompt_tokens, "shortened_tokens": prompt.shortened_tokens,
                 "max_length": max_length, "max_length_from": origin, "has_knowledge": prompt.has_knowledge,
-                "template_hash": prompt.template_hash, "messages_hash": prompt.messages_hash},
+                "template_hash": prompt.template_hash, "messages_hash": prompt.messages_hash,
+                "context": self.judge.context_for(judgement.dimension)},
+            # how much of the survey the judge read (issue 21 D): characters (and tokens when counted), the cut
+            "read": None if prompt is None else {**prompt.reading(), "max_length": max_length,
+                                                 "context": self.judge.context_for(judgement.dimension)},
         }
 
     # ------------------------------------------------------------------ rationale synthesis (App. E)

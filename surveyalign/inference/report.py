@@ -22,7 +22,7 @@ from surveyalign.constants import VALID_SCORES
 from surveyalign.paths import resource_path
 from surveyalign.prompts import RUBRICS
 
-__all__ = ["judge_line", "render_html", "render_markdown", "vote_chart_svg", "write_comparison", "write_survey_report"]
+__all__ = ["judge_line", "reading_text", "render_html", "render_markdown", "vote_chart_svg", "write_comparison", "write_survey_report"]
 
 _TEMPLATES = resource_path("templates")
 _DASH = "–"
@@ -90,6 +90,30 @@ def judge_line(judge: Mapping[str, Any]) -> str:
             f"seed {judge.get('seed')}.")
 
 
+def reading_text(read: Mapping[str, Any] | None) -> str:
+    """One line saying how much of the survey the judge read on a dimension (issue 21 D).
+
+    Args:
+        read: the dimension record's ``read`` block (``None``: nothing was sent).
+
+    Returns:
+        e.g. ``"12,000 of 84,156 characters (512 of 20,311 tokens); cut at character 12,000"``, ``"84,156 of
+        84,156 characters (whole)"``, or ``"nothing sent"``.
+    """
+    if not read or read.get("chars_read") is None:
+        return "nothing sent"
+    text = f"{read['chars_read']:,} of {read['chars_total']:,} characters"
+    if read.get("tokens_total") is not None:
+        text += f" ({read['tokens_read']:,} of {read['tokens_total']:,} tokens)"
+    if read.get("cut"):
+        text += f"; cut at character {read['cut_at_char']:,}, the rest not read"
+    else:
+        text += " (whole)"
+    if read.get("counted") == "none":
+        text += "; length not checked (no tokenizer and no known context)"
+    return text
+
+
 def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
     votes = record.get("votes") or {}
     n_voted = int(record.get("n_voted") or 0)
@@ -112,6 +136,7 @@ def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
                            "best_sample": f"best winning sample's rationale ({synthesis.get('error')})"}.get(
                                synthesis.get("source"), ""),
         "reason": reason, "notes": notes, "samples": samples, "state": _state(record),
+        "read_text": reading_text(record.get("read")),
         "state_text": _score_text(record.get("score")) if record.get("score") is not None else _state(record),
         "agreement": _DASH if share is None else f"{share:.0%}",
         "counts_text": f"{n_voted}/{record.get('n_samples', 0)} parsed"
@@ -200,14 +225,15 @@ def render_markdown(review: Mapping[str, Any]) -> str:
     about = judge_line(review.get("judge") or {})
     lines = [f"# Review of {view['title']}", "", about, ""]
     lines += [f"> {w}" for w in [*(review.get("warnings") or []), *view["warnings"]]]
-    lines += ["", "| Dimension | Score | Votes (-2/-1/+1/+2/none) | Agreement |", "| --- | --- | --- | --- |"]
+    lines += ["", "| Dimension | Score | Votes (-2/-1/+1/+2/none) | Agreement | Survey read |",
+              "| --- | --- | --- | --- | --- |"]
     for d, record in (review.get("dimensions") or {}).items():
         votes = record.get("votes") or {}
         none = int(record.get("n_samples") or 0) - sum(int(v) for v in votes.values())
         counts = "/".join(str(votes.get(str(s), 0)) for s in VALID_SCORES) + f"/{none}"
         item = _dimension_view(d, record)
         lines.append(f"| {item['label']} | {item['state_text']} | "
-                     f"{counts} | {item['agreement']} |")
+                     f"{counts} | {item['agreement']} | {item['read_text']} |")
     for item in view["dimensions"]:
         lines += ["", f"## {item['label']}: {item['state_text']}", ""]
         lines.append(item["rationale"] if item["score"] is not None else

@@ -50,9 +50,15 @@ __all__ = ["TOO_LONG_TEXT", "DimensionOptions", "Judge", "JudgeRequest"]
 TOO_LONG_TEXT = "prompt too long for the model context"
 
 
+#: Characters per token of the length estimate used when no tokenizer is known (API judges); a common rule of
+#: thumb for English BPE vocabularies. Only a prompt over a known context by this estimate is refused.
+CHARS_PER_TOKEN = 4
+
+
 def _context_length(backend: Any) -> int | None:
-    """The model context (tokens) of a local backend: ``max_positions`` (transformers) or vLLM's
-    ``max_model_len``; ``None`` when unknown (API backends)."""
+    """The model context (tokens) of a backend: ``max_positions`` (transformers), vLLM's ``max_model_len``, or
+    the ``openai`` backend's ``max_model_len`` (its option, or what the server lists in ``/v1/models``); ``None``
+    when unknown."""
     for getter in (lambda b: b.max_positions, lambda b: b.max_model_len,
                    lambda b: b.llm.llm_engine.model_config.max_model_len):
         try:
@@ -219,15 +225,35 @@ class Judge:
                                       title=title).messages()
 
         template = build_judge_prompt(dim, "", protocol=self.protocol, knowledge=knowledge, title=title)
-        common = {"dimension": dim, "template_hash": template.template_hash, "has_knowledge": template.has_knowledge}
+        common = {"dimension": dim, "template_hash": template.template_hash, "has_knowledge": template.has_knowledge,
+                  "survey_chars": len(survey or "")}
         if not (survey or "").strip():
             return PreparedPrompt(**common, messages=None, messages_hash=None, status=MISSING_TEXT,
                                   reason="empty survey text: no call made")
         messages = build(survey)
         tok = self.tokenizer_for(dim)
         if tok is None:
-            return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages))
-
+            # no tokenizer (API judges): the survey is never sent whole past a known model context (the backend
+            # option max_model_len or the server's /v1/models entry); a characters / 4 estimate decides, and the
+            # refusal names the numbers. max_length (the training length rule) needs a tokenizer to cut.
+            max_new = self.settings.max_new_tokens
+            backend = self.backend_for(dim)
+            context = self.context_for(dim) if getattr(backend, "answers_from_model", True) else None
+            if context is None:
+                return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages),
+                                      read_chars=len(survey))
+            chars = sum(len(m.get("content") or "") for m in messages)
+            estimate = -(-chars // CHARS_PER_TOKEN)
+            if estimate + max_new > context:
+                return PreparedPrompt(
+                    **common, messages=messages, messages_hash=stable_hash(messages), status=PROMPT_TOO_LONG,
+                    counted="characters",
+                    reason=(f"{TOO_LONG_TEXT}: the prompt has {chars} characters (about {estimate} tokens at "
+                            f"{CHARS_PER_TOKEN} characters per token) + max_new_tokens={max_new} exceed the "
+                            f"server's context (max_model_len) of {context} tokens; name the judge's tokenizer to "
+                            f"cut the survey by the length rule, or shorten it (no call made)"))
+            return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages),
+                                  read_chars=len(survey), counted="characters")
         budget, max_new = self.options(dim).max_length, self.settings.max_new_tokens
 
         def count(text: str) -> int:
@@ -241,6 +267,7 @@ class Judge:
         limit = None if budget is None else budget - max_new
         if limit is not None and limit <= 0:
             return too_long(f"max_length={budget} leaves no room for a prompt with max_new_tokens={max_new}")
+        common["counted"] = "tokens"
         try:
             text, n_tokens, removed = fit_survey_text(survey, count, limit, tok)
         except ValueError:
@@ -254,8 +281,13 @@ class Judge:
                    else f"; set max_length (CLI: --max-length) to at most {context} to shorten the survey body")
             return too_long(f"{n_tokens} prompt tokens + max_new_tokens={max_new} exceed the context of "
                             f"{context}{cut}", prompt_tokens=n_tokens, shortened_tokens=removed)
+        try:  # the whole body's tokens, for "tokens read of total" in the reports
+            survey_tokens = len(tok(survey, add_special_tokens=False)["input_ids"])
+        except Exception:  # noqa: BLE001 - a counting stand-in without the tokenizer call: characters only
+            survey_tokens = None
         return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages),
-                              prompt_tokens=n_tokens, shortened_tokens=removed)
+                              prompt_tokens=n_tokens, shortened_tokens=removed, read_chars=len(text),
+                              survey_tokens=survey_tokens)
 
     def call_key(self, prepared: PreparedPrompt, sample: int, *, unit_id: str | None = None,
                  stage: str = "judge") -> str:

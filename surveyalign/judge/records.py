@@ -99,6 +99,12 @@ class PreparedPrompt:
         status: ``None`` when the prompt is sent; ``"missing_text"`` (empty survey) or ``"prompt_too_long"``
             (it cannot fit the budget or the model context) otherwise.
         reason: why it is not sent (``None`` when it is).
+        survey_chars: characters of the survey body given (the whole text).
+        read_chars: characters of the survey body in the prompt (``survey_chars`` when nothing was cut; the body
+            is cut at its end, so the judge read characters ``0 .. read_chars``); ``None`` when nothing is sent.
+        survey_tokens: tokens of the whole survey body when a tokenizer counted them (read + cut), else ``None``.
+        counted: how the length was checked: ``"tokens"`` (a tokenizer), ``"characters"`` (no tokenizer: a
+            characters / 4 estimate against a known context) or ``"none"`` (no tokenizer, no known limit).
     """
 
     dimension: str
@@ -110,6 +116,25 @@ class PreparedPrompt:
     shortened_tokens: int = 0
     status: str | None = None
     reason: str | None = None
+    survey_chars: int = 0
+    read_chars: int | None = None
+    survey_tokens: int | None = None
+    counted: str = "none"
+
+    def reading(self) -> dict[str, Any]:
+        """How much of the survey the judge read, for the reports (issue 21 D).
+
+        Returns:
+            ``{"chars_read", "chars_total", "tokens_read", "tokens_total", "cut", "cut_at_char", "counted"}``:
+            ``cut`` is True when the end of the body was left out (the judge read characters ``0 ..
+            cut_at_char``); token figures are ``None`` when no tokenizer counted them.
+        """
+        read = self.read_chars
+        cut = read is not None and read < self.survey_chars
+        tokens_read = None if self.survey_tokens is None else self.survey_tokens - self.shortened_tokens
+        return {"chars_read": read, "chars_total": self.survey_chars, "tokens_read": tokens_read,
+                "tokens_total": self.survey_tokens, "cut": cut, "cut_at_char": read if cut else None,
+                "counted": self.counted}
 
     @property
     def sendable(self) -> bool:
