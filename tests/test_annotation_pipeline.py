@@ -58,13 +58,13 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     reviews = read_reviews(tmp_path / "collected")
     assert [r.review_id for r in reviews] == [
         "f1000-5501-1-r1", "f1000-5501-1-r2", "moprd-8120-1-r1", "moprd-8120-2-r1", "openreview-fOr3st-1-r1",
-        "openreview-fOr3st-1-r2", "openreview-fOr3st-1-r3", "unknown-lit2024-1-r1"]
+        "openreview-fOr3st-1-r2", "openreview-fOr3st-1-r3", "unknown-lit2024-1-r1"]  # the meta-review is r3
     by_id = {r.review_id: r for r in reviews}
     assert (by_id["f1000-5501-1-r2"].reviewer, by_id["f1000-5501-1-r2"].date,
             by_id["f1000-5501-1-r2"].recommendation) == ("Bo Renner", "2022-04-12", "approve-with-reservations")
-    assert by_id["openreview-fOr3st-1-r1"].kind == "meta_review"
-    assert by_id["openreview-fOr3st-1-r2"].text.startswith("Summary: The paper surveys token pruning")
-    assert "Rating" not in by_id["openreview-fOr3st-1-r2"].text  # scores are not review text
+    assert by_id["openreview-fOr3st-1-r3"].kind == "meta_review"
+    assert by_id["openreview-fOr3st-1-r1"].text.startswith("Summary: The paper surveys token pruning")
+    assert "Rating" not in by_id["openreview-fOr3st-1-r1"].text  # scores are not review text
     assert by_id["moprd-8120-1-r1"].text.split("\n\n")[1] == ("Experimental design: The literature search strategy "
                                                               "misses two major databases.")
 
@@ -78,9 +78,9 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     annotations = {a["review_id"]: a for a in read_jsonl(tmp_path / "annotated" / "annotations.jsonl")}
     crit = annotations["f1000-5501-1-r2"]["dimensions"]["criticalness"]["snippets"][0]
     assert (crit["status"], crit["verbatim"], crit["span"]) == ("near", False, None)  # flagged, never verbatim
-    comp = annotations["openreview-fOr3st-1-r2"]["dimensions"]["comprehensiveness"]["snippets"]
+    comp = annotations["openreview-fOr3st-1-r1"]["dimensions"]["comprehensiveness"]["snippets"]
     assert [s["status"] for s in comp] == ["exact", "missing"]
-    text = by_id["openreview-fOr3st-1-r2"].text
+    text = by_id["openreview-fOr3st-1-r1"].text
     assert text[comp[0]["start"]:comp[0]["end"]] == comp[0]["text"]
     # a re-run resumes from calls.jsonl: no call is made
     calls = (tmp_path / "annotated" / "calls.jsonl").read_text()
@@ -158,6 +158,10 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert released[("moprd-8120-1-r1", "Criticalness")]["score"] == -1.0
     assert released[("f1000-5501-1-r2", "Criticalness")] == {"dimension": "Criticalness", "score": 2.0, "reasons": [
         "authors offer a thoughtful synthesis that goes well beyond listing prior studies"]}  # the people's span
+    grouped = [r for f in sorted(release.glob("*/grouped_*set.json")) for r in json.loads(f.read_text())]
+    assert len(grouped) == 7  # the two MOPRD rounds of reviewer 1 merged; the later round's label wins
+    merged = next(r for r in grouped if r["uid"] == "moprd-8120-2-r1")
+    assert {x["dimension"]: x["score"] for x in merged["result"]}["Criticalness"] == 1.0
     for r in raw:  # every released reason is the review's own words
         for x in r["result"]:
             assert all(reason in r["review_content"] for reason in x["reasons"])

@@ -147,7 +147,10 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
     for paper in sorted(by_paper):
         numbers: dict[str, int] = {}
         seen: set[tuple[str, int, str]] = set()
-        for rev in sorted(by_paper[paper], key=lambda r: (r.version, r.date, r.provenance.get("element", ""))):
+        # reviews before meta-reviews, then by date and place in the file: reviewers are numbered in this order
+        order = sorted(by_paper[paper], key=lambda r: (r.version, r.kind == "meta_review", r.date,
+                                                       r.provenance.get("element", "")))
+        for rev in order:
             key = (rev.reviewer or rev.provenance.get("element", ""), rev.version, rev.text)
             if key in seen:  # the same report read from two files (e.g. a v2 XML repeating v1's reports)
                 duplicates += 1
