@@ -1,21 +1,11 @@
-"""Reference resolution: is this candidate the cited paper? (SurveyReview §5.2.1, building R on a graph).
+"""Reference resolution against a citation graph (SurveyReview §5.2.1, building R on a graph).
 
-The safe rule, :func:`surveyalign.documents.same_paper`, is the one decision every package uses (knowledge
-augmentation, the autoraters' citation checks, PRISM, text fetching):
-
-1. identifiers first: equal DOIs (or equal arXiv ids) -> same paper; two *different* DOIs (or arXiv ids)
-   -> not the same paper, whatever the titles say;
-2. otherwise the normalised titles (:func:`normalise_title`) must agree with a ``rapidfuzz`` ratio of at
-   least ``min_title_score`` (default 92 out of 100), carry the same numbers (``GPT-3`` is not ``GPT-4``)
-   and the same negations (``not``, ``no``, ``without``: "X is not all you need" is not "X is all you
-   need"), **and** either the years agree within ``year_tolerance`` (default 1), or the first authors'
-   surnames agree, or both sides carry an abstract and the abstracts agree (``token_set_ratio`` >=
-   :data:`MIN_ABSTRACT_SCORE`; release records of SurveyReview have a title and an abstract only). A title
-   match with nothing to confirm it is rejected.
-
-A search's first hit is never taken as the answer: every candidate goes through the rule. :class:`Resolver`
-applies it against an in-memory index of graph papers (DOI, arXiv id, exact title, then a fuzzy look-up
-restricted to titles sharing a rare word) and keeps every reference, resolved or not, with the reason.
+Whether a candidate is the cited paper is decided by one rule, :func:`surveyalign.documents.same_paper`
+(identifiers first, then agreeing titles confirmed by year, first author or abstract; see
+``surveyalign/documents/matching.py``). A search's first hit is never taken as the answer: every candidate
+goes through the rule. :class:`Resolver` applies it against an in-memory index of graph papers (DOI, arXiv
+id, exact title, then a fuzzy look-up restricted to titles sharing a rare word) and keeps every reference,
+resolved or not, with the reason.
 """
 
 from __future__ import annotations
