@@ -72,6 +72,12 @@ class Generation:
             thinking / reasoning parts); kept for inspection, never read for a score. ``None`` when absent.
         refusal: the server's refusal text when the model declined to answer (``message.refusal``); the answer is
             then a parse failure with this text as its reason. ``None`` when absent.
+        prompt_tokens: prompt tokens of the request (the API's ``usage``; the tokenizer's count for local
+            engines); ``None`` when unknown. For ``n`` samples of one prompt each sample carries the prompt's count.
+        completion_tokens: tokens generated for this sample (reasoning included); ``None`` when unknown.
+        cached_tokens: how many of ``prompt_tokens`` the provider read from its prompt cache (``None``: unknown).
+        batch_id: the provider batch that answered it (OpenAI Batch / Anthropic Message Batches); ``None`` for a
+            direct call.
     """
 
     text: str
@@ -80,6 +86,10 @@ class Generation:
     error: str | None = None
     reasoning: str | None = None
     refusal: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    batch_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.error:

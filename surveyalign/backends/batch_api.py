@@ -1,0 +1,403 @@
+"""Provider batch APIs through the official SDKs: OpenAI Batch (Files + ``/v1/batches``) and Anthropic Message
+Batches. Half the price of direct calls, the provider's own queue and rate limits, results within 24 hours.
+
+One small interface (:class:`BatchAPI`) over both: ``submit`` a list of :class:`BatchRequest` (one chat prompt, one
+sample each; ``custom_id`` = the call's cache key), ``status`` of a batch, its ``results`` as
+:class:`BatchResult` (a :class:`~surveyalign.backends.Generation` with token usage and the batch id, and the
+outcome ``succeeded`` / ``errored`` / ``expired`` / ``canceled``), ``cancel``, and ``find`` a batch by the
+submission tag put in its metadata (OpenAI), so a submitter killed between the provider's accept and writing the
+batch id down can adopt the batch instead of sending it twice.
+
+Provider limits (documented by the providers, checked before sending): OpenAI 50,000 requests and 200 MB per
+input file; Anthropic 100,000 requests and 256 MB per batch. :func:`split_requests` cuts a list to fit.
+
+The ``openai`` SDK is a core dependency; ``anthropic`` is imported only when an Anthropic batch is made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from surveyalign.backends.base import Generation, GenerationSettings, Messages
+from surveyalign.backends.responses import normalise_message
+
+__all__ = ["AnthropicBatchAPI", "BatchAPI", "BatchRequest", "BatchResult", "BatchStatus", "OpenAIBatchAPI",
+           "make_batch_api", "split_requests"]
+
+#: Finish reasons of Anthropic's ``stop_reason`` in the OpenAI vocabulary the harness reads.
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """One request of a batch: one sample of one chat prompt.
+
+    Attributes:
+        custom_id: the request's id in the batch (the call's cache key: 64 hex characters, valid for both APIs).
+        messages: the chat messages.
+        settings: generation settings; ``seed`` = ``settings.seed + sample`` (OpenAI; Anthropic has no seed).
+        sample: sample index k.
+    """
+
+    custom_id: str
+    messages: Messages
+    settings: GenerationSettings
+    sample: int = 0
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """A batch as the provider reports it.
+
+    Attributes:
+        batch_id: the provider's id; status: the provider's word (OpenAI ``validating`` ... ``completed``,
+            ``failed``, ``expired``, ``cancelled``; Anthropic ``in_progress``, ``canceling``, ``ended``).
+        ended: no request will change any more (results can be read).
+        counts: the provider's request counts.
+        errors: batch-level errors (OpenAI validation), one line each.
+    """
+
+    batch_id: str
+    status: str
+    ended: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """The result of one request.
+
+    Attributes:
+        custom_id: the request's id.
+        generation: the answer (``error`` set unless ``outcome == "succeeded"``), with token usage and batch id.
+        outcome: ``"succeeded"``, ``"errored"``, ``"expired"`` or ``"canceled"``.
+    """
+
+    custom_id: str
+    generation: Generation
+    outcome: str
+
+
+class BatchAPI(Protocol):
+    """What a provider's batch client offers (:class:`OpenAIBatchAPI`, :class:`AnthropicBatchAPI`)."""
+
+    name: str
+    max_requests: int
+    max_bytes: int
+
+    def request_size(self, request: BatchRequest) -> int: ...
+    def submit(self, requests: Sequence[BatchRequest], *, tag: str) -> str: ...
+    def find(self, tag: str) -> str | None: ...
+    def status(self, batch_id: str) -> BatchStatus: ...
+    def results(self, batch_id: str) -> list[BatchResult]: ...
+    def cancel(self, batch_id: str) -> BatchStatus: ...
+
+
+def split_requests(requests: Sequence[BatchRequest], api: BatchAPI) -> list[list[BatchRequest]]:
+    """Cut ``requests`` into batches within ``api.max_requests`` and ``api.max_bytes``, in order.
+
+    Raises:
+        ValueError: one request alone is larger than ``api.max_bytes``.
+    """
+    out: list[list[BatchRequest]] = []
+    current: list[BatchRequest] = []
+    size = 0
+    for req in requests:
+        n = api.request_size(req)
+        if n > api.max_bytes:
+            raise ValueError(f"request {req.custom_id} is {n} bytes, over the {api.name} batch limit of "
+                             f"{api.max_bytes} bytes")
+        if current and (len(current) >= api.max_requests or size + n > api.max_bytes):
+            out.append(current)
+            current, size = [], 0
+        current.append(req)
+        size += n
+    if current:
+        out.append(current)
+    return out
+
+
+def _usage_generation(text: str, finish: str | None, *, batch_id: str, usage: dict[str, Any] | None,
+                      reasoning: str | None = None, refusal: str | None = None,
+                      mean_logprob: float | None = None) -> Generation:
+    usage = usage or {}
+    return Generation(text=text, finish_reason=finish, mean_logprob=mean_logprob, reasoning=reasoning,
+                      refusal=refusal, prompt_tokens=usage.get("prompt_tokens"),
+                      completion_tokens=usage.get("completion_tokens"), cached_tokens=usage.get("cached_tokens"),
+                      batch_id=batch_id)
+
+
+def _failed(batch_id: str, error: str) -> Generation:
+    return Generation(text="", finish_reason=None, mean_logprob=None, error=error, batch_id=batch_id)
+
+
+class OpenAIBatchAPI:
+    """OpenAI's Batch API through the ``openai`` SDK: a JSONL input file (Files API, ``purpose=batch``), a batch
+    on ``/v1/chat/completions`` with a 24 h completion window, results from the output and error files.
+
+    Args:
+        base_url: the API root (``https://api.openai.com/v1``; a local stand-in in tests).
+        api_key: the key (``None``: the SDK reads ``OPENAI_API_KEY``).
+        model: the model id of every request.
+        body: ``(messages, settings, sample) -> request body``; default: model, messages, temperature, top_p,
+            ``max_tokens_field`` = max_new_tokens, seed = settings.seed + sample, n = 1 (the live OpenAI backend
+            passes its own builder, so a batch sends what a direct call sends).
+        max_tokens_field: ``"max_completion_tokens"`` (OpenAI's current name) or ``"max_tokens"``.
+        timeout: seconds per HTTP request of the SDK; max_retries: the SDK's own retries of transient errors.
+    """
+
+    name = "openai"
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
+    endpoint = "/v1/chat/completions"
+
+    def __init__(self, *, base_url: str, api_key: str | None, model: str,
+                 body: Callable[[Messages, GenerationSettings, int], dict[str, Any]] | None = None,
+                 max_tokens_field: str = "max_completion_tokens", timeout: float = 120.0, max_retries: int = 4) -> None:
+        import openai
+
+        self.model = model
+        self.max_tokens_field = max_tokens_field
+        self._body = body or self._default_body
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout,
+                                    max_retries=max_retries)
+
+    def _default_body(self, messages: Messages, settings: GenerationSettings, sample: int) -> dict[str, Any]:
+        return {"model": self.model, "messages": list(messages), "temperature": settings.temperature,
+                "top_p": settings.top_p, self.max_tokens_field: settings.max_new_tokens,
+                "seed": settings.seed + sample, "n": 1}
+
+    def _line(self, req: BatchRequest) -> str:
+        body = {**self._body(req.messages, req.settings, req.sample), "n": 1}
+        return json.dumps({"custom_id": req.custom_id, "method": "POST", "url": self.endpoint, "body": body},
+                          ensure_ascii=False) + "\n"
+
+    def request_size(self, request: BatchRequest) -> int:
+        """Bytes of the request's line in the input file."""
+        return len(self._line(request).encode("utf-8"))
+
+    def submit(self, requests: Sequence[BatchRequest], *, tag: str) -> str:
+        """Upload the input file and create the batch; returns its id.
+
+        Raises:
+            ValueError: more than :attr:`max_requests` requests or :attr:`max_bytes` bytes.
+            openai.APIError: the provider refused the file or the batch.
+        """
+        data = "".join(self._line(r) for r in requests).encode("utf-8")
+        if len(requests) > self.max_requests or len(data) > self.max_bytes:
+            raise ValueError(f"{len(requests)} requests / {len(data)} bytes exceed one OpenAI batch "
+                             f"({self.max_requests} / {self.max_bytes}); split them with split_requests")
+        upload = self.client.files.create(file=(f"surveyalign-{tag}.jsonl", data), purpose="batch")
+        batch = self.client.batches.create(input_file_id=upload.id, endpoint=self.endpoint, completion_window="24h",
+                                           metadata={"surveyalign_submission": tag})
+        return batch.id
+
+    def find(self, tag: str) -> str | None:
+        """The id of the batch whose metadata holds submission ``tag`` (newest 100 batches), else ``None``."""
+        for batch in self.client.batches.list(limit=100):
+            if (batch.metadata or {}).get("surveyalign_submission") == tag:
+                return batch.id
+        return None
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """The batch's status; ``ended`` for completed, failed, expired and cancelled."""
+        b = self.client.batches.retrieve(batch_id)
+        counts = b.request_counts.model_dump() if b.request_counts else {}
+        errors = [f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
+                  for e in ((b.errors.data or []) if b.errors else [])]
+        return BatchStatus(batch_id, b.status, b.status in ("completed", "failed", "expired", "cancelled"),
+                           counts, errors)
+
+    def _file_lines(self, file_id: str | None) -> list[dict[str, Any]]:
+        if not file_id:
+            return []
+        text = self.client.files.content(file_id).text
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def results(self, batch_id: str) -> list[BatchResult]:
+        """Every request's result from the output and error files (requests of a failed or cancelled batch that
+        never ran are absent: the caller counts them as errors).
+
+        Raises:
+            openai.APIError: the files cannot be read.
+        """
+        from surveyalign.backends.openai_api import _mean_logprob
+
+        b = self.client.batches.retrieve(batch_id)
+        out: list[BatchResult] = []
+        for line in self._file_lines(b.output_file_id) + self._file_lines(b.error_file_id):
+            cid = line.get("custom_id")
+            response, error = line.get("response"), line.get("error")
+            if error and (error.get("code") == "batch_expired"):
+                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: request expired before the "
+                                                              f"24h window ended ({error.get('message')})"),
+                                       "expired"))
+                continue
+            status = (response or {}).get("status_code")
+            body = (response or {}).get("body") or {}
+            if error or status != 200:
+                detail = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+                detail = detail or (error or {}).get("message") or json.dumps(body)[:300]
+                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: HTTP {status}: {detail}"),
+                                       "errored"))
+                continue
+            try:
+                choice = body["choices"][0]
+                message = normalise_message(choice.get("message"))
+            except (KeyError, IndexError, TypeError, ValueError) as err:
+                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: malformed reply: {err}"), "errored"))
+                continue
+            usage = body.get("usage") or {}
+            counts = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+                      "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens")}
+            out.append(BatchResult(cid, _usage_generation(
+                message.text, choice.get("finish_reason"), batch_id=batch_id, usage=counts,
+                reasoning=message.reasoning, refusal=message.refusal, mean_logprob=_mean_logprob(choice)),
+                "succeeded"))
+        return out
+
+    def cancel(self, batch_id: str) -> BatchStatus:
+        """Ask the provider to cancel; returns the new status (``cancelling``)."""
+        self.client.batches.cancel(batch_id)
+        return self.status(batch_id)
+
+
+class AnthropicBatchAPI:
+    """Anthropic's Message Batches through the ``anthropic`` SDK (``client.messages.batches``).
+
+    A request's ``params`` are a Messages API call: system messages joined into ``system``, the others as
+    ``messages``, ``max_tokens`` = max_new_tokens, ``temperature``, and ``top_p`` only when below 1 (newer models
+    refuse both at once). The API has no seed: K samples of one prompt are K requests that differ in their ids.
+
+    Args:
+        base_url: the API root without ``/v1`` (``https://api.anthropic.com``; a trailing ``/v1`` is removed).
+        api_key: the key (``None``: the SDK reads ``ANTHROPIC_API_KEY``).
+        model: the model id; timeout, max_retries: the SDK's.
+    """
+
+    name = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
+
+    def __init__(self, *, base_url: str, api_key: str | None, model: str, timeout: float = 120.0,
+                 max_retries: int = 4) -> None:
+        import anthropic
+
+        self.model = model
+        root = base_url.rstrip("/")
+        root = root.removesuffix("/v1")
+        self.client = anthropic.Anthropic(base_url=root, api_key=api_key or "unused", timeout=timeout,
+                                          max_retries=max_retries)
+
+    def params(self, req: BatchRequest) -> dict[str, Any]:
+        """The Messages API parameters of one request."""
+        system = "\n\n".join(str(m["content"]) for m in req.messages if m.get("role") == "system")
+        params: dict[str, Any] = {
+            "model": self.model, "max_tokens": req.settings.max_new_tokens,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in req.messages if m.get("role") != "system"],
+            "temperature": min(req.settings.temperature, 1.0),
+        }
+        if system:
+            params["system"] = system
+        if req.settings.top_p < 1.0:
+            params["top_p"] = req.settings.top_p
+        return params
+
+    def request_size(self, request: BatchRequest) -> int:
+        """Bytes of the request in the batch body."""
+        return len(json.dumps({"custom_id": request.custom_id, "params": self.params(request)}).encode("utf-8"))
+
+    def submit(self, requests: Sequence[BatchRequest], *, tag: str) -> str:
+        """Create the batch; returns its id (``tag`` is not sent: Message Batches have no metadata).
+
+        Raises:
+            ValueError: more than :attr:`max_requests` requests.
+            anthropic.APIError: the provider refused the batch.
+        """
+        if len(requests) > self.max_requests:
+            raise ValueError(f"{len(requests)} requests exceed one Anthropic batch ({self.max_requests})")
+        batch = self.client.messages.batches.create(
+            requests=[{"custom_id": r.custom_id, "params": self.params(r)} for r in requests])
+        return batch.id
+
+    def find(self, tag: str) -> str | None:
+        """Always ``None``: Message Batches carry no metadata to find a submission by."""
+        return None
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """The batch's ``processing_status``; ``ended`` when it is ``ended``."""
+        b = self.client.messages.batches.retrieve(batch_id)
+        counts = b.request_counts.model_dump() if b.request_counts else {}
+        return BatchStatus(batch_id, b.processing_status, b.processing_status == "ended", counts)
+
+    def results(self, batch_id: str) -> list[BatchResult]:
+        """Every request's result (``succeeded``, ``errored``, ``expired``, ``canceled``).
+
+        Raises:
+            anthropic.APIError: the results cannot be read (e.g. the batch has not ended).
+        """
+        out: list[BatchResult] = []
+        for item in self.client.messages.batches.results(batch_id):
+            result = item.result
+            kind = result.type
+            if kind == "succeeded":
+                msg = result.message
+                texts = [b.text for b in msg.content if getattr(b, "type", None) == "text"]
+                thinking = [getattr(b, "thinking", "") for b in msg.content if getattr(b, "type", None) == "thinking"]
+                u = msg.usage
+                cached = int(getattr(u, "cache_read_input_tokens", 0) or 0)
+                created = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
+                usage = {"prompt_tokens": int(u.input_tokens or 0) + cached + created,
+                         "completion_tokens": int(u.output_tokens or 0), "cached_tokens": cached}
+                finish = _STOP_REASONS.get(msg.stop_reason or "", msg.stop_reason)
+                out.append(BatchResult(item.custom_id, _usage_generation(
+                    "".join(texts), finish, batch_id=batch_id, usage=usage,
+                    reasoning="\n\n".join(t for t in thinking if t) or None,
+                    refusal="refused" if msg.stop_reason == "refusal" else None), "succeeded"))
+            elif kind == "errored":
+                err = getattr(result.error, "error", None)
+                detail = f"{getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}"
+                out.append(BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: {detail}"), "errored"))
+            elif kind == "expired":
+                out.append(BatchResult(item.custom_id, _failed(
+                    batch_id, f"batch {batch_id}: request expired before the 24h window ended"), "expired"))
+            else:
+                out.append(BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: request canceled"),
+                                       "canceled"))
+        return out
+
+    def cancel(self, batch_id: str) -> BatchStatus:
+        """Ask the provider to cancel; returns the new status (``canceling``)."""
+        self.client.messages.batches.cancel(batch_id)
+        return self.status(batch_id)
+
+
+def make_batch_api(provider: str, *, base_url: str, api_key: str | None, model: str,
+                   body: Callable[[Messages, GenerationSettings, int], dict[str, Any]] | None = None,
+                   max_tokens_field: str = "max_completion_tokens", timeout: float = 120.0) -> BatchAPI:
+    """The batch client of ``provider``.
+
+    Args:
+        provider: ``"openai"``, ``"anthropic"``, or ``"auto"`` (anthropic when ``base_url`` is on
+            ``anthropic.com``, else openai).
+        base_url, api_key, model, body, max_tokens_field, timeout: as the clients take them.
+
+    Returns:
+        An :class:`OpenAIBatchAPI` or :class:`AnthropicBatchAPI`.
+
+    Raises:
+        ValueError: an unknown provider.
+        ImportError: ``anthropic`` is not installed (``pip install anthropic``).
+    """
+    if provider == "auto":
+        provider = "anthropic" if "anthropic.com" in base_url else "openai"
+    if provider == "openai":
+        return OpenAIBatchAPI(base_url=base_url, api_key=api_key, model=model, body=body,
+                              max_tokens_field=max_tokens_field, timeout=timeout)
+    if provider == "anthropic":
+        return AnthropicBatchAPI(base_url=base_url, api_key=api_key, model=model, timeout=timeout)
+    raise ValueError(f"batch provider must be openai, anthropic or auto, got {provider!r}")

@@ -1,0 +1,231 @@
+"""Calls through a provider batch API: submit, write the batch ids to the run folder, poll, collect.
+
+:func:`run_batches` is the batch counterpart of the live call executor: it takes the calls a run still has to make
+(each with its cache key), sends them as provider batches (:mod:`surveyalign.backends.batch_api`), and hands every
+answer to ``on_result`` (the run's call cache) once its batch has ended. Its memory is ``RUN_DIR/batches.jsonl``,
+an append-only log flushed and fsync'ed line by line:
+
+* ``{"event": "intent", "tag", "provider", "keys"}`` before a batch is sent;
+* ``{"event": "submitted", "tag", "batch_id", "provider", "keys", "time"}`` as soon as the provider accepted it;
+* ``{"event": "collected", "batch_id", "succeeded", "errored", "expired", "canceled", "missing", "time"}`` once
+  every answer of the batch is in the cache.
+
+So the same command run again (after a crash, a kill, or on purpose with ``wait: false``) never sends a call that
+sits in a submitted, uncollected batch: it polls those batches and collects them. An intent without its
+``submitted`` line (killed between the provider's accept and the write) is looked up by its tag (OpenAI keeps it in
+the batch metadata) and adopted; where the provider cannot be asked (Anthropic), its calls are sent again. A
+request that comes back errored, expired, canceled or missing is recorded as a failed answer (counted like any API
+error); the caller's usual retry of failed calls then sends it in a new batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from surveyalign.backends.base import Generation
+from surveyalign.backends.batch_api import BatchAPI, BatchRequest, split_requests
+
+__all__ = ["BATCHES_FILE", "BatchLog", "BatchOutcome", "run_batches"]
+
+BATCHES_FILE = "batches.jsonl"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class BatchLog:
+    """The ``batches.jsonl`` of a run folder (see the module docstring).
+
+    Args:
+        path: the log file (created on the first append).
+
+    Attributes:
+        records: every well-formed record, in order (a torn last line is skipped).
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.records: list[dict[str, Any]] = []
+        if self.path.exists():
+            for raw in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and "event" in rec:
+                    self.records.append(rec)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record, flushed and fsync'ed before returning (a batch id must survive a kill)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        needs_newline = self.path.exists() and self.path.stat().st_size > 0 and \
+            self.path.read_bytes()[-1:] != b"\n"
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(("\n" if needs_newline else "") + json.dumps(record, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.records.append(record)
+
+    def open_batches(self) -> dict[str, dict[str, Any]]:
+        """Submitted and not yet collected batches: batch id -> its ``submitted`` record."""
+        out: dict[str, dict[str, Any]] = {}
+        for rec in self.records:
+            if rec["event"] == "submitted":
+                out[rec["batch_id"]] = rec
+            elif rec["event"] == "collected":
+                out.pop(rec.get("batch_id"), None)
+        return out
+
+    def dangling_intents(self) -> list[dict[str, Any]]:
+        """``intent`` records with no ``submitted`` or ``abandoned`` record of the same tag."""
+        done = {r.get("tag") for r in self.records if r["event"] in ("submitted", "abandoned")}
+        return [r for r in self.records if r["event"] == "intent" and r.get("tag") not in done]
+
+
+@dataclass
+class BatchOutcome:
+    """What one :func:`run_batches` call did.
+
+    Attributes:
+        submitted_calls: calls sent in new batches by this call; submitted_batches: their ids.
+        adopted_batches: batches found by their tag after a kill (not sent again).
+        skipped_in_flight: calls not sent because a submitted, uncollected batch already holds them.
+        collected_calls: answers handed to ``on_result``; collected_batches: batches collected.
+        succeeded, errored, expired, canceled, missing: outcomes of the collected requests (``missing``: the batch
+            ended without a result for the request, e.g. a failed or cancelled batch).
+        open_batches: batches still running when this call returned (``wait=False`` or ``max_wait_s``).
+        provider: the batch API's name.
+    """
+
+    provider: str = ""
+    submitted_calls: int = 0
+    submitted_batches: list[str] = field(default_factory=list)
+    adopted_batches: list[str] = field(default_factory=list)
+    skipped_in_flight: int = 0
+    collected_calls: int = 0
+    collected_batches: list[str] = field(default_factory=list)
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+    missing: int = 0
+    open_batches: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        """Collected requests that did not succeed (counted as API errors)."""
+        return self.errored + self.expired + self.canceled + self.missing
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy (for ``run_config.json`` / ``metrics.json``)."""
+        from dataclasses import asdict
+
+        return {**asdict(self), "failed": self.failed}
+
+
+def _collect(api: BatchAPI, batch_id: str, rec: dict[str, Any], by_key: dict[str, Any],
+             on_result: Callable[[Any, Generation, float], None], log: BatchLog, outcome: BatchOutcome,
+             status_word: str, status_errors: list[str]) -> None:
+    results = {r.custom_id: r for r in api.results(batch_id)}
+    started = rec.get("epoch") or time.time()
+    seconds = max(0.0, time.time() - float(started))
+    counts = {"succeeded": 0, "errored": 0, "expired": 0, "canceled": 0, "missing": 0}
+    for key in rec["keys"]:
+        result = results.get(key)
+        if result is None:
+            why = f"; {'; '.join(status_errors)}" if status_errors else ""
+            generation = Generation(text="", finish_reason=None, mean_logprob=None, batch_id=batch_id,
+                                    error=f"batch {batch_id} ended {status_word} without a result for this "
+                                          f"request{why}")
+            kind = "missing"
+        else:
+            generation, kind = result.generation, result.outcome
+        counts[kind] += 1
+        call = by_key.get(key)
+        if call is not None:
+            on_result(call, generation, seconds)
+            outcome.collected_calls += 1
+    for kind, n in counts.items():
+        setattr(outcome, kind, getattr(outcome, kind) + n)
+    outcome.collected_batches.append(batch_id)
+    log.append({"event": "collected", "batch_id": batch_id, "status": status_word, **counts, "time": _now()})
+
+
+def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, Generation, float], None],
+                log_path: str | os.PathLike, *, wait: bool = True, poll_s: float = 30.0,
+                max_wait_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> BatchOutcome:
+    """Send ``calls`` as provider batches (those not already in one), then poll and collect.
+
+    Args:
+        calls: the calls still to make (``key``, ``messages``, ``settings``, ``sample``; e.g.
+            ``surveyalign.judge.Call``); calls with the same key are sent once.
+        api: the provider's batch client.
+        on_result: receives ``(call, generation, seconds)`` per collected answer (``seconds``: submission to
+            collection); ``generation.batch_id`` names the batch, its token counts are the provider's usage.
+        log_path: ``RUN_DIR/batches.jsonl``.
+        wait: poll until every open batch has ended; False: one pass (submit, collect what has ended) and return.
+        poll_s: seconds between polls; max_wait_s: stop waiting after this long (batches stay open, collected by
+            a later call).
+        sleep: the wait function (tests pass a fast one).
+
+    Returns:
+        :class:`BatchOutcome`; ``open_batches`` lists what is still running.
+
+    Raises:
+        ValueError: a single request exceeds the provider's size limit.
+        openai.APIError / anthropic.APIError: the provider refused a submission (nothing is logged as submitted
+            for it; its intent is marked abandoned so a re-run sends it again).
+    """
+    log = BatchLog(log_path)
+    outcome = BatchOutcome(provider=api.name)
+    for intent in log.dangling_intents():  # killed between the provider's accept and the "submitted" line
+        found = api.find(intent["tag"])
+        if found:
+            log.append({"event": "submitted", "tag": intent["tag"], "batch_id": found, "provider": api.name,
+                        "keys": intent["keys"], "epoch": intent.get("epoch"), "time": _now(), "adopted": True})
+            outcome.adopted_batches.append(found)
+        else:
+            log.append({"event": "abandoned", "tag": intent["tag"], "time": _now()})
+    in_flight = {k for rec in log.open_batches().values() for k in rec["keys"]}
+    by_key: dict[str, Any] = {}
+    for call in calls:
+        by_key.setdefault(call.key, call)
+    new = [c for k, c in by_key.items() if k not in in_flight]
+    outcome.skipped_in_flight = len(by_key) - len(new)
+    requests = [BatchRequest(c.key, list(c.messages), c.settings, c.sample) for c in new]
+    for chunk in split_requests(requests, api):
+        tag = uuid.uuid4().hex
+        keys = [r.custom_id for r in chunk]
+        epoch = time.time()
+        log.append({"event": "intent", "tag": tag, "provider": api.name, "keys": keys, "epoch": epoch,
+                    "time": _now()})
+        try:
+            batch_id = api.submit(chunk, tag=tag)
+        except Exception:
+            log.append({"event": "abandoned", "tag": tag, "time": _now()})
+            raise
+        log.append({"event": "submitted", "tag": tag, "batch_id": batch_id, "provider": api.name, "keys": keys,
+                    "epoch": epoch, "time": _now()})
+        outcome.submitted_calls += len(chunk)
+        outcome.submitted_batches.append(batch_id)
+    deadline = None if max_wait_s is None else time.monotonic() + max_wait_s
+    while True:
+        pending = log.open_batches()
+        for batch_id, rec in pending.items():
+            status = api.status(batch_id)
+            if status.ended:
+                _collect(api, batch_id, rec, by_key, on_result, log, outcome, status.status, status.errors)
+        still = list(log.open_batches())
+        if not still or not wait or (deadline is not None and time.monotonic() >= deadline):
+            outcome.open_batches = still
+            return outcome
+        sleep(poll_s)

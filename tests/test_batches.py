@@ -1,0 +1,194 @@
+"""Provider batch APIs (OpenAI Batch, Anthropic Message Batches) through the official SDKs against the local
+stand-in server (surveyalign.testing.batch_server): submit, poll, collect with token usage and batch ids; the batch
+ids are in RUN_DIR/batches.jsonl before anything else happens, so a process killed after submitting is followed by
+a run that collects without resubmitting; errored and expired requests are counted and retried in a new batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from surveyalign.backends import GenerationSettings
+from surveyalign.backends.batch_api import (
+    AnthropicBatchAPI,
+    BatchRequest,
+    make_batch_api,
+    split_requests,
+)
+from surveyalign.calls.batches import BatchLog, run_batches
+from surveyalign.testing.batch_server import FakeBatchServer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class _Call:  # the fields run_batches reads from a surveyalign Call
+    key: str
+    messages: list
+    settings: GenerationSettings
+    sample: int = 0
+
+
+def _calls(names: str = "ABCD") -> list[_Call]:
+    return [_Call(f"key-{x}", [{"role": "system", "content": "Rate the survey."},
+                               {"role": "user", "content": f"survey {x} has four sections"}],
+                  GenerationSettings(max_new_tokens=64, seed=3), sample=i) for i, x in enumerate(names)]
+
+
+def _fail_b_once_expire_c_once(body: dict, attempt: int) -> str:
+    text = json.dumps(body.get("messages"))
+    if "survey B" in text and attempt == 0:
+        return "error"
+    if "survey C" in text and attempt == 0:
+        return "expire"
+    return "ok"
+
+
+def _api(server: FakeBatchServer, provider: str):
+    url = server.openai_url if provider == "openai" else server.anthropic_url
+    return make_batch_api(provider, base_url=url, api_key="sk-test", model="judge-model")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_submit_collect_count_failures_and_retry_them_as_a_new_batch(tmp_path, provider):
+    got: dict = {}
+    log_path = tmp_path / "batches.jsonl"
+    with FakeBatchServer(outcome=_fail_b_once_expire_c_once) as server:
+        api = _api(server, provider)
+        out = run_batches(_calls(), api, lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        (batch_id,) = out.submitted_batches
+        assert (out.submitted_calls, out.collected_calls, out.succeeded, out.errored, out.expired) == (4, 4, 2, 1, 1)
+        assert out.failed == 2 and out.open_batches == [] and server.created == [batch_id]
+        a = got["key-A"]
+        assert a.error is None and a.text == "The survey is fine.$$$-1$$$" and a.batch_id == batch_id
+        # usage from the provider: prompt = words of the system + user messages, completion = words of the answer
+        assert (a.prompt_tokens, a.completion_tokens) == (3 + 5, 4)
+        assert "scripted per-request failure" in got["key-B"].error and got["key-B"].batch_id == batch_id
+        assert "expired" in got["key-C"].error
+        log = [json.loads(line) for line in log_path.read_text().splitlines()]
+        assert [r["event"] for r in log] == ["intent", "submitted", "collected"]
+        assert log[1]["batch_id"] == batch_id and sorted(log[1]["keys"]) == ["key-A", "key-B", "key-C", "key-D"]
+        assert (log[2]["succeeded"], log[2]["errored"], log[2]["expired"]) == (2, 1, 1)
+
+        failed = [c for c in _calls() if got[c.key].error]
+        again = run_batches(failed, api, lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        assert again.submitted_calls == 2 and again.succeeded == 2 and len(server.created) == 2
+        assert all(got[k].error is None for k in ("key-B", "key-C"))
+        assert got["key-B"].batch_id == again.submitted_batches[0] != batch_id
+    if provider == "openai":  # the request line is what a direct call sends: seed = seed + sample, n = 1
+        body = json.loads(api._line(BatchRequest("k", _calls()[2].messages, _calls()[2].settings, 2)))["body"]
+        assert (body["seed"], body["n"], body["max_completion_tokens"], body["model"]) == (5, 1, 64, "judge-model")
+
+
+_CHILD = """
+import sys
+from dataclasses import dataclass
+from surveyalign.backends import GenerationSettings
+from surveyalign.backends.batch_api import make_batch_api
+from surveyalign.calls.batches import run_batches
+
+@dataclass
+class C:
+    key: str
+    messages: list
+    settings: GenerationSettings
+    sample: int = 0
+
+provider, url, log = sys.argv[1:4]
+calls = [C(f"key-{x}", [{"role": "user", "content": f"survey {x}"}], GenerationSettings()) for x in "ABCD"]
+api = make_batch_api(provider, base_url=url, api_key="k", model="m")
+run_batches(calls, api, lambda c, g, s: None, log, poll_s=0.05)  # waits: the server never ends the batch
+"""
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_killed_after_submission_rerun_collects_without_resubmitting(tmp_path, provider):
+    script, log_path = tmp_path / "child.py", tmp_path / "batches.jsonl"
+    script.write_text(_CHILD)
+    with FakeBatchServer(complete_after=1e9) as server:
+        url = server.openai_url if provider == "openai" else server.anthropic_url
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        child = subprocess.Popen([sys.executable, str(script), provider, url, str(log_path)], env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while not (log_path.exists() and '"submitted"' in log_path.read_text()):
+                assert child.poll() is None and time.monotonic() < deadline, "the child never submitted"
+                time.sleep(0.05)
+            time.sleep(0.3)  # it is polling now
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+        assert len(server.created) == 1 and list(BatchLog(log_path).open_batches()) == server.created
+        server.complete_after = 0.0  # the provider finishes the batch
+        got: dict = {}
+        calls = [_Call(f"key-{x}", [{"role": "user", "content": f"survey {x}"}], GenerationSettings()) for x in "ABCD"]
+        out = run_batches(calls, _api(server, provider), lambda c, g, s: got.__setitem__(c.key, g), log_path,
+                          poll_s=0.01)
+        assert out.submitted_calls == 0 and out.skipped_in_flight == 4 and len(server.created) == 1
+        assert out.collected_batches == server.created and out.succeeded == 4
+        assert sorted(got) == ["key-A", "key-B", "key-C", "key-D"] and all(g.error is None for g in got.values())
+        assert sorted(server.requests_seen) == sorted(c.key for c in calls)  # each request ran once
+
+
+def test_killed_between_accept_and_log_line_adopts_the_batch_by_its_tag(tmp_path):
+    log_path = tmp_path / "batches.jsonl"
+    calls = _calls("AB")
+    with FakeBatchServer() as server:
+        api = _api(server, "openai")
+        log = BatchLog(log_path)
+        log.append({"event": "intent", "tag": "t1", "provider": "openai", "keys": [c.key for c in calls]})
+        batch_id = api.submit([BatchRequest(c.key, c.messages, c.settings) for c in calls], tag="t1")  # then killed
+        got: dict = {}
+        out = run_batches(calls, api, lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        assert out.adopted_batches == [batch_id] and out.submitted_calls == 0 and server.created == [batch_id]
+        assert out.succeeded == 2 and got["key-A"].batch_id == batch_id
+
+
+def test_wait_false_returns_open_batches_and_cancel_counts_missing(tmp_path):
+    log_path = tmp_path / "batches.jsonl"
+    with FakeBatchServer(complete_after=1e9) as server:
+        api = _api(server, "openai")
+        out = run_batches(_calls("AB"), api, lambda c, g, s: None, log_path, wait=False)
+        assert out.open_batches == out.submitted_batches and out.collected_calls == 0
+        status = api.cancel(out.open_batches[0])
+        assert status.status in ("cancelling", "cancelled")
+        got: dict = {}
+        again = run_batches(_calls("AB"), api, lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        assert again.submitted_calls == 0 and again.missing == 2 and again.failed == 2
+        assert "ended cancelled without a result" in got["key-A"].error
+        # an Anthropic batch cancelled in flight: every request comes back "canceled"
+        aapi = _api(server, "anthropic")
+        first = run_batches(_calls("CD"), aapi, lambda c, g, s: None, tmp_path / "a.jsonl", wait=False)
+        assert aapi.cancel(first.open_batches[0]).status in ("canceling", "ended")
+        done = run_batches(_calls("CD"), aapi, lambda c, g, s: None, tmp_path / "a.jsonl", poll_s=0.01)
+        assert done.canceled == 2 and done.submitted_calls == 0
+
+
+def test_expiry_of_a_whole_batch_and_provider_limits(tmp_path):
+    with FakeBatchServer(complete_after=1e9) as server:
+        api = _api(server, "anthropic")
+        first = run_batches(_calls("AB"), api, lambda c, g, s: None, tmp_path / "b.jsonl", wait=False)
+        server.expire_all()  # the 24 h window passes
+        got: dict = {}
+        out = run_batches(_calls("AB"), api, lambda c, g, s: got.__setitem__(c.key, g), tmp_path / "b.jsonl",
+                          poll_s=0.01)
+        assert first.open_batches and out.expired == 2 and "expired" in got["key-A"].error
+    assert isinstance(api, AnthropicBatchAPI)
+    params = api.params(BatchRequest("k", _calls()[0].messages, GenerationSettings(top_p=0.9)))
+    assert params["system"] == "Rate the survey." and [m["role"] for m in params["messages"]] == ["user"]
+    assert params["top_p"] == 0.9 and params["max_tokens"] == 512
+    api.max_requests = 3  # the provider's count limit, made small
+    chunks = split_requests([BatchRequest(f"k{i}", [{"role": "user", "content": "x"}], GenerationSettings())
+                             for i in range(7)], api)
+    assert [len(c) for c in chunks] == [3, 3, 1]
+    api.max_bytes = 10
+    with pytest.raises(ValueError, match="over the anthropic batch limit"):
+        split_requests([BatchRequest("k", [{"role": "user", "content": "x"}], GenerationSettings())], api)
