@@ -1,0 +1,229 @@
+"""Before the calls are sent: how many, how many tokens, what they cost and how long they take (``--plan``), and a
+cost cap that stops sending when the projected total would pass it (``--max-cost``).
+
+Pure bookkeeping over calls (anything with ``key``, ``dimension``, ``messages``); the caller says how to count a
+call's prompt tokens (the judge's tokenizer, or 4 characters per token when none is known), how many completion
+tokens to expect, which model answers it and whether it goes through a batch API. Prices come from
+:mod:`surveyalign.calls.cost`.
+
+Estimate of one call: ``prompt`` = the tokens the caller counts for its messages (0 for the second and later
+samples of a prompt whose K samples share one request or prefill), ``completion`` = the expected answer length
+(the mean of the answers already in the run's cache when there are some, else ``max_new_tokens``: an upper bound),
+cost = :meth:`surveyalign.calls.cost.ModelPrice.cost` with no cached tokens (an upper bound when the provider
+caches prompts). Time = calls x seconds per call / calls in flight, from the run's cached answers when it has
+them; ``None`` (unknown) otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from surveyalign.calls.cost import PriceTable
+
+__all__ = ["CallPlan", "CostCap", "chars_per_token_count", "estimate_calls"]
+
+#: Characters per token of the fallback count (English prose with BPE tokenizers: about 4).
+CHARS_PER_TOKEN = 4.0
+
+
+def chars_per_token_count(messages: Sequence[dict[str, Any]]) -> int:
+    """Approximate prompt tokens of chat ``messages``: characters of every content / 4, rounded up, + 4 per
+    message for the chat template's role markers."""
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    return int(-(-chars // CHARS_PER_TOKEN)) + 4 * len(messages)
+
+
+@dataclass
+class CallPlan:
+    """The estimate of a list of calls.
+
+    Attributes:
+        calls: calls to make; prompt_tokens, completion_tokens: estimated totals.
+        cost_usd: estimated cost of the priced calls (``None``: no call has a price).
+        unpriced_models: models without a price (local engines; their cost is GPU-hours, see ``seconds``).
+        seconds: estimated wall time (``None``: unknown, no answer timed yet).
+        by_dimension: dimension -> ``{"calls", "prompt_tokens", "completion_tokens", "cost_usd"}``.
+        token_source: how prompt tokens were counted (``"tokenizer"`` or ``"4 characters per token"``).
+        completion_source: where the completion estimate comes from.
+        prices_as_of: the price table's date.
+    """
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    unpriced_models: list[str] = field(default_factory=list)
+    seconds: float | None = None
+    by_dimension: dict[str, dict[str, Any]] = field(default_factory=dict)
+    token_source: str = "tokenizer"
+    completion_source: str = "max_new_tokens (upper bound)"
+    prices_as_of: str = ""
+
+    @property
+    def total_tokens(self) -> int:
+        """prompt + completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready copy with ``total_tokens``."""
+        from dataclasses import asdict
+
+        out = asdict(self)
+        out["total_tokens"] = self.total_tokens
+        if self.cost_usd is not None:
+            out["cost_usd"] = round(self.cost_usd, 6)
+        return out
+
+    def lines(self, *, spent_usd: float | None = None, cached_calls: int = 0) -> list[str]:
+        """Printable lines: totals, the cost (with what is already spent in the run), time, then per dimension."""
+        cost = "no price (local engine: GPU time only)" if self.cost_usd is None else f"${self.cost_usd:,.4f}"
+        out = [f"plan: {self.calls} call(s) to make ({cached_calls} already answered in the run folder)",
+               (f"  tokens: {self.prompt_tokens:,} prompt ({self.token_source}) + {self.completion_tokens:,} "
+               f"completion ({self.completion_source}) = {self.total_tokens:,}"),
+               f"  estimated cost: {cost}" + (f" (prices as of {self.prices_as_of})" if self.prices_as_of else "")]
+        if spent_usd:
+            out[-1] += f"; already spent in this run: ${spent_usd:,.4f}"
+        if self.unpriced_models:
+            out.append(f"  no price for: {', '.join(self.unpriced_models)} (add them with --prices FILE)")
+        out.append("  estimated time: " + ("unknown (no answer timed yet in this run)" if self.seconds is None
+                                           else f"{self.seconds / 60:,.1f} min"))
+        for dim, row in self.by_dimension.items():
+            c = "-" if row["cost_usd"] is None else f"${row['cost_usd']:,.4f}"
+            out.append(f"  {dim}: {row['calls']} call(s), {row['prompt_tokens']:,} + {row['completion_tokens']:,} "
+                       f"tokens, {c}")
+        return out
+
+
+def estimate_calls(calls: Sequence[Any], *, prompt_tokens: Callable[[Any], int],
+                   completion_tokens: Callable[[Any], int], prices: PriceTable,
+                   model_of: Callable[[Any], str | None], batch_of: Callable[[Any], bool] = lambda call: False,
+                   seconds_per_call: float | None = None, in_flight: int = 1,
+                   token_source: str = "tokenizer", completion_source: str = "max_new_tokens (upper bound)"
+                   ) -> CallPlan:
+    """Estimate calls, tokens, cost and time of ``calls`` before sending them.
+
+    Args:
+        calls: the calls (``dimension`` and whatever the callables read).
+        prompt_tokens: billed prompt tokens of a call (>= 0).
+        completion_tokens: expected completion tokens of a call (>= 0).
+        prices: the price table; model_of: the model answering a call; batch_of: whether it goes through a batch
+            API (batch prices).
+        seconds_per_call: mean seconds of one call in this run so far (``None``: unknown).
+        in_flight: calls answered at once (the backend's concurrency or batch size).
+        token_source, completion_source: how the counts were made (printed).
+
+    Returns:
+        :class:`CallPlan`.
+    """
+    plan = CallPlan(token_source=token_source, completion_source=completion_source, prices_as_of=prices.as_of)
+    unpriced: set[str] = set()
+    found: dict[str | None, Any] = {}
+    for call in calls:
+        model = model_of(call)
+        if model not in found:
+            hit = prices.lookup(model)
+            found[model] = hit[1] if hit else None
+            if hit is None:
+                unpriced.add(model or "unknown")
+        p, c = int(prompt_tokens(call)), int(completion_tokens(call))
+        cost = found[model].cost(p, c, batch=batch_of(call)) if found[model] is not None else None
+        row = plan.by_dimension.setdefault(str(getattr(call, "dimension", "-")),
+                                           {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None})
+        for target in (row, None):
+            if target is None:
+                plan.calls += 1
+                plan.prompt_tokens += p
+                plan.completion_tokens += c
+                if cost is not None:
+                    plan.cost_usd = (plan.cost_usd or 0.0) + cost
+            else:
+                target["calls"] += 1
+                target["prompt_tokens"] += p
+                target["completion_tokens"] += c
+                if cost is not None:
+                    target["cost_usd"] = (target["cost_usd"] or 0.0) + cost
+    plan.unpriced_models = sorted(unpriced)
+    if seconds_per_call is not None and calls:
+        plan.seconds = len(calls) * seconds_per_call / max(1, in_flight)
+    return plan
+
+
+class CostCap:
+    """Sends calls in chunks while the projected total stays under a cap (``--max-cost``).
+
+    The projection before each chunk is: USD already spent in the run (answers in its cache, at their counted
+    tokens) + USD counted for the answers of this invocation so far + the estimate of the next chunk. A chunk
+    that would pass the cap is not sent; what was sent stays in the cache, so a later run with a higher cap makes
+    only the rest.
+
+    Args:
+        cap_usd: the cap in USD (> 0).
+        spent_usd: USD already spent in the run before this invocation.
+        estimate: estimated USD of one call.
+
+    Attributes:
+        spent_usd: spent so far (before + this invocation's counted answers).
+        stopped: True once a chunk was held back.
+        held_back: calls not sent because of the cap.
+    """
+
+    def __init__(self, cap_usd: float, spent_usd: float, estimate: Callable[[Any], float]) -> None:
+        if cap_usd <= 0:
+            raise ValueError(f"--max-cost must be > 0 USD, got {cap_usd}")
+        self.cap_usd = float(cap_usd)
+        self.spent_usd = float(spent_usd)
+        self.estimate = estimate
+        self.stopped = False
+        self.held_back = 0
+
+    def add(self, cost_usd: float | None) -> None:
+        """Count the cost of one answer of this invocation (``None``: unpriced, counts 0)."""
+        self.spent_usd += cost_usd or 0.0
+
+    def chunks(self, calls: Sequence[Any], size: int) -> Any:
+        """Yield chunks of ``calls`` (``size`` each; the samples of one unit are never split) while
+        ``spent + estimate(chunk) <= cap``; the first chunk that would pass stops the iteration (``stopped``).
+
+        Callers must :meth:`add` each answer's cost before asking for the next chunk.
+        """
+        units: dict[tuple[str, str], list[Any]] = {}
+        for call in calls:
+            units.setdefault((str(getattr(call, "unit_id", "")), str(getattr(call, "stage", ""))), []).append(call)
+        groups = list(units.values())
+        i = sent = 0
+        while i < len(groups):
+            chunk: list[Any] = []
+            while i < len(groups) and (not chunk or len(chunk) + len(groups[i]) <= size):
+                chunk += groups[i]
+                i += 1
+            projected = self.spent_usd + sum(self.estimate(c) for c in chunk)
+            if projected > self.cap_usd:
+                # a smaller step: the units of this chunk one by one, as long as they fit
+                fitting: list[Any] = []
+                total = self.spent_usd
+                for group in _regroup(chunk):
+                    cost = sum(self.estimate(c) for c in group)
+                    if total + cost > self.cap_usd:
+                        break
+                    fitting += group
+                    total += cost
+                self.stopped = True
+                self.held_back = len(calls) - sent - len(fitting)
+                if fitting:
+                    yield fitting
+                return
+            sent += len(chunk)
+            yield chunk
+
+    def projected_total(self, remaining: Sequence[Any]) -> float:
+        """spent + the estimate of ``remaining`` calls (for the stop message)."""
+        return self.spent_usd + sum(self.estimate(c) for c in remaining)
+
+
+def _regroup(chunk: list[Any]) -> list[list[Any]]:
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for call in chunk:
+        groups.setdefault((str(getattr(call, "unit_id", "")), str(getattr(call, "stage", ""))), []).append(call)
+    return list(groups.values())
