@@ -1,0 +1,196 @@
+"""The Ray engine: one local judge backend per Ray worker, calls spread over the workers (``backend.kind: ray``).
+
+Each worker is a Ray actor that builds the configured engine once (``engine: transformers`` on CPU or one GPU,
+``engine: vllm`` with its own tensor / data parallel settings) with the same options an in-process backend takes
+(model, adapter, dtype, quantization, ...), so it runs the same chat template, seeded sampler and length rule. The
+driver's :meth:`RayBackend.agenerate` hands each request (the K samples of one unit) to an idle worker and awaits
+it; the call executor (:func:`surveyalign.calls.run_calls`) keeps ``concurrency`` requests in flight and appends
+every answer to ``calls.jsonl`` as it returns, so resume, reports and the cache behave exactly as in-process, and
+the cache keys are the in-process engine's (a run may switch between in-process and Ray and reuse its answers).
+
+Fault tolerance is Ray's: actors restart (``max_restarts``) and their pending calls are retried on the restarted
+worker (``max_task_retries``); a call whose worker cannot come back is recorded as an API error and made again on
+resume. A killed driver loses only the calls in flight.
+
+Cluster: ``address`` (or ``RAY_ADDRESS``) connects to a running cluster (``slurm/ray_cluster.slurm``); without
+one a local Ray instance with ``workers x num_cpus`` CPUs is started and shut down on :meth:`close`. ``ray`` is an
+optional extra (``pip install 'surveyalign[ray]'``), imported when the backend is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from surveyalign.backends.base import (
+    Backend,
+    Generation,
+    GenerationSettings,
+    Messages,
+    check_request,
+)
+
+__all__ = ["RayBackend"]
+
+
+class _EngineWorker:
+    """The body of one Ray actor: an in-process backend of ``engine`` built from ``options``."""
+
+    def __init__(self, engine: str, options: dict[str, Any]) -> None:
+        from surveyalign.backends import load_backend
+
+        self.backend = load_backend(engine, **options)
+
+    def describe(self) -> dict[str, Any]:
+        return self.backend.describe()
+
+    def check_settings(self, settings: dict[str, Any]) -> None:
+        self.backend.check_settings(GenerationSettings(**settings))
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def generate(self, prompts: list[Messages], settings: dict[str, Any], n: int) -> list[list[Generation]]:
+        return self.backend.generate(prompts, GenerationSettings(**settings), n)
+
+
+class RayBackend(Backend):
+    """Calls of a local engine spread over Ray workers (see the module docstring).
+
+    Args:
+        model: the model folder or Hub id (as for the engine).
+        engine: the in-process backend each worker builds: ``"transformers"`` or ``"vllm"``.
+        workers: Ray actors, >= 1 (one model copy each).
+        address: a running Ray cluster (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``); default
+            ``RAY_ADDRESS``, else a local instance.
+        num_gpus: GPUs per worker (0 on CPU; 1 for one replica per GPU; vLLM with ``tensor_parallel_size: T``
+            needs T).
+        num_cpus: CPUs per worker.
+        max_restarts: restarts of a dead worker, and retries of its pending calls.
+        concurrency: requests in flight from the driver (default: ``workers``).
+        **engine_options: options of the engine (``adapter``, ``dtype``, ``device``, ``quantization``, ...).
+
+    Raises:
+        ImportError: ``ray`` is not installed.
+        ValueError: ``workers < 1``, an unknown engine, or options the engine does not take.
+    """
+
+    name = "ray"
+
+    def __init__(self, model: str, engine: str = "transformers", workers: int = 2, address: str | None = None,
+                 num_gpus: float = 0.0, num_cpus: float = 1.0, max_restarts: int = 4,
+                 concurrency: int | None = None, **engine_options: Any) -> None:
+        try:
+            import ray
+        except ImportError as err:
+            raise ImportError("backend kind 'ray' needs the ray package: pip install 'surveyalign[ray]'") from err
+        from surveyalign.backends import BACKENDS, backend_class
+
+        if engine not in ("transformers", "vllm") or engine not in BACKENDS:
+            raise ValueError(f"ray engine must be transformers or vllm, got {engine!r}")
+        if int(workers) < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        import inspect
+
+        valid = set(inspect.signature(backend_class(engine).__init__).parameters) - {"self"}
+        unknown = sorted(set(engine_options) - valid)
+        if unknown:
+            raise ValueError(f"engine {engine!r} does not take option(s) {unknown}; valid options: {sorted(valid)}")
+        self.engine = engine
+        self.n_workers = int(workers)
+        self.address = address or os.environ.get("RAY_ADDRESS") or None
+        self.concurrency = int(concurrency or workers)
+        self._owns_ray = False
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "ignore_reinit_error": True}
+            if self.address:
+                kwargs["address"] = self.address
+            else:
+                kwargs["num_cpus"] = max(1, round(self.n_workers * num_cpus))
+                kwargs["runtime_env"] = {"env_vars": {k: v for k, v in os.environ.items()
+                                                      if k in ("PYTHONPATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
+                                                               "TOKENIZERS_PARALLELISM", "HF_HOME")}}
+            ray.init(**kwargs)
+            self._owns_ray = True
+        actor = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
+                           max_task_retries=max_restarts)(_EngineWorker)
+        options = {"model": model, **engine_options}
+        self._workers = [actor.remote(engine, options) for _ in range(self.n_workers)]
+        self._describe = ray.get(self._workers[0].describe.remote())  # the engine is built (models loaded) now
+        ray.get([w.describe.remote() for w in self._workers[1:]])
+        self._idle: dict[int, asyncio.Queue] = {}
+
+    # ------------------------------------------------------------------ interface
+    def describe(self) -> dict[str, Any]:
+        """The engine's own description (so cache keys equal the in-process engine's) plus ``ray`` (workers,
+        address), an operational entry left out of cache keys."""
+        return {**self._describe, "ray": {"workers": self.n_workers, "address": self.address or "local"}}
+
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """The engine's own check, run on a worker.
+
+        Raises:
+            ValueError: the engine refuses the settings.
+        """
+        import ray
+
+        try:
+            ray.get(self._workers[0].check_settings.remote(settings.model_dump()))
+        except ray.exceptions.RayTaskError as err:
+            cause = err.as_instanceof_cause()
+            raise (cause if isinstance(cause, ValueError) else ValueError(str(cause))) from None
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers (for fault-injection tests)."""
+        import ray
+
+        return ray.get([w.pid.remote() for w in self._workers])
+
+    async def agenerate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
+                        ) -> list[list[Generation]]:
+        """``n`` samples of each prompt, computed on the next idle worker.
+
+        Returns:
+            P lists of ``n`` generations; a worker lost for good gives failed generations (never raised).
+
+        Raises:
+            ValueError: invalid prompts or ``n``.
+        """
+        import ray
+
+        settings = check_request(prompts, settings, n)
+        loop = asyncio.get_running_loop()
+        idle = self._idle.get(id(loop))
+        if idle is None:
+            idle = asyncio.Queue()
+            for index in range(self.n_workers):
+                idle.put_nowait(index)
+            self._idle[id(loop)] = idle
+        index = await idle.get()
+        try:
+            return await self._workers[index].generate.remote(list(prompts), settings.model_dump(), n)
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as err:
+            failed = Generation.failed(f"ray worker {index}: {type(err).__name__}: {str(err).splitlines()[0]}")
+            return [[failed] * n for _ in prompts]
+        finally:
+            idle.put_nowait(index)
+
+    def close(self) -> None:
+        """Kill the workers, and shut the local Ray instance down when this backend started it."""
+        try:
+            import ray
+        except ImportError:  # pragma: no cover
+            return
+        for worker in getattr(self, "_workers", []):
+            try:
+                ray.kill(worker, no_restart=True)
+            except Exception:  # noqa: BLE001, S110 - already gone
+                pass
+        self._workers = []
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+            self._owns_ray = False
+        super().close()
