@@ -289,7 +289,8 @@ def gpu_hours(wall_seconds: float, gpus: int) -> float:
 
 def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
                     model_of: Callable[[Mapping[str, Any]], str | None],
-                    units_per_dimension: Mapping[str, int] | None = None) -> dict[str, Any]:
+                    units_per_dimension: Mapping[str, int] | None = None,
+                    dimension_of: Callable[[Mapping[str, Any]], str | None] | None = None) -> dict[str, Any]:
     """Tokens and cost of call records per dimension, per judge and in total.
 
     Args:
@@ -298,6 +299,7 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
         model_of: the model id that answered a record (e.g. from its ``stage`` and ``dimension`` through the run's
             backends); ``None``: unknown (counted, unpriced).
         units_per_dimension: units of the run per dimension (for the cost per 1,000 units).
+        dimension_of: the dimension a record counts under; default its ``dimension``, else its ``namespace``.
 
     Returns:
         ``{"prices": {...}, "by_dimension": {dim: totals}, "by_judge": {model: totals + "priced_as"},
@@ -315,7 +317,8 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
             priced_as[model] = hit[0] if hit else None
         price = prices.models[priced_as[model]] if priced_as[model] else None
         cost = call_cost(record, price)
-        dim = str(record.get("dimension") or "-")
+        dim = str((dimension_of(record) if dimension_of else None) or record.get("dimension")
+                  or record.get("namespace") or "-")
         by_dim.setdefault(dim, TokenTotals(units=units.get(dim, 0))).add(record, cost)
         by_judge.setdefault(model, TokenTotals(units=total.units)).add(record, cost)
         total.add(record, cost)
