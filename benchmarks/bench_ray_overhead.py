@@ -56,7 +56,7 @@ def main() -> int:
 
     local = TransformersBackend(model=str(model), device="cpu")
     t0 = time.perf_counter()
-    ray1 = RayBackend(model=str(model), workers=1, device="cpu")
+    ray1 = RayBackend(model=str(model), workers=1, engine_options={"device": "cpu"})
     startup = time.perf_counter() - t0
     local.generate(prompts[:1], settings, n=args.samples)  # warm-up
     ray1.generate(prompts[:1], settings, n=args.samples)
@@ -70,7 +70,7 @@ def main() -> int:
     local.close()
     ray1.close()
 
-    ray2 = RayBackend(model=str(model), workers=2, device="cpu")
+    ray2 = RayBackend(model=str(model), workers=2, engine_options={"device": "cpu"})
     ray2.generate(prompts[:2], settings, n=args.samples)
 
     async def both() -> float:

@@ -61,16 +61,19 @@ class RayBackend(Backend):
 
     Args:
         model: the model folder or Hub id (as for the engine).
+        adapter: one LoRA adapter folder; adapters: ``{name: folder}`` on one engine (as for the engine).
+        quantization, allow_base_mismatch: as for the engine (the adapter's training record decides ``"auto"``).
         engine: the in-process backend each worker builds: ``"transformers"`` or ``"vllm"``.
-        workers: Ray actors, >= 1 (one model copy each).
+        workers: Ray actors, >= 1 (one model copy each: data parallel).
         address: a running Ray cluster (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``); default
             ``RAY_ADDRESS``, else a local instance.
-        num_gpus: GPUs per worker (0 on CPU; 1 for one replica per GPU; vLLM with ``tensor_parallel_size: T``
-            needs T).
+        num_gpus: GPUs per worker (0 on CPU; 1 for one replica per GPU; vLLM with ``tensor_parallel_size: T`` in
+            ``engine_options`` needs T).
         num_cpus: CPUs per worker.
         max_restarts: restarts of a dead worker, and retries of its pending calls.
         concurrency: requests in flight from the driver (default: ``workers``).
-        **engine_options: options of the engine (``adapter``, ``dtype``, ``device``, ``quantization``, ...).
+        engine_options: further options of the engine (``device``, ``dtype``, ``batch_size``,
+            ``tensor_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``, ...).
 
     Raises:
         ImportError: ``ray`` is not installed.
@@ -79,9 +82,11 @@ class RayBackend(Backend):
 
     name = "ray"
 
-    def __init__(self, model: str, engine: str = "transformers", workers: int = 2, address: str | None = None,
-                 num_gpus: float = 0.0, num_cpus: float = 1.0, max_restarts: int = 4,
-                 concurrency: int | None = None, **engine_options: Any) -> None:
+    def __init__(self, model: str, adapter: str | None = None, adapters: dict[str, str] | None = None,
+                 quantization: str | dict[str, Any] | None = "auto", allow_base_mismatch: bool = False,
+                 engine: str = "transformers", workers: int = 2, address: str | None = None, num_gpus: float = 0.0,
+                 num_cpus: float = 1.0, max_restarts: int = 4, concurrency: int | None = None,
+                 engine_options: dict[str, Any] | None = None) -> None:
         try:
             import ray
         except ImportError as err:
@@ -94,10 +99,17 @@ class RayBackend(Backend):
             raise ValueError(f"workers must be >= 1, got {workers}")
         import inspect
 
+        engine_options = dict(engine_options or {})
         valid = set(inspect.signature(backend_class(engine).__init__).parameters) - {"self"}
         unknown = sorted(set(engine_options) - valid)
         if unknown:
-            raise ValueError(f"engine {engine!r} does not take option(s) {unknown}; valid options: {sorted(valid)}")
+            raise ValueError(f"engine_options: engine {engine!r} takes no option(s) {unknown}; valid: {sorted(valid)}")
+        options: dict[str, Any] = {"model": model, "quantization": quantization,
+                                   "allow_base_mismatch": allow_base_mismatch, **engine_options}
+        if adapter:
+            options["adapter"] = adapter
+        if adapters:
+            options["adapters"] = dict(adapters)
         self.engine = engine
         self.n_workers = int(workers)
         self.address = address or os.environ.get("RAY_ADDRESS") or None
@@ -117,7 +129,6 @@ class RayBackend(Backend):
             self._owns_ray = True
         actor = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
                            max_task_retries=max_restarts)(_EngineWorker)
-        options = {"model": model, **engine_options}
         self._workers = [actor.remote(engine, options) for _ in range(self.n_workers)]
         self._describe = ray.get(self._workers[0].describe.remote())  # the engine is built (models loaded) now
         ray.get([w.describe.remote() for w in self._workers[1:]])
