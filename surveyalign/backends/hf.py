@@ -422,6 +422,8 @@ class TransformersBackend(Backend):
         logprobs = sampler.token_logprobs(new_tokens)
         top = sampler.top_tokens()
         eos = set(self.eos_token_ids)
+        # the prompt's tokens are counted once per job (its samples share one prefill), on the job's first row
+        first_rows = {sum(repeats[:j]) for j in range(len(jobs))} if self.shared_prefill else set(range(len(rows)))
         details = []
         for row, ids in enumerate(new_tokens.tolist()):
             stop = next((k for k, token in enumerate(ids) if token in eos), None)
@@ -434,7 +436,8 @@ class TransformersBackend(Backend):
                 for k in range(min(len(kept), top[0].shape[1]))]
             details.append(DetailedGeneration(
                 Generation(text=text, finish_reason="length" if stop is None else "stop",
-                           mean_logprob=mean_or_none(row_logprobs)),
+                           mean_logprob=mean_or_none(row_logprobs),
+                           prompt_tokens=len(rows[row]) if row in first_rows else 0, completion_tokens=len(kept)),
                 token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row]),
                 top_logprobs=alternatives))
         return details

@@ -299,12 +299,15 @@ class VLLMBackend(Backend):
         outputs = self.llm.generate([r[1] for r in requests], [r[2] for r in requests], lora_request=lora,
                                     use_tqdm=False)
         rows: list[list[Generation]] = [[] for _ in prompts]
-        for (p, _, _), output in zip(requests, outputs):
-            rows[p].extend(_to_generation(completion) for completion in output.outputs)
+        for (p, prompt, _), output in zip(requests, outputs):
+            for completion in output.outputs:
+                # the prompt's tokens count once per prompt: its later samples reuse the prefix cache
+                first = not rows[p]
+                rows[p].append(_to_generation(completion, len(prompt["prompt_token_ids"]) if first else 0))
         return [row * n if len(row) == 1 and n > 1 else row for row in rows]
 
 
-def _to_generation(completion: Any) -> Generation:
+def _to_generation(completion: Any, prompt_tokens: int | None = None) -> Generation:
     values: list[float] = []
     if completion.logprobs:
         for token_id, step in zip(completion.token_ids, completion.logprobs):
@@ -314,4 +317,5 @@ def _to_generation(completion: Any) -> Generation:
     mean = mean_or_none(values)
     if mean is None and getattr(completion, "cumulative_logprob", None) is not None and completion.token_ids:
         mean = float(completion.cumulative_logprob) / len(completion.token_ids)
-    return Generation(text=completion.text, finish_reason=completion.finish_reason, mean_logprob=mean)
+    return Generation(text=completion.text, finish_reason=completion.finish_reason, mean_logprob=mean,
+                      prompt_tokens=prompt_tokens, completion_tokens=len(completion.token_ids or ()))
