@@ -30,7 +30,7 @@ $(STAMP): setup.cfg pyproject.toml
 	@# numpy comes with the next step: torch's "Failed to initialize NumPy" warning here does not concern the user
 	@$(BIN)/python -W "ignore:Failed to initialize NumPy:UserWarning" \
 		-c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
-	$(BIN)/pip install -q -c $(VENV)/torch-constraint.txt -e '.[train,dev]'
+	$(BIN)/pip install -q -c $(VENV)/torch-constraint.txt -e '.[train,dev,ray]'
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -46,14 +46,24 @@ class _EngineWorker:
     def describe(self) -> dict[str, Any]:
         return self.backend.describe()
 
+    def facts(self) -> dict[str, Any]:
+        """What the driver needs besides ``describe()``: context length and the adapters' paths / fingerprints."""
+        return {"max_positions": getattr(self.backend, "max_positions", None),
+                "max_model_len": getattr(self.backend, "max_model_len", None),
+                "adapter_paths": dict(getattr(self.backend, "adapter_paths", {}) or {}),
+                "adapter_fingerprints": dict(getattr(self.backend, "adapter_fingerprints", {}) or {})}
+
     def check_settings(self, settings: dict[str, Any]) -> None:
         self.backend.check_settings(GenerationSettings(**settings))
 
     def pid(self) -> int:
         return os.getpid()
 
-    def generate(self, prompts: list[Messages], settings: dict[str, Any], n: int) -> list[list[Generation]]:
-        return self.backend.generate(prompts, GenerationSettings(**settings), n)
+    def generate(self, prompts: list[Messages], settings: dict[str, Any], n: int,
+                 adapter_name: str | None = None) -> list[list[Generation]]:
+        if adapter_name is None:
+            return self.backend.generate(prompts, GenerationSettings(**settings), n)
+        return self.backend.generate(prompts, GenerationSettings(**settings), n, adapter_name=adapter_name)
 
 
 class RayBackend(Backend):
@@ -132,6 +142,18 @@ class RayBackend(Backend):
         self._workers = [actor.remote(engine, options) for _ in range(self.n_workers)]
         self._describe = ray.get(self._workers[0].describe.remote())  # the engine is built (models loaded) now
         ray.get([w.describe.remote() for w in self._workers[1:]])
+        facts = ray.get(self._workers[0].facts.remote())
+        self.max_positions = facts["max_positions"]
+        self.max_model_len = facts["max_model_len"]
+        self.adapter_paths: dict[str, str] = facts["adapter_paths"]
+        self.adapter_fingerprints: dict[str, Any] = facts["adapter_fingerprints"]
+        self.model_path = str(self._describe.get("model") or model)
+        self.batch_size = int(engine_options.get("batch_size", 8)) * self.n_workers
+        from transformers import (
+            AutoTokenizer,  # the driver counts prompt tokens with the engine's tokenizer
+        )
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self._describe.get("tokenizer") or self.model_path))
         self._idle: dict[int, asyncio.Queue] = {}
 
     # ------------------------------------------------------------------ interface
@@ -153,6 +175,56 @@ class RayBackend(Backend):
         except ray.exceptions.RayTaskError as err:
             cause = err.as_instanceof_cause()
             raise (cause if isinstance(cause, ValueError) else ValueError(str(cause))) from None
+
+    def render(self, messages: Messages, settings: GenerationSettings) -> str:
+        """The engine's chat rendering (same template, ``enable_thinking``), done in the driver."""
+        from surveyalign.backends.chat import render_chat
+
+        return render_chat(self.tokenizer, list(messages), enable_thinking=settings.enable_thinking)
+
+    def adapter_view(self, name: str) -> Any:
+        """The backend of adapter ``name`` (every worker holds every adapter; calls carry the name).
+
+        Raises:
+            KeyError: no adapter of that name was loaded.
+        """
+        from surveyalign.backends.adapters import AdapterView
+
+        if name not in self.adapter_paths:
+            raise KeyError(f"ray backend: no adapter named {name!r}; loaded: {sorted(self.adapter_paths)}")
+        return AdapterView(self, name)
+
+    def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1,
+                 adapter_name: str | None = None) -> list[list[Generation]]:
+        """``n`` samples of each prompt; the prompts are split into one contiguous share per worker, run at once.
+
+        Args:
+            prompts: P chat prompts; settings: sampling settings; n: samples per prompt.
+            adapter_name: the adapter to use (adapter views pass it); ``None``: the engine's default.
+
+        Returns:
+            P lists of ``n`` generations in prompt order; a worker lost for good gives failed generations.
+
+        Raises:
+            ValueError: invalid prompts or ``n``.
+        """
+        import ray
+
+        settings = check_request(prompts, settings, n)
+        if not prompts:
+            return []
+        share = -(-len(prompts) // self.n_workers)
+        parts = [list(prompts[i:i + share]) for i in range(0, len(prompts), share)]
+        refs = [self._workers[w].generate.remote(part, settings.model_dump(), n, adapter_name)
+                for w, part in enumerate(parts)]
+        out: list[list[Generation]] = []
+        for w, (ref, part) in enumerate(zip(refs, parts)):
+            try:
+                out += ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as err:
+                failed = Generation.failed(f"ray worker {w}: {type(err).__name__}: {str(err).splitlines()[0]}")
+                out += [[failed] * n for _ in part]
+        return out
 
     def worker_pids(self) -> list[int]:
         """Process ids of the workers (for fault-injection tests)."""

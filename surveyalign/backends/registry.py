@@ -17,6 +17,7 @@ BACKENDS: dict[str, str] = {
     "vllm": "surveyalign.backends.vllm_backend:VLLMBackend",
     "constant": "surveyalign.backends.simple:ConstantBackend",
     "scripted": "surveyalign.backends.simple:ScriptedBackend",
+    "ray": "surveyalign.backends.ray_backend:RayBackend",
 }
 
 

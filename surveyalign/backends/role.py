@@ -59,7 +59,7 @@ class BackendConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: str = Field(..., description="openai | transformers | vllm | constant | scripted")
+    kind: str = Field(..., description="openai | transformers | vllm | ray | constant | scripted")
     options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of load_backend")
     per_dimension: dict[DimensionName, dict[str, Any]] = Field(
         default_factory=dict, description="dimension -> options merged over `options` for that dimension"

@@ -47,7 +47,7 @@ __all__ = ["OPERATIONAL_KEYS", "CallCache", "Check", "backend_identity", "call_k
 #: resumed run with another concurrency, timeout or device still reuses its cached answers.
 OPERATIONAL_KEYS = frozenset({"concurrency", "timeout", "max_retries", "backoff_initial", "backoff_max",
                               "max_retry_after", "api_key_env", "api_key_present", "batch_size", "device",
-                              "transport"})
+                              "transport", "ray"})
 
 
 def backend_identity(backend: Any) -> dict[str, Any]:

@@ -69,7 +69,7 @@ def _one_base_adapters(cfg: BackendConfig, dimensions: Sequence[str | None]
     dimension on one base): one transformers / vLLM backend with ``adapters={dimension: folder}``, each dimension
     judged by its adapter's view. ``None`` when that does not apply (other kinds, other differing options, fewer
     than two distinct adapters)."""
-    if cfg.kind not in ("transformers", "vllm"):
+    if cfg.kind not in ("transformers", "vllm", "ray"):
         return None
     dims = [d for d in dimensions if d is not None]
     per = {d: cfg.options_for(d) for d in dims}

@@ -1,0 +1,110 @@
+"""The Ray engine (backend kind ``ray``) on CPU in local mode with 2 workers and the tiny model: the sample test split
+judged with the same predictions as the in-process transformers backend for the same seeds; a worker killed
+mid-run has its calls retried by Ray; a driver killed mid-run is followed by a re-run that repeats no finished call.
+Slow (a local Ray instance starts in 30-120 s on a loaded CPU machine); needs ``pip install 'surveyalign[ray]'``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("ray")
+
+from surveyalign.evaluation import EvalConfig, run_evaluation
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+#: 2 units per dimension x 4 dimensions x K=2 samples = 16 calls, sampled at T=0.7 with seeds 5, 6.
+GENERATION = {"temperature": 0.7, "max_new_tokens": 8, "seed": 5}
+
+
+def _data(dataset: Path, out: Path, backend: dict, name: str) -> dict:
+    return {"name": name, "dataset": str(dataset), "output_dir": str(out), "run_name": name, "progress": False,
+            "bootstrap": 0, "limit": 2, "samples_per_unit": 2, "generation": GENERATION, "backend": backend}
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _predictions(run: Path) -> list[tuple]:
+    return [(p["unit_id"], p["status"], p.get("score"), p.get("rationale")) for p in _lines(run / "predictions.jsonl")]
+
+
+def _ray_backend(model: Path) -> dict:
+    return {"kind": "ray", "options": {"model": str(model), "workers": 2, "engine": "transformers",
+                                       "engine_options": {"device": "cpu"}}}
+
+
+def test_same_predictions_as_in_process_and_a_killed_worker_is_retried(tiny_model_dir, dataset_dir, tmp_path):
+    from surveyalign.backends import load_backend
+
+    local = run_evaluation(EvalConfig.from_dict(_data(
+        dataset_dir, tmp_path, {"kind": "transformers", "options": {"model": str(tiny_model_dir), "device": "cpu"}},
+        "inproc")))
+    assert local.counts["total"] == 8 and len(_lines(local.run_dir / "calls.jsonl")) == 16
+
+    backend = load_backend("ray", **_ray_backend(tiny_model_dir)["options"])
+    try:
+        pids = backend.worker_pids()
+        calls_path = tmp_path / "ray" / "calls.jsonl"
+        killed: list[int] = []
+
+        def kill_one_worker_mid_run() -> None:
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                if calls_path.exists() and len(calls_path.read_text().splitlines()) >= 4:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+                time.sleep(0.02)
+
+        killer = threading.Thread(target=kill_one_worker_mid_run, daemon=True)
+        killer.start()
+        ray_run = run_evaluation(EvalConfig.from_dict(_data(dataset_dir, tmp_path, _ray_backend(tiny_model_dir),
+                                                            "ray")), backend=backend)
+        killer.join(timeout=5)
+        assert killed, "the worker was never killed (the run finished before 4 calls were written?)"
+        assert backend.worker_pids()[0] != pids[0]  # Ray restarted the actor
+    finally:
+        backend.close()
+    records = _lines(ray_run.run_dir / "calls.jsonl")
+    assert len(records) == 16 and not [r for r in records if r["error"]]  # the lost calls were retried, not failed
+    assert _predictions(ray_run.run_dir) == _predictions(local.run_dir)  # same seeds, same answers
+    # the cache keys are the in-process engine's: the in-process run's cache answers every Ray call
+    assert {r["key"] for r in records} == {r["key"] for r in _lines(local.run_dir / "calls.jsonl")}
+
+
+def test_driver_killed_mid_run_rerun_repeats_no_finished_call(tiny_model_dir, dataset_dir, tmp_path):
+    config = tmp_path / "ray.yaml"
+    config.write_text(yaml.safe_dump(_data(dataset_dir, tmp_path, _ray_backend(tiny_model_dir), "driver")))
+    calls_path = tmp_path / "driver" / "calls.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "surveyalign", "evaluate", "--config", str(config)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not (calls_path.exists() and len(calls_path.read_text().splitlines()) >= 4):
+            assert proc.poll() is None and time.monotonic() < deadline, "the driver never wrote 4 calls"
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver and the local Ray instance it started
+        proc.wait()
+    first = {r["key"] for r in _lines(calls_path) if not r.get("error")}
+    assert 4 <= len(first) < 16
+    result = run_evaluation(EvalConfig.from_yaml(config))
+    counts = Counter(r["key"] for r in _lines(calls_path))
+    assert result.calls["cached"] == len(first) and result.calls["made"] == 16 - len(first)
+    assert all(counts[key] == 1 for key in first)  # no finished call was made again
+    assert len(counts) == 16 and result.counts["total"] == 8
