@@ -464,19 +464,47 @@ class OpenAIBackend(Backend):
                 raise RetryableError(detail, parse_retry_after(retry_after))
             raise FatalError(detail)
         try:
-            choices = json.loads(text)["choices"]
+            reply = json.loads(text)
+            choices = reply["choices"]
             messages = [normalise_message(choice.get("message")) for choice in choices]
             if not messages:
                 raise IndexError("no choices")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise FatalError(f"malformed reply from {url}: {type(exc).__name__}: "
                              f"{redact_secrets(f'{exc}: {text[:2000]}')[:400]}") from exc
+        usage = usage_per_choice(reply.get("usage"), len(choices))
         out = [Generation(text=m.text, finish_reason=c.get("finish_reason"), mean_logprob=_mean_logprob(c),
-                          reasoning=m.reasoning, refusal=m.refusal) for c, m in zip(choices, messages)]
+                          reasoning=m.reasoning, refusal=m.refusal, **u)
+               for c, m, u in zip(choices, messages, usage)]
         missing = body["n"] - len(out)
         if missing > 0:
             out += [Generation.failed(f"{url} returned {len(out)} of {body['n']} choices")] * missing
         return out
+
+
+def usage_per_choice(usage: Any, n: int) -> list[dict[str, int | None]]:
+    """Split a chat completion's ``usage`` over its ``n`` choices: the prompt (and its cached part) is billed once,
+    so it goes to the first choice (0 on the others); completion tokens are shared out evenly (the remainder to the
+    first choices).
+
+    Args:
+        usage: the reply's ``usage`` object (``prompt_tokens``, ``completion_tokens``,
+            ``prompt_tokens_details.cached_tokens``), or ``None`` when the server sent none.
+        n: choices in the reply (>= 1).
+
+    Returns:
+        ``n`` dicts with ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` (``None`` where unknown).
+    """
+    if not isinstance(usage, dict):
+        return [{"prompt_tokens": None, "completion_tokens": None, "cached_tokens": None} for _ in range(n)]
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    out = []
+    for i in range(n):
+        share = None if completion is None else completion // n + (1 if i < completion % n else 0)
+        out.append({"prompt_tokens": prompt if i == 0 else (None if prompt is None else 0),
+                    "completion_tokens": share, "cached_tokens": cached if i == 0 else (None if cached is None else 0)})
+    return out
 
 
 def _mean_logprob(choice: dict[str, Any]) -> float | None:

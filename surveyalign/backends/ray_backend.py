@@ -3,10 +3,11 @@
 Each worker is a Ray actor that builds the configured engine once (``engine: transformers`` on CPU or one GPU,
 ``engine: vllm`` with its own tensor / data parallel settings) with the same options an in-process backend takes
 (model, adapter, dtype, quantization, ...), so it runs the same chat template, seeded sampler and length rule. The
-driver's :meth:`RayBackend.agenerate` hands each request (the K samples of one unit) to an idle worker and awaits
-it; the call executor (:func:`surveyalign.calls.run_calls`) keeps ``concurrency`` requests in flight and appends
-every answer to ``calls.jsonl`` as it returns, so resume, reports and the cache behave exactly as in-process, and
-the cache keys are the in-process engine's (a run may switch between in-process and Ray and reuse its answers).
+driver's :meth:`RayBackend.agenerate` hands the requests waiting (the K samples of one unit each) to the next idle
+worker in groups of up to ``batch_size`` prompts, and awaits them; the call executor (``run_calls``) keeps
+``concurrency`` requests in flight and appends every answer to ``calls.jsonl`` as it returns, so resume, reports
+and the cache behave exactly as in-process, and the cache keys are the in-process engine's (a run may switch
+between in-process and Ray and reuse its answers).
 
 Fault tolerance is Ray's: actors restart (``max_restarts``) and their pending calls are retried on the restarted
 worker (``max_task_retries``); a call whose worker cannot come back is recorded as an API error and made again on
@@ -81,7 +82,9 @@ class RayBackend(Backend):
             ``engine_options`` needs T).
         num_cpus: CPUs per worker.
         max_restarts: restarts of a dead worker, and retries of its pending calls.
-        concurrency: requests in flight from the driver (default: ``workers``).
+        concurrency: requests in flight from the driver (default: ``workers`` x ``batch_size``).
+        batch_size: prompts per worker call (default: the engine's ``batch_size`` option, else 8 for transformers
+            and 256 for vLLM, which schedules its own batches).
         engine_options: further options of the engine (``device``, ``dtype``, ``batch_size``,
             ``tensor_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``, ...).
 
@@ -96,7 +99,7 @@ class RayBackend(Backend):
                  quantization: str | dict[str, Any] | None = "auto", allow_base_mismatch: bool = False,
                  engine: str = "transformers", workers: int = 2, address: str | None = None, num_gpus: float = 0.0,
                  num_cpus: float = 1.0, max_restarts: int = 4, concurrency: int | None = None,
-                 engine_options: dict[str, Any] | None = None) -> None:
+                 batch_size: int | None = None, engine_options: dict[str, Any] | None = None) -> None:
         try:
             import ray
         except ImportError as err:
@@ -123,7 +126,6 @@ class RayBackend(Backend):
         self.engine = engine
         self.n_workers = int(workers)
         self.address = address or os.environ.get("RAY_ADDRESS") or None
-        self.concurrency = int(concurrency or workers)
         self._owns_ray = False
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
@@ -148,13 +150,15 @@ class RayBackend(Backend):
         self.adapter_paths: dict[str, str] = facts["adapter_paths"]
         self.adapter_fingerprints: dict[str, Any] = facts["adapter_fingerprints"]
         self.model_path = str(self._describe.get("model") or model)
-        self.batch_size = int(engine_options.get("batch_size", 8)) * self.n_workers
+        per_worker = batch_size or engine_options.get("batch_size") or (256 if engine == "vllm" else 8)
+        self.batch_size = int(per_worker) * self.n_workers  # prompts per generate() over all workers
         from transformers import (
             AutoTokenizer,  # the driver counts prompt tokens with the engine's tokenizer
         )
 
         self.tokenizer = AutoTokenizer.from_pretrained(str(self._describe.get("tokenizer") or self.model_path))
-        self._idle: dict[int, asyncio.Queue] = {}
+        self.concurrency = int(concurrency or self.batch_size)
+        self._idle: dict[int, dict[str, Any]] = {}  # per event loop: idle workers, pending requests, dispatcher
 
     # ------------------------------------------------------------------ interface
     def describe(self) -> dict[str, Any]:
@@ -236,30 +240,72 @@ class RayBackend(Backend):
                         ) -> list[list[Generation]]:
         """``n`` samples of each prompt, computed on the next idle worker.
 
+        Requests waiting at the same time with the same settings and ``n`` go to one worker together, up to the
+        engine's ``batch_size`` prompts per worker call (vLLM and transformers batch them), so the
+        ``concurrency`` requests in flight keep every worker busy with full batches.
+
         Returns:
             P lists of ``n`` generations; a worker lost for good gives failed generations (never raised).
 
         Raises:
             ValueError: invalid prompts or ``n``.
         """
-        import ray
-
         settings = check_request(prompts, settings, n)
         loop = asyncio.get_running_loop()
-        idle = self._idle.get(id(loop))
-        if idle is None:
-            idle = asyncio.Queue()
+        state = self._idle.get(id(loop))
+        if state is None:
+            idle: asyncio.Queue = asyncio.Queue()
             for index in range(self.n_workers):
                 idle.put_nowait(index)
-            self._idle[id(loop)] = idle
-        index = await idle.get()
+            state = self._idle[id(loop)] = {"idle": idle, "pending": [], "dispatcher": None}
+        future = loop.create_future()
+        state["pending"].append((list(prompts), settings, n, future))
+        if state["dispatcher"] is None or state["dispatcher"].done():
+            state["dispatcher"] = loop.create_task(self._dispatch(state))
+        return await future
+
+    async def _dispatch(self, state: dict[str, Any]) -> None:
+        """Hand the pending requests to idle workers in groups of equal settings and ``n``."""
+        per_call = max(1, self.batch_size // self.n_workers)
+        while state["pending"]:
+            index = await state["idle"].get()
+            await asyncio.sleep(0)  # let requests issued together arrive before the group is cut
+            if not state["pending"]:
+                state["idle"].put_nowait(index)
+                return
+            _, settings, n, _ = state["pending"][0]
+            group, rest, size = [], [], 0
+            for item in state["pending"]:
+                if item[1] == settings and item[2] == n and (not group or size + len(item[0]) <= per_call):
+                    group.append(item)
+                    size += len(item[0])
+                else:
+                    rest.append(item)
+            state["pending"][:] = rest
+            asyncio.get_running_loop().create_task(self._run_group(index, group, settings, n, state["idle"]))
+
+    async def _run_group(self, index: int, group: list[tuple], settings: GenerationSettings, n: int,
+                         idle: asyncio.Queue) -> None:
+        import ray
+
+        prompts = [p for item in group for p in item[0]]
         try:
-            return await self._workers[index].generate.remote(list(prompts), settings.model_dump(), n)
+            out = await self._workers[index].generate.remote(prompts, settings.model_dump(), n)
         except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as err:
             failed = Generation.failed(f"ray worker {index}: {type(err).__name__}: {str(err).splitlines()[0]}")
-            return [[failed] * n for _ in prompts]
-        finally:
+            out = [[failed] * n for _ in prompts]
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting callers
+            for item in group:
+                if not item[3].done():
+                    item[3].set_exception(err)
             idle.put_nowait(index)
+            return
+        idle.put_nowait(index)
+        start = 0
+        for item in group:
+            if not item[3].done():
+                item[3].set_result(out[start:start + len(item[0])])
+            start += len(item[0])
 
     def close(self) -> None:
         """Kill the workers, and shut the local Ray instance down when this backend started it."""
