@@ -43,7 +43,8 @@ def _predictions(run: Path) -> list[tuple]:
 
 
 def _ray_backend(model: Path) -> dict:
-    return {"kind": "ray", "options": {"model": str(model), "workers": 2, "engine": "transformers",
+    # one unit per worker call, so the kills below land between calls of the run
+    return {"kind": "ray", "options": {"model": str(model), "workers": 2, "engine": "transformers", "batch_size": 1,
                                        "engine_options": {"device": "cpu"}}}
 
 
