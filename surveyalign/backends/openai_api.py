@@ -108,6 +108,12 @@ class OpenAIBackend(Backend):
         max_model_len: the served model's context in tokens (prompt + answer); ``None`` (default): the
             ``max_model_len`` the server lists for ``model`` in ``GET {base_url}/models`` (vLLM and
             ``surveyalign serve`` publish it), read once; see :attr:`max_model_len`.
+        batch: send a run's calls through the provider's batch API instead (half the price, results within 24 h;
+            :mod:`surveyalign.backends.batch_api`): ``True`` / ``"auto"`` (Anthropic for an ``anthropic.com``
+            ``base_url``, else OpenAI), ``"openai"`` or ``"anthropic"``; ``False`` (default): direct calls.
+        batch_wait: with ``batch``, poll until the batches end (default); ``False``: submit and return, the same
+            command run again collects.
+        batch_poll_s: seconds between polls of a batch (default 60).
 
     Raises:
         ValueError: invalid option values.
@@ -135,6 +141,9 @@ class OpenAIBackend(Backend):
         n_per_request: bool = False,
         server_cooldown: float = 30.0,
         max_model_len: int | None = None,
+        batch: bool | str = False,
+        batch_wait: bool = True,
+        batch_poll_s: float = 60.0,
     ) -> None:
         if not model:
             raise ValueError("openai backend: 'model' is required")
@@ -171,6 +180,11 @@ class OpenAIBackend(Backend):
         self.send_chat_template_kwargs = bool(send_chat_template_kwargs)
         self.extra_body = dict(extra_body or {})
         self.request_logprobs = request_logprobs
+        if batch not in (True, False, "auto", "openai", "anthropic"):
+            raise ValueError(f"openai backend: batch must be true, false, auto, openai or anthropic, got {batch!r}")
+        self.batch: bool | str = "auto" if batch is True else batch
+        self.batch_wait = bool(batch_wait)
+        self.batch_poll_s = float(batch_poll_s)
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
         self.stats = {"attempts": 0, "retries": 0, "failed": 0}
@@ -217,6 +231,25 @@ class OpenAIBackend(Backend):
             "transport": self.transport,
             "server_fingerprint": self.server_fingerprint(),
         }
+
+    def batch_api(self) -> Any:
+        """The provider batch client for this backend's model, server and key (``batch`` option).
+
+        Returns:
+            A :class:`~surveyalign.backends.batch_api.BatchAPI` whose OpenAI request lines are this backend's
+            own request bodies (same fields as a direct call, one sample per request with seed = seed + k).
+
+        Raises:
+            ValueError: ``batch`` is off.
+        """
+        from surveyalign.backends.batch_api import make_batch_api
+
+        if not self.batch:
+            raise ValueError("openai backend: batch is off (backend.options.batch: true turns it on)")
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return make_batch_api(str(self.batch), base_url=self.base_url, api_key=key, model=self.model,
+                              body=lambda messages, settings, sample: self._body(messages, settings, sample, 1),
+                              max_tokens_field=self.max_tokens_field, timeout=self.timeout)
 
     def server_fingerprint(self) -> str | None:
         """The served model's content fingerprint, as ``surveyalign serve`` lists it in ``GET {base_url}/models``.

@@ -12,7 +12,12 @@ Sub-modules:
 - :mod:`~surveyalign.calls.fuse`: :func:`fuse_samples` (the K samples of one prompt as one ``n=K`` request);
 - :mod:`~surveyalign.calls.http`: :class:`PoliteClient` (on-disk cache, rate limit, retries, keys from the
   environment) and its errors;
-- :mod:`~surveyalign.calls.cost`: what calls cost (tokens x dated prices, GPU-hours; issue 22);
+- :mod:`~surveyalign.calls.cost`: what calls cost (:func:`load_prices`: the dated ``configs/prices.yaml`` with a
+  user's table over it; :func:`summarize_costs`: tokens x prices per dimension / judge / 1,000 units; GPU-hours);
+- :mod:`~surveyalign.calls.budget`: before the calls are sent: :func:`estimate_calls` (``--plan``) and
+  :class:`CostCap` (``--max-cost``);
+- :mod:`~surveyalign.calls.batches`: :func:`run_batches`: calls through a provider batch API, batch ids in
+  ``RUN_DIR/batches.jsonl``, collected by the next run after a crash, never sent twice;
 - :class:`RetryPolicy` with the per-service settings :data:`OPENAI_RETRY` and :data:`HTTP_RETRY` (defined in
   :mod:`surveyalign.backends.retry`, the layer below, so the ``openai`` backend uses the same policy).
 
@@ -35,6 +40,8 @@ extraction), ``"autorate.<stage>"`` (autoraters).
 """
 
 from surveyalign.backends.retry import HTTP_RETRY, OPENAI_RETRY, RetryPolicy
+from surveyalign.calls.batches import BatchLog, BatchOutcome, run_batches
+from surveyalign.calls.budget import CallPlan, CostCap, estimate_calls
 from surveyalign.calls.cache import (
     OPERATIONAL_KEYS,
     CallCache,
@@ -49,6 +56,7 @@ from surveyalign.calls.cached import (
     cached_generate,
     make_call,
 )
+from surveyalign.calls.cost import ModelPrice, PriceTable, load_prices, summarize_costs
 from surveyalign.calls.executor import (
     Call,
     OnResult,
@@ -80,15 +88,21 @@ __all__ = [
     "OPENAI_RETRY",
     "OPERATIONAL_KEYS",
     "UNREACHABLE_RETRY_S",
+    "BatchLog",
+    "BatchOutcome",
     "CachedAnswer",
     "Call",
     "CallCache",
+    "CallPlan",
     "Check",
+    "CostCap",
     "HTTPStatusError",
     "HttpStats",
+    "ModelPrice",
     "NotFoundError",
     "OnResult",
     "PoliteClient",
+    "PriceTable",
     "RetryPolicy",
     "UnreachableError",
     "acached_generate",
@@ -97,9 +111,13 @@ __all__ = [
     "backend_identity",
     "cached_generate",
     "call_key",
+    "estimate_calls",
     "fuse_samples",
+    "load_prices",
     "make_call",
+    "run_batches",
     "run_calls",
     "run_coroutine",
     "stable_hash",
+    "summarize_costs",
 ]

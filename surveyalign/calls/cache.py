@@ -207,7 +207,9 @@ class CallCache:
             return Generation.failed("no answer recorded")
         return Generation(text=rec.get("text") or "", finish_reason=rec.get("finish_reason"),
                           mean_logprob=rec.get("mean_logprob"), error=rec.get("error"),
-                          reasoning=rec.get("reasoning"), refusal=rec.get("refusal"))
+                          reasoning=rec.get("reasoning"), refusal=rec.get("refusal"),
+                          prompt_tokens=rec.get("prompt_tokens"), completion_tokens=rec.get("completion_tokens"),
+                          cached_tokens=rec.get("cached_tokens"), batch_id=rec.get("batch_id"))
 
     def failure(self, call: Call, check: Check | None = None) -> str | None:
         """Why the cached answer to ``call`` is a failed one (it errored, or ``check`` rejects it), else ``None``
@@ -261,7 +263,9 @@ class CallCache:
     def add(self, call: Call, generation: Generation, seconds: float) -> None:
         """Append the answer to ``call`` (a :data:`surveyalign.calls.OnResult`): one ``calls.jsonl`` line with
         key, stage, unit_id, namespace, sample, messages_hash, text, finish_reason, mean_logprob, error, refusal,
-        reasoning, seconds and an ISO time stamp."""
+        reasoning, prompt_tokens / completion_tokens / cached_tokens (``null`` when the backend did not count),
+        batch_id (provider batch calls), seconds (latency; for a batch call, submission to collection) and an ISO
+        time stamp."""
         self.append({
             "key": call.key,
             "stage": call.stage,
@@ -275,6 +279,10 @@ class CallCache:
             "error": generation.error,
             "refusal": generation.refusal,
             "reasoning": generation.reasoning,
+            "prompt_tokens": generation.prompt_tokens,
+            "completion_tokens": generation.completion_tokens,
+            "cached_tokens": generation.cached_tokens,
+            "batch_id": generation.batch_id,
             "seconds": round(seconds, 4),
             "time": datetime.now(UTC).isoformat(timespec="seconds"),
         })

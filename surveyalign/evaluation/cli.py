@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from surveyalign.argtypes import dimension_list, positive_int
+from surveyalign.argtypes import dimension_list, positive_float, positive_int
 from surveyalign.constants import SPLITS
 from surveyalign.models import max_length_arg
 
@@ -20,6 +20,9 @@ examples:
 The run folder (OUTPUT_DIR/RUN_NAME) holds calls.jsonl (append-only cache: re-running the same command
 after a crash or kill makes only the missing calls), predictions.jsonl (one line per unit, with its status:
 scored / parse_failed / api_error / prompt_too_long / missing_text), metrics.json and run_config.json.
+Tokens and cost (configs/prices.yaml) are printed after the run and kept in metrics.json (harness.cost);
+--plan prints them before anything is sent. Exit 4: stopped on purpose (the --max-cost cap, or provider batches
+still running with batch_wait: false); run the same command again (with a higher cap) to continue.
 """
 
 
@@ -63,6 +66,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "prompts for API backends)")
     p.add_argument("--concurrency", type=positive_int, help="requests in flight for API backends: exactly this many (overrides `concurrency` and the "
                    "backend's own `backend.options.concurrency`; default: that option, else 32)")
+    p.add_argument("--plan", action="store_true",
+                   help="print the calls still to make, their prompt / completion tokens, estimated cost (price table "
+                   "configs/prices.yaml) and time, then stop: nothing is sent")
+    p.add_argument("--max-cost", type=positive_float, metavar="USD",
+                   help="stop sending new calls when the projected total cost of the run would pass USD; the answers "
+                   "so far are kept, exit 4 with what is left; a re-run with a higher cap continues (overrides `max_cost`)")
+    p.add_argument("--prices", metavar="FILE",
+                   help="price table merged over configs/prices.yaml, same shape (overrides `prices`)")
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"),
@@ -114,6 +125,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "backend.options.adapter": args.adapter,
         "backend.options.base_url": args.base_url,
         "concurrency": args.concurrency,
+        "max_cost": getattr(args, "max_cost", None),
+        "prices": getattr(args, "prices", None),
         "max_length": getattr(args, "max_length", None),
         "tokenizer": getattr(args, "tokenizer", None),
         "resume": False if args.no_resume else None,
@@ -132,7 +145,8 @@ FLAG_OF_KEY = {
     "run_name": "--run-name", "name": "--name", "limit": "--limit", "samples_per_unit": "--samples",
     "backend.options.model": "--model", "backend.options.adapter": "--adapter",
     "backend.options.base_url": "--base-url", "concurrency": "--concurrency", "max_length": "--max-length",
-    "tokenizer": "--tokenizer", "backend.options.quantization": "--quantization",
+    "tokenizer": "--tokenizer", "backend.options.quantization": "--quantization", "max_cost": "--max-cost",
+    "prices": "--prices",
     "backend.options.allow_base_mismatch": "--allow-base-mismatch",
 }
 
@@ -173,6 +187,7 @@ def _command_line(args: argparse.Namespace) -> list[str]:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from surveyalign.evaluation import EvalConfig, EvalConfigError, run_evaluation
+    from surveyalign.evaluation.runner import RunIncomplete
 
     try:
         config = EvalConfig.from_yaml(args.config, overrides_from_args(args), flags=flags_from_args(args))
@@ -186,13 +201,18 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     console = make_console()  # the leaderboard is wide: not squeezed to 80 columns when piped
     try:
-        result = run_evaluation(config, console=console, argv=_command_line(args))
+        result = run_evaluation(config, console=console, argv=_command_line(args), plan_only=args.plan)
+    except RunIncomplete as err:  # the cost cap, or batches still running: done on purpose, resumable
+        print(f"surveyalign evaluate: {err}", file=sys.stderr)
+        return 4
     except (FileNotFoundError, ValueError, OSError) as err:  # bad input: a path, a dataset, a model folder
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 2
     except RuntimeError as err:  # a step that failed (e.g. the run folder is locked by another process)
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 1
+    if args.plan:
+        return 0
     if not result.counts.get("total", 0):
         return 1
     unscored = unscored_dimensions(result.predictions)

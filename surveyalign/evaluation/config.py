@@ -85,6 +85,13 @@ class EvalConfig(ModelRole):
         None, ge=1, description="prompts per generate() call (sync backends); default: option `batch_size` or 8"
     )
     fsync: bool = Field(False, description="os.fsync calls.jsonl after every call (survives power loss)")
+    prices: str | None = Field(
+        None, description="a price table merged over configs/prices.yaml (same shape; CLI --prices FILE)"
+    )
+    max_cost: float | None = Field(
+        None, gt=0, description="USD cap of the run (CLI --max-cost): no new call is sent once spent + the estimate "
+        "of the next calls would pass it; what is done is kept and a re-run with a higher cap continues"
+    )
     progress: bool = Field(True, description="show a progress bar with rate and ETA")
     bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for confidence intervals in metrics")
     rqs: RQSConfig | None = Field(None, description="optional reason-quality (consistency) stage")

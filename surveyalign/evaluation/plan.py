@@ -10,7 +10,10 @@ the backend's identity and the generation settings (:func:`surveyalign.calls.cal
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
+from surveyalign.backends import Generation
 from surveyalign.calls import Call, CallCache, answers_from_models, run_calls
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
@@ -37,15 +40,23 @@ def judge_calls(config: EvalConfig, units: list[Unit], judge: Judge, cache: Call
                          retry_errors=config.retry_errors, check=judge.unusable)
 
 
-def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str
-            ) -> tuple[int, float, float | None]:
+def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str, *, cap: Any = None,
+            cost_of: Callable[[Call, Generation], float | None] | None = None,
+            batches: dict[str, Any] | None = None) -> tuple[int, float, float | None]:
     """Make ``calls``, appending every answer to ``cache`` as it arrives.
+
+    Calls whose backend has ``batch`` on (``backend.options.batch``) go through the provider's batch API
+    (:func:`surveyalign.calls.batches.run_batches`, batch ids in ``RUN_DIR/batches.jsonl``); the others through
+    :func:`surveyalign.calls.run_calls`. With a cap (``--max-cost``), calls are sent in chunks of whole units while
+    the projected total stays under it (:class:`surveyalign.calls.budget.CostCap`).
 
     Args:
         calls: the calls (from :func:`judge_calls` or the RQS stage).
-        config: the run configuration (``concurrency``, ``batch_size``, ``progress``, ``name``).
+        config: the run configuration (``concurrency``, ``batch_size``, ``progress``, ``name``, ``run_dir``).
         cache: the run's call cache.
         stage: the progress bar's label (``"judge"``, ``"rqs"``).
+        cap: a ``CostCap`` or ``None``; cost_of: USD of one answer (counted against the cap).
+        batches: filled with the batch outcome (``run_batches``'s counts, open batch ids) when calls were batched.
 
     Returns:
         ``(number of answers with an error, wall-clock seconds, calls per second)``; the rate is over the calls
@@ -53,8 +64,49 @@ def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str
         (constant / scripted judges: no work to time).
     """
     t0 = time.perf_counter()
-    errors = run_calls(calls, cache.add, concurrency=config.concurrency, batch_size=config.batch_size,
-                       progress=config.progress, desc=f"{config.name} [{stage}]", around_async=cache.background)
+
+    def on_result(call: Call, generation: Generation, seconds: float) -> None:
+        cache.add(call, generation, seconds)
+        if cap is not None and cost_of is not None:
+            cap.add(cost_of(call, generation))
+
+    errors = 0
+    live = [c for c in calls if not getattr(c.backend, "batch", False)]
+    batched = [c for c in calls if getattr(c.backend, "batch", False)]
+    size = max(16, 2 * int(config.concurrency or 8))
+    chunks = cap.chunks(live, size) if cap is not None else [live]
+    for chunk in chunks:
+        errors += run_calls(chunk, on_result, concurrency=config.concurrency, batch_size=config.batch_size,
+                            progress=config.progress, desc=f"{config.name} [{stage}]", around_async=cache.background)
+    if batched:
+        errors += _run_batched(batched, config, cache, cap, batches if batches is not None else {})
     seconds = time.perf_counter() - t0
     rate = round(len(calls) / seconds, 2) if calls and seconds > 0 and answers_from_models(calls) else None
     return errors, round(seconds, 3), rate
+
+
+def _run_batched(calls: list[Call], config: EvalConfig, cache: CallCache, cap: Any, out: dict[str, Any]) -> int:
+    """The calls of batch-enabled backends through their provider's batch API; returns the failed answers."""
+    from surveyalign.calls.batches import BATCHES_FILE, run_batches
+
+    errors = 0
+    by_backend: dict[int, list[Call]] = {}
+    for call in calls:
+        by_backend.setdefault(id(call.backend), []).append(call)
+    for group in by_backend.values():
+        backend = group[0].backend
+        if cap is not None:  # only what fits: a submitted batch is committed, its estimate counts at once
+            group = [c for chunk in cap.chunks(group, len(group)) for c in chunk]
+            for call in group:
+                cap.add(cap.estimate(call))
+        outcome = run_batches(group, backend.batch_api(), cache.add, config.run_dir / BATCHES_FILE,
+                              wait=backend.batch_wait, poll_s=backend.batch_poll_s)
+        errors += outcome.failed
+        for key, value in outcome.to_dict().items():
+            if isinstance(value, list):
+                out[key] = [*out.get(key, []), *value]
+            elif isinstance(value, int):
+                out[key] = out.get(key, 0) + value
+            else:
+                out[key] = value
+    return errors

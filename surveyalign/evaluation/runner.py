@@ -46,6 +46,14 @@ from surveyalign.evaluation.rundir import (
     write_json,
     write_jsonl,
 )
+from surveyalign.evaluation.spend import (
+    cost_summary,
+    load_run_prices,
+    make_cap,
+    plan_run,
+    spent_usd,
+    summary_lines,
+)
 from surveyalign.evaluation.summary import print_summary
 from surveyalign.evaluation.units import (
     load_units,
@@ -54,7 +62,13 @@ from surveyalign.evaluation.units import (
 )
 from surveyalign.scoring import summarize_predictions
 
-__all__ = ["RunResult", "run_evaluation"]
+__all__ = ["RunIncomplete", "RunResult", "run_evaluation"]
+
+
+class RunIncomplete(RuntimeError):
+    """The run stopped before every call was answered, on purpose: the ``--max-cost`` cap would have been passed,
+    or provider batches are still running (``batch_wait: false``). What was answered is in ``calls.jsonl``; the same
+    command (with a higher cap) continues. The message says what is left and how to go on."""
 
 
 @dataclass
@@ -85,6 +99,7 @@ def run_evaluation(
     rqs_backend: Any | None = None,
     console: Any | None = None,
     argv: Sequence[str] | None = None,
+    plan_only: bool = False,
 ) -> RunResult:
     """Evaluate one judge on one split and write the run folder (SurveyReview §6.1).
 
@@ -96,6 +111,8 @@ def run_evaluation(
         console: a ``rich.console.Console`` for the summary (default: a new one on stdout).
         argv: the command line to record in ``run_config.json`` (default ``sys.argv``); values of
             credential-like ``key=value`` arguments are redacted.
+        plan_only: print the plan (calls, tokens, estimated cost and time: :func:`surveyalign.evaluation.spend.plan_run`)
+            and return before any call is sent (``calls["plan"]`` holds it; nothing else is written).
 
     Returns:
         :class:`RunResult` with the run folder, the metrics dict and the status counts.
@@ -106,17 +123,20 @@ def run_evaluation(
         TrainingMismatchError: (a ``ValueError``) an adapter's training record disagrees with the config on
             dimension, protocol, enable_thinking or use_knowledge, and ``allow_training_mismatch`` is false.
         RuntimeError: another process holds the run folder's lock.
+        RunIncomplete: the ``max_cost`` cap stopped the run, or provider batches are still running; what was
+            answered is kept in ``calls.jsonl``.
     """
     console = console or make_console()
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     with RunLock(run_dir / ".lock"):
-        return _run_locked(config, run_dir, backend, rqs_backend, console, argv)
+        return _run_locked(config, run_dir, backend, rqs_backend, console, argv, plan_only)
 
 
 def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: Any, console: Any,
-                argv: Sequence[str] | None) -> RunResult:
+                argv: Sequence[str] | None, plan_only: bool = False) -> RunResult:
     started = now()
+    prices = load_run_prices(config)
     calls_path = run_dir / "calls.jsonl"
     if not config.resume:
         aside = set_cache_aside(calls_path)
@@ -156,14 +176,36 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                               "those calls are made again[/]")
             calls: dict[str, Any] = {"torn_lines": cache.n_torn}
             todo, cached = judge_calls(config, units, judge, cache)
+            all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
+                                                                      unit_id=u.unit_id)]
+            plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call)
+            if plan_only:
+                for line in plan.lines(spent_usd=spent_usd(cache, all_calls, prices, model_of_call),
+                                       cached_calls=cached):
+                    console.print(line, markup=False)
+                if rqs_cfg is not None:
+                    console.print("  (the RQS stage's calls depend on the answers: not in this plan)", markup=False)
+                return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": plan.to_dict()})
+            cap = make_cap(config, all_calls, cache, prices, model_of_call, estimate)
+            cost_of = _answer_cost(prices)
+            batches: dict[str, Any] = {}
             calls.update(cached=cached, made=len(todo))
-            calls["errors"], calls["seconds"], calls["calls_per_s"] = execute(todo, config, cache, "judge")
+            calls["errors"], calls["seconds"], calls["calls_per_s"] = execute(
+                todo, config, cache, "judge", cap=cap, cost_of=cost_of, batches=batches)
+            _stop_if_incomplete(cap, batches, todo, cache, config, "judge")
             predictions = assemble_predictions(config, units, judge, cache)
             if rqs_cfg is not None:
                 rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache)
                 calls.update(rqs_cached=rcached, rqs_made=len(rtodo))
-                calls["rqs_errors"], calls["rqs_seconds"], _ = execute(rtodo, config, cache, "rqs")
+                calls["rqs_errors"], calls["rqs_seconds"], _ = execute(rtodo, config, cache, "rqs", cap=cap,
+                                                                       cost_of=cost_of, batches=batches)
+                _stop_if_incomplete(cap, batches, rtodo, cache, config, "rqs")
                 attach_ratings(units, predictions, rqs_judge, rqs_cfg.generation, cache)
+                all_calls += [c for c in rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation,
+                                                   CallCache(Path(run_dir / ".none")))[0]]
+            if batches:
+                calls["batches"] = batches
+            cost = _summary(all_calls, cache, prices, units, groups, rqs_judge)
     finally:
         for b in built:  # close only what this run built
             close_backend(b)
@@ -175,16 +217,73 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                                     consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
                                     seed=config.generation.seed)
     metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
-                          "prompt_length": prompt_length}
+                          "prompt_length": prompt_length, "cost": cost}
     write_json(run_dir / "metrics.json", metrics)
 
     run_config["finished"] = now()
     run_config["counts"] = counts
     run_config["calls"] = calls
+    run_config["cost"] = cost
     if stage_counts:
         run_config["rqs_counts"] = stage_counts
     write_json(run_dir / "run_config.json", scrub(run_config))
 
     print_summary(console, config, metrics, predictions, counts, calls, stage_counts, run_dir,
                   prompt_length=prompt_length)
+    for line in summary_lines(cost):
+        console.print(line, markup=False)
     return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
+
+
+def model_of_call(call: Any) -> str | None:
+    """The model answering ``call`` (its backend's ``describe()["model"]``; a local engine's model folder)."""
+    desc = call.backend.describe() if hasattr(call.backend, "describe") else {}
+    return desc.get("model") or desc.get("backend")
+
+
+def _answer_cost(prices: Any) -> Any:
+    def cost_of(call: Any, generation: Any) -> float | None:
+        hit = prices.lookup(model_of_call(call))
+        if hit is None:
+            return None
+        return hit[1].cost(int(generation.prompt_tokens or 0), int(generation.completion_tokens or 0),
+                           int(generation.cached_tokens or 0), batch=bool(generation.batch_id))
+    return cost_of
+
+
+def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cache: CallCache, config: EvalConfig,
+                        stage: str) -> None:
+    """Raise :class:`RunIncomplete` when the cap held calls back or batches are still running."""
+    if batches.get("open_batches"):
+        open_ids = batches["open_batches"]
+        raise RunIncomplete(f"{len(open_ids)} provider batch(es) still running ({', '.join(open_ids)}; ids in "
+                            f"{config.run_dir / 'batches.jsonl'}); run the same command again to collect them")
+    if cap is not None and cap.stopped:
+        left = [c for c in todo if cache.get(c.key) is None]
+        projected = cap.projected_total(left)
+        raise RunIncomplete(f"stopped at the cost cap: --max-cost {cap.cap_usd:g} USD would be passed ({stage} "
+                            f"stage: ${cap.spent_usd:,.4f} spent, {len(left)} call(s) left, about "
+                            f"${projected:,.4f} in all); the answers so far are kept in {cache.path}; run again "
+                            f"with --max-cost {max(projected * 1.1, cap.cap_usd):.2f} or more to finish")
+
+
+def _summary(all_calls: list[Any], cache: CallCache, prices: Any, units: list[Any], groups: dict[str, Any],
+             rqs_judge: Any) -> dict[str, Any]:
+    """Counted tokens and cost of the run's calls (answers in the cache), GPU-hours of its local engines."""
+    model_of_key = {c.key: model_of_call(c) for c in all_calls}
+    dim_of_unit = {u.unit_id: u.dimension for u in units}
+    records = [cache.get(k) for k in dict.fromkeys(c.key for c in all_calls) if cache.get(k) is not None]
+    local: dict[str, int] = {}
+    for backend in [*groups.values(), *([rqs_judge] if rqs_judge is not None else [])]:
+        desc = backend.describe() if hasattr(backend, "describe") else {}
+        if desc.get("backend") in ("transformers", "vllm") and getattr(backend, "answers_from_model", True):
+            ray = desc.get("ray") or {}
+            gpus = 0 if str(desc.get("device", "")).startswith("cpu") else int(desc.get("tensor_parallel_size") or 1)
+            gpus *= int(ray.get("workers") or 1)
+            local[str(desc.get("model"))] = gpus
+    units_per_dimension: dict[str, int] = {}
+    for u in units:
+        units_per_dimension[u.dimension] = units_per_dimension.get(u.dimension, 0) + 1
+    return cost_summary(records, prices, model_of_record=lambda r: model_of_key.get(r["key"]),
+                        dimension_of=lambda r: dim_of_unit.get(r.get("unit_id")),
+                        units_per_dimension=units_per_dimension, local_gpus={m: g for m, g in local.items() if g})

@@ -5,6 +5,7 @@ documented shapes, so tests drive the real SDKs with ``base_url`` pointed here:
 
 OpenAI (``base_url = server.openai_url`` = ``http://127.0.0.1:PORT/v1``):
 
+* ``GET /v1/models`` (the preflight check of the openai backend);
 * ``POST /v1/files`` (multipart: ``file``, ``purpose=batch``) -> a File object; ``GET /v1/files/{id}``;
   ``GET /v1/files/{id}/content`` -> the file's bytes;
 * ``POST /v1/batches`` (``input_file_id``, ``endpoint=/v1/chat/completions``, ``completion_window=24h``,
@@ -418,7 +419,11 @@ class FakeBatchServer:
                 text = "".join(json.dumps(r) + "\n" for r in batch["_results"])
             return Response(text.encode(), media_type="application/binary")
 
+        async def models(request: Request) -> JSONResponse:
+            return JSONResponse({"object": "list", "data": [{"id": "judge-model", "object": "model"}]})
+
         return Starlette(routes=[
+            Route("/v1/models", models, methods=["GET"]),
             Route("/v1/files", upload, methods=["POST"]),
             Route("/v1/files/{fid}", file_get, methods=["GET"]),
             Route("/v1/files/{fid}/content", file_content, methods=["GET"]),

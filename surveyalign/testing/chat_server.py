@@ -3,7 +3,8 @@
 ``FakeChatServer`` answers ``POST /v1/chat/completions`` after a fixed delay with canned replies, and can be
 told to fail: the first N requests with 429 (and a ``Retry-After`` header), every request with 500, and so
 on. It logs every request body and tracks the peak number of requests in flight, so tests can check
-retries and concurrency bounds against a real HTTP server instead of mocks.
+retries and concurrency bounds against a real HTTP server instead of mocks. Its ``usage`` counts words: prompt
+tokens = whitespace-separated words of every message, completion tokens = words of the answer.
 
 Example::
 
@@ -160,6 +161,8 @@ class FakeChatServer:
                     return JSONResponse({"error": {"message": message, "type": "fake"}},
                                         status_code=status, headers=headers)
                 reply = self._next_reply(body)
+                prompt_words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or []
+                                   if isinstance(m, dict))
                 if isinstance(reply, dict):
                     choice = {"index": 0, "finish_reason": self.finish_reason, **reply}
                     content = choice.get("message", {}).get("content")
@@ -180,8 +183,9 @@ class FakeChatServer:
                     "created": int(time.time()),
                     "model": body.get("model", self.model),
                     "choices": [choice],
-                    "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split()),
-                              "total_tokens": len(text.split())},
+                    # usage counts words: prompt = words of every message, completion = words of the answer
+                    "usage": {"prompt_tokens": prompt_words, "completion_tokens": len(text.split()),
+                              "total_tokens": prompt_words + len(text.split())},
                 })
             finally:
                 with self._lock:

@@ -1,0 +1,115 @@
+"""Tokens and cost of an evaluation run, before and after: every call records its tokens (the tokenizer for the
+local engine, the API's usage) and latency; --plan's token estimate on the sample is within 10% of the tokens
+counted afterwards; --max-cost stops, keeps what is done and a re-run with a higher cap finishes the rest without
+repeating a call; backend.options.batch sends the run through the provider batch API (local stand-in server) and
+a run that left its batches running is collected by the next run without resubmission."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from surveyalign.cli import main
+from surveyalign.evaluation import EvalConfig, run_evaluation
+from surveyalign.testing import FakeChatServer
+from surveyalign.testing.batch_server import FakeBatchServer
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _data(dataset: Path, out: Path, backend: dict, name: str, **extra) -> dict:
+    return {"name": name, "dataset": str(dataset), "output_dir": str(out), "run_name": name, "progress": False,
+            "bootstrap": 0, "limit": 2, "backend": backend, **extra}
+
+
+def test_plan_estimate_within_10_percent_of_the_counted_tokens(tiny_model_dir, dataset_dir, tmp_path):
+    data = _data(dataset_dir, tmp_path, {"kind": "transformers", "options": {"model": str(tiny_model_dir),
+                                                                             "device": "cpu"}}, "local",
+                 samples_per_unit=2, generation={"temperature": 0.7, "max_new_tokens": 12, "seed": 1})
+    planned = run_evaluation(EvalConfig.from_dict(data), plan_only=True).calls["plan"]
+    assert not (tmp_path / "local" / "calls.jsonl").exists() or not _lines(tmp_path / "local" / "calls.jsonl")
+    assert planned["calls"] == 16 and planned["token_source"] == "tokenizer" and planned["cost_usd"] is None
+    result = run_evaluation(EvalConfig.from_dict(data))
+    records = _lines(result.run_dir / "calls.jsonl")
+    assert len(records) == 16 and all(r["completion_tokens"] is not None and r["seconds"] > 0 for r in records)
+    # the K=2 samples of a prompt share one prefill: its tokens are counted once, the other sample gets 0
+    assert 8 <= sum(r["prompt_tokens"] > 0 for r in records) < 16
+    total = result.metrics["harness"]["cost"]["total"]
+    counted = total["prompt_tokens"] + total["completion_tokens"]
+    assert counted == sum(r["prompt_tokens"] + r["completion_tokens"] for r in records)
+    assert abs(planned["total_tokens"] - counted) <= 0.10 * counted, (planned["total_tokens"], counted)
+    assert total["cost_usd"] is None and result.metrics["harness"]["cost"]["unpriced_models"] == [str(tiny_model_dir)]
+    print(f"plan {planned['total_tokens']} tokens vs counted {counted} "
+          f"({100 * (planned['total_tokens'] - counted) / counted:+.1f}%)")
+
+
+def _server_reply(body: dict) -> str:
+    return "The survey reads well. $$$1$$$"
+
+
+def test_max_cost_stops_and_a_higher_cap_finishes(dataset_dir, tmp_path, capsys):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("as_of: '2026-12-01'\nmodels:\n  gpt-5.2: {input: 1000.0, output: 1000.0}\n")
+    with FakeChatServer(replies=_server_reply, model="gpt-5.2") as server:
+        backend = {"kind": "openai", "options": {"model": "gpt-5.2", "base_url": server.base_url,
+                                                 "api_key_env": None, "concurrency": 2, "max_retries": 0}}
+        config = tmp_path / "cap.yaml"
+        config.write_text(yaml.safe_dump(_data(dataset_dir, tmp_path, backend, "cap", prices=str(prices),
+                                               generation={"max_new_tokens": 16})))
+        assert main(["evaluate", "--config", str(config), "--plan"]) == 0
+        out = capsys.readouterr().out
+        assert "plan: 8 call(s) to make" in out and "4 characters per token" in out
+        per_call = json.loads(json.dumps(
+            run_evaluation(EvalConfig.from_yaml(config), plan_only=True).calls["plan"]))["cost_usd"] / 8
+        assert not server.requests  # planning sends nothing
+
+        cap = 3.5 * per_call  # room for three of the eight units (K=1)
+        assert main(["evaluate", "--config", str(config), "--max-cost", f"{cap:.6f}"]) == 4
+        err = capsys.readouterr().err
+        assert "stopped at the cost cap" in err and "run again with --max-cost" in err
+        first = _lines(tmp_path / "cap" / "calls.jsonl")
+        assert 1 <= len(first) < 8 and len(server.requests) == len(first)
+        assert not (tmp_path / "cap" / "predictions.jsonl").exists()
+        rec = first[0]
+        words = sum(len(m["content"].split()) for m in server.requests[0]["messages"])
+        assert (rec["prompt_tokens"], rec["completion_tokens"]) == (words, 5)  # the API's usage, recorded
+
+        assert main(["evaluate", "--config", str(config), "--max-cost", "1000000"]) == 0
+        out = capsys.readouterr().out
+        records = _lines(tmp_path / "cap" / "calls.jsonl")
+        assert len(records) == 8 and len(server.requests) == 8  # the rest, and nothing twice
+        assert "tokens:" in out and "cost $" in out and "per 1,000 units" in out
+    metrics = json.loads((tmp_path / "cap" / "metrics.json").read_text())
+    total = metrics["harness"]["cost"]["total"]
+    expected = sum(r["prompt_tokens"] + r["completion_tokens"] for r in records) * 1000.0 / 1e6
+    assert total["cost_usd"] == pytest.approx(expected, rel=1e-6)
+    assert metrics["harness"]["cost"]["by_judge"]["gpt-5.2"]["priced_as"] == "gpt-5.2"
+
+
+def test_batch_switch_submits_collects_and_resumes_without_resubmitting(dataset_dir, tmp_path, capsys):
+    with FakeBatchServer(reply=_server_reply, complete_after=1e9) as server:
+        backend = {"kind": "openai", "options": {"model": "gpt-5.2", "base_url": server.openai_url,
+                                                 "api_key_env": None, "batch": True, "batch_wait": False,
+                                                 "batch_poll_s": 0.01}}
+        config = tmp_path / "batch.yaml"
+        config.write_text(yaml.safe_dump(_data(dataset_dir, tmp_path, backend, "batch",
+                                               generation={"max_new_tokens": 16})))
+        assert main(["evaluate", "--config", str(config)]) == 4  # submitted; the batch is still running
+        assert "still running" in capsys.readouterr().err and len(server.created) == 1
+        log = _lines(tmp_path / "batch" / "batches.jsonl")
+        assert [r["event"] for r in log] == ["intent", "submitted"] and len(log[1]["keys"]) == 8
+        server.complete_after = 0.0  # the provider finishes it
+        assert main(["evaluate", "--config", str(config)]) == 0
+        assert len(server.created) == 1  # collected, not sent again
+    records = _lines(tmp_path / "batch" / "calls.jsonl")
+    assert len(records) == 8 and {r["batch_id"] for r in records} == set(server.created)
+    metrics = json.loads((tmp_path / "batch" / "metrics.json").read_text())
+    total = metrics["harness"]["cost"]["total"]
+    assert total["batch_calls"] == 8 and metrics["harness"]["status_counts"]["scored"] == 8
+    tokens_in, tokens_out = total["prompt_tokens"], total["completion_tokens"]
+    assert total["cost_usd"] == pytest.approx((tokens_in * 0.875 + tokens_out * 7.0) / 1e6, abs=1e-6)  # batch
