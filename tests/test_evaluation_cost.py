@@ -89,6 +89,13 @@ def test_max_cost_stops_and_a_higher_cap_finishes(dataset_dir, tmp_path, capsys)
     expected = sum(r["prompt_tokens"] + r["completion_tokens"] for r in records) * 1000.0 / 1e6
     assert total["cost_usd"] == pytest.approx(expected, rel=1e-6)
     assert metrics["harness"]["cost"]["by_judge"]["gpt-5.2"]["priced_as"] == "gpt-5.2"
+    # report (text and HTML) shows them
+    html = tmp_path / "report.html"
+    assert main(["report", str(tmp_path / "cap"), "--html", str(html)]) == 0
+    out = capsys.readouterr().out
+    assert "Tokens and cost" in out and f"{total['cost_usd']:,.4f}" in out
+    page = html.read_text()
+    assert "tokens and cost" in page and f"${total['cost_usd']:,.4f}" in page
 
 
 def test_batch_switch_submits_collects_and_resumes_without_resubmitting(dataset_dir, tmp_path, capsys):

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRICE_FIELDS", "ModelPrice", "PriceTable", "TokenTotals", "call_cost", "default_prices_path",
+__all__ = ["PRICE_FIELDS", "ModelPrice", "PriceTable", "TokenTotals", "call_cost", "cost_lines", "default_prices_path",
            "gpu_hours", "load_prices", "summarize_costs"]
 
 #: Fields of one model's entry, USD per million tokens; ``input`` and ``output`` are required.
@@ -329,3 +329,28 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
         "total": total.to_dict(),
         "unpriced_models": sorted(m for m, p in priced_as.items() if p is None),
     }
+
+
+def cost_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Printable lines of a :func:`summarize_costs` dict (total, per dimension, per judge, GPU-hours when the
+    dict has ``gpu_hours``), for run summaries, ``report`` and its HTML page."""
+    total = summary["total"]
+    cost = "no price" if total["cost_usd"] is None else f"${total['cost_usd']:,.4f}"
+    per = total.get("cost_per_1000_units")
+    lines = [f"tokens: {total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion over "
+             f"{total['calls']} call(s) ({total['batch_calls']} in provider batches); cost {cost}"
+             + (f" = ${per:,.2f} per 1,000 units" if per is not None else "")
+             + f" (prices as of {summary['prices']['as_of']})"]
+    if total.get("calls_without_usage"):
+        lines[0] += f"; {total['calls_without_usage']} call(s) without a token count"
+    dims = [f"{d} {t['prompt_tokens'] + t['completion_tokens']:,} tokens"
+            + ("" if t["cost_usd"] is None else f" ${t['cost_usd']:,.4f}") for d, t in summary["by_dimension"].items()]
+    if dims:
+        lines.append("  per dimension: " + "; ".join(dims))
+    judges = [f"{m} {t['calls']} call(s)" + ("" if t["cost_usd"] is None else f" ${t['cost_usd']:,.4f}")
+              for m, t in summary["by_judge"].items()]
+    if judges:
+        lines.append("  per judge: " + "; ".join(judges))
+    if summary.get("gpu_hours"):
+        lines.append("  GPU-hours of local engines: " + "; ".join(f"{m} {h:.4f}" for m, h in summary["gpu_hours"].items()))
+    return lines

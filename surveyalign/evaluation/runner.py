@@ -28,6 +28,7 @@ from typing import Any
 
 from surveyalign.backends import preflight
 from surveyalign.calls import CallCache
+from surveyalign.calls.cost import cost_lines
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation.adapters import check_training_records
@@ -52,7 +53,6 @@ from surveyalign.evaluation.spend import (
     make_cap,
     plan_run,
     spent_usd,
-    summary_lines,
 )
 from surveyalign.evaluation.summary import print_summary
 from surveyalign.evaluation.units import (
@@ -230,7 +230,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
 
     print_summary(console, config, metrics, predictions, counts, calls, stage_counts, run_dir,
                   prompt_length=prompt_length)
-    for line in summary_lines(cost):
+    for line in cost_lines(cost):
         console.print(line, markup=False)
     return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
 

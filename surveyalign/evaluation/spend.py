@@ -194,27 +194,3 @@ def cost_summary(records: Sequence[dict[str, Any]], prices: PriceTable, *, model
             hours[model] = hours.get(model, 0.0) + float(rec["seconds"]) * local_gpus[model] / 3600.0
     out["gpu_hours"] = {m: round(h, 6) for m, h in hours.items()}
     return out
-
-
-def summary_lines(summary: dict[str, Any]) -> list[str]:
-    """Printable lines of :func:`cost_summary` (total, per dimension, per judge, GPU-hours)."""
-    total = summary["total"]
-    cost = "no price" if total["cost_usd"] is None else f"${total['cost_usd']:,.4f}"
-    per = total.get("cost_per_1000_units")
-    lines = [f"tokens: {total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion over "
-             f"{total['calls']} call(s) ({total['batch_calls']} in provider batches); cost {cost}"
-             + (f" = ${per:,.2f} per 1,000 units" if per is not None else "")
-             + f" (prices as of {summary['prices']['as_of']})"]
-    if total.get("calls_without_usage"):
-        lines[0] += f"; {total['calls_without_usage']} call(s) without a token count"
-    dims = [f"{d} {t['prompt_tokens'] + t['completion_tokens']:,} tokens"
-            + ("" if t["cost_usd"] is None else f" ${t['cost_usd']:,.4f}") for d, t in summary["by_dimension"].items()]
-    if dims:
-        lines.append("  per dimension: " + "; ".join(dims))
-    judges = [f"{m} {t['calls']} call(s)" + ("" if t["cost_usd"] is None else f" ${t['cost_usd']:,.4f}")
-              for m, t in summary["by_judge"].items()]
-    if judges:
-        lines.append("  per judge: " + "; ".join(judges))
-    if summary.get("gpu_hours"):
-        lines.append("  GPU-hours of local engines: " + "; ".join(f"{m} {h:.4f}" for m, h in summary["gpu_hours"].items()))
-    return lines

@@ -126,6 +126,7 @@ def _report(args: argparse.Namespace) -> int:
         render_ceiling,
         render_ceiling_comparison,
         render_comparison,
+        render_costs,
         render_failures,
         render_intervals,
         render_leaderboard,
@@ -203,6 +204,9 @@ def _report(args: argparse.Namespace) -> int:
     console.print(render_per_source(summaries))
     console.print(render_baselines(summaries))
     console.print(render_failures(summaries))
+    costs = render_costs({name: _run_cost(run_dirs.get(name)) for name in summaries})
+    if costs is not None:
+        console.print(costs)
     voting = render_voting(summaries)
     if voting is not None:
         console.print(voting)
@@ -251,6 +255,16 @@ def _report(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
+
+
+def _run_cost(run: Path | None) -> dict | None:
+    """The tokens and cost of a run folder (``metrics.json`` ``harness.cost``), ``None`` when it has none."""
+    if run is None or not (run / "metrics.json").is_file():
+        return None
+    try:
+        return (json.loads((run / "metrics.json").read_text(encoding="utf-8")).get("harness") or {}).get("cost")
+    except (OSError, ValueError):
+        return None
 
 
 def _ceiling(args: argparse.Namespace, records: dict[str, list[dict]]) -> tuple[dict | None, list | None, str | None]:

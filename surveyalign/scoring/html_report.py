@@ -174,6 +174,11 @@ def _provenance_items(run_dir: Path | None, summary: Mapping[str, Any]) -> list[
             except json.JSONDecodeError:
                 cfg = {"run_config.json": "not valid JSON"}
             for key, value in cfg.items():
+                if key == "cost" and isinstance(value, dict) and value.get("total"):
+                    from surveyalign.calls.cost import cost_lines
+
+                    items.append(("tokens and cost", " ".join(line.strip() for line in cost_lines(value))))
+                    continue
                 items.append((str(key), value if isinstance(value, str) else json.dumps(value, sort_keys=True)))
     items.append(("units", f"{summary.get('n_scored', 0)} scored of {summary.get('n', 0)}"))
     return items

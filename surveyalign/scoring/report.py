@@ -532,3 +532,31 @@ def load_train_scores_file(path: str | Path) -> dict[str, list[int]]:
         return {row_dimension(k): [int(s) for s in v] for k, v in data.items()}
     except ValueError as err:
         raise ValueError(f"{p}: {err}") from None
+
+
+def render_costs(costs: Mapping[str, Mapping[str, Any] | None]) -> Table | None:
+    """Tokens and cost per judge (``metrics.json`` ``harness.cost`` of each run), or ``None`` when no run has them.
+
+    Args:
+        costs: ``{judge name: cost summary (surveyalign.calls.summarize_costs + gpu_hours) or None}``.
+
+    Returns:
+        A table: calls (of them in provider batches), prompt and completion tokens, cost in USD, USD per 1,000
+        units, GPU-hours of local engines, the price table's date; ``-`` where a run has no price.
+    """
+    rows = {name: c for name, c in costs.items() if c}
+    if not rows:
+        return None
+    table = Table(title="Tokens and cost (configs/prices.yaml; GPU-hours for local engines)")
+    for col in ("judge", "calls", "batch", "prompt tokens", "completion tokens", "USD", "USD / 1,000 units",
+                "GPU-hours", "prices as of"):
+        table.add_column(col, justify="left" if col == "judge" else "right")
+    for name, c in rows.items():
+        total = c.get("total") or {}
+        cost, per = total.get("cost_usd"), total.get("cost_per_1000_units")
+        hours = sum((c.get("gpu_hours") or {}).values())
+        table.add_row(name, str(total.get("calls", 0)), str(total.get("batch_calls", 0)),
+                      f"{total.get('prompt_tokens', 0):,}", f"{total.get('completion_tokens', 0):,}",
+                      _DASH if cost is None else f"{cost:,.4f}", _DASH if per is None else f"{per:,.2f}",
+                      f"{hours:.4f}" if hours else _DASH, str((c.get("prices") or {}).get("as_of", _DASH)))
+    return table
