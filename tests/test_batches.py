@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.backends import GenerationSettings
-from surveyalign.backends.batch_api import (
+from surveyalign.backends import (
     AnthropicBatchAPI,
     BatchRequest,
+    GenerationSettings,
     make_batch_api,
     split_requests,
 )
-from surveyalign.calls.batches import BatchLog, run_batches
-from surveyalign.testing.batch_server import FakeBatchServer
+from surveyalign.calls import BatchLog, run_batches
+from surveyalign.testing import FakeBatchServer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -92,8 +92,8 @@ _CHILD = """
 import sys
 from dataclasses import dataclass
 from surveyalign.backends import GenerationSettings
-from surveyalign.backends.batch_api import make_batch_api
-from surveyalign.calls.batches import run_batches
+from surveyalign.backends import make_batch_api
+from surveyalign.calls import run_batches
 
 @dataclass
 class C:

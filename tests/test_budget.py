@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from surveyalign.calls.budget import CostCap, chars_per_token_count, estimate_calls
-from surveyalign.calls.cost import load_prices
+from surveyalign.calls import CostCap, estimate_calls, load_prices
+from surveyalign.calls.budget import chars_per_token_count
 
 
 @dataclass

@@ -14,8 +14,7 @@ import yaml
 
 from surveyalign.cli import main
 from surveyalign.evaluation import EvalConfig, run_evaluation
-from surveyalign.testing import FakeChatServer
-from surveyalign.testing.batch_server import FakeBatchServer
+from surveyalign.testing import FakeBatchServer, FakeChatServer
 
 
 def _lines(path: Path) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from surveyalign.backends.serving_plan import serving_plan
+from surveyalign.backends import serving_plan
 
 Q32 = {"vocab_size": 151936, "hidden_size": 5120, "intermediate_size": 25600, "num_hidden_layers": 64,
        "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": False}

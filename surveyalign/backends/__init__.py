@@ -12,6 +12,9 @@ named (evaluation judge, RQS judge, ``score`` judge, KA summariser, PRISM extrac
 
 Chat-template rendering for local models lives in ``surveyalign/backends/chat.py``. ``surveyalign serve``
 (``server.py``) is guarded by an API key, request limits and timeouts (``server_guard.py``: :class:`ServerLimits`).
+Beyond one process: kind ``ray`` (``ray_backend.py``: the transformers / vLLM engine on Ray workers), the
+providers' batch APIs (``batch_api.py``: :func:`make_batch_api`, OpenAI Batch and Anthropic Message Batches through
+the official SDKs), and :func:`serving_plan` (``serving_plan.py``: memory per GPU of tensor / data parallel layouts).
 """
 
 from __future__ import annotations
@@ -23,25 +26,44 @@ from surveyalign.backends.base import (
     Messages,
     preflight,
 )
+from surveyalign.backends.batch_api import (
+    AnthropicBatchAPI,
+    BatchRequest,
+    BatchResult,
+    BatchStatus,
+    OpenAIBatchAPI,
+    make_batch_api,
+    split_requests,
+)
 from surveyalign.backends.registry import BACKENDS, backend_class, load_backend
 from surveyalign.backends.role import ROLE_SHAPE, BackendConfig, ModelRole
 from surveyalign.backends.server import ServerHandle, serve_in_thread
 from surveyalign.backends.server_guard import API_KEY_ENV, ServerLimits
+from surveyalign.backends.serving_plan import ServingPlan, serving_plan
 
 __all__ = [
     "API_KEY_ENV",
     "BACKENDS",
     "ROLE_SHAPE",
+    "AnthropicBatchAPI",
     "Backend",
     "BackendConfig",
+    "BatchRequest",
+    "BatchResult",
+    "BatchStatus",
     "Generation",
     "GenerationSettings",
     "Messages",
     "ModelRole",
+    "OpenAIBatchAPI",
     "ServerHandle",
     "ServerLimits",
+    "ServingPlan",
     "backend_class",
     "load_backend",
+    "make_batch_api",
     "preflight",
     "serve_in_thread",
+    "serving_plan",
+    "split_requests",
 ]

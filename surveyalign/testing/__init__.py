@@ -5,7 +5,10 @@
 - :mod:`~surveyalign.testing.chat_server`: :class:`FakeChatServer`, a scriptable OpenAI-compatible chat server on
   127.0.0.1 (delays, 429 / 500 failures, request log); ``python -m surveyalign.testing.chat_server`` runs one;
 - :mod:`~surveyalign.testing.scholar_server`: :class:`FakeScholarServer`, a Semantic Scholar + OpenAlex server on
-  127.0.0.1 answering in the real APIs' shapes, and its :class:`RequestLog`.
+  127.0.0.1 answering in the real APIs' shapes, and its :class:`RequestLog`;
+- :mod:`~surveyalign.testing.batch_server`: :class:`FakeBatchServer`, OpenAI Files + Batch and Anthropic Message
+  Batches on 127.0.0.1 in their documented shapes (files, batches, results, cancel, expiry), for the official SDKs
+  (shapes and limits in :mod:`~surveyalign.testing.batch_shapes`).
 """
 
 import lazy_loader
@@ -14,7 +17,8 @@ import lazy_loader
 # tiny model does not pull in the servers.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submod_attrs={"chat_server": ["FakeChatServer"], "scholar_server": ["FakeScholarServer", "RequestLog"],
+    submod_attrs={"batch_server": ["FakeBatchServer"], "chat_server": ["FakeChatServer"],
+                  "scholar_server": ["FakeScholarServer", "RequestLog"],
                   "tiny": ["CHAT_TEMPLATE", "TinyModelSpec", "build_tiny_model"]})[0]
 
-__all__ = ["CHAT_TEMPLATE", "FakeChatServer", "FakeScholarServer", "RequestLog", "TinyModelSpec", "build_tiny_model"]
+__all__ = ["CHAT_TEMPLATE", "FakeBatchServer", "FakeChatServer", "FakeScholarServer", "RequestLog", "TinyModelSpec", "build_tiny_model"]

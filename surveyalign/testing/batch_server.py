@@ -44,36 +44,23 @@ import email.parser
 import email.policy
 import itertools
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, Self
 
 from surveyalign.backends._http import _UvicornThread
+from surveyalign.testing.batch_shapes import (
+    ANTHROPIC_MAX_REQUESTS,
+    CUSTOM_ID,
+    WINDOW_S,
+    file_object,
+    iso,
+    validate_openai_lines,
+    words,
+)
 
 __all__ = ["FakeBatchServer"]
-
-OPENAI_MAX_REQUESTS = 50_000
-ANTHROPIC_MAX_REQUESTS = 100_000
-WINDOW_S = 24 * 3600
-_CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-
-
-def _iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
-
-
-def _words(messages: Any, system: Any = None) -> int:
-    n = 0
-    for message in [*(messages or []), *([{"content": system}] if system else [])]:
-        content = message.get("content") if isinstance(message, dict) else message
-        if isinstance(content, list):
-            content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-        n += len(str(content or "").split())
-    return n
-
 
 class FakeBatchServer:
     """OpenAI Batch + Anthropic Message Batches stand-in in a background thread (see the module docstring).
@@ -166,7 +153,7 @@ class FakeBatchServer:
             req_id = self._new_id("batch_req_")
             if verdict == "ok":
                 text = self.reply(body)
-                prompt, completion = _words(body.get("messages")), len(text.split())
+                prompt, completion = words(body.get("messages")), len(text.split())
                 n = int(body.get("n") or 1)
                 completion_body = {
                     "id": self._new_id("chatcmpl-"), "object": "chat.completion", "created": int(now),
@@ -233,7 +220,7 @@ class FakeBatchServer:
                 message = {"id": self._new_id("msg_"), "type": "message", "role": "assistant",
                            "model": params.get("model"), "content": [{"type": "text", "text": text}],
                            "stop_reason": "end_turn", "stop_sequence": None,
-                           "usage": {"input_tokens": _words(params.get("messages"), params.get("system")),
+                           "usage": {"input_tokens": words(params.get("messages"), params.get("system")),
                                      "output_tokens": len(text.split()), "cache_read_input_tokens": 0,
                                      "cache_creation_input_tokens": 0}}
                 results.append({"custom_id": cid, "result": {"type": "succeeded", "message": message}})
@@ -250,7 +237,7 @@ class FakeBatchServer:
                 results.append({"custom_id": cid, "result": {"type": "canceled"}})
                 counts["canceled"] += 1
         batch["_results"] = results
-        batch.update(processing_status="ended", ended_at=_iso(now), request_counts=counts,
+        batch.update(processing_status="ended", ended_at=iso(now), request_counts=counts,
                      results_url=f"{self.anthropic_url}/v1/messages/batches/{batch['id']}/results")
 
     def _advance_anthropic(self, batch: dict[str, Any]) -> None:
@@ -295,13 +282,13 @@ class FakeBatchServer:
                 fid = self._new_id("file-")
                 self.files[fid] = {"bytes": fields["file"], "purpose": "batch", "filename": filename or "upload.jsonl",
                                    "created_at": int(time.time())}
-            return JSONResponse(self._file_object(fid))
+            return JSONResponse(file_object(fid, self.files[fid]))
 
         async def file_get(request: Request) -> JSONResponse:
             fid = request.path_params["fid"]
             if fid not in self.files:
                 return oai_error(404, f"No such File object: {fid}")
-            return JSONResponse(self._file_object(fid))
+            return JSONResponse(file_object(fid, self.files[fid]))
 
         async def file_content(request: Request) -> Response:
             fid = request.path_params["fid"]
@@ -327,7 +314,7 @@ class FakeBatchServer:
                     "failed_at": None, "expired_at": None, "cancelling_at": None, "cancelled_at": None,
                     "request_counts": {"total": 0, "completed": 0, "failed": 0},
                     "metadata": body.get("metadata") or {}, "_lines": []}
-                errors = self._validate_openai(self.files[fid]["bytes"], endpoint, batch)
+                errors = validate_openai_lines(self.files[fid]["bytes"], endpoint, batch)
                 if errors:
                     batch.update(status="failed", failed_at=int(now), errors={"object": "list", "data": errors})
                 self._batches[bid] = batch
@@ -369,7 +356,7 @@ class FakeBatchServer:
             seen: set[str] = set()
             for i, req in enumerate(requests):
                 cid = req.get("custom_id") if isinstance(req, dict) else None
-                if not isinstance(cid, str) or not _CUSTOM_ID.match(cid):
+                if not isinstance(cid, str) or not CUSTOM_ID.match(cid):
                     return ant_error(400, f"requests.{i}.custom_id: must match ^[a-zA-Z0-9_-]{{1,64}}$")
                 if cid in seen:
                     return ant_error(400, f"requests.{i}.custom_id: duplicate {cid}")
@@ -383,7 +370,7 @@ class FakeBatchServer:
                 batch = {"id": bid, "type": "message_batch", "processing_status": "in_progress",
                          "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0,
                                             "canceled": 0, "expired": 0},
-                         "ended_at": None, "created_at": _iso(now), "expires_at": _iso(now + WINDOW_S),
+                         "ended_at": None, "created_at": iso(now), "expires_at": iso(now + WINDOW_S),
                          "archived_at": None, "cancel_initiated_at": None, "results_url": None,
                          "_created": now, "_requests": requests}
                 self._abatches[bid] = batch
@@ -405,7 +392,7 @@ class FakeBatchServer:
                 if batch is None:
                     return ant_error(404, f"message batch {bid} not found", "not_found_error")
                 if batch["processing_status"] == "in_progress":
-                    batch.update(processing_status="canceling", cancel_initiated_at=_iso(time.time()))
+                    batch.update(processing_status="canceling", cancel_initiated_at=iso(time.time()))
                 return JSONResponse(self._public(batch))
 
         async def abatch_results(request: Request) -> Response:
@@ -436,36 +423,3 @@ class FakeBatchServer:
             Route("/v1/messages/batches/{bid}/cancel", abatch_cancel, methods=["POST"]),
             Route("/v1/messages/batches/{bid}/results", abatch_results, methods=["GET"]),
         ])
-
-    def _file_object(self, fid: str) -> dict[str, Any]:
-        f = self.files[fid]
-        return {"id": fid, "object": "file", "bytes": len(f["bytes"]), "created_at": f["created_at"],
-                "filename": f["filename"], "purpose": f["purpose"], "status": "processed", "expires_at": None,
-                "status_details": None}
-
-    @staticmethod
-    def _validate_openai(raw: bytes, endpoint: str | None, batch: dict[str, Any]) -> list[dict[str, Any]]:
-        errors: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        lines = [line for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
-        if len(lines) > OPENAI_MAX_REQUESTS:
-            return [{"code": "too_many_requests", "message": f"at most {OPENAI_MAX_REQUESTS} requests per batch",
-                     "line": None, "param": None}]
-        for n, text in enumerate(lines, 1):
-            try:
-                line = json.loads(text)
-            except ValueError:
-                errors.append({"code": "invalid_json_line", "message": "not JSON", "line": n, "param": None})
-                continue
-            cid = line.get("custom_id")
-            if not isinstance(cid, str) or cid in seen:
-                errors.append({"code": "duplicate_custom_id" if cid in seen else "missing_required_parameter",
-                               "message": f"custom_id {cid!r}", "line": n, "param": "custom_id"})
-            elif line.get("method") != "POST" or line.get("url") != endpoint or not isinstance(line.get("body"), dict):
-                errors.append({"code": "invalid_request", "message": "method must be POST, url the batch endpoint, "
-                               "body an object", "line": n, "param": "url"})
-            else:
-                seen.add(cid)
-                batch["_lines"].append(line)
-        batch["request_counts"]["total"] = len(batch["_lines"])
-        return errors
