@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def test_rows(dataset_dir) -> list[dict]:
+def split_test_rows(dataset_dir) -> list[dict]:
     from surveyalign.data import load_surveyreview
 
     return list(load_surveyreview(dataset_dir, split="test"))
@@ -77,7 +77,7 @@ def _first_units(rows: list[dict], limit: int) -> list[str]:
 # ------------------------------------------------------------------------------------------------- full runs
 
 
-def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, test_rows, tmp_path, capsys):
+def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, split_test_rows, tmp_path, capsys):
     """`surveyalign evaluate` with the shipped tiny-smoke.yaml, through the openai backend, against
     `surveyalign serve`'s app over the tiny model on 127.0.0.1; then an identical re-run makes no call."""
     from surveyalign.backends.server import serve_in_thread
@@ -94,7 +94,7 @@ def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, 
         label = Path(server.model).name if Path(server.model).exists() else server.model
         run_dir = out / run_slug(f"tiny-smoke [model={label}]")  # --model without --name: name and folder say so
         preds = _read_jsonl(run_dir / "predictions.jsonl")
-        expected_units = _first_units(test_rows, 2)
+        expected_units = _first_units(split_test_rows, 2)
         assert [p["unit_id"] for p in preds] == expected_units  # every unit exactly once, in order
         # the random tiny model rarely writes a parseable verdict: exit 3 iff some dimension scored no unit
         unscored = {p["dimension"] for p in preds} - {p["dimension"] for p in preds if p["status"] == "scored"}
@@ -102,7 +102,7 @@ def test_full_evaluation_against_served_tiny_model(tiny_model_dir, dataset_dir, 
         assert ("FAILED: no unit was scored in" in captured.err) == bool(unscored)
         assert "calls: 8 made (0 with errors), 0 reused" in printed
 
-        by_id = {r["unit_id"]: r for r in test_rows}
+        by_id = {r["unit_id"]: r for r in split_test_rows}
         for p in preds:
             row = by_id[p["unit_id"]]
             assert (p["reference"], p["reference_rationales"], p["source"]) == (row["score"], row["rationales"],
@@ -156,7 +156,7 @@ def _slow_server_config(tmp_path: Path, dataset: Path, base_url: str, **extra) -
     return path
 
 
-def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir, test_rows, tmp_path, capsys):
+def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir, split_test_rows, tmp_path, capsys):
     """kill -9 the CLI while calls are in flight, re-run it: the server sees exactly the missing calls."""
     from surveyalign.cli import main
     from surveyalign.testing import FakeChatServer
@@ -210,7 +210,7 @@ def test_kill_9_mid_run_then_resume_makes_exactly_the_missing_calls(dataset_dir,
     assert set(seeds) == {7, 8}
 
     preds = _read_jsonl(tmp_path / "runs" / "kill-test" / "predictions.jsonl")
-    assert [p["unit_id"] for p in preds] == _first_units(test_rows, 5)
+    assert [p["unit_id"] for p in preds] == _first_units(split_test_rows, 5)
     assert all(p["status"] == "scored" and len(p["samples"]) == 2 for p in preds)
     for p in preds:  # the harness's vote over the two parsed samples
         s0, s1 = (s["score"] for s in p["samples"])
@@ -421,12 +421,12 @@ def test_resume_ignores_operational_options_and_no_resume_moves_the_cache_aside(
 
 
 @pytest.fixture(scope="module")
-def long_survey_dataset(tmp_path_factory, test_rows) -> tuple[Path, str]:
+def long_survey_dataset(tmp_path_factory, split_test_rows) -> tuple[Path, str]:
     """A dataset whose first readability test unit has a ~170k-character survey (longer than the tiny model's
     32768-token context); returns the folder and that unit's id."""
     from surveyalign.data import build_dataset, sample_release_dir
 
-    first = next(r for r in test_rows if r["dimension"] == "readability")
+    first = next(r for r in split_test_rows if r["dimension"] == "readability")
     release = tmp_path_factory.mktemp("release-long") / "rel"
     shutil.copytree(sample_release_dir(), release)
     articles_path = release / "articles" / "articles4test.json"

@@ -108,7 +108,9 @@ def test_5xx_retried_with_backoff_then_error_names_url_and_tries():
 def test_disk_cache_serves_repeat_get_without_network(tmp_path):
     with FakeScholarServer(_papers()) as server:
         client = OpenAlexClient(server.base_url, cache_dir=tmp_path / "cache", **FAST)
-        assert client.paper("W1").title == client.paper("W1").title
+        first = client.paper("W1")
+        assert (first.id, first.title, first.year) == ("W1", "Attention is all you need", 2017)
+        assert client.paper("W1") == first
         assert len(server.requests) == 1 and client.http.stats.cache_hits == 1
         # a new client over the same folder reads the cache from disk
         again = OpenAlexClient(server.base_url, cache_dir=tmp_path / "cache", **FAST)

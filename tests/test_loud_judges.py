@@ -134,7 +134,8 @@ SHAPES = {
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_each_response_shape_from_a_scripted_server(shape):
     reply, (text, reasoning, refusal), score, error = SHAPES[shape]
-    assert normalise_message(reply["message"]) == (normalise_message(reply["message"]))  # pure
+    message = normalise_message(reply["message"])
+    assert (message.text, message.reasoning, message.refusal) == (text, reasoning, refusal)
     with FakeChatServer(replies=[reply]) as server, load_backend(
             "openai", base_url=server.base_url, model="fake-judge", api_key_env=None) as backend:
         [[generation]] = backend.generate([USER])
