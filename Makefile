@@ -15,7 +15,7 @@ export DISABLE_VERSION_CHECK ?= 1
 # CI runs it with MARKERS="not gpu" so those run too.
 MARKERS ?= not slow and not gpu
 
-.PHONY: install demo test test-all lint bench clean
+.PHONY: install demo test test-all lint bench clean mutation
 
 # Creates .venv when missing and installs the project into it. Without CUDA the CPU build of torch 2.13.0
 # goes in first (an unpinned torch pulls a multi-GB CUDA build), then the rest under a constraint that keeps it.
@@ -46,6 +46,14 @@ test-all: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check surveyalign recipes metrics tests benchmarks
+
+# Mutation check of one module (issue 27): killed / survived / score and the survivors, in a staging copy under
+# .cache/mutation. TESTS defaults to the module's covering tests in benchmarks/mutation.py; MIN_SCORE fails below it.
+MODULE ?= surveyalign/data/split.py
+TESTS ?=
+MIN_SCORE ?= 0
+mutation: $(STAMP)
+	$(BIN)/python benchmarks/mutation.py --module $(MODULE) --min-score $(MIN_SCORE) $(if $(TESTS),--tests $(TESTS))
 
 # Every benchmark prints its figures (medians, with the load average and the ceiling measured in the same run);
 # the last step prints one table of them all: figure, value, goal, met.

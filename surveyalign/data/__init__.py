@@ -23,14 +23,17 @@ from .schema import (
     row_dimension,
     surveyreview_features,
 )
-from .split import split_papers
+from .split import SPLIT_POLICIES, as_released_split, assign_splits, split_papers
 
 __all__ = [
     "ALL_CONFIG",
     "COLUMNS",
     "SPLITS",
+    "SPLIT_POLICIES",
     "BuildResult",
     "ReleaseFormatError",
+    "as_released_split",
+    "assign_splits",
     "build_dataset",
     "load_surveyreview",
     "load_train_scores",

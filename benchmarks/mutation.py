@@ -1,0 +1,127 @@
+"""Mutation check of ONE module with mutmut 3 (issue 27): ``make mutation MODULE=... [TESTS="..."]``.
+
+Inputs: ``--module`` a path under surveyalign/ (e.g. ``surveyalign/data/split.py``); ``--tests`` the test files
+that cover it (default: ``DEFAULT_TESTS`` below); ``--max-children`` worker processes (default 2).
+Output: killed / survived / other counts and the score (killed / (killed + survived), equivalent mutants listed
+in ``IGNORED`` excepted), then the survivors' names; exit 0 when the score is >= ``--min-score`` (default 0, i.e.
+report only), 1 below it, 2 on bad input (unknown module, missing test file), 3 when mutmut gives no result.
+
+mutmut mutates every file under its source path, so the run happens in a staging copy
+(``.cache/mutation/<module>``: surveyalign/, tests/, configs/, setup.cfg with a ``[mutmut]`` section that
+restricts mutation to the module and the test selection to the given files); the repository is never touched.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# module -> the test files that cover it (issue 27's eight core modules, paths after the reshape).
+DEFAULT_TESTS: dict[str, list[str]] = {
+    "surveyalign/data/split.py": ["tests/test_data_split.py", "tests/test_data_release_split.py",
+                                  "tests/test_data_split_pinned.py"],
+    "surveyalign/knowledge/ka.py": ["tests/test_knowledge_ka.py"],
+    "surveyalign/prompts/parser.py": ["tests/test_parser.py", "tests/test_prompts.py"],
+    "surveyalign/scoring/metrics.py": ["tests/test_scoring.py", "tests/test_metrics_modules.py",
+                                       "tests/test_scoring_validation.py"],
+    "surveyalign/prism/flaws.py": ["tests/test_prism_formulas.py", "tests/test_prism_extraction.py",
+                                   "tests/test_metrics_modules.py"],
+    "surveyalign/autoraters/citation_f1.py": ["tests/test_autoraters.py", "tests/test_metrics_modules.py"],
+    "surveyalign/judge/voting.py": ["tests/test_judge.py"],
+    "surveyalign/autoraters/sxs.py": ["tests/test_autoraters.py"],
+}
+
+# Equivalent mutants: mutmut name -> why no test can kill it. Excluded from the score, still printed.
+IGNORED: dict[str, str] = {
+}
+
+STAGED = ("surveyalign", "tests", "configs", "pyproject.toml")
+
+
+def _stage(module: str, tests: list[str], stage: Path) -> None:
+    """Copies the sources into ``stage`` and writes the ``[mutmut]`` section of its setup.cfg."""
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    for name in STAGED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, stage / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif src.exists():
+            shutil.copy2(src, stage / name)
+    cfg = (ROOT / "setup.cfg").read_text(encoding="utf-8")
+    cfg += ("\n[mutmut]\nsource_paths = surveyalign\n"
+            f"only_mutate = {module}\n"
+            "pytest_add_cli_args_test_selection =\n" + "".join(f"    {t}\n" for t in tests)
+            + "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q\n    -x\n"
+            + "also_copy =\n    configs\n")
+    (stage / "setup.cfg").write_text(cfg, encoding="utf-8")
+
+
+def _results(stage: Path, env: dict) -> dict[str, str]:
+    """Returns mutant name -> status (killed, survived, timeout, ...) from ``mutmut results --all true``."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], check=False, cwd=stage,
+                         env=env, capture_output=True, text=True)
+    status = {}
+    for line in out.stdout.splitlines():
+        name, sep, state = line.strip().rpartition(": ")
+        if sep and name:
+            status[name] = state.strip()
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--module", default="surveyalign/data/split.py")
+    ap.add_argument("--tests", nargs="*", default=None)
+    ap.add_argument("--max-children", type=int, default=2)
+    ap.add_argument("--min-score", type=float, default=0.0, help="fail below this percentage")
+    args = ap.parse_args(argv)
+    module = args.module
+    if not (ROOT / module).is_file():
+        print(f"mutation: module {module} not found", file=sys.stderr)
+        return 2
+    tests = args.tests or DEFAULT_TESTS.get(module)
+    if not tests:
+        print(f"mutation: no default tests for {module}; pass TESTS=\"tests/test_x.py ...\"", file=sys.stderr)
+        return 2
+    missing = [t for t in tests if not (ROOT / t).is_file()]
+    if missing:
+        print(f"mutation: test file(s) not found: {' '.join(missing)}", file=sys.stderr)
+        return 2
+    stage = ROOT / ".cache" / "mutation" / Path(module).with_suffix("").as_posix().replace("/", ".")
+    _stage(module, tests, stage)
+    # the mutated copy must shadow the editable install; the folder must exist when Python starts, or its
+    # import cache marks it empty and the tests silently import the unmutated package
+    (stage / "mutants").mkdir()
+    env = dict(os.environ, PYTHONPATH=str(stage / "mutants"))
+    run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)],
+                         check=False, cwd=stage, env=env, capture_output=True, text=True)
+    status = _results(stage, env)
+    if not status or all(v == "not checked" for v in status.values()):
+        print(f"mutation: mutmut gave no result (exit {run.returncode})\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}",
+              file=sys.stderr)
+        return 3
+    counts: dict[str, int] = {}
+    for name, state in status.items():
+        counts[state] = counts.get(state, 0) + 1
+    survivors = sorted(n for n, s in status.items() if s == "survived" and n not in IGNORED)
+    ignored = sorted(n for n, s in status.items() if s == "survived" and n in IGNORED)
+    killed = counts.get("killed", 0)
+    score = 100.0 * killed / max(1, killed + len(survivors))
+    print(f"module {module}: {len(status)} mutants; " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    print(f"killed {killed} / survived {len(survivors)} (+{len(ignored)} equivalent ignored): score {score:.1f}%")
+    for name in ignored:
+        print(f"  ignored {name}: {IGNORED[name]}")
+    for name in survivors:
+        print(f"  survived {name}   (see: cd {stage} && mutmut show {name})")
+    return 0 if score >= args.min_score else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
