@@ -3,7 +3,8 @@
 The page holds the leaderboard (per-dimension MSE/MAE, AVG MSE/MAE, RQS, Align, HAS with paper-level bootstrap
 95% intervals, and the training-label baselines), per-dimension confusion matrices against the human scores,
 score distributions (judge vs human), the per-source table (SurveyReview Table 7 shape), failure counts, the
-paired comparison when asked for, and each run's provenance. Figures are matplotlib PNGs embedded as base64
+paired comparison when asked for, the human ceiling, a unit browser (every unit with the judge's score and
+rationale beside the human score and rationale snippets, filtered in the page) and each run's provenance. Figures are matplotlib PNGs embedded as base64
 ``data:`` URIs and the styles are inline, so the page opens without network. Rendered with a jinja2 template
 (``surveyalign/resources/templates/report.html.j2``).
 """
@@ -30,7 +31,7 @@ from surveyalign.constants import (
 from surveyalign.paths import resource_path
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
-__all__ = ["render_html_report", "write_html_report"]
+__all__ = ["render_html_report", "unit_rows", "write_html_report"]
 
 _TEMPLATES = resource_path("templates")
 _DASH = "–"
@@ -143,6 +144,48 @@ def _baseline_rows(summaries: Mapping[str, Mapping[str, Any]], dims: list[str]) 
     return rows
 
 
+def unit_rows(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Rows of the unit browser: every unit of every judge with the human score and rationale beside the judge's.
+
+    Args:
+        records: ``{judge name: prediction records}`` (``unit_id``, ``paper_id``, ``dimension``, ``source``,
+            ``status``, ``prediction``, ``reference``, ``rationale``, ``reference_rationales``, ``error``).
+
+    Returns:
+        One dict per (judge, unit), in judge then record order: ``judge``, ``unit_id``, ``anchor`` (the row's HTML
+        id, ``u-<judge index>-<record index>``), ``paper``, ``dimension``, ``source``, ``status``, ``error``,
+        ``prediction`` / ``reference`` (signed text, "–" when not scored), ``diff`` (|judge - human| as text,
+        "–" when not scored), ``rationale``, ``rationale_short`` (first 90 characters), ``snippets`` (the human
+        rationale sentences) and ``links`` ([{"dimension", "anchor"}] to the same judge's units of the same paper in
+        the other dimensions).
+    """
+    rows: list[dict[str, Any]] = []
+    for k, (judge, recs) in enumerate(records.items()):
+        by_paper: dict[str, list[tuple[str, str]]] = {}
+        start = len(rows)
+        for i, r in enumerate(recs or []):
+            scored = r.get("status") == "scored" and r.get("prediction") is not None
+            dim = normalise_dimension(str(r["dimension"]))
+            rationale = str(r.get("rationale") or "")
+            row = {
+                "judge": judge, "unit_id": str(r["unit_id"]), "anchor": f"u-{k}-{i}",
+                "paper": str(r.get("paper_id") or ""), "dimension": dim,
+                "source": str(r.get("source") or "unknown").lower(), "status": str(r.get("status")),
+                "error": str(r.get("error") or "") if not scored else "",
+                "prediction": f"{int(r['prediction']):+d}" if scored else _DASH,
+                "reference": f"{int(r['reference']):+d}",
+                "diff": str(abs(int(r["prediction"]) - int(r["reference"]))) if scored else _DASH,
+                "rationale": rationale, "rationale_short": rationale[:90] + ("…" if len(rationale) > 90 else ""),
+                "snippets": [str(s) for s in (r.get("reference_rationales") or [])],
+            }
+            by_paper.setdefault(row["paper"], []).append((dim, row["anchor"]))
+            rows.append(row)
+        for row in rows[start:]:
+            row["links"] = [{"dimension": d, "anchor": a} for d, a in by_paper.get(row["paper"], [])
+                            if a != row["anchor"] and d != row["dimension"]]
+    return rows
+
+
 def _comparison(result: Mapping[str, Any] | None, names: tuple[str, str] | None) -> dict[str, Any] | None:
     if not result or not names:
         return None
@@ -208,8 +251,11 @@ def render_html_report(
         ceiling_comparison: ``{judge: compare_to_ceiling output}`` (table ``ceiling-comparison``), or None.
 
     Returns:
-        The HTML text. Tables carry ids (``leaderboard``, ``comparison``, ``confusion-<k>-<dimension>``,
-        ``distribution-<k>``, ``per-source``, ``failures``) and every figure is a base64 PNG.
+        The HTML text. Tables carry ids (``leaderboard``, ``comparison``, ``ceiling-comparison``,
+        ``confusion-<k>-<dimension>``, ``distribution-<k>``, ``per-source``, ``failures``, ``units``) and every figure
+        is a base64 PNG. The unit browser (``units``, rows from :func:`unit_rows`) filters with an inline script
+        (no network): selects ``f-judge``, ``f-dimension``, ``f-status``, ``f-source``, ``f-diff`` (minimum
+        |judge - human|), the text box ``f-paper``, the button ``f-clear``; ``unit-count`` says how many are shown.
     """
     from surveyalign.scoring.report import average_scopes
 
@@ -274,6 +320,9 @@ def render_html_report(
                "reliability": [{**b, "mean": _f(b["mean_confidence"]), "acc": _f(b["accuracy"])}
                                for b in s["voting"]["all"]["reliability"] if b["n"]]}
               for name, s in summaries.items() if s.get("voting")]
+    units = unit_rows({name: recs for name, recs in records.items() if recs})
+    unit_filters = {key: sorted({u[field] for u in units}) for key, field in
+                    (("judges", "judge"), ("dimensions", "dimension"), ("statuses", "status"), ("sources", "source"))}
     methods = sorted({f"{(s.get('ci') or {}).get('method')}, {(s.get('ci') or {}).get('resamples')} resamples"
                       for s in summaries.values() if s.get("ci")})
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
@@ -289,6 +338,7 @@ def render_html_report(
                        (f"[{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]" if m.get("ci95") else _DASH),
                        "p": _f(m.get("p_value")), "verdict": m["verdict"]}
                       for name, res in (ceiling_comparison or {}).items() for key, m in res["metrics"].items()],
+        units=units, unit_filters=unit_filters,
         judges=judges, per_source=per_source, statuses=list(STATUSES), failures=failures, voting=voting,
         provenance=[{"judge": name, "rows": _provenance_items((run_dirs or {}).get(name), s)}
                     for name, s in summaries.items()],
