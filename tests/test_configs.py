@@ -44,6 +44,11 @@ def _parse(rel: str):
         from surveyalign.autoraters import AutoraterRole
 
         return AutoraterRole.from_yaml(path, "autorater judge config")
+    if rel.startswith("configs/studies/"):
+        from surveyalign.evaluation import JuryConfig, RQSJudgesConfig, SweepConfig
+
+        kinds = {"rqs-judges": RQSJudgesConfig, "jury": JuryConfig, "sweep": SweepConfig}
+        return next(cls for prefix, cls in kinds.items() if path.stem.startswith(prefix)).from_yaml(path)
     if rel.startswith("configs/accelerate/"):
         from accelerate.commands.config.config_args import load_config_from_file
 

@@ -5,11 +5,15 @@ Public surface:
 - :class:`EvalConfig` (typed YAML config, ``EvalConfig.from_yaml(path, overrides)``),
 - :func:`run_evaluation` -> :class:`RunResult` (``run_dir``, ``metrics``, ``counts``),
 - :class:`TrainingMismatchError` (an adapter trained with other prompt settings),
-- :func:`build_rqs_messages` / :func:`parse_rqs_rating` (the RQS stage's rating judge, App. G).
+- :func:`build_rqs_messages` / :func:`parse_rqs_rating` (the RQS stage's rating judge, App. G),
+- studies over runs (``studies.py``): :func:`run_rqs_judges` (App. I.4), :func:`run_jury` (a jury of judges),
+  :func:`rating_sheet` (pairs to rate for the RQS meta-evaluation, App. I.2); ablation sweeps (``sweep.py``,
+  §6.3): :class:`SweepConfig`, :func:`run_sweep`.
 
 The judge itself, voting and the call cache live in :mod:`surveyalign.judge`.
 
-CLI: ``surveyalign evaluate --config configs/eval/NAME.yaml [--set key=value ...]``.
+CLI: ``surveyalign evaluate --config configs/eval/NAME.yaml [--set key=value ...]``; ``surveyalign rqs-judges``,
+``jury``, ``meta-eval`` (``study_cli.py``) and ``sweep``.
 """
 
 import lazy_loader
@@ -31,20 +35,32 @@ from surveyalign.evaluation.rqs import (
 # datasets or the training stack.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["adapters", "runner"],
+    submodules=["adapters", "runner", "studies"],
     submod_attrs={
-    "adapters": ["TrainingMismatchError"], "runner": ["RunResult", "run_evaluation"]})[0]
+    "adapters": ["TrainingMismatchError"], "runner": ["RunResult", "run_evaluation"],
+    "studies": ["JuryConfig", "ModelRoleConfig", "RQSJudgesConfig", "rating_sheet", "run_jury", "run_rqs_judges",
+                "write_rating_sheet"],
+    "sweep": ["SweepConfig", "run_sweep"]})[0]
 
 __all__ = [
     "RQS_LEVELS",
     "EvalConfig",
     "EvalConfigError",
+    "JuryConfig",
+    "ModelRoleConfig",
     "RQSConfig",
+    "RQSJudgesConfig",
     "RQSRating",
     "RunResult",
+    "SweepConfig",
     "TrainingMismatchError",
     "apply_overrides",
     "build_rqs_messages",
     "parse_rqs_rating",
+    "rating_sheet",
     "run_evaluation",
+    "run_jury",
+    "run_rqs_judges",
+    "run_sweep",
+    "write_rating_sheet",
 ]

@@ -1,7 +1,8 @@
 """surveyalign.scoring: the metrics of SurveyReview (MSE/MAE, RQS, HAS; §3, §6.1, App. G) plus the
 figures the paper leaves out (training-label baselines, chance-corrected agreement, paper-level
 bootstrap intervals and paired tests), the human ceiling (``ceiling.py``: one review against the other reviews of
-the same paper), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
+the same paper), juries and rankings across RQS judges (``jury.py``, App. I.4), the meta-evaluation of the RQS
+judge (``metaeval.py``, App. I.2), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
 """
 
 from surveyalign.scoring.baselines import (
@@ -23,6 +24,20 @@ from surveyalign.scoring.ceiling import (
     compare_to_ceiling,
     human_ceiling,
 )
+from surveyalign.scoring.jury import (
+    JURY_METHODS,
+    combine_votes,
+    kendall_tau,
+    multi_judge_rankings,
+)
+from surveyalign.scoring.metaeval import (
+    MIN_META_PAIRS,
+    PAPER_META_EVAL,
+    meta_evaluate,
+    pearson,
+    read_ratings,
+    spearman,
+)
 from surveyalign.scoring.metrics import (
     agreement_statistics,
     alignment_errors,
@@ -36,6 +51,7 @@ from surveyalign.scoring.metrics import (
 from surveyalign.scoring.records import validate_records
 from surveyalign.scoring.registry import register_metrics
 from surveyalign.scoring.report import (
+    read_predictions,
     render_agreement,
     render_baselines,
     render_ceiling,
@@ -53,7 +69,10 @@ from surveyalign.scoring.summary import summarize_predictions
 __all__ = [
     "CEILING_NAME",
     "INSUFFICIENT_DATA",
+    "JURY_METHODS",
     "MIN_BOOTSTRAP_PAPERS",
+    "MIN_META_PAIRS",
+    "PAPER_META_EVAL",
     "agreement_statistics",
     "alignment_errors",
     "baseline_metrics",
@@ -61,15 +80,22 @@ __all__ = [
     "ceiling_reviews",
     "check_scores",
     "check_train_scores",
+    "combine_votes",
     "compare_to_ceiling",
     "expected_calibration_error",
     "human_aligned_score",
     "human_ceiling",
+    "kendall_tau",
     "krippendorff_alpha_interval",
     "macro_mae",
     "majority_label",
+    "meta_evaluate",
+    "multi_judge_rankings",
     "paired_bootstrap",
+    "pearson",
     "quadratic_weighted_kappa",
+    "read_predictions",
+    "read_ratings",
     "reason_quality",
     "register_metrics",
     "render_agreement",
@@ -84,6 +110,7 @@ __all__ = [
     "render_per_source",
     "render_voting",
     "score_distribution",
+    "spearman",
     "summarize_predictions",
     "validate_records",
     "vote_summary",
