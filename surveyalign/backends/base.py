@@ -78,6 +78,10 @@ class Generation:
         cached_tokens: how many of ``prompt_tokens`` the provider read from its prompt cache (``None``: unknown).
         batch_id: the provider batch that answered it (OpenAI Batch / Anthropic Message Batches); ``None`` for a
             direct call.
+        served_model: the model id the server says answered (the reply's ``model``; an API may answer a request
+            for "gpt-x" with a dated version), ``None`` when not returned.
+        system_fingerprint: the server's configuration fingerprint of that answer (``system_fingerprint``), ``None``
+            when not returned. Both are recorded per call and summarised in the run's judge identity.
     """
 
     text: str
@@ -90,6 +94,8 @@ class Generation:
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     batch_id: str | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
     def __post_init__(self) -> None:
         if self.error:

@@ -499,6 +499,8 @@ class OpenAIBackend(Backend):
         try:
             reply = json.loads(text)
             choices = reply["choices"]
+            served = reply.get("model") if isinstance(reply.get("model"), str) else None
+            fingerprint = reply.get("system_fingerprint") if isinstance(reply.get("system_fingerprint"), str) else None
             messages = [normalise_message(choice.get("message")) for choice in choices]
             if not messages:
                 raise IndexError("no choices")
@@ -507,7 +509,8 @@ class OpenAIBackend(Backend):
                              f"{redact_secrets(f'{exc}: {text[:2000]}')[:400]}") from exc
         usage = usage_per_choice(reply.get("usage"), len(choices))
         out = [Generation(text=m.text, finish_reason=c.get("finish_reason"), mean_logprob=_mean_logprob(c),
-                          reasoning=m.reasoning, refusal=m.refusal, **u)
+                          reasoning=m.reasoning, refusal=m.refusal, served_model=served,
+                          system_fingerprint=fingerprint, **u)
                for c, m, u in zip(choices, messages, usage)]
         missing = body["n"] - len(out)
         if missing > 0:

@@ -85,6 +85,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-training-mismatch", action="store_true",
                    help="evaluate an adapter whose training record disagrees with the config (dimension, protocol, "
                    "enable_thinking, use_knowledge); sets `allow_training_mismatch: true`, recorded in run_config")
+    p.add_argument("--check-drift", type=positive_int, metavar="N",
+                   help="before the run, re-judge N units already stored in the run folder's calls.jsonl (sample 0, "
+                   "bypassing the cache) and say how many scores changed (recorded in run_config.json check_drift)")
     p.set_defaults(handler=_evaluate)
 
 
@@ -201,7 +204,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     console = make_console()  # the leaderboard is wide: not squeezed to 80 columns when piped
     try:
-        result = run_evaluation(config, console=console, argv=_command_line(args), plan_only=args.plan)
+        result = run_evaluation(config, console=console, argv=_command_line(args), plan_only=args.plan,
+                                check_drift=getattr(args, "check_drift", None))
     except RunIncomplete as err:  # the cost cap, or batches still running: done on purpose, resumable
         print(f"surveyalign evaluate: {err}", file=sys.stderr)
         return 4

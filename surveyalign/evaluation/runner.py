@@ -33,6 +33,8 @@ from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation.adapters import check_training_records
 from surveyalign.evaluation.config import EvalConfig
+from surveyalign.evaluation.identity import check_drift as rejudge
+from surveyalign.evaluation.identity import judge_identity
 from surveyalign.evaluation.judges import build_backends, build_judge, close_backend
 from surveyalign.evaluation.lengths import prepare_units
 from surveyalign.evaluation.plan import execute, judge_calls
@@ -100,6 +102,7 @@ def run_evaluation(
     console: Any | None = None,
     argv: Sequence[str] | None = None,
     plan_only: bool = False,
+    check_drift: int | None = None,
 ) -> RunResult:
     """Evaluate one judge on one split and write the run folder (SurveyReview §6.1).
 
@@ -113,6 +116,8 @@ def run_evaluation(
             credential-like ``key=value`` arguments are redacted.
         plan_only: print the plan (calls, tokens, estimated cost and time: :func:`surveyalign.evaluation.spend.plan_run`)
             and return before any call is sent (``calls["plan"]`` holds it; nothing else is written).
+        check_drift: re-judge this many stored units (sample 0, bypassing the cache) before the run and report how
+            many scores changed (``run_config.json`` ``check_drift``; :func:`surveyalign.evaluation.identity.check_drift`).
 
     Returns:
         :class:`RunResult` with the run folder, the metrics dict and the status counts.
@@ -130,11 +135,12 @@ def run_evaluation(
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     with RunLock(run_dir / ".lock"):
-        return _run_locked(config, run_dir, backend, rqs_backend, console, argv, plan_only)
+        return _run_locked(config, run_dir, backend, rqs_backend, console, argv, plan_only, check_drift)
 
 
 def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: Any, console: Any,
-                argv: Sequence[str] | None, plan_only: bool = False) -> RunResult:
+                argv: Sequence[str] | None, plan_only: bool = False,
+                check_drift: int | None = None) -> RunResult:
     started = now()
     prices = load_run_prices(config)
     calls_path = run_dir / "calls.jsonl"
@@ -175,6 +181,12 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 console.print(f"[yellow]calls.jsonl: skipped {cache.n_torn} torn/unreadable line(s); "
                               "those calls are made again[/]")
             calls: dict[str, Any] = {"torn_lines": cache.n_torn}
+            if check_drift:
+                drift = rejudge(units, judge, cache, check_drift, concurrency=config.concurrency)
+                run_config["check_drift"] = drift
+                console.print(f"check-drift: re-judged {drift['n_rejudged']} stored unit(s): {drift['n_changed']} "
+                              f"changed score, {drift['n_failed']} failed to answer or parse"
+                              + (f" ({drift['note']})" if drift["note"] else ""))
             todo, cached = judge_calls(config, units, judge, cache)
             all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
                                                                       unit_id=u.unit_id)]
@@ -206,6 +218,9 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             if batches:
                 calls["batches"] = batches
             cost = _summary(all_calls, cache, prices, units, groups, rqs_judge)
+            run_config["identity"] = judge_identity(
+                config, {g: (b.describe() if hasattr(b, "describe") else {}) for g, b in groups.items()},
+                template_hashes(config), cache)
     finally:
         for b in built:  # close only what this run built
             close_backend(b)

@@ -2,7 +2,7 @@
 figures the paper leaves out (training-label baselines, chance-corrected agreement, paper-level
 bootstrap intervals and paired tests), the human ceiling (``ceiling.py``: one review against the other reviews of
 the same paper), juries and rankings across RQS judges (``jury.py``, App. I.4), the meta-evaluation of the RQS
-judge (``metaeval.py``, App. I.2), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
+judge (``metaeval.py``, App. I.2), drift between two runs of one judge (``drift.py``), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
 """
 
 from surveyalign.scoring.baselines import (
@@ -24,6 +24,7 @@ from surveyalign.scoring.ceiling import (
     compare_to_ceiling,
     human_ceiling,
 )
+from surveyalign.scoring.drift import drift_statistics, identity_differences
 from surveyalign.scoring.jury import (
     JURY_METHODS,
     combine_votes,
@@ -82,9 +83,11 @@ __all__ = [
     "check_train_scores",
     "combine_votes",
     "compare_to_ceiling",
+    "drift_statistics",
     "expected_calibration_error",
     "human_aligned_score",
     "human_ceiling",
+    "identity_differences",
     "kendall_tau",
     "krippendorff_alpha_interval",
     "macro_mae",

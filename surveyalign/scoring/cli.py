@@ -38,6 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "several reviews per paper and dimension); default: the runs' own units when a paper has "
                         "two or more reviews of a dimension. Prints the 'another reviewer' row and, with "
                         "--compare, whether each judge is below, within or beyond it on the same units")
+    p.add_argument("--drift", action="store_true",
+                   help="with exactly two RUN_DIRs of the same judge on the same units: the share of changed scores, "
+                        "the MSE shift (B - A) with a paired paper-level CI, and whether the recorded judge identities "
+                        "(model, served model / system_fingerprint, adapter fingerprints, prompt and package version) "
+                        "differ: drift or a different judge")
     p.add_argument("--authors", action="store_true",
                    help="also print the authors'-convention figures (unparseable = 0), for comparison only")
     p.add_argument("--json", metavar="FILE", help="also write {judge: summary} (and the comparison) as JSON")
@@ -144,6 +149,8 @@ def _report(args: argparse.Namespace) -> int:
     if args.compare and len(args.run_dirs) != 2:
         say("error: --compare needs exactly two RUN_DIRs")
         return 2
+    if args.drift:
+        return _drift(args, console, say)
     given = None
     if args.train_scores:
         try:
@@ -309,3 +316,57 @@ def _ceiling(args: argparse.Namespace, records: dict[str, list[dict]]) -> tuple[
         return None, None, f"{source}: {ceiling['insufficient']}"
     ceiling["source"] = source
     return ceiling, reviews, None
+
+
+def _identity(run: Path) -> dict | None:
+    try:
+        cfg = json.loads((run / "run_config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return cfg.get("identity") if isinstance(cfg, dict) else None
+
+
+def _drift(args: argparse.Namespace, console, say) -> int:
+    """``report --drift RUN_A RUN_B``: :func:`surveyalign.scoring.drift_statistics` as a table (exit 2 on bad input)."""
+    from rich.table import Table
+
+    from surveyalign.scoring.drift import drift_statistics
+    from surveyalign.scoring.report import read_predictions
+
+    if len(args.run_dirs) != 2:
+        say("error: --drift needs exactly two RUN_DIRs (the same judge, run twice on the same units)")
+        return 2
+    runs = [Path(r) for r in args.run_dirs]
+    try:
+        recs = [read_predictions(r) for r in runs]
+        res = drift_statistics(recs[0], recs[1], identity_a=_identity(runs[0]), identity_b=_identity(runs[1]),
+                               n_resamples=max(args.bootstrap, 1), seed=args.seed)
+    except (OSError, ValueError) as exc:
+        say(f"error: --drift: {exc}")
+        return 2
+    table = Table(title=f"Drift: A = {runs[0]}  vs  B = {runs[1]}")
+    table.add_column("figure", style="bold")
+    table.add_column("value", overflow="fold")
+
+    def f(x, digits=3):
+        return "–" if x is None else f"{x:.{digits}f}"
+
+    ci = res["mse_shift_ci"]
+    table.add_row("units in both runs / scored in both", f"{res['n_shared']} / {res['n_both_scored']}")
+    table.add_row("changed scores", f"{res['n_changed']} ({f(res['share_changed'] and 100 * res['share_changed'], 1)}%)"
+                  + (f": {', '.join(f'{k} x{v}' for k, v in res['changes'].items())}" if res["changes"] else ""))
+    table.add_row("scored in one run only", str(res["n_status_changed"]))
+    table.add_row("AVG MSE A -> B", f"{f(res['mse_a'])} -> {f(res['mse_b'])}")
+    table.add_row("MSE shift (B - A), 95% CI, p", f"{f(res['mse_shift'])}  " + (
+        res["insufficient"] if res["insufficient"] else f"[{ci[0]:.3f}, {ci[1]:.3f}]  p {f(res['p_value'])}"
+        if ci else "–"))
+    diffs = res["identity_differences"]
+    table.add_row("identities differ", "not recorded" if res["identity_differs"] is None else (
+        "yes: " + "; ".join(f"{d['field']}: {d['a']} -> {d['b']}" for d in diffs[:8])
+        + (f" (+{len(diffs) - 8} more)" if len(diffs) > 8 else "") if diffs else "no"))
+    table.add_row("verdict", res["verdict"])
+    console.print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"drift": res}, indent=2), encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
