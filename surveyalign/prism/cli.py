@@ -14,6 +14,7 @@ _EPILOG = """\
 examples:
   surveyalign prism paper.json reviews.json DeepReview=deepreview.txt --judge configs/prism/api.yaml
   surveyalign prism article.xml article.xml --judge configs/prism/api.yaml --no-novelty   # F1000 JATS + reports
+  surveyalign prism --corpus corpus/ --judge configs/prism/api.yaml --out runs/prism/corpus   # many papers
 
 PAPER: .json (OpenReview submission note or {title, abstract, text | sections, submission_date}), .xml (JATS)
 or markdown / text. REVIEWS: .json / .jsonl (OpenReview notes or flat records), .xml (JATS ref-report
@@ -48,8 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verification against prior work, flaw recall and prioritisation (nCPS), constructiveness. An LLM "
         "judge extracts the units; the scores are computed from them.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paper", metavar="PAPER", help="the reviewed paper (.json, .xml JATS, .md / .txt)")
-    p.add_argument("reviews", metavar="REVIEWS", nargs="+", help="review files; NAME=PATH for a system's reviews")
+    p.add_argument("paper", metavar="PAPER", nargs="?", help="the reviewed paper (.json, .xml JATS, .md / .txt)")
+    p.add_argument("reviews", metavar="REVIEWS", nargs="*", help="review files; NAME=PATH for a system's reviews")
+    p.add_argument("--corpus", metavar="DIR",
+                   help="score every paper of a corpus instead (DIR/<paper>/paper.*, reviews/*, systems/<NAME>.*), "
+                        "resumable, and aggregate per system: mean over papers with a paper-level CI, missing "
+                        "metrics counted; writes corpus.json / corpus.md / corpus.html to --out (default runs/prism/corpus)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="--corpus: paper-level bootstrap resamples for the intervals (default 1000)")
     p.add_argument("--judge", required=True, metavar="CONFIG", help="PRISM judge YAML (see configs/prism/)")
     p.add_argument("--out", metavar="DIR", help="run folder (default: runs/prism/<paper id>)")
     p.add_argument("--paper-id", help="paper identifier (default: from the file)")
@@ -109,6 +116,25 @@ def _unique_reviews(reviews: list) -> tuple[list, list[str]]:
     return out, messages
 
 
+def _corpus(args: argparse.Namespace, config) -> int:
+    from surveyalign.prism.corpus import render_corpus_markdown, run_corpus
+
+    out = Path(args.out) if args.out else Path("runs") / "prism" / "corpus"
+    try:
+        result = run_corpus(args.corpus, config, out, progress=not args.no_progress, n_resamples=max(args.bootstrap, 0))
+    except FileNotFoundError as err:
+        print(f"surveyalign prism: error: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"surveyalign prism: error: {err}", file=sys.stderr)
+        return 3
+    print(render_corpus_markdown(result), end="")
+    for line in result["skipped_records"]:
+        print(f"not a review, skipped: {line}", file=sys.stderr)
+    print(f"{len(result['papers'])} papers scored, {len(result['failed'])} not; wrote {', '.join(result['files'].values())}")
+    return 0
+
+
 def _prism(args: argparse.Namespace) -> int:
     from surveyalign.prism.readers import read_paper
     from surveyalign.prism.report import comparison_rows, format_comparison
@@ -116,7 +142,16 @@ def _prism(args: argparse.Namespace) -> int:
 
     overrides = {"grounding_rubric": args.grounding_rubric, "claim_policy": args.claim_policy,
                  "novelty.enabled": False if args.no_novelty else None}
+    if args.corpus and (args.paper or args.reviews):
+        print("surveyalign prism: error: --corpus DIR replaces PAPER and REVIEWS; give one or the other",
+              file=sys.stderr)
+        return 2
+    if not args.corpus and (not args.paper or not args.reviews):
+        print("surveyalign prism: error: give PAPER and at least one REVIEWS file, or --corpus DIR", file=sys.stderr)
+        return 2
     config = PrismConfig.from_yaml(args.judge, overrides)
+    if args.corpus:
+        return _corpus(args, config)
     paper = read_paper(args.paper, paper_id=args.paper_id, submission_date=args.submission_date)
     reviews, skipped = _review_files(args.reviews)
     for line in skipped:

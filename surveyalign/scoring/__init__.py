@@ -24,6 +24,7 @@ from surveyalign.scoring.ceiling import (
     compare_to_ceiling,
     human_ceiling,
 )
+from surveyalign.scoring.corpus import aggregate_over_papers
 from surveyalign.scoring.drift import drift_statistics, identity_differences
 from surveyalign.scoring.jury import (
     JURY_METHODS,
@@ -74,6 +75,7 @@ __all__ = [
     "MIN_BOOTSTRAP_PAPERS",
     "MIN_META_PAIRS",
     "PAPER_META_EVAL",
+    "aggregate_over_papers",
     "agreement_statistics",
     "alignment_errors",
     "baseline_metrics",
