@@ -158,8 +158,8 @@ def render_corpus_markdown(result: Mapping[str, Any]) -> str:
     """The systems x metrics table of :func:`run_corpus` as markdown (one row per system, one column per metric)."""
     labels = [label for _, label in result["metrics"]]
     lines = [f"# PRISM over {len(result['papers'])} papers", "",
-             "Mean over papers [paper-level bootstrap 95% CI] (n = papers with a value; missing = reviewed, metric not "
-             "computable; absent = paper not reviewed by the system).", "",
+             ("Mean over papers [paper-level bootstrap 95% CI] (n = papers with a value; missing = reviewed, metric "
+              "not computable; absent = paper not reviewed by the system)."), "",
              "| system | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for system in result["systems"]:
         lines.append(f"| {system} | " + " | ".join(_cell(result["table"][system][k]) for k, _ in result["metrics"])
