@@ -164,3 +164,18 @@ def test_report_ceiling_from_a_raw_release_built_dataset(tmp_path, capsys):
     assert main(["report", str(run), "--ceiling", str(tmp_path / "nope")]) == 2
     assert "error: --ceiling" in capsys.readouterr().err
     assert not math.isnan(ceiling["avg_mae"])
+
+
+def test_every_leaderboard_prints_the_ceiling_row():
+    from rich.console import Console
+
+    from surveyalign.scoring import render_leaderboard, summarize_predictions
+
+    summary = summarize_predictions(_judge(_twelve(), lambda r: -1), bootstrap=50)
+    assert summary["ceiling"]["avg_mse"] == pytest.approx(22 / 6) and summary["ceiling"]["n"] == 36
+    console = Console(width=200, record=True)
+    console.print(render_leaderboard({"J": summary, "K": summary}))
+    text = console.export_text()
+    assert text.count("another reviewer (n=36)") == 1  # the same units: one row
+    single = summarize_predictions(_judge({"C": (1,)}, lambda r: 1), bootstrap=0)
+    assert single["ceiling"] is None

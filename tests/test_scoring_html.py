@@ -101,8 +101,8 @@ def test_html_report_for_one_run(tmp_path, train_scores, capsys):
     assert main(["report", str(run), "--html", str(out), "--bootstrap", "200", "--train-scores", str(train_scores)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     page = _parse(out)
-    # self-contained: every src/href is an inline data: URI, and each one is a real PNG
-    assert page.links and all(link.startswith("data:image/png;base64,") for link in page.links)
+    # self-contained: every src/href is an inline data: URI (each one a real PNG) or a link inside the page
+    assert page.links and all(link.startswith(("data:image/png;base64,", "#")) for link in page.links)
     assert len(page.images) == 2  # confusion matrices + score distributions of the one judge
     assert all(base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n" for src in page.images)
     board = page.tables["leaderboard"]

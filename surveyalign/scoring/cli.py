@@ -198,12 +198,9 @@ def _report(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         say(f"error: --ceiling {args.ceiling}: {exc}")
         return 2
-    board = dict(summaries)
-    if ceiling is not None:
-        board[f"{ceiling['name']} (n={ceiling['n']})"] = ceiling
-    elif why:
+    if ceiling is None and why:
         say(f"note: no human ceiling: {why}")
-    console.print(render_leaderboard(board))
+    console.print(render_leaderboard(summaries, ceiling=ceiling))
     if ceiling is not None:
         console.print(render_ceiling(ceiling))
     console.print(render_intervals(summaries))

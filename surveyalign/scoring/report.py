@@ -98,7 +98,24 @@ def _failures(s: Mapping[str, Any]) -> str:
     return " ".join(parts) if parts else "0"
 
 
-def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
+def _ceiling_rows(summaries: Mapping[str, Mapping[str, Any]], ceiling: Mapping[str, Any] | None
+                  ) -> dict[str, Mapping[str, Any]]:
+    """``{"another reviewer (n=...)": ceiling}``: the given ceiling, else the distinct ones embedded in summaries."""
+    found = [ceiling] if ceiling is not None else [s["ceiling"] for s in summaries.values() if s.get("ceiling")]
+    out: dict[str, Mapping[str, Any]] = {}
+    seen = set()
+    for c in found:
+        key = (c.get("n"), c.get("avg_mse"), c.get("avg_mae"))
+        if key in seen:
+            continue
+        seen.add(key)
+        name = f"{c.get('name', 'another reviewer')} (n={c.get('n')})"
+        out[name if name not in out else f"{name} [{len(out) + 1}]"] = c
+    return out
+
+
+def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
+                       ceiling: Mapping[str, Any] | None = None) -> Table:
     """The main leaderboard: one row per judge (SurveyReview Table 2 layout plus honesty columns).
 
     Args:
@@ -111,8 +128,10 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
         and failed (counts by status). Missing values show as "–"; a column that is missing for every
         judge (RQS/HAS without consistency scores, Skill without training labels) is left out and the
         caption says why. Judge names fold instead of being cut; a single-dimension board fits 80
-        columns.
+        columns. The human ceiling ("another reviewer (n=units)", :mod:`surveyalign.scoring.ceiling`) is the last
+        row: ``ceiling`` when given, else every distinct ``ceiling`` embedded in the summaries.
     """
+    summaries = {**summaries, **_ceiling_rows(summaries, ceiling)}
     dims = _dims(summaries)
     scope = f" ({dims[0]})" if len(dims) == 1 else ""
     table = Table(title=f"SurveyReview leaderboard{scope}: strict convention, failures counted, never scored",

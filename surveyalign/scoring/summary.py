@@ -27,6 +27,7 @@ from surveyalign.scoring.baselines import (
 )
 from surveyalign.scoring.bootstrap import bootstrap_intervals
 from surveyalign.scoring.calibration import vote_summary
+from surveyalign.scoring.ceiling import ceiling_reviews, human_ceiling
 from surveyalign.scoring.metrics import (
     alignment_errors,
     human_aligned_score,
@@ -169,7 +170,9 @@ def summarize_predictions(
         ``ci`` (see :func:`~surveyalign.scoring.bootstrap.bootstrap_intervals`) or None,
         ``per_source`` ({source: same keys as the top level, without ci/baselines}),
         ``authors_convention`` and ``voting`` (agreement of the K samples and calibration of the vote share, see
-        :func:`~surveyalign.scoring.calibration.vote_summary`; None when every unit had one sample). MSE in [0, 16], MAE in [0, 4], RQS in [0, 1], Align/HAS <= 1.
+        :func:`~surveyalign.scoring.calibration.vote_summary`; None when every unit had one sample) and ``ceiling``
+        (the human ceiling of these units, :func:`~surveyalign.scoring.ceiling.human_ceiling`, when a paper has two
+        or more reviews of one dimension; else None). MSE in [0, 16], MAE in [0, 4], RQS in [0, 1], Align/HAS <= 1.
 
     Raises:
         ValueError: on an invalid record (see :func:`validate_records`).
@@ -219,6 +222,9 @@ def summarize_predictions(
     out["per_source"] = per_source
     out["authors_convention"] = _authors(recs, use_consistency, weights)
     out["voting"] = vote_summary(recs)
+    reviews = ceiling_reviews([r for r in recs if r.get("review_id") is not None], score_key="reference")
+    ceiling = human_ceiling(reviews, n_resamples=int(bootstrap), seed=seed, delta_s=delta_s)
+    out["ceiling"] = None if ceiling["status"] == "no data" else ceiling
     return _clean(out)
 
 
