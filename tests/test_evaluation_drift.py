@@ -45,7 +45,7 @@ def test_two_scripted_runs_drift(tmp_path, dataset_dir, capsys):
     n = len(a.predictions)
     assert ident["model"] == "judge" and ident["served_models"] == {"judge-2026-01": n}
     assert ident["system_fingerprints"] == {"fp_a": n} and ident["package_version"] == __version__
-    assert ident["prompt_version"]["protocol"] == "v1.0" and ident["price_table_date"] is None
+    assert ident["prompt_version"]["protocol"] == "v1.0" and ident["price_table_date"] == "2026-12-01"
     refs = [p["reference"] for p in a.predictions[:2]]
     # by hand: only the first two units change (-1 -> +1); the MSE shift is their change in squared error over n
     shift = sum((1 - r) ** 2 - (-1 - r) ** 2 for r in refs) / n

@@ -3,8 +3,8 @@
 :func:`judge_identity` is written to ``run_config.json`` (``identity``) by every evaluation run: the model id asked
 for, the model ids and ``system_fingerprint`` values the API returned with the answers, the content fingerprints
 of local models / adapters / a ``surveyalign serve`` server, the prompt version (protocol and template hashes), the
-package version and the price-table date (surveyalign keeps no price table, so it is recorded as ``None`` with that
-reason). ``surveyalign report --drift RUN_A RUN_B`` compares two of them
+package version and the date of the price table (``configs/prices.yaml`` ``as_of``; ``None`` with the reason when
+none can be read). ``surveyalign report --drift RUN_A RUN_B`` compares two of them
 (:func:`surveyalign.scoring.drift_statistics`); ``surveyalign evaluate --check-drift N`` re-judges N stored units
 before the run (:func:`check_drift`).
 """
@@ -18,10 +18,17 @@ from surveyalign import __version__
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.judge import CallCache, Judge, run_calls
 
-__all__ = ["PRICE_TABLE_DATE", "check_drift", "judge_identity"]
+__all__ = ["check_drift", "judge_identity"]
 
-#: Date of the price table used for cost figures: surveyalign has none (no cost is computed), so ``None``.
-PRICE_TABLE_DATE: str | None = None
+def _price_table() -> tuple[str | None, str]:
+    """``(as_of date, note)`` of the price table cost figures are read from (``configs/prices.yaml``)."""
+    try:
+        from surveyalign.calls.cost import default_prices_path, load_prices
+
+        table = load_prices()
+        return str(table.as_of), f"prices from {default_prices_path()}"
+    except (ImportError, OSError, ValueError) as err:  # a wheel without configs/, or an unreadable table
+        return None, f"no price table read ({type(err).__name__}: {err})"
 
 _FINGERPRINT_KEYS = ("fingerprints", "adapter_fingerprints", "server_fingerprint", "adapter", "adapters")
 
@@ -43,6 +50,7 @@ def judge_identity(config: EvalConfig, describes: dict[str, dict[str, Any]], tem
         "fingerprints": {group: {content fingerprints of model / adapter / server}}, "prompt_version": {"protocol",
         "template_hashes"}, "package_version", "price_table_date", "price_table_note"}`` (JSON-ready).
     """
+    price_date, price_note = _price_table()
     served: Counter[str] = Counter()
     prints: Counter[str] = Counter()
     for rec in cache or []:
@@ -60,8 +68,8 @@ def judge_identity(config: EvalConfig, describes: dict[str, dict[str, Any]], tem
         "fingerprints": {g: {k: d[k] for k in _FINGERPRINT_KEYS if d.get(k) is not None} for g, d in describes.items()},
         "prompt_version": {"protocol": config.protocol, "template_hashes": template_hashes},
         "package_version": __version__,
-        "price_table_date": PRICE_TABLE_DATE,
-        "price_table_note": "surveyalign keeps no price table (no cost figures)",
+        "price_table_date": price_date,
+        "price_table_note": price_note,
     }
 
 

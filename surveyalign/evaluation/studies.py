@@ -15,7 +15,7 @@ import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -26,8 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from surveyalign.backends import GenerationSettings
-from surveyalign.evaluation.config import BackendConfig, EvalConfigError
+from surveyalign.backends import ModelRole
+from surveyalign.evaluation.config import EvalConfigError
 from surveyalign.evaluation.rundir import RunLock, now, write_json, write_jsonl
 from surveyalign.scoring import (
     JURY_METHODS,
@@ -54,15 +54,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ModelRoleConfig(_Strict):
-    """One named model in the model-role shape: ``name``, ``backend: {kind, options}``, ``generation``, ``weight``.
-
-    ``weight`` (> 0) is the model's weight in a jury (default 1).
+class ModelRoleConfig(ModelRole):
+    """One named model in the model-role shape (:class:`surveyalign.backends.ModelRole`: ``backend: {kind,
+    options}`` + ``generation``, default ``max_new_tokens: 256``) plus ``name`` and ``weight`` (> 0, its weight in a
+    jury; default 1).
     """
 
+    generation_defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 256}
+
     name: str = Field(..., min_length=1)
-    backend: BackendConfig
-    generation: GenerationSettings = Field(default_factory=lambda: GenerationSettings(max_new_tokens=256))
     weight: float = Field(1.0, gt=0)
 
 
