@@ -30,8 +30,8 @@ _COMMANDS = (
     ("evaluate", "surveyalign.evaluation.cli",
      "run a judge over a SurveyReview split (resumable; writes predictions, metrics, run_config)"),
     ("rqs-judges", "surveyalign.evaluation.study_cli",
-     "App. I.4: RQS and HAS of every system under each RQS judge, inter-judge alpha, Kendall tau of the rankings "
-     "with CIs"),
+     ("App. I.4: RQS and HAS of every system under each RQS judge, inter-judge alpha, Kendall tau of the rankings "
+      "with CIs")),
     ("sweep", "surveyalign.evaluation.study_cli",
      "ablations (§6.3): run a base eval config and variants on the same units, one paired table"),
     ("jury", "surveyalign.evaluation.study_cli",

@@ -15,8 +15,9 @@ from collections import Counter
 from typing import Any
 
 from surveyalign import __version__
+from surveyalign.calls import CallCache, run_calls
 from surveyalign.evaluation.config import EvalConfig
-from surveyalign.judge import CallCache, Judge, run_calls
+from surveyalign.judge import Judge
 
 __all__ = ["check_drift", "judge_identity"]
 

@@ -164,10 +164,10 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
         ValueError: a system's records are invalid, or no judge rated any unit.
         RuntimeError: another process holds the output folder.
     """
+    from surveyalign.calls import CallCache
     from surveyalign.evaluation.judges import build_backends, close_backend
     from surveyalign.evaluation.plan import execute
     from surveyalign.evaluation.rqs import attach_ratings, rqs_calls
-    from surveyalign.judge import CallCache
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ from surveyalign.constants import (
     STATUSES,
     VALID_SCORES,
 )
+from surveyalign.data import row_dimension
 from surveyalign.paths import resource_path
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
@@ -165,7 +166,7 @@ def unit_rows(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[s
         start = len(rows)
         for i, r in enumerate(recs or []):
             scored = r.get("status") == "scored" and r.get("prediction") is not None
-            dim = normalise_dimension(str(r["dimension"]))
+            dim = row_dimension(r["dimension"])  # report records: the row edge
             rationale = str(r.get("rationale") or "")
             row = {
                 "judge": judge, "unit_id": str(r["unit_id"]), "anchor": f"u-{k}-{i}",

@@ -29,7 +29,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES, normalise_dimension
+from surveyalign.constants import DELTA_S, DIMENSIONS, VALID_SCORES
+from surveyalign.data import row_dimension
 from surveyalign.scoring.bootstrap import (
     INSUFFICIENT_DATA,
     _interval,
@@ -169,14 +170,14 @@ def multi_judge_rankings(
     papers = sorted({str(r["paper_id"]) for recs in records.values() for r in recs})
     pidx = {p: i for i, p in enumerate(papers)}
     P = len(papers)
-    present = {normalise_dimension(str(r["dimension"])) for recs in records.values() for r in recs}
+    present = {row_dimension(str(r["dimension"])) for recs in records.values() for r in recs}
     dims = [d for d in DIMENSIONS if d in present]
     # err[s][d]: (P, 3) n scored, sum sq, sum abs; cons[j][s][d]: (P, 2) sum, count
     err = {s: {d: np.zeros((P, 3)) for d in dims} for s in systems}
     cons = {j: {s: {d: np.zeros((P, 2)) for d in dims} for s in systems} for j in judges}
     for s in systems:
         for r in records[s]:
-            d, p = normalise_dimension(str(r["dimension"])), pidx[str(r["paper_id"])]
+            d, p = row_dimension(str(r["dimension"])), pidx[str(r["paper_id"])]
             if r.get("status") == "scored" and r.get("prediction") is not None:
                 diff = float(r["prediction"]) - float(r["reference"])
                 err[s][d][p] += (1.0, diff * diff, abs(diff))
