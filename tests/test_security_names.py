@@ -16,10 +16,7 @@ from surveyalign.paths import (
     resolve_inside,
     safe_output_name,
 )
-<<<<<<< HEAD
 from surveyalign.testing import FakeChatServer
-=======
->>>>>>> ac4927b (issue 25: reproducible judge identities and drift: answers keep the API's served model id and system_fingerprint (calls.jsonl), every run records its judge identity (model, served models, fingerprints, prompt and package version, price-table date: none), report --drift RUN_A RUN_B (share changed, MSE shift with paired CI, identity differences, verdict), evaluate --check-drift N re-judges stored units; tests with two scripted runs)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prism"
 
