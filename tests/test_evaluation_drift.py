@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from surveyalign import __version__
 from surveyalign.backends import load_backend
 from surveyalign.backends.base import Generation
 from surveyalign.cli import main
@@ -41,10 +40,11 @@ def test_two_scripted_runs_drift(tmp_path, dataset_dir, capsys):
     a = _run(tmp_path, dataset_dir, "a", _judge([]))
     b = _run(tmp_path, dataset_dir, "b", _judge([1, 1]))  # the first two units now answer +1
     c = _run(tmp_path, dataset_dir, "c", _judge([], fingerprint="fp_c", served="judge-2026-03"))
-    ident = json.loads((a.run_dir / "run_config.json").read_text())["identity"]
+    run_config = json.loads((a.run_dir / "run_config.json").read_text())
+    ident = run_config["identity"]
     n = len(a.predictions)
     assert ident["model"] == "judge" and ident["served_models"] == {"judge-2026-01": n}
-    assert ident["system_fingerprints"] == {"fp_a": n} and ident["package_version"] == __version__
+    assert ident["system_fingerprints"] == {"fp_a": n} and ident["package_version"] == run_config["surveyalign_version"]
     assert ident["prompt_version"]["protocol"] == "v1.0" and ident["price_table_date"] == "2026-12-01"
     refs = [p["reference"] for p in a.predictions[:2]]
     # by hand: only the first two units change (-1 -> +1); the MSE shift is their change in squared error over n

@@ -115,7 +115,7 @@ class RQSJudgesConfig(_Strict):
 
 
 def _slug(name: str) -> str:
-    from surveyalign.evaluation.config import _slug as slug
+    from surveyalign.evaluation.config import run_slug as slug
 
     return slug(name)
 

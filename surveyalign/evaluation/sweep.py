@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from surveyalign.evaluation.config import EvalConfig, EvalConfigError, _slug
+from surveyalign.evaluation.config import EvalConfig, EvalConfigError, run_slug
 from surveyalign.evaluation.rundir import write_json
 from surveyalign.scoring import INSUFFICIENT_DATA, paired_bootstrap
 from surveyalign.yamlconfig import read_yaml_mapping
@@ -95,7 +95,7 @@ class SweepConfig(BaseModel):
         out.update(self.variants)
         for key, values in self.vary.items():
             for value in values:
-                out[_slug(f"{key}={value}")] = {key: value}
+                out[run_slug(f"{key}={value}")] = {key: value}
         return out
 
     def eval_config(self, name: str) -> EvalConfig:
@@ -104,7 +104,7 @@ class SweepConfig(BaseModel):
         Raises:
             EvalConfigError: naming the sweep file and the variant when a key is invalid.
         """
-        overrides = {**self.set, **self.runs()[name], "output_dir": str(Path(self.output_dir) / _slug(self.name)),
+        overrides = {**self.set, **self.runs()[name], "output_dir": str(Path(self.output_dir) / run_slug(self.name)),
                      "run_name": name}
         try:
             return EvalConfig.from_yaml(self.base_path(), overrides)
@@ -154,7 +154,7 @@ def run_sweep(config: SweepConfig, *, backends: dict[str, Any] | None = None, co
                                                  seed=config.seed)
         except ValueError as err:  # no unit scored by both: nothing to pair
             comparisons[name] = {"error": f"{INSUFFICIENT_DATA}: {err}", "metrics": {}, "status": INSUFFICIENT_DATA}
-    out = {"name": config.name, "output_dir": str(Path(config.output_dir) / _slug(config.name)), "runs": results,
+    out = {"name": config.name, "output_dir": str(Path(config.output_dir) / run_slug(config.name)), "runs": results,
            "comparisons": comparisons}
     Path(out["output_dir"]).mkdir(parents=True, exist_ok=True)
     write_json(Path(out["output_dir"]) / "sweep.json", out)

@@ -35,7 +35,7 @@ from surveyalign.scoring.bootstrap import (
     INSUFFICIENT_DATA,
     _interval,
     _too_few,
-    _weights,
+    resample_weights,
 )
 
 __all__ = ["JURY_METHODS", "combine_votes", "kendall_tau", "multi_judge_rankings"]
@@ -236,7 +236,7 @@ def multi_judge_rankings(
 
         ij_alpha = float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"))
     too_few = _too_few(P)
-    boot = None if too_few or n_resamples < 1 else figures(_weights(P, n_resamples, seed))
+    boot = None if too_few or n_resamples < 1 else figures(resample_weights(P, n_resamples, seed))
     kendall = []
     for a, b in combinations(judges, 2):
         common = [s for s in systems if has[s][a] is not None and has[s][b] is not None]
