@@ -12,6 +12,7 @@ from surveyalign.data import (
     SPLIT_POLICIES,
     as_released_split,
     assign_splits,
+    split_counts,
     split_papers,
 )
 
@@ -91,6 +92,62 @@ def test_assign_splits_defaults_pick_the_policy_and_the_pinned_split():
     assignment, description = assign_splits(PAPERS, DECLARED, policy="as-released", seed=42)
     assert _members(assignment, "validation") == RELEASED_VALIDATION
     assert (description["policy"], description["reason"]) == ("as-released", "chosen with --split-policy")
+
+
+def test_assign_splits_passes_its_seed_and_describes_the_method_in_full():
+    assert assign_splits(PAPERS, {}, seed=7)[0] == split_papers(PAPERS, seed=7) != split_papers(PAPERS)
+    assert assign_splits(PAPERS, DECLARED, seed=7)[0] == as_released_split(PAPERS, DECLARED, seed=7)
+    assert as_released_split(PAPERS, DECLARED, seed=7) != as_released_split(PAPERS, DECLARED)
+    # and its validation fraction: none in validation at 0
+    for declared in (DECLARED, {}):
+        assignment, description = assign_splits(PAPERS, declared, validation_fraction=0.0)
+        assert _members(assignment, "validation") == [] and description["validation_fraction"] == 0.0
+    assert assign_splits(PAPERS, DECLARED)[1]["method"] == (
+        "as released: papers of train files in train, validation = round-half-up(validation_fraction x training "
+        "papers) per source; papers of test files in test")
+    assert assign_splits(PAPERS, {})[1]["method"] == (
+        "paper-level, stratified by source; test = round-half-up(test_fraction x papers) per source; "
+        "validation = round-half-up(validation_fraction x training papers) per source")
+
+
+def test_empty_split_after_rounding_takes_the_seeds_last_paper():
+    # 5 papers x 0.05 rounds to 0 in test and in validation: each takes one training paper, the last of the
+    # seed's shuffled order; which paper that is depends on the seed (pinned for seeds 1 and 7).
+    papers = {f"p{i}": "A" for i in range(5)}
+    picked = {}
+    for seed in (1, 7):
+        assignment = split_papers(papers, seed=seed, test_fraction=0.05, validation_fraction=0.05)
+        picked[seed] = (_members(assignment, "test"), _members(assignment, "validation"))
+        assert sorted(assignment.values()).count("train") == 3
+    assert picked == {1: (["p2"], ["p3"]), 7: (["p3"], ["p4"])}
+
+
+def test_split_counts_by_hand():
+    sources = {"a1": "A", "a2": "A", "b1": "B", "b2": "B", "c1": "C"}
+    assignment = {"a1": "train", "a2": "test", "b1": "train", "b2": "test", "c1": "validation"}
+    rows = {("readability", "train"): [{"source": "A", "review_id": "r1"}, {"source": "A", "review_id": "r1"},
+                                       {"source": "B", "review_id": "r2"}],
+            ("structure", "train"): [{"source": "A", "review_id": "r3"}],
+            ("readability", "test"): [{"source": "A", "review_id": "r4"}, {"source": "B", "review_id": "r5"},
+                                      {"source": "B", "review_id": "r5"}],
+            # a source with rows but no paper assigned to the split still gets its line
+            ("criticalness", "test"): [{"source": "D", "review_id": "r6"}]}
+    counts = split_counts(rows, assignment, sources)
+    zero_dims = {"readability": 0, "structure": 0, "comprehensiveness": 0, "criticalness": 0}
+    assert counts == {
+        "train": {"papers": 2, "reviews": 3, "units": 4,
+                  "units_per_dimension": {**zero_dims, "readability": 3, "structure": 1},
+                  "per_source": {"A": {"papers": 1, "reviews": 2, "units": 3},
+                                 "B": {"papers": 1, "reviews": 1, "units": 1}}},
+        "validation": {"papers": 1, "reviews": 0, "units": 0, "units_per_dimension": zero_dims,
+                       "per_source": {"C": {"papers": 1, "reviews": 0, "units": 0}}},
+        "test": {"papers": 2, "reviews": 3, "units": 4,
+                 "units_per_dimension": {**zero_dims, "readability": 3, "criticalness": 1},
+                 "per_source": {"A": {"papers": 1, "reviews": 1, "units": 1},
+                                "B": {"papers": 1, "reviews": 1, "units": 2},
+                                "D": {"papers": 0, "reviews": 1, "units": 1}}},
+    }
+    assert list(counts) == ["train", "validation", "test"]
 
 
 def test_files_naming_no_split_is_an_error_naming_the_paper():

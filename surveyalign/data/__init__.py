@@ -23,7 +23,13 @@ from .schema import (
     row_dimension,
     surveyreview_features,
 )
-from .split import SPLIT_POLICIES, as_released_split, assign_splits, split_papers
+from .split import (
+    SPLIT_POLICIES,
+    as_released_split,
+    assign_splits,
+    split_counts,
+    split_papers,
+)
 
 __all__ = [
     "ALL_CONFIG",
@@ -40,6 +46,7 @@ __all__ = [
     "read_release",
     "row_dimension",
     "sample_release_dir",
+    "split_counts",
     "split_papers",
     "surveyreview_features",
 ]
