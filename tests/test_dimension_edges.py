@@ -181,7 +181,7 @@ def test_row_edge_parses_release_records(tmp_path):
 
 def test_row_edge_parses_prediction_records_columns_and_label_files(tmp_path):
     from surveyalign.scoring import alignment_errors, validate_records
-    from surveyalign.scoring.report import load_train_scores_file
+    from surveyalign.scoring.run_folder import load_train_scores_file
 
     rec = {"unit_id": "u1", "paper_id": "p1", "dimension": "Structure", "reference": 1, "prediction": 1,
            "status": "scored"}

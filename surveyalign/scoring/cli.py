@@ -122,10 +122,6 @@ def _report(args: argparse.Namespace) -> int:
     from surveyalign.scoring.bootstrap import paired_bootstrap
     from surveyalign.scoring.records import validate_records
     from surveyalign.scoring.report import (
-        find_train_scores,
-        had_consistency_stage,
-        load_train_scores_file,
-        read_predictions,
         render_agreement,
         render_baselines,
         render_ceiling,
@@ -137,6 +133,12 @@ def _report(args: argparse.Namespace) -> int:
         render_leaderboard,
         render_per_source,
         render_voting,
+    )
+    from surveyalign.scoring.run_folder import (
+        find_train_scores,
+        had_consistency_stage,
+        load_train_scores_file,
+        read_predictions,
     )
     from surveyalign.scoring.summary import summarize_predictions
 

@@ -1,4 +1,4 @@
-"""Rich tables of metrics summaries and reading of run folders (``surveyalign report``).
+"""Rich tables of metrics summaries (``surveyalign report``); the run-folder readers are in :mod:`.run_folder`.
 
 Every table takes ``{judge name: summary}`` where a summary is the output of
 :func:`~surveyalign.scoring.summary.summarize_predictions` (the content of a run's ``metrics.json``).
@@ -6,16 +6,18 @@ Every table takes ``{judge name: summary}`` where a summary is the output of
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from surveyalign.constants import DIMENSIONS
-from surveyalign.data import load_train_scores, row_dimension
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
+from surveyalign.scoring.cells import _DASH, _SHORT, _ci, _dims, _f
+from surveyalign.scoring.run_folder import (
+    find_train_scores,
+    read_predictions,
+)
 
 __all__ = [
     "PARTIAL_AVG_MARK",
@@ -32,29 +34,6 @@ __all__ = [
     "render_leaderboard",
     "render_per_source",
 ]
-
-_SHORT = {"readability": "Read", "structure": "Stru", "comprehensiveness": "Comp", "criticalness": "Crit"}
-_DASH = "–"
-
-
-def _f(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return _DASH
-    return f"{float(value):.{digits}f}"
-
-
-def _ci(value: Any, interval: list[float] | None, digits: int = 2) -> str:
-    """``value`` over its interval on a second line (keeps CI columns narrow)."""
-    if value is None:
-        return _DASH
-    if not interval:
-        return _f(value, digits)
-    return f"{float(value):.{digits}f}\n[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
-
-
-def _dims(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    present = {d for s in summaries.values() for d in (s.get("per_dimension") or {})}
-    return [d for d in DIMENSIONS if d in present]
 
 
 #: Mark on an average taken over fewer dimensions than the board shows (see :func:`average_scopes`).
@@ -445,112 +424,6 @@ def render_ceiling_comparison(results: Mapping[str, Mapping[str, Any]]) -> Table
             notes.add(f"{judge}: {res['n_unmatched']} scored units have no other review (left out)")
     table.caption = "; ".join(["lower is better; below = the judge errs more than another reviewer", *sorted(notes)])
     return table
-
-
-def read_predictions(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Read ``RUN_DIR/predictions.jsonl`` (``surveyalign/evaluation/predictions.py``).
-
-    Raises:
-        FileNotFoundError: if the file is absent.
-        ValueError: naming the file and line of a line that is not a JSON object.
-    """
-    path = Path(run_dir) / "predictions.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"no predictions.jsonl in {run_dir}")
-    out = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{lineno}: not valid JSON: {err}") from None
-        if not isinstance(rec, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")  # noqa: TRY004
-        out.append(rec)
-    return out
-
-
-def _find_dataset_path(config: Any) -> str | None:
-    """The first string under a key ``dataset``/``dataset_path`` (or ``dataset.path``) in run_config."""
-    if isinstance(config, dict):
-        for key in ("dataset_path", "dataset"):
-            value = config.get(key)
-            if isinstance(value, str) and value:
-                return value
-            if isinstance(value, dict) and isinstance(value.get("path"), str):
-                return value["path"]
-        for value in config.values():
-            found = _find_dataset_path(value)
-            if found:
-                return found
-    return None
-
-
-def find_train_scores(run_dir: str | Path) -> tuple[dict[str, list[int]] | None, str]:
-    """Training labels for the baselines, from the dataset named in ``RUN_DIR/run_config.json``.
-
-    Returns:
-        ``(train_scores or None, message)``: ``{dimension: [scores]}`` of the dataset's ``train`` split
-        and where they came from, or None and why not (no run_config, no dataset path, unreadable).
-    """
-    cfg_path = Path(run_dir) / "run_config.json"
-    if not cfg_path.is_file():
-        return None, f"no run_config.json in {run_dir}"
-    try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        return None, f"{cfg_path}: not valid JSON ({err})"
-    named = _find_dataset_path(config)
-    recorded = (config.get("data") or {}).get("path") if isinstance(config.get("data"), dict) else None
-    if not named and not recorded:
-        return None, f"{cfg_path}: names no dataset path"
-    # the harness records the resolved absolute path under data.path; a relative config path is tried from the
-    # current folder and from the run folder, so the report works from anywhere
-    candidates = [c for c in (recorded, named) if isinstance(c, str) and c]
-    candidates += [str(Path(run_dir) / c) for c in candidates if not Path(c).is_absolute()]
-    dataset = next((c for c in candidates if Path(c).exists()), None)
-    if dataset is None:
-        return None, f"{cfg_path}: dataset {named or recorded} does not exist here (tried {', '.join(candidates)})"
-    try:
-        return load_train_scores(dataset), f"training labels from {dataset}"
-    except Exception as err:  # noqa: BLE001 - report why, carry on without baselines
-        return None, f"could not read training labels from {dataset}: {type(err).__name__}: {err}"
-
-
-def had_consistency_stage(run_dir: str | Path) -> bool | None:
-    """True when ``RUN_DIR/run_config.json`` records an RQS (consistency) stage, else None (infer)."""
-    cfg_path = Path(run_dir) / "run_config.json"
-    try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return True if isinstance(config, dict) and config.get("rqs") else None
-
-
-def load_train_scores_file(path: str | Path) -> dict[str, list[int]]:
-    """Training labels from ``--train-scores FILE``: a JSON object ``{dimension: [scores]}`` (dimension keys in
-    any case: this reader parses them, the row edge) or a dataset folder built by ``surveyalign data build``.
-
-    Returns:
-        ``{Dimension: [scores]}`` (canonical dimension keys).
-
-    Raises:
-        FileNotFoundError: if the path does not exist.
-        ValueError: naming the file when the JSON is not such a mapping or names an unknown dimension.
-    """
-    p = Path(path)
-    if p.is_dir():
-        return load_train_scores(p)
-    if not p.is_file():
-        raise FileNotFoundError(f"train scores not found: {p}")
-    data = json.loads(p.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-        raise ValueError(f"{p}: expected a JSON object {{dimension: [scores]}}")
-    try:
-        return {row_dimension(k): [int(s) for s in v] for k, v in data.items()}
-    except ValueError as err:
-        raise ValueError(f"{p}: {err}") from None
 
 
 def render_costs(costs: Mapping[str, Mapping[str, Any] | None]) -> Table | None:
