@@ -26,6 +26,7 @@ from surveyalign.backends.base import (
     mean_or_none,
 )
 from surveyalign.backends.fingerprint import adapter_fingerprint
+from surveyalign.backends.hf_setup import _fingerprints, _resolve_device, _resolve_dtype
 from surveyalign.backends.prefill import shared_prefill
 from surveyalign.backends.sampling import make_sampler
 from surveyalign.models.paths import from_hub
@@ -49,42 +50,6 @@ class DetailedGeneration:
     token_logprobs: list[float] = field(default_factory=list)
     prompt_tokens: int = 0
     top_logprobs: list[list[tuple[int, float]]] = field(default_factory=list)
-
-
-def _fingerprints(model: str, adapter: str | None, tokenizer: str) -> dict[str, Any]:
-    """Content fingerprints of the model, adapter and tokenizer folders (shared with the vLLM backend)."""
-    from surveyalign.backends.fingerprint import (
-        adapter_fingerprint,
-        model_fingerprint,
-        tokenizer_fingerprint,
-    )
-
-    return {"model": model_fingerprint(model), "adapter": adapter_fingerprint(adapter) if adapter else None,
-            "tokenizer": tokenizer_fingerprint(tokenizer)}
-
-
-def _resolve_device(device: str) -> str:
-    import torch
-
-    if device != "auto":
-        return device
-    if torch.cuda.is_available():
-        return "cuda"
-    return "cpu"
-
-
-def _resolve_dtype(dtype: str, device: str) -> Any:
-    import torch
-
-    if dtype == "auto":
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
-    names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-             "float16": torch.float16, "fp16": torch.float16}
-    if dtype not in names:
-        raise ValueError(f"transformers backend: dtype must be 'auto' or one of {sorted(names)}, got {dtype!r}")
-    return names[dtype]
 
 
 class TransformersBackend(Backend):

@@ -169,7 +169,7 @@ class VLLMBackend(Backend):
         self.max_model_len = max_model_len
         self.n_per_request = bool(n_per_request)
         self.llm_kwargs = dict(llm_kwargs or {})
-        from surveyalign.backends.hf import _fingerprints
+        from surveyalign.backends.hf_setup import _fingerprints
 
         # content fingerprints, taken before loading: part of the cache identity (see backends.fingerprint)
         self.fingerprints = _fingerprints(self.model_path, self.adapter_path,

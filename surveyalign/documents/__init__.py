@@ -20,13 +20,15 @@ What lives where:
 - :mod:`~surveyalign.documents.readers`: :class:`Document` (markdown ``text``, title, bibliography, files read,
   leakage counts, warnings; ``sections`` with offsets into ``text``, ``references()``), :func:`read_document`,
   :func:`read_documents`, :func:`find_documents`; LaTeX projects in :mod:`~surveyalign.documents.latex` and
-  :mod:`~surveyalign.documents.latex_flatten`, JATS in :mod:`~surveyalign.documents.jats`; resource limits for
+  :mod:`~surveyalign.documents.latex_flatten`, PDF text in :mod:`~surveyalign.documents.pdf`, JATS in
+  :mod:`~surveyalign.documents.jats`; resource limits for
   untrusted files (LaTeX include fan-out, PDF bombs) in :mod:`~surveyalign.documents.limits`.
 - :mod:`~surveyalign.documents.sections`: the one markdown / LaTeX heading splitter.
 - :mod:`~surveyalign.documents.leakage`: the structure-based leakage guard; :mod:`~surveyalign.documents.verbatim`:
   layout-insensitive verbatim and near-verbatim matching of snippets in texts.
 - :mod:`~surveyalign.documents.papers`: :class:`Paper` (the one bibliographic paper record: a graph node, a search
-  hit) and :class:`Reference` (one entry of a reference list); :mod:`~surveyalign.documents.references` and
+  hit) and :class:`Reference` (one entry of a reference list); :mod:`~surveyalign.documents.references` (BibTeX,
+  ``\\bibitem``, JATS, by suffix), :mod:`~surveyalign.documents.ref_text` (free-text entries, markdown lists) and
   :mod:`~surveyalign.documents.tei`: the reference-list readers; :mod:`~surveyalign.documents.matching`:
   :func:`same_paper`.
 - :mod:`~surveyalign.documents.fitting`: :func:`fit_texts`, the one token-fitting function (callers bring the
