@@ -31,8 +31,6 @@ from surveyalign.backends.transport import (
 )
 from surveyalign.redact import redact_secrets
 
-#: Seconds (connect + read, at most) the one ``GET {base_url}/models`` (pre-flight + fingerprint) may take.
-
 
 @dataclass
 class _LoopState:

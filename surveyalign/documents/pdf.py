@@ -21,9 +21,6 @@ from surveyalign.documents.limits import (
     DocumentLimits,
 )
 
-#: File suffix -> document format.
-
-
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _HYPHEN_RE = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
 _NUMBERED_HEADING_RE = re.compile(r"^(?P<num>\d{1,2}(?:\.\d{1,2}){0,2})\.?[ \t]+(?P<title>[A-Z][^\n]{1,80})$",
