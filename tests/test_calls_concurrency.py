@@ -47,3 +47,26 @@ def test_set_concurrency_refuses_zero():
     backend = load_backend("openai", base_url="http://127.0.0.1:9/v1", model="fake", api_key_env=None)
     with pytest.raises(ValueError, match="concurrency must be >= 1"):
         backend.set_concurrency(0)
+
+
+def test_a_prompts_messages_are_encoded_once_and_spliced_into_each_body():
+    """The K samples of one prompt share its encoded messages; the bytes sent are the body's JSON all the same."""
+    import json
+
+    from surveyalign.backends.openai_api import OpenAIBackend
+
+    messages = [{"role": "system", "content": "Rate it."}, {"role": "user", "content": "Übersicht \"quoted\"\n"}]
+    body = {"model": "m", "messages": messages, "temperature": 0.7, "seed": 3, "n": 1}
+    spliced = OpenAIBackend._encode(body, json.dumps(messages))
+    assert json.loads(spliced) == body
+    assert json.loads(OpenAIBackend._encode(body)) == body
+    assert json.loads(OpenAIBackend._encode({"messages": messages}, json.dumps(messages))) == {"messages": messages}
+
+
+def test_sent_bodies_reach_the_server_as_json():
+    with FakeChatServer() as server:
+        backend = load_backend("openai", base_url=server.base_url, model="fake", api_key_env=None, concurrency=2)
+        out = asyncio.run(backend.agenerate([[{"role": "user", "content": "hi"}]], GenerationSettings(seed=5), n=3))
+        assert [g.error for g in out[0]] == [None, None, None]
+        assert sorted(b["seed"] for b in server.requests) == [5, 6, 7]
+        assert all(b["messages"] == [{"role": "user", "content": "hi"}] for b in server.requests)
