@@ -56,11 +56,6 @@ def test_score_three_formats_with_four_adapters_and_resume(tiny_adapters, survey
     assert "Tiny Survey of Test Oracles" in printed and "+1" in printed
     calls = (out / "calls.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(calls) >= 3 * 4 * 3
-    # tokens of every call (the local engine's tokenizer), in OUT/cost.json and printed (local model: no price)
-    cost = json.loads((out / "cost.json").read_text(encoding="utf-8"))
-    records = [json.loads(line) for line in calls]
-    assert cost["total"]["calls"] == len(records) and cost["total"]["cost_usd"] is None
-    assert cost["total"]["completion_tokens"] == sum(r["completion_tokens"] or 0 for r in records) > 0
     assert main(args) == 0  # resumed: every answer comes from calls.jsonl
     assert (out / "calls.jsonl").read_text(encoding="utf-8").splitlines() == calls
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from surveyalign.argtypes import (
     dimension_list,
@@ -141,25 +140,6 @@ def _stems(documents):
     return unique_output_names([d.source.stem for d in documents], [d.text for d in documents], fallback="survey")
 
 
-def _report_cost(out: Path, spec: Any, units: int, console: Any) -> None:
-    """Tokens and cost of every call in ``OUT/calls.jsonl`` (judge, synthesis, KA summaries), priced as the judge's
-    model (``configs/prices.yaml``): printed, and written to ``OUT/cost.json``."""
-    import json
-
-    from surveyalign.calls import CallCache, load_prices, summarize_costs
-    from surveyalign.calls.cost import cost_lines
-
-    records = list(CallCache.load(out / "calls.jsonl"))
-    if not records:
-        return
-    summary = summarize_costs(records, load_prices(), model_of=lambda r: spec.model,
-                              dimension_of=lambda r: r.get("namespace"),
-                              units_per_dimension={"all": units})
-    (out / "cost.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    for line in cost_lines(summary):
-        console.print(line, markup=False, highlight=False)
-
-
 def _score(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -205,7 +185,6 @@ def _score(args: argparse.Namespace) -> int:
     if len(reviews) > 1:
         paths = write_comparison(reviews, out)
         console.print(f"comparison of {len(reviews)} surveys -> {paths['html']}")
-    _report_cost(out, spec, len(reviews) * len(spec.dimensions), console)
     table = Table(title=f"{spec.name}: {spec.samples} sample(s) per dimension, T={spec.generation.temperature}")
     table.add_column("survey", overflow="fold")
     for dim in spec.dimensions:
