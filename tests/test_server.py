@@ -246,5 +246,6 @@ def test_requests_of_disconnected_clients_are_dropped(tiny_model_dir):
     # batch size 2: at most 2 of the 8 had started when their clients left; the others were never generated
     assert counts["dropped"] >= 6 and counts["served"] + counts["dropped"] == 1 + 8 + 1 and counts["failed"] == 0
     assert health["queued"] == 0
-    # without dropping, the small request would wait for 3 more long batches (>= 3 * t_long)
-    assert elapsed < 2 * t_long, (elapsed, t_long)
+    # without dropping, the small request would wait for 3 more long batches (>= 3 * t_long); the bound leaves one
+    # batch of slack for a loaded machine (the dropped count above is the exact check)
+    assert elapsed < 3 * t_long, (elapsed, t_long)
