@@ -40,7 +40,10 @@ DEFAULT_TESTS: dict[str, list[str]] = {
 IGNORED: dict[str, str] = {
 }
 
-STAGED = ("surveyalign", "tests", "configs", "pyproject.toml")
+# tests read repository files (README examples, configs, recipes, cards): stage them and copy them into the
+# mutated tree as well
+EXTRA = ("configs", "recipes", "metrics", "hub_cards", "slurm", "benchmarks", "README.md", "Makefile")
+STAGED = ("surveyalign", "tests", "pyproject.toml", *EXTRA)
 
 
 def _stage(module: str, tests: list[str], stage: Path) -> None:
@@ -59,7 +62,7 @@ def _stage(module: str, tests: list[str], stage: Path) -> None:
             f"only_mutate = {module}\n"
             "pytest_add_cli_args_test_selection =\n" + "".join(f"    {t}\n" for t in tests)
             + "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q\n    -x\n"
-            + "also_copy =\n    configs\n")
+            + "also_copy =\n" + "".join(f"    {name}\n" for name in EXTRA if (ROOT / name).exists()))
     (stage / "setup.cfg").write_text(cfg, encoding="utf-8")
 
 
