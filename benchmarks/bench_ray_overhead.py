@@ -45,8 +45,8 @@ def main() -> int:
     from surveyalign.backends import GenerationSettings
     from surveyalign.backends.hf import TransformersBackend
     from surveyalign.backends.ray_backend import RayBackend
-    from surveyalign.models import build_tiny_model
     from surveyalign.prompts import build_judge_prompt
+    from surveyalign.testing import build_tiny_model
 
     torch.set_num_threads(1)
     model = build_tiny_model(tempfile.mkdtemp(prefix="bench-ray-"))

@@ -225,7 +225,7 @@ class OpenAIBatchAPI:
         Raises:
             openai.APIError: the files cannot be read.
         """
-        from surveyalign.backends.openai_api import _mean_logprob
+        from surveyalign.backends.openai_wire import _mean_logprob
 
         b = self.client.batches.retrieve(batch_id)
         out: list[BatchResult] = []
