@@ -89,7 +89,9 @@ def test_same_predictions_as_in_process_and_a_killed_worker_is_retried(tiny_mode
 
 def test_driver_killed_mid_run_rerun_repeats_no_finished_call(tiny_model_dir, dataset_dir, tmp_path):
     config = tmp_path / "ray.yaml"
-    config.write_text(yaml.safe_dump(_data(dataset_dir, tmp_path, _ray_backend(tiny_model_dir), "driver")))
+    # the tiny model's answers never parse; keep them (retry_errors false) so "finished" means answered
+    data = {**_data(dataset_dir, tmp_path, _ray_backend(tiny_model_dir), "driver"), "retry_errors": False}
+    config.write_text(yaml.safe_dump(data))
     calls_path = tmp_path / "driver" / "calls.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "surveyalign", "evaluate", "--config", str(config)], env=env,
