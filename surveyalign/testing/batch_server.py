@@ -47,9 +47,8 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any
 
-from surveyalign.backends._http import _UvicornThread
 from surveyalign.testing.batch_shapes import (
     ANTHROPIC_MAX_REQUESTS,
     CUSTOM_ID,
@@ -59,10 +58,11 @@ from surveyalign.testing.batch_shapes import (
     validate_openai_lines,
     words,
 )
+from surveyalign.testing.threaded import ThreadedApp
 
 __all__ = ["FakeBatchServer"]
 
-class FakeBatchServer:
+class FakeBatchServer(ThreadedApp):
     """OpenAI Batch + Anthropic Message Batches stand-in in a background thread (see the module docstring).
 
     Args:
@@ -91,33 +91,18 @@ class FakeBatchServer:
         self._attempts: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._runner = _UvicornThread(self._build_app(), host="127.0.0.1", port=port)
+        self._serve(self._build_app(), port)
 
     # ------------------------------------------------------------------ lifecycle
     @property
     def openai_url(self) -> str:
         """``base_url`` for ``openai.OpenAI``: ``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self._runner.port}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def anthropic_url(self) -> str:
         """``base_url`` for ``anthropic.Anthropic``: ``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self._runner.port}"
-
-    def start(self) -> Self:
-        """Start serving; returns ``self``."""
-        self._runner.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        self._runner.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return f"http://127.0.0.1:{self.port}"
 
     # ------------------------------------------------------------------ test controls
     def expire_all(self) -> None:

@@ -21,14 +21,14 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any
 
-from surveyalign.backends._http import _UvicornThread
+from surveyalign.testing.threaded import ThreadedApp
 
 __all__ = ["FakeChatServer"]
 
 
-class FakeChatServer:
+class FakeChatServer(ThreadedApp):
     """A fake OpenAI-compatible server running in a background thread.
 
     Args:
@@ -87,33 +87,13 @@ class FakeChatServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._runner = _UvicornThread(self._build_app(), host="127.0.0.1", port=port)
+        self._serve(self._build_app(), port)
 
     # ------------------------------------------------------------------ lifecycle
-    @property
-    def port(self) -> int:
-        """The bound port (valid after :meth:`start`)."""
-        return self._runner.port
-
     @property
     def base_url(self) -> str:
         """API root for clients, ``http://127.0.0.1:<port>/v1``."""
         return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> FakeChatServer:
-        """Start serving; returns ``self``."""
-        self._runner.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and join the thread."""
-        self._runner.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def reset(self) -> None:
         """Forget logged requests and the in-flight peak."""
