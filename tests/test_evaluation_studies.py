@@ -105,7 +105,7 @@ def test_meta_eval_export_and_score(tmp_path, capsys):
     run = _write_run(tmp_path / "run", "S1", (-1, -1))
     sheet = tmp_path / "sheet.csv"
     assert main(["meta-eval", "export", str(run), "--out", str(sheet)]) == 0
-    assert "CSV sheet" in capsys.readouterr().out
+    assert "wrote 2 pairs" in capsys.readouterr().out
     rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
     assert [r["pair_id"] for r in rows] == ["u0", "u1"] and rows[0]["reference_rationale"] == "- human point 0"
     assert rows[0]["predicted_rationale"] == "system S1 unit u0" and rows[0]["rating"] == ""
@@ -122,3 +122,32 @@ def test_meta_eval_export_and_score(tmp_path, capsys):
     assert json.loads(out.read_text())["judge"]["pearson"] == pytest.approx(24 / 760 ** 0.5)
     assert main(["meta-eval", "score", "--ratings", str(human)]) == 2
     assert "exactly one of --run" in capsys.readouterr().err
+
+
+def test_meta_eval_label_studio_round_trip(tmp_path, capsys):
+    run = _write_run(tmp_path / "run", "S1", (-1, -1))
+    project = tmp_path / "ls"
+    assert main(["meta-eval", "export", str(run), "--out", str(tmp_path / "s.csv"), "--label-studio", str(project)]) == 0
+    assert "Label Studio project" in capsys.readouterr().out
+    config = (project / "labeling_config.xml").read_text()
+    assert '<Choices name="rating"' in config and '<Choice value="0.6"/>' in config
+    tasks = json.loads((project / "tasks.json").read_text())
+    assert [t["data"]["pair_id"] for t in tasks] == ["u0", "u1"] and "rating" not in tasks[0]["data"]
+    assert tasks[1]["data"]["predicted_rationale"] == "system S1 unit u1"
+    # what Label Studio exports after three people rated 5 pairs (ratings x5 as in the hand-computed sheet)
+    ratings = {"a": (0, 1, 2, 3, 4), "b": (0, 2, 1, 3, 4), "c": (1, 0, 2, 4, 3)}
+    export = [{"id": i, "data": {"pair_id": f"q{i}"}, "annotations": [
+        {"completed_by": {"email": f"{who}@lab"}, "was_cancelled": False,
+         "result": [{"from_name": "rating", "to_name": "predicted", "type": "choices",
+                     "value": {"choices": [f"{vals[i] / 5:.1f}"]}}]} for who, vals in ratings.items()]
+               + [{"completed_by": 9, "was_cancelled": True, "result": []}]} for i in range(5)]
+    (tmp_path / "export.json").write_text(json.dumps(export), encoding="utf-8")
+    judge = tmp_path / "judge.csv"
+    judge.write_text("pair_id,rater,rating\n" + "".join(f"q{i},gpt,{v / 5}\n" for i, v in enumerate((0, 2, 1, 4, 3))),
+                     encoding="utf-8")
+    out = tmp_path / "m.json"
+    assert main(["meta-eval", "score", "--ratings", str(tmp_path / "export.json"), "--judge-ratings", str(judge),
+                 "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["raters"] == ["a@lab", "b@lab", "c@lab"]
+    assert res["human_human"]["mean_pearson"] == pytest.approx(2.3 / 3) and res["judge"]["spearman"] == pytest.approx(0.8)

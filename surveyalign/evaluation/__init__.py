@@ -39,7 +39,7 @@ __getattr__ = lazy_loader.attach(
     submod_attrs={
     "adapters": ["TrainingMismatchError"], "runner": ["RunResult", "run_evaluation"],
     "studies": ["JuryConfig", "ModelRoleConfig", "RQSJudgesConfig", "rating_sheet", "run_jury", "run_rqs_judges",
-                "write_rating_sheet"],
+                "write_rating_project", "write_rating_sheet"],
     "sweep": ["SweepConfig", "run_sweep"]})[0]
 
 __all__ = [
@@ -62,5 +62,6 @@ __all__ = [
     "run_jury",
     "run_rqs_judges",
     "run_sweep",
+    "write_rating_project",
     "write_rating_sheet",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "rating_sheet",
     "run_jury",
     "run_rqs_judges",
+    "write_rating_project",
     "write_rating_sheet",
 ]
 
@@ -344,6 +345,36 @@ def rating_sheet(records: Sequence[Mapping[str, Any]], *, n: int | None = None, 
              "reference_rationale": "\n".join(f"- {s}" for s in (r.get("reference_rationales") or [])),
              "predicted_rationale": str(r.get("rationale") or ""), "rating": ""} for r in eligible]
     return sorted(rows, key=lambda row: row["pair_id"])
+
+
+#: Label Studio labeling config of the rating project: both rationales side by side, one rating from 0.0 to 1.0.
+RATING_LABEL_CONFIG = """<View>
+  <Header value="$dimension: does the predicted rationale agree with the reviewer's?"/>
+  <Text name="reference" value="$reference_rationale"/>
+  <Text name="predicted" value="$predicted_rationale"/>
+  <Choices name="rating" toName="predicted" choice="single" showInline="true" required="true">
+    <Choice value="0.0"/><Choice value="0.2"/><Choice value="0.4"/><Choice value="0.6"/><Choice value="0.8"/><Choice value="1.0"/>
+  </Choices>
+</View>
+"""
+
+
+def write_rating_project(rows: Sequence[Mapping[str, str]], out: str | Path) -> tuple[Path, Path]:
+    """A Label Studio project for the rating (STYLE 20: Label Studio does the annotating, we adapt to it).
+
+    Writes ``OUT/labeling_config.xml`` (:data:`RATING_LABEL_CONFIG`) and ``OUT/tasks.json`` (one task per
+    :func:`rating_sheet` row, its fields under ``data``). Import both into Label Studio; its JSON export is read back
+    by ``surveyalign meta-eval score --ratings EXPORT.json`` (:func:`surveyalign.scoring.read_ratings`).
+
+    Returns:
+        ``(labeling_config.xml, tasks.json)``.
+    """
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "labeling_config.xml").write_text(RATING_LABEL_CONFIG, encoding="utf-8")
+    tasks = [{"data": {k: v for k, v in row.items() if k != "rating"}} for row in rows]
+    (folder / "tasks.json").write_text(json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return folder / "labeling_config.xml", folder / "tasks.json"
 
 
 def write_rating_sheet(rows: Sequence[Mapping[str, str]], path: str | Path) -> Path:

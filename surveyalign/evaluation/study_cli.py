@@ -56,8 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "meta-eval",
         help="App. I.2: export rationale pairs for people to rate; human-human and judge-vs-human agreement",
         description="Meta-evaluation of the RQS judge. `export` writes the (reference, predicted) rationale pairs "
-                    "of a run as a CSV sheet (one row per pair, an empty rating column); `score` reads the filled "
-                    "ratings (CSV long pair_id,rater,rating or one column per rater; or JSON) and prints human-human "
+                    "of a run as a CSV sheet (one row per pair, an empty rating column) and, with --label-studio, as a Label "
+                    "Studio project; `score` reads the filled ratings (CSV long pair_id,rater,rating or one column per "
+                    "rater; JSON; a Label Studio export) and prints human-human "
                     "agreement (mean pairwise Pearson, Krippendorff's alpha) and the judge against the mean human "
                     "rating (Pearson, Spearman, bootstrap 95% CIs).",
     )
@@ -67,6 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--out", required=True, metavar="FILE.csv")
     e.add_argument("--n", type=positive_int, default=None, help="at most N pairs, spread over the dimensions")
     e.add_argument("--seed", type=int_at_least(0), default=0)
+    e.add_argument("--label-studio", metavar="DIR",
+                   help="also write a Label Studio project (labeling_config.xml + tasks.json) to DIR; its JSON export "
+                        "is read by `meta-eval score --ratings`")
     e.set_defaults(handler=_meta_export)
     s = msub.add_parser("score", help="agreement of the human ratings and of the judge with them")
     s.add_argument("--ratings", required=True, metavar="FILE", help="human ratings (CSV or JSON)")
@@ -215,7 +219,13 @@ def _meta_export(args: argparse.Namespace) -> int:
         return 3
     path = write_rating_sheet(rows, args.out)
     print(f"wrote {len(rows)} pairs to {path} (fill in `rating` 0.0-1.0, one copy per rater, or add one column per "
-          f"rater); Label Studio tasks: not available in this version, use the CSV sheet")
+          f"rater)")
+    if args.label_studio:
+        from surveyalign.evaluation.studies import write_rating_project
+
+        config, tasks = write_rating_project(rows, args.label_studio)
+        print(f"wrote a Label Studio project: {config} and {tasks} (import both; read its JSON export back with "
+              f"`surveyalign meta-eval score --ratings EXPORT.json`)")
     return 0
 
 

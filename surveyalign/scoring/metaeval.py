@@ -89,7 +89,8 @@ def read_ratings(path: str | Path) -> dict[str, dict[str, float]]:
     Accepted files: CSV in long form (columns ``pair_id``, ``rater``, ``rating``) or wide form (``pair_id`` and
     one column per rater; an empty cell = not rated; other known sheet columns such as ``dimension``,
     ``reference_rationale``, ``predicted_rationale`` are ignored); JSON as a list of ``{"pair_id", "rater",
-    "rating"}`` objects or an object ``{pair_id: {rater: rating}}``.
+    "rating"}`` objects, an object ``{pair_id: {rater: rating}}``, or a Label Studio JSON export of the project
+    ``surveyalign meta-eval export --label-studio`` writes (the annotator is the rater).
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -121,7 +122,9 @@ def read_ratings(path: str | Path) -> dict[str, dict[str, float]]:
 
     if p.suffix.lower() == ".json":
         data = json.loads(p.read_text(encoding="utf-8"))
-        if isinstance(data, list):
+        if isinstance(data, list) and data and all(isinstance(t, dict) and "data" in t for t in data):
+            _label_studio(data, put)  # a Label Studio export of `surveyalign meta-eval export --label-studio`
+        elif isinstance(data, list):
             for i, row in enumerate(data):
                 if not isinstance(row, dict) or not {"pair_id", "rater", "rating"} <= set(row):
                     raise ValueError(f"{p}: record {i}: expected an object with pair_id, rater, rating")
@@ -152,6 +155,23 @@ def read_ratings(path: str | Path) -> dict[str, dict[str, float]]:
                 for rater in raters:
                     put(row.get("pair_id"), rater, row.get(rater) or "", f"row {i}")
     return out
+
+
+def _label_studio(tasks: list[dict[str, Any]], put: Any) -> None:
+    """Ratings from a Label Studio JSON export: per task ``data.pair_id``, per annotation the annotator
+    (``completed_by``: email, username or id) and the chosen ``rating`` (cancelled or empty annotations skipped)."""
+    for i, task in enumerate(tasks):
+        pair = (task.get("data") or {}).get("pair_id")
+        for a in task.get("annotations") or []:
+            if a.get("was_cancelled"):
+                continue
+            who = a.get("completed_by")
+            if isinstance(who, dict):
+                who = who.get("email") or who.get("username") or who.get("id")
+            for r in a.get("result") or []:
+                choices = (r.get("value") or {}).get("choices") or []
+                if r.get("from_name") == "rating" and choices:
+                    put(pair, "unknown" if who in (None, "") else str(who), choices[0], f"task {i}")
 
 
 #: Columns of a rating sheet that are not raters (``surveyalign meta-eval export``).
