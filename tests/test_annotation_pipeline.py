@@ -170,6 +170,20 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert main(["data", "build", "--official", str(release), "--out", str(tmp_path / "built")]) == 0
     build = json.loads((tmp_path / "built" / "build_report.json").read_text())
     assert build["records"]["set"] == "grouped" and build["split"]["policy"] == "as-released"
+    # the dataset card carries the release's annotation section: guideline, annotator model, agreement table
+    card = (tmp_path / "built" / "README.md").read_text()
+    assert build["annotation_section"]["file"] == "ANNOTATION.md"
+    section = card[card.index("## Annotation"):card.index("## Filtering of scores 0 and -3")]
+    assert section.strip() == (release / "ANNOTATION.md").read_text().strip()
+    assert card.index("## Provenance") < card.index("## Annotation")
+    assert "guideline `surveyalign-annotation-1`" in section
+    assert ("- Pre-annotation: backend `scripted`, temperature 0, max_new_tokens 512 (prompt `annotate-v1`)"
+            in section) and "replies" not in section  # the judge's options stay in provenance.json
+    assert "- Human verification in Label Studio by 2 annotator(s)." in section
+    assert "- How each final label was decided: agreed 29, third_decision 3" in section
+    assert "### human vs human" in section and "### LLM vs human" in section
+    overall = next(line for line in section.splitlines() if line.startswith("| Overall | 32 | 3 | 9.38%"))
+    assert overall.count("|") == 12
     excluded = sum(build["units"]["excluded_score_0"].values()) + sum(build["units"]["excluded_score_minus3"].values())
     assert excluded > 0 and build["missing_text"]["units"] == 0
     import pyarrow.parquet as pq

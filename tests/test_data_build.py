@@ -298,6 +298,9 @@ def test_card_and_report_hold_no_build_machine_path(tmp_path):
     assert "annotations/readability.json" in inp["files"] and inp["records_read"]["annotations/readability.json"] == 7
     assert not [s for s in _strings(json.loads(report_text)) if s.startswith("/")]
     assert "release folder `release_copy`" in readme and inp["sha256"] in readme
+    # a release without ANNOTATION.md (not made by `data release`): no annotation section, none recorded
+    assert "## Annotation" not in readme and json.loads(report_text)["annotation_section"] is None
+    assert "\n\n## Filtering of scores 0 and -3" in readme and "$annotation" not in readme
     # same files elsewhere -> same release hash (only names and contents are hashed)
     again = build_dataset(FIXTURES / "per_dimension", tmp_path / "out2", sources=mapping)
     assert again.report["input"]["sha256"] == inp["sha256"]

@@ -176,6 +176,30 @@ def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], revie
     return prov
 
 
+def annotator_line(description: dict[str, Any] | None) -> str:
+    """The annotator model in one line for the card: backend kind, model and decoding settings of the judge
+    description ``AnnotationJudge.describe()`` (``{"backend": {"kind", "options"}, "generation": {...}}``);
+    options other than the model (scripted replies, endpoints) are left to ``provenance.json``.
+
+    >>> annotator_line({"backend": {"kind": "openai", "options": {"model": "gpt-5.2"}},
+    ...                 "generation": {"temperature": 0.0, "max_new_tokens": 2048}})
+    'backend `openai`, model `gpt-5.2`, temperature 0, max_new_tokens 2048'
+    """
+    if not description:
+        return "none recorded"
+    backend = description.get("backend") or {}
+    options = backend.get("options") or {}
+    generation = description.get("generation") or {}
+    parts = [f"backend `{backend.get('kind', '?')}`"]
+    if options.get("model"):
+        parts.append(f"model `{options['model']}`")
+    if generation.get("temperature") is not None:
+        parts.append(f"temperature {generation['temperature']:g}")
+    if generation.get("max_new_tokens") is not None:
+        parts.append(f"max_new_tokens {generation['max_new_tokens']}")
+    return ", ".join(parts)
+
+
 def card_section(prov: dict[str, Any], agreement: dict[str, dict[str, Any]]) -> str:
     """The dataset card's annotation section (markdown) from a release's provenance and agreement tables."""
     judge = prov.get("annotator_model") or {}
@@ -187,8 +211,8 @@ def card_section(prov: dict[str, Any], agreement: dict[str, dict[str, Any]]) -> 
         "",
         (f"- Papers: {prov['papers']} ({', '.join(f'{k} {v}' for k, v in prov['papers_per_source'].items())}); "
         f"reviews: {prov['reviews']} ({prov['reviews_written']} with a final label)."),
-        (f"- Pre-annotation: {judge.get('description') or judge or 'none recorded'} (prompt "
-        f"`{prov.get('prompt_version', 'n/a')}`); every snippet was checked against its review, flagged ones were "
+        (f"- Pre-annotation: {annotator_line(judge.get('description'))} (prompt "
+        f"`{prov.get('prompt_version') or 'n/a'}`); every snippet was checked against its review, flagged ones were "
         "never released as verbatim."),
         f"- Human verification in Label Studio by {len(prov.get('human_annotators', []))} annotator(s).",
         "- How each final label was decided: " + ", ".join(f"{k} {v}" for k, v in prov["final_label_rules"].items()),

@@ -30,7 +30,7 @@ from surveyalign.documents import (
     extract_title,
 )
 
-from .card import render_readme
+from .card import ANNOTATION_FILE, annotation_section, render_readme
 from .files import check_output, content_hash, write_files
 from .identity import identify_papers
 from .leakcheck import MAX_LISTED, check_leaks, guard_texts, raise_on_leak
@@ -109,7 +109,9 @@ def build_dataset(
     more, or the same text when there is no title); split: as released when the release names its splits
     (train files -> train + validation carved at the paper level; test files -> test), else paper-level 75/25
     per source then 90/10 train/validation (:mod:`surveyalign.data.split`); count gold snippets still verbatim
-    or near-verbatim in the input texts; write parquet files, the card and ``build_report.json``.
+    or near-verbatim in the input texts; write parquet files, the card and ``build_report.json``. A release made
+    by ``surveyalign data release`` carries its annotation section (``ANNOTATION.md``: annotator model, guideline
+    version, agreement tables); the card includes it.
 
     Review identity: in the per-dimension layout, where the release gives no review id, the k-th record of a
     uid in a dimension file is taken to be review k of that paper (``review_id = f"{uid}-r{k}"``), so one
@@ -386,9 +388,12 @@ def build_dataset(
         "build_seconds": None,
         "timings_s": timings,
     }
+    annotation = annotation_section(Path(official))
+    report["annotation_section"] = (
+        {"file": ANNOTATION_FILE, "sha256": hashlib.sha256(annotation.encode()).hexdigest()} if annotation else None)
     report["content_sha256"] = content_hash(out)
     report["build_seconds"] = round(time.perf_counter() - started, 3)
-    (out / "README.md").write_text(render_readme(report, rows), encoding="utf-8")
+    (out / "README.md").write_text(render_readme(report, rows, annotation=annotation), encoding="utf-8")
     (out / "build_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if final.exists():
         shutil.rmtree(final)

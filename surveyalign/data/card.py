@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import string
+from pathlib import Path
 from typing import Any
 
 from surveyalign.constants import DIMENSIONS, SPLITS
@@ -16,10 +17,27 @@ from surveyalign.paths import resource_path
 from .files import data_files
 from .schema import ALL_CONFIG, features_yaml
 
+#: The annotation section ``surveyalign data release`` writes into a release it makes (``surveyalign.annotation``).
+ANNOTATION_FILE = "ANNOTATION.md"
 
 def template_text() -> str:
     """The card template ``hub_cards/dataset_card.md``."""
     return resource_path("hub_cards", "dataset_card.md").read_text(encoding="utf-8")
+
+
+def annotation_section(official: Path) -> str | None:
+    """The release's annotation section for the card: ``ANNOTATION.md`` of a release folder (``## Annotation``
+    with its ``###`` agreement tables, the card's own heading levels); None when the release has none (or is
+    one file).
+
+    Raises:
+        UnicodeDecodeError: the file is not UTF-8.
+    """
+    path = official / ANNOTATION_FILE
+    if not official.is_dir() or not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8").strip()
+    return text or None
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
@@ -75,7 +93,8 @@ def front_matter(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]
     return yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip("\n")
 
 
-def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]]) -> str:
+def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]], *,
+                  annotation: str | None = None) -> str:
     """Full README.md of a dataset folder: front matter + the template filled from ``report``.
 
     Paths in the card are the release folder's name only (it is published by ``data push``); the input
@@ -84,6 +103,8 @@ def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]
     Args:
         report: the build report (content of ``build_report.json``; SurveyReview §4, App. A-B counts).
         rows: ``{(dimension, split): rows}`` as written.
+        annotation: the release's annotation section (:func:`annotation_section`, markdown starting with
+            ``## Annotation``), placed after the provenance; None leaves it out.
 
     Returns:
         Markdown text starting with ``---``.
@@ -159,6 +180,7 @@ def render_readme(report: dict[str, Any], rows: dict[tuple[str, str], list[dict]
         "leakage_enabled": "on" if leak["enabled"] else "off",
         "report_summary": "```json\n" + json.dumps(summary, indent=2) + "\n```",
         "input_sha256": inp["sha256"],
+        "annotation": (annotation.strip() + "\n\n") if annotation else "",
     }
     body = string.Template(template_text()).safe_substitute(values)
     return "---\n" + front_matter(report, rows) + "\n---\n\n" + body.lstrip()
