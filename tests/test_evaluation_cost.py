@@ -119,3 +119,35 @@ def test_batch_switch_submits_collects_and_resumes_without_resubmitting(dataset_
     assert total["batch_calls"] == 8 and metrics["harness"]["status_counts"]["scored"] == 8
     tokens_in, tokens_out = total["prompt_tokens"], total["completion_tokens"]
     assert total["cost_usd"] == pytest.approx((tokens_in * 0.875 + tokens_out * 7.0) / 1e6, abs=1e-6)  # batch
+
+
+def test_plan_counts_the_rqs_stage_within_10_percent(tiny_model_dir, dataset_dir, tmp_path):
+    """--plan includes the RQS stage: one rating per unit that will be scored, its prompt holding a rationale not
+    written yet (counted as long as a judge answer); planned and counted tokens agree within 10% per stage."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    reply = "The survey reads well and its sections follow each other in order. $$$1$$$"
+    answer_tokens = len(tok(reply, add_special_tokens=False)["input_ids"])
+    with FakeChatServer(replies=[reply], model="gpt-5.2", tokenizer=tok) as server:
+        backend = {"kind": "openai", "options": {"model": "gpt-5.2", "base_url": server.base_url,
+                                                 "api_key_env": None, "max_retries": 0}}
+        rqs = {"backend": {"kind": "transformers", "options": {"model": str(tiny_model_dir), "device": "cpu"}},
+               "generation": {"max_new_tokens": 8, "temperature": 0.0}}
+        data = _data(dataset_dir, tmp_path, backend, "rqsplan", tokenizer=str(tiny_model_dir), rqs=rqs,
+                     generation={"max_new_tokens": answer_tokens, "temperature": 0.0})
+        planned = run_evaluation(EvalConfig.from_dict(data), plan_only=True).calls["plan"]
+        assert not server.requests  # planning sends nothing
+        assert planned["calls"] == 16 and planned["by_dimension"]["rqs"]["calls"] == 8
+        result = run_evaluation(EvalConfig.from_dict(data))
+    assert result.counts["scored"] == 8
+    records = _lines(result.run_dir / "calls.jsonl")
+    counted = {stage: sum(r["prompt_tokens"] + r["completion_tokens"] for r in records if r["stage"] == stage)
+               for stage in ("judge", "rqs")}
+    assert sum(r["stage"] == "rqs" for r in records) == 8
+    row = planned["by_dimension"]["rqs"]
+    rqs_planned = row["prompt_tokens"] + row["completion_tokens"]
+    assert abs(rqs_planned - counted["rqs"]) <= 0.10 * counted["rqs"], (rqs_planned, counted["rqs"])
+    total = sum(counted.values())
+    assert abs(planned["total_tokens"] - total) <= 0.10 * total, (planned["total_tokens"], total)
+    print(f"plan rqs {rqs_planned} tokens vs counted {counted['rqs']}; all {planned['total_tokens']} vs {total}")

@@ -105,7 +105,8 @@ def estimate_calls(calls: Sequence[Any], *, prompt_tokens: Callable[[Any], int],
     """Estimate calls, tokens, cost and time of ``calls`` before sending them.
 
     Args:
-        calls: the calls (``dimension`` and whatever the callables read).
+        calls: the calls (grouped by ``dimension``, else ``namespace``: the judge's dimension, ``"rqs"``,
+            ``"synthesis"``; and whatever the callables read).
         prompt_tokens: billed prompt tokens of a call (>= 0).
         completion_tokens: expected completion tokens of a call (>= 0).
         prices: the price table; model_of: the model answering a call; batch_of: whether it goes through a batch
@@ -129,7 +130,8 @@ def estimate_calls(calls: Sequence[Any], *, prompt_tokens: Callable[[Any], int],
                 unpriced.add(model or "unknown")
         p, c = int(prompt_tokens(call)), int(completion_tokens(call))
         cost = found[model].cost(p, c, batch=batch_of(call)) if found[model] is not None else None
-        row = plan.by_dimension.setdefault(str(getattr(call, "dimension", "-")),
+        group = getattr(call, "dimension", None) or getattr(call, "namespace", None) or "-"
+        row = plan.by_dimension.setdefault(str(group),
                                            {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None})
         for target in (row, None):
             if target is None:
@@ -220,6 +222,23 @@ class CostCap:
     def projected_total(self, remaining: Sequence[Any]) -> float:
         """spent + the estimate of ``remaining`` calls (for the stop message)."""
         return self.spent_usd + sum(self.estimate(c) for c in remaining)
+
+    def allows(self, calls: Sequence[Any], extra_usd: float = 0.0) -> bool:
+        """Whether ``calls`` (one unit's samples, sent together) and ``extra_usd`` more fit under the cap; when
+        not, nothing is sent and :attr:`stopped` is set (callers stop there: the answers so far are kept)."""
+        if self.spent_usd + sum(self.estimate(c) for c in calls) + extra_usd <= self.cap_usd:
+            return True
+        self.stopped = True
+        return False
+
+    def stop_message(self, left: Sequence[Any], stage: str, kept_in: object) -> str:
+        """The one-line message of a run stopped by the cap: what was spent, what is left (``left``: the calls
+        not answered), where the answers are kept, and the cap that finishes it."""
+        projected = self.projected_total(left)
+        return (f"stopped at the cost cap: --max-cost {self.cap_usd:g} USD would be passed ({stage} stage: "
+                f"${self.spent_usd:,.4f} spent, {len(left)} call(s) left, about ${projected:,.4f} in all); the "
+                f"answers so far are kept in {kept_in}; run again with --max-cost "
+                f"{max(projected * 1.1, self.cap_usd):.2f} or more to finish")
 
 
 def _regroup(chunk: list[Any]) -> list[list[Any]]:

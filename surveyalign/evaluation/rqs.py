@@ -32,6 +32,7 @@ __all__ = [
     "attach_ratings",
     "build_rqs_messages",
     "parse_rqs_rating",
+    "plan_rqs_calls",
     "rqs_calls",
     "rqs_counts",
     "rqs_template_hash",
@@ -188,6 +189,34 @@ def rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], backend: Bac
     identity = backend_identity(backend)
     return cache.missing([_call(unit, pred, backend, settings, identity)
                           for unit, pred in zip(units, predictions) if pred["status"] == SCORED])
+
+
+def plan_rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], pending: set[str], backend: Backend,
+                   settings: GenerationSettings) -> tuple[list[Call], set[str]]:
+    """The rating calls the RQS stage will make, before the judge stage has run (``--plan``, ``--max-cost``).
+
+    A unit whose judge answers are all in the cache gets its real rating call when it was scored (none when it
+    was not; none when its rating is already cached). A unit whose judge calls are still to make (``pending``) is
+    counted as if it will be scored: its call carries an empty machine rationale, and its key is returned so the
+    caller adds the tokens the rationale is expected to take. The cache is not read here.
+
+    Args:
+        units: the units, in prediction order; predictions: :func:`assemble_predictions` of the cache as it is.
+        pending: unit ids with judge calls still to make.
+        backend: the RQS judge; settings: its generation settings.
+
+    Returns:
+        ``(calls, keys of the calls whose rationale is not written yet)``; ``calls`` holds the rating calls
+        already answered in the cache too (what they cost counts as spent): ``cache.missing`` gives the rest.
+    """
+    identity = backend_identity(backend)
+    exact, planned = [], []
+    for unit, pred in zip(units, predictions):
+        if unit.unit_id in pending:
+            planned.append(_call(unit, {**pred, "rationale": ""}, backend, settings, identity))
+        elif pred["status"] == SCORED:
+            exact.append(_call(unit, pred, backend, settings, identity))
+    return [*exact, *planned], {c.key for c in planned}
 
 
 def attach_ratings(units: list[Unit], predictions: list[dict[str, Any]], backend: Backend,

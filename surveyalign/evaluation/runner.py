@@ -29,6 +29,7 @@ from typing import Any
 from surveyalign.backends import preflight
 from surveyalign.calls import CallCache
 from surveyalign.calls.cost import cost_lines
+from surveyalign.calls.spend import answer_cost, model_of_call
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation.adapters import check_training_records
@@ -41,7 +42,12 @@ from surveyalign.evaluation.plan import execute, judge_calls
 from surveyalign.evaluation.predictions import assemble_predictions
 from surveyalign.evaluation.provenance import run_config as provenance
 from surveyalign.evaluation.provenance import scrub
-from surveyalign.evaluation.rqs import attach_ratings, rqs_calls, rqs_counts
+from surveyalign.evaluation.rqs import (
+    attach_ratings,
+    plan_rqs_calls,
+    rqs_calls,
+    rqs_counts,
+)
 from surveyalign.evaluation.rundir import (
     RunLock,
     now,
@@ -190,21 +196,28 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             todo, cached = judge_calls(config, units, judge, cache)
             all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
                                                                       unit_id=u.unit_id)]
-            plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call)
+            rqs_all, rqs_todo, unwritten = [], [], set()
+            if rqs_cfg is not None:  # exact for units already judged; the rest as if they will be scored
+                rqs_all, unwritten = plan_rqs_calls(units, assemble_predictions(config, units, judge, cache),
+                                                    {c.unit_id for c in todo}, rqs_judge, rqs_cfg.generation)
+                rqs_todo = cache.missing(rqs_all)[0]
+            plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
+                                      rqs_unwritten=unwritten)
             if plan_only:
-                for line in plan.lines(spent_usd=spent_usd(cache, all_calls, prices, model_of_call),
-                                       cached_calls=cached):
+                for line in plan.lines(spent_usd=spent_usd(cache, [*all_calls, *rqs_all], prices, model_of_call),
+                                       cached_calls=cached + len(rqs_all) - len(rqs_todo)):
                     console.print(line, markup=False)
-                if rqs_cfg is not None:
-                    console.print("  (the RQS stage's calls depend on the answers: not in this plan)", markup=False)
+                if unwritten:
+                    console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
+                                  "every unit is scored, each rationale as long as a judge answer)", markup=False)
                 return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": plan.to_dict()})
-            cap = make_cap(config, all_calls, cache, prices, model_of_call, estimate)
-            cost_of = _answer_cost(prices)
+            cap = make_cap(config, [*all_calls, *rqs_all], cache, prices, model_of_call, estimate)
+            cost_of = answer_cost(prices)
             batches: dict[str, Any] = {}
             calls.update(cached=cached, made=len(todo))
             calls["errors"], calls["seconds"], calls["calls_per_s"] = execute(
                 todo, config, cache, "judge", cap=cap, cost_of=cost_of, batches=batches)
-            _stop_if_incomplete(cap, batches, todo, cache, config, "judge")
+            _stop_if_incomplete(cap, batches, todo, cache, config, "judge", later=rqs_todo)
             predictions = assemble_predictions(config, units, judge, cache)
             if rqs_cfg is not None:
                 rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache)
@@ -250,36 +263,17 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
 
 
-def model_of_call(call: Any) -> str | None:
-    """The model answering ``call`` (its backend's ``describe()["model"]``; a local engine's model folder)."""
-    desc = call.backend.describe() if hasattr(call.backend, "describe") else {}
-    return desc.get("model") or desc.get("backend")
-
-
-def _answer_cost(prices: Any) -> Any:
-    def cost_of(call: Any, generation: Any) -> float | None:
-        hit = prices.lookup(model_of_call(call))
-        if hit is None:
-            return None
-        return hit[1].cost(int(generation.prompt_tokens or 0), int(generation.completion_tokens or 0),
-                           int(generation.cached_tokens or 0), batch=bool(generation.batch_id))
-    return cost_of
-
-
 def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cache: CallCache, config: EvalConfig,
-                        stage: str) -> None:
-    """Raise :class:`RunIncomplete` when the cap held calls back or batches are still running."""
+                        stage: str, later: Sequence[Any] = ()) -> None:
+    """Raise :class:`RunIncomplete` when the cap held calls back or batches are still running (``later``: the
+    calls of later stages, counted in what is left)."""
     if batches.get("open_batches"):
         open_ids = batches["open_batches"]
         raise RunIncomplete(f"{len(open_ids)} provider batch(es) still running ({', '.join(open_ids)}; ids in "
                             f"{config.run_dir / 'batches.jsonl'}); run the same command again to collect them")
     if cap is not None and cap.stopped:
         left = [c for c in todo if cache.get(c.key) is None]
-        projected = cap.projected_total(left)
-        raise RunIncomplete(f"stopped at the cost cap: --max-cost {cap.cap_usd:g} USD would be passed ({stage} "
-                            f"stage: ${cap.spent_usd:,.4f} spent, {len(left)} call(s) left, about "
-                            f"${projected:,.4f} in all); the answers so far are kept in {cache.path}; run again "
-                            f"with --max-cost {max(projected * 1.1, cap.cap_usd):.2f} or more to finish")
+        raise RunIncomplete(cap.stop_message([*left, *later], stage, cache.path))
 
 
 def _summary(all_calls: list[Any], cache: CallCache, prices: Any, units: list[Any], groups: dict[str, Any],

@@ -4,7 +4,9 @@
 told to fail: the first N requests with 429 (and a ``Retry-After`` header), every request with 500, and so
 on. It logs every request body and tracks the peak number of requests in flight, so tests can check
 retries and concurrency bounds against a real HTTP server instead of mocks. Its ``usage`` counts words: prompt
-tokens = whitespace-separated words of every message, completion tokens = words of the answer.
+tokens = whitespace-separated words of every message, completion tokens = words of the answer; given a
+``tokenizer`` it counts tokens as a vLLM server does (the chat template rendered with the generation prompt, and
+the answer's tokens).
 
 Example::
 
@@ -45,6 +47,7 @@ class FakeChatServer(ThreadedApp):
         finish_reason: ``finish_reason`` of successful replies.
         logprob: when not ``None`` and the request asks for logprobs, each reply word gets this log-prob.
         model: model id listed by ``GET /v1/models``.
+        tokenizer: a ``transformers`` tokenizer with a chat template: ``usage`` counts its tokens instead of words.
         port: port to bind on 127.0.0.1; 0 picks a free one.
 
     Attributes:
@@ -68,8 +71,10 @@ class FakeChatServer(ThreadedApp):
         finish_reason: str = "stop",
         logprob: float | None = -0.5,
         model: str = "fake-judge",
+        tokenizer: Any = None,
         port: int = 0,
     ) -> None:
+        self.tokenizer = tokenizer
         self.delay = float(delay)
         self._replies = replies if replies is not None else ["The survey is fine.$$$-1$$$"]
         self._cycle = itertools.cycle(self._replies) if isinstance(self._replies, list) else None
@@ -109,6 +114,17 @@ class FakeChatServer(ThreadedApp):
             with self._lock:
                 return next(self._cycle)
         return self._replies(body)  # type: ignore[operator]
+
+    def _usage(self, body: dict[str, Any], prompt_words: int, text: str) -> dict[str, int]:
+        """Words (default), or tokens of ``tokenizer``: the rendered prompt and the answer."""
+        prompt, completion = prompt_words, len(text.split())
+        if self.tokenizer is not None:
+            kwargs = body.get("chat_template_kwargs") or {}
+            rendered = self.tokenizer.apply_chat_template(body.get("messages") or [], tokenize=False,
+                                                          add_generation_prompt=True, **kwargs)
+            prompt = len(self.tokenizer(rendered, add_special_tokens=False)["input_ids"])
+            completion = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _build_app(self) -> Any:
         from starlette.applications import Starlette
@@ -164,8 +180,7 @@ class FakeChatServer(ThreadedApp):
                     "model": body.get("model", self.model),
                     "choices": [choice],
                     # usage counts words: prompt = words of every message, completion = words of the answer
-                    "usage": {"prompt_tokens": prompt_words, "completion_tokens": len(text.split()),
-                              "total_tokens": prompt_words + len(text.split())},
+                    "usage": self._usage(body, prompt_words, text),
                 })
             finally:
                 with self._lock:

@@ -1,0 +1,204 @@
+"""What a command's calls will cost and have cost: the ``--plan`` estimate and the ``--max-cost`` cap of one run
+folder, shared by ``evaluate`` and ``score`` (issue 22).
+
+* :class:`PromptCounter`: prompt tokens of a call with the judge's tokenizer (the local engine's own, or
+  ``tokenizer:`` for an API judge), else 4 characters per token; the second and later samples of a prompt whose
+  K samples share one request / prefill count 0 (the rule the backends use when they record ``prompt_tokens``).
+* :func:`plan_calls`: the :class:`~surveyalign.calls.budget.CallPlan` of the calls still to make (completion =
+  the mean of the answers already in the cache, else ``max_new_tokens``; time = seconds per call measured so far
+  over the calls in flight) and the per-call USD estimate used by the cap.
+* :func:`spent_usd` / :func:`make_cap`: the cap starts from what the run folder's cache already cost.
+* :func:`model_of_call` / :func:`answer_cost`: which model answers a call and what one answer cost.
+
+Prices come from :mod:`surveyalign.calls.cost`; nothing here sends a request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from surveyalign.calls.budget import (
+    CallPlan,
+    CostCap,
+    chars_per_token_count,
+    estimate_calls,
+)
+from surveyalign.calls.cache import CallCache
+from surveyalign.calls.cost import PriceTable
+from surveyalign.calls.executor import Call
+
+__all__ = ["PromptCounter", "answer_cost", "answer_history", "make_cap", "model_of_call", "plan_calls", "spent_usd"]
+
+#: How prompt tokens are counted without a tokenizer (printed in the plan).
+NO_TOKENIZER = "4 characters per token (no tokenizer: set `tokenizer:` for an exact count)"
+
+
+def model_of_call(call: Any) -> str | None:
+    """The model answering ``call``: its backend's ``describe()["model"]`` (a local engine's model folder), else
+    the backend's name."""
+    desc = call.backend.describe() if hasattr(call.backend, "describe") else {}
+    return desc.get("model") or desc.get("backend")
+
+
+def _shares_prompt(backend: Any) -> bool:
+    """True when the K samples of a prompt share one request / prefill (the prompt is processed once)."""
+    desc = backend.describe() if hasattr(backend, "describe") else {}
+    return bool(desc.get("shared_prefill") or desc.get("n_per_request") or desc.get("backend") == "vllm")
+
+
+def batched(call: Any) -> bool:
+    """Whether ``call`` goes through its provider's batch API (``backend.options.batch``: batch prices)."""
+    return bool(getattr(call.backend, "batch", False))
+
+
+class PromptCounter:
+    """Prompt tokens of a call's messages (cached per messages hash).
+
+    Args:
+        tokenizer_of: call -> the tokenizer of the judge for it (``None``: the backend's ``tokenizer``, else
+            4 characters per token).
+        calls: the calls that will be sent together (their fused runs of samples decide who pays the prompt).
+
+    Attributes:
+        source: ``"tokenizer"``, or :data:`NO_TOKENIZER` once a call was counted without one.
+    """
+
+    def __init__(self, tokenizer_of: Callable[[Call], Any], calls: Sequence[Call] = ()) -> None:
+        from surveyalign.calls.fuse import fuse_samples
+
+        self.tokenizer_of = tokenizer_of
+        self.source = "tokenizer"
+        self._cache: dict[str, int] = {}
+        # the executor sends each run of fused samples as one request (one prefill): its first call pays the prompt
+        self._heads = {run[0].key for run in fuse_samples(list(calls))}
+
+    def messages_tokens(self, call: Call) -> int:
+        """Prompt tokens of ``call``'s messages, whoever pays them (>= 0)."""
+        if call.messages_hash in self._cache:
+            return self._cache[call.messages_hash]
+        try:
+            tok = self.tokenizer_of(call)
+        except (ValueError, KeyError):
+            tok = None
+        if tok is None:
+            tok = getattr(call.backend, "tokenizer", None)
+        if tok is not None:
+            from surveyalign.backends.chat import render_chat
+
+            text = render_chat(tok, list(call.messages), enable_thinking=call.settings.enable_thinking)
+            n = len(tok(text, add_special_tokens=False)["input_ids"])
+        else:
+            self.source = NO_TOKENIZER
+            n = chars_per_token_count(call.messages)
+        self._cache[call.messages_hash] = n
+        return n
+
+    def __call__(self, call: Call) -> int:
+        """Billed prompt tokens of ``call`` (0 for a sample riding on another's prefill)."""
+        if _shares_prompt(call.backend) and call.key not in self._heads:
+            return 0
+        return self.messages_tokens(call)
+
+
+def answer_history(cache: CallCache) -> tuple[dict[str, float], float | None, int]:
+    """``({stage: mean completion tokens}, mean seconds, answers with a completion count)`` of the answers in the
+    cache (errors left out; batch answers do not time a call)."""
+    tokens: dict[str, list[int]] = {}
+    for r in cache:
+        if r.get("completion_tokens") is not None and not r.get("error"):
+            tokens.setdefault(str(r.get("stage")), []).append(int(r["completion_tokens"]))
+    seconds = [r["seconds"] for r in cache if r.get("seconds") and not r.get("error") and not r.get("batch_id")]
+    return ({s: sum(t) / len(t) for s, t in tokens.items()}, sum(seconds) / len(seconds) if seconds else None,
+            sum(len(t) for t in tokens.values()))
+
+
+def plan_calls(todo: Sequence[Call], counter: PromptCounter, cache: CallCache, prices: PriceTable, *,
+               concurrency: int | None = None, model_of: Callable[[Any], str | None] = model_of_call,
+               extra_prompt: Callable[[Call], int] | None = None) -> tuple[CallPlan, Callable[[Call], float]]:
+    """The estimate of the calls still to make (``--plan``), and the per-call USD estimate (for ``--max-cost``).
+
+    Completion tokens of a call: the mean of the answers of its stage already in the cache (capped by its
+    ``max_new_tokens``), else ``max_new_tokens`` (an upper bound).
+
+    Args:
+        todo: the calls still to make (``namespace`` groups the plan's rows).
+        counter: counts a call's prompt tokens.
+        cache: the run folder's cache (completion lengths and seconds measured so far).
+        prices: the price table; model_of: the model answering a call.
+        concurrency: calls in flight (default: the largest backend ``concurrency``, else 1).
+        extra_prompt: prompt tokens a call will hold beyond its messages (a call planned before the text it
+            quotes exists: an RQS rating of a rationale not yet written); default none.
+
+    Returns:
+        ``(plan, estimate)``: the :class:`~surveyalign.calls.budget.CallPlan` and ``call -> estimated USD`` (0 for
+        unpriced models).
+    """
+    means, mean_seconds, n_answers = answer_history(cache)
+
+    def completion(call: Call) -> int:
+        mean = means.get(call.stage)
+        return call.settings.max_new_tokens if mean is None else round(min(mean, call.settings.max_new_tokens))
+
+    def prompt(call: Call) -> int:
+        return counter(call) + (extra_prompt(call) if extra_prompt is not None else 0)
+
+    stages = {c.stage for c in todo}
+    source = ("max_new_tokens (upper bound)" if not any(s in means for s in stages) else
+              f"mean of the {n_answers} answers so far" if all(s in means for s in stages) else
+              f"mean of the {n_answers} answers so far; max_new_tokens (upper bound) for "
+              + ", ".join(sorted(s for s in stages if s not in means)))
+    in_flight = concurrency or (max((getattr(c.backend, "concurrency", None) or 1) for c in todo) if todo else 1)
+    plan = estimate_calls(todo, prompt_tokens=prompt, completion_tokens=completion, prices=prices,
+                          model_of=model_of, batch_of=batched, seconds_per_call=mean_seconds,
+                          in_flight=int(in_flight or 1), completion_source=source)
+    plan.token_source = counter.source
+
+    def estimate(call: Call) -> float:
+        hit = prices.lookup(model_of(call))
+        return hit[1].cost(prompt(call), completion(call), batch=batched(call)) if hit else 0.0
+
+    return plan, estimate
+
+
+def spent_usd(cache: CallCache, calls: Sequence[Call], prices: PriceTable,
+              model_of: Callable[[Any], str | None] = model_of_call) -> float:
+    """USD of the answers already in the cache for ``calls`` (their counted tokens; batch prices for batch
+    answers)."""
+    total = 0.0
+    for call in calls:
+        rec = cache.get(call.key)
+        hit = prices.lookup(model_of(call)) if rec is not None else None
+        if hit is not None:
+            total += hit[1].cost(int(rec.get("prompt_tokens") or 0), int(rec.get("completion_tokens") or 0),
+                                 int(rec.get("cached_tokens") or 0), batch=bool(rec.get("batch_id")))
+    return total
+
+
+def make_cap(max_cost: float | None, all_calls: Sequence[Call], cache: CallCache, prices: PriceTable,
+             estimate: Callable[[Call], float], model_of: Callable[[Any], str | None] = model_of_call
+             ) -> CostCap | None:
+    """The ``--max-cost`` cap (``None`` without one), starting from what the run folder's cache already cost.
+
+    Raises:
+        ValueError: a cap on a run whose judge has no price (a local engine: its cost is GPU time).
+    """
+    if max_cost is None:
+        return None
+    unpriced = sorted({str(model_of(c)) for c in all_calls if prices.lookup(model_of(c)) is None})
+    if unpriced:
+        raise ValueError(f"--max-cost: no price for {', '.join(unpriced)} in {', '.join(prices.files)}; add it "
+                         "with --prices FILE (a local engine has no token price: its cost is GPU time)")
+    return CostCap(max_cost, spent_usd(cache, all_calls, prices, model_of), estimate)
+
+
+def answer_cost(prices: PriceTable, model_of: Callable[[Any], str | None] = model_of_call
+                ) -> Callable[[Call, Any], float | None]:
+    """``(call, generation) -> USD`` of one answer at its counted tokens (``None``: the model has no price)."""
+    def cost_of(call: Call, generation: Any) -> float | None:
+        hit = prices.lookup(model_of(call))
+        if hit is None:
+            return None
+        return hit[1].cost(int(generation.prompt_tokens or 0), int(generation.completion_tokens or 0),
+                           int(generation.cached_tokens or 0), batch=bool(generation.batch_id))
+    return cost_of
