@@ -4,6 +4,7 @@ Public surface::
 
     from surveyalign.annotation import (
         Candidate, read_candidates, identify_surveys, read_verification,      # §4.1 find the surveys
+        read_fetched_candidates,                                              # ... among what fetch-texts resolved
         read_source, collect_reviews,                                         # collect the review reports
         build_annotation_messages, read_annotation, annotate_reviews,         # §4.3 / App. A LLM pre-annotation
         locate_snippet, SnippetMatch,                                         # snippets verified in their review
@@ -12,7 +13,8 @@ Public surface::
         write_release,                                                        # the official release layout
     )
 
-Sub-modules: ``records`` (record types, labels, uids, JSON lines), ``identify``, ``sources`` (F1000 JATS,
+Sub-modules: ``records`` (record types, labels, uids, JSON lines), ``identify``, ``fetched`` (candidates from
+``fetch-texts`` output), ``sources`` (F1000 JATS,
 OpenReview, MOPRD / PeerJ, plain-text readers), ``collect``, ``prompt``, ``snippets``, ``annotate``,
 ``labelstudio``, ``agreement``, ``adjudicate``, ``release``, ``judge_config``, ``cli``
 (``surveyalign data identify|collect|annotate|agreement|release``).
@@ -31,12 +33,13 @@ __getattr__, __dir__, _ = lazy_loader.attach(
         "agreement": ["DEFAULT_SAMPLE", "agreement_table", "alpha", "pair_labels", "render_table", "sample_units", "unit_labels"],
         "annotate": ["AnnotateResult", "annotate_reviews", "vote_label"],
         "collect": ["CollectResult", "collect_reviews"],
+        "fetched": ["is_fetch_output", "read_fetched_candidates"],
         "identify": ["DEFAULT_KEYWORDS", "Candidate", "build_screen_messages", "identify_surveys", "keyword_hits", "read_candidates", "read_screen", "read_verification"],
         "judge_config": ["AnnotationJudge"],
         "labelstudio": ["export_tasks", "import_export", "labeling_config", "write_project"],
         "prompt": ["PROMPT_VERSION", "build_annotation_messages", "read_annotation"],
         "records": ["EXCLUDED_LABELS", "GUIDELINE_VERSION", "LABELS", "ReviewRecord", "SurveyRecord", "label_name", "parse_label", "read_jsonl", "read_reviews", "read_surveys", "review_uid", "write_jsonl"],
-        "release": ["card_section", "write_release"],
+        "release": ["annotator_line", "card_section", "write_release"],
         "snippets": ["SnippetMatch", "locate_snippet"],
         "sources": ["read_source"],
     },
@@ -60,6 +63,7 @@ __all__ = [
     "agreement_table",
     "alpha",
     "annotate_reviews",
+    "annotator_line",
     "build_annotation_messages",
     "build_screen_messages",
     "card_section",
@@ -69,6 +73,7 @@ __all__ = [
     "final_labels",
     "identify_surveys",
     "import_export",
+    "is_fetch_output",
     "keyword_hits",
     "label_name",
     "labeling_config",
@@ -78,6 +83,7 @@ __all__ = [
     "read_annotation",
     "read_candidates",
     "read_decisions",
+    "read_fetched_candidates",
     "read_jsonl",
     "read_reviews",
     "read_screen",

@@ -30,10 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "with a reason, cached in OUT/calls.jsonl); stage 3: OUT/verification.csv lists every "
                        "candidate with both verdicts for a person to fill 'confirmed' and 'substantive_reviews' "
                        "(yes/no). Also writes OUT/candidates.jsonl and OUT/identify_report.json (counts per stage "
-                       "and source). Example: surveyalign data identify --candidates candidates.csv --judge "
+                       "and source). The candidates may also be what `data fetch-texts` resolved (its output folder). "
+                       "Example: surveyalign data identify --candidates candidates.csv --judge "
                        "configs/annotation/api.yaml --out identified/")
-    p.add_argument("--candidates", required=True, metavar="FILE",
-                   help="CSV / JSONL / JSON of id, title, abstract, source (doi optional)")
+    p.add_argument("--candidates", required=True, metavar="PATH",
+                   help="CSV / JSONL / JSON of id, title, abstract, source (doi optional); or the output of `data "
+                   "fetch-texts` (its folder, fetch_report.json, fetch_state.jsonl or an articles_part_fetched_NNN"
+                   ".json shard): the papers it resolved, with their published title and abstract")
     p.add_argument("--judge", metavar="YAML", help="screening judge (backend + generation); without it stage 2 is "
                    "skipped")
     p.add_argument("--keywords", metavar="LIST", help="comma-separated title keywords (default: a high-recall list)")
@@ -129,19 +132,28 @@ def _load_judge(path: str):
 
 
 def _identify(args: argparse.Namespace) -> int:
+    from .fetched import is_fetch_output, read_fetched_candidates
     from .identify import DEFAULT_KEYWORDS, identify_surveys, read_candidates
 
     try:
-        candidates = read_candidates(args.candidates)
+        input_report = None
+        if is_fetch_output(args.candidates):
+            candidates, input_report = read_fetched_candidates(args.candidates)
+            print(f"fetch-texts output: {input_report['records']} papers, {len(candidates)} resolved taken as "
+                  f"candidates, {len(input_report['skipped'])} not resolved (listed in identify_report.json)")
+        else:
+            candidates = read_candidates(args.candidates)
         judge, backend = _load_judge(args.judge) if args.judge else (None, None)
     except (ValueError, FileNotFoundError) as err:
         return _fail(str(err))
+    if not candidates:
+        return _fail(f"{args.candidates}: no candidate paper to screen", 3)
     keywords = tuple(k.strip() for k in args.keywords.split(",") if k.strip()) if args.keywords else DEFAULT_KEYWORDS
     from surveyalign.backends import GenerationSettings
 
     settings = judge.generation if judge else GenerationSettings()
     result = identify_surveys(candidates, backend, settings, keywords=keywords, screen_all=args.screen_all,
-                              out=args.out, judge=judge.describe() if judge else None)
+                              out=args.out, judge=judge.describe() if judge else None, input_report=input_report)
     for source, c in result.report["per_source"].items():
         print(f"{source}: {c['candidates']} candidates, {c['keyword_match']} keyword matches, {c['screened']} "
               f"screened ({c.get('llm_yes', 0)} yes, {c.get('llm_no', 0)} no, {c.get('llm_failed', 0)} failed), "

@@ -153,7 +153,8 @@ class IdentifyResult:
 
 def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, settings: GenerationSettings, *,
                      keywords: Sequence[str] = DEFAULT_KEYWORDS, screen_all: bool = False,
-                     out: str | os.PathLike | None = None, judge: dict[str, Any] | None = None) -> IdentifyResult:
+                     out: str | os.PathLike | None = None, judge: dict[str, Any] | None = None,
+                     input_report: dict[str, Any] | None = None) -> IdentifyResult:
     """Run stages 1 and 2 and write the stage-3 verification file (SurveyReview §4.1).
 
     Args:
@@ -164,6 +165,8 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
         screen_all: screen every candidate, not only the keyword matches.
         out: output folder: ``verification.csv``, ``candidates.jsonl``, ``identify_report.json``, ``calls.jsonl``.
         judge: the judge description for the report.
+        input_report: how the candidates were read (``read_fetched_candidates``' report), kept as the
+            report's ``input``.
 
     Returns:
         An :class:`IdentifyResult`; ``proposed`` is "yes" when the keyword matched and the screen said yes.
@@ -210,7 +213,8 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
         total.update(c)
     result.report = {"candidates": len(candidates), "keywords": list(keywords), "screen_all": screen_all,
                      "screen_version": SCREEN_VERSION, "judge": judge, "settings": settings.model_dump(),
-                     "per_source": {s: dict(c) for s, c in sorted(counts.items())}, "total": dict(total)}
+                     "per_source": {s: dict(c) for s, c in sorted(counts.items())}, "total": dict(total),
+                     "input": input_report}
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
