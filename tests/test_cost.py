@@ -101,3 +101,35 @@ def test_bad_tables_fail_in_one_line_naming_file_and_field(tmp_path, text, messa
     with pytest.raises(ValueError, match="bad.yaml") as err:
         load_prices(bad)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_unverified_prices_are_marked_wherever_a_cost_is_printed(tmp_path):
+    """gpt-5-mini's shipped price is from third-party pages only (unverified: true); claude-haiku-4-5's was
+    confirmed on Anthropic's pages. A cost computed with an unverified price says so in the summary lines and in
+    the --plan lines."""
+    from surveyalign.calls import estimate_calls
+    from surveyalign.calls.cost import cost_lines
+
+    table = load_prices()
+    assert table.models["gpt-5-mini"].unverified is True and table.models["claude-haiku-4-5"].unverified is False
+    assert (table.models["claude-haiku-4-5"].input, table.models["claude-haiku-4-5"].output) == (1.0, 5.0)
+    records = [{"key": "a", "dimension": "structure", "prompt_tokens": 1000, "completion_tokens": 100},
+               {"key": "b", "dimension": "structure", "prompt_tokens": 3000, "completion_tokens": 0}]
+    mini = summarize_costs(records, table, model_of=lambda r: "gpt-5-mini-2025-08-07")
+    assert mini["unverified_prices"] == ["gpt-5-mini"] and mini["by_judge"]["gpt-5-mini-2025-08-07"]["unverified_price"]
+    assert mini["total"]["cost_usd"] == pytest.approx((4000 * 0.25 + 100 * 2.0) / 1e6)
+    lines = cost_lines(mini)
+    assert "$0.0012 (unverified price)" in lines[0] and lines[2].endswith("(unverified price)")
+    haiku = summarize_costs(records, table, model_of=lambda r: "claude-haiku-4-5")
+    assert haiku["unverified_prices"] == [] and "unverified" not in " ".join(cost_lines(haiku))
+
+    class C:
+        namespace = "structure"
+    plan = estimate_calls([C()], prompt_tokens=lambda c: 2000, completion_tokens=lambda c: 100, prices=table,
+                          model_of=lambda c: "gpt-5-mini")
+    assert plan.unverified_prices == ["gpt-5-mini"]
+    assert "estimated cost: $0.0007 (unverified price): gpt-5-mini" in "\n".join(plan.lines())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("as_of: '2026-12-03'\nmodels:\n  m: {input: 1, output: 1, unverified: 'yes'}\n")
+    with pytest.raises(ValueError, match=r"models\.m\.unverified: expected true or false"):
+        load_prices(override=bad)

@@ -43,6 +43,7 @@ class CallPlan:
         calls: calls to make; prompt_tokens, completion_tokens: estimated totals.
         cost_usd: estimated cost of the priced calls (``None``: no call has a price).
         unpriced_models: models without a price (local engines; their cost is GPU-hours, see ``seconds``).
+        unverified_prices: listed ids whose price is marked ``unverified`` (the cost says so).
         seconds: estimated wall time (``None``: unknown, no answer timed yet).
         by_dimension: dimension -> ``{"calls", "prompt_tokens", "completion_tokens", "cost_usd"}``.
         token_source: how prompt tokens were counted (``"tokenizer"`` or ``"4 characters per token"``).
@@ -55,6 +56,7 @@ class CallPlan:
     completion_tokens: int = 0
     cost_usd: float | None = None
     unpriced_models: list[str] = field(default_factory=list)
+    unverified_prices: list[str] = field(default_factory=list)
     seconds: float | None = None
     by_dimension: dict[str, dict[str, Any]] = field(default_factory=dict)
     token_source: str = "tokenizer"
@@ -79,6 +81,10 @@ class CallPlan:
     def lines(self, *, spent_usd: float | None = None, cached_calls: int = 0) -> list[str]:
         """Printable lines: totals, the cost (with what is already spent in the run), time, then per dimension."""
         cost = "no price (local engine: GPU time only)" if self.cost_usd is None else f"${self.cost_usd:,.4f}"
+        if self.cost_usd is not None and self.unverified_prices:
+            from surveyalign.calls.cost import UNVERIFIED
+
+            cost += f" {UNVERIFIED}: {', '.join(self.unverified_prices)}"
         out = [f"plan: {self.calls} call(s) to make ({cached_calls} already answered in the run folder)",
                (f"  tokens: {self.prompt_tokens:,} prompt ({self.token_source}) + {self.completion_tokens:,} "
                f"completion ({self.completion_source}) = {self.total_tokens:,}"),
@@ -120,6 +126,7 @@ def estimate_calls(calls: Sequence[Any], *, prompt_tokens: Callable[[Any], int],
     """
     plan = CallPlan(token_source=token_source, completion_source=completion_source, prices_as_of=prices.as_of)
     unpriced: set[str] = set()
+    unverified: set[str] = set()
     found: dict[str | None, Any] = {}
     for call in calls:
         model = model_of(call)
@@ -128,6 +135,8 @@ def estimate_calls(calls: Sequence[Any], *, prompt_tokens: Callable[[Any], int],
             found[model] = hit[1] if hit else None
             if hit is None:
                 unpriced.add(model or "unknown")
+            elif hit[1].unverified:
+                unverified.add(hit[0])
         p, c = int(prompt_tokens(call)), int(completion_tokens(call))
         cost = found[model].cost(p, c, batch=batch_of(call)) if found[model] is not None else None
         group = getattr(call, "dimension", None) or getattr(call, "namespace", None) or "-"
@@ -147,6 +156,7 @@ def estimate_calls(calls: Sequence[Any], *, prompt_tokens: Callable[[Any], int],
                 if cost is not None:
                     target["cost_usd"] = (target["cost_usd"] or 0.0) + cost
     plan.unpriced_models = sorted(unpriced)
+    plan.unverified_prices = sorted(unverified)
     if seconds_per_call is not None and calls:
         plan.seconds = len(calls) * seconds_per_call / max(1, in_flight)
     return plan

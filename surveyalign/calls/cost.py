@@ -22,11 +22,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRICE_FIELDS", "ModelPrice", "PriceTable", "TokenTotals", "call_cost", "cost_lines", "default_prices_path",
+__all__ = ["PRICE_FIELDS", "UNVERIFIED", "ModelPrice", "PriceTable", "TokenTotals", "call_cost", "cost_lines", "default_prices_path",
            "gpu_hours", "load_prices", "summarize_costs"]
 
-#: Fields of one model's entry, USD per million tokens; ``input`` and ``output`` are required.
+#: Fields of one model's entry, USD per million tokens; ``input`` and ``output`` are required. An entry may also
+#: say ``unverified: true`` (its prices were not confirmed on the provider's own page).
 PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output")
+#: Printed after every cost that uses a price marked ``unverified: true``.
+UNVERIFIED = "(unverified price)"
 
 
 def default_prices_path() -> Path:
@@ -46,6 +49,8 @@ class ModelPrice:
         output: completion tokens, reasoning included (>= 0).
         cached_input: prompt tokens read from the provider's prompt cache (default: ``input``).
         batch_input, batch_output: through the provider's batch API (default: ``input`` / ``output``).
+        unverified: the table's ``unverified: true``: the price was not confirmed on the provider's own page;
+            every cost printed with it says "(unverified price)".
     """
 
     input: float
@@ -53,6 +58,7 @@ class ModelPrice:
     cached_input: float | None = None
     batch_input: float | None = None
     batch_output: float | None = None
+    unverified: bool = False
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0, *, batch: bool = False
              ) -> float:
@@ -136,10 +142,10 @@ def _read(path: Path) -> dict[str, Any]:
 def _model_price(source: str, name: str, entry: Any) -> ModelPrice:
     if not isinstance(entry, Mapping):
         raise ValueError(f"{source}: models.{name}: expected a mapping of {', '.join(PRICE_FIELDS)}")  # noqa: TRY004
-    unknown = sorted(set(entry) - set(PRICE_FIELDS))
+    unknown = sorted(set(entry) - set(PRICE_FIELDS) - {"unverified"})
     if unknown:
         raise ValueError(f"{source}: models.{name}: unknown field(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(PRICE_FIELDS)}")
+                         f"known: {', '.join(PRICE_FIELDS)}, unverified")
     values: dict[str, float | None] = {}
     for key in PRICE_FIELDS:
         value = entry.get(key)
@@ -151,7 +157,10 @@ def _model_price(source: str, name: str, entry: Any) -> ModelPrice:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{source}: models.{name}.{key}: expected a number >= 0, got {value!r}")
         values[key] = float(value)
-    return ModelPrice(**values)  # type: ignore[arg-type]
+    flag = entry.get("unverified", False)
+    if not isinstance(flag, bool):
+        raise ValueError(f"{source}: models.{name}.unverified: expected true or false, got {flag!r}")  # noqa: TRY004
+    return ModelPrice(**values, unverified=flag)  # type: ignore[arg-type]
 
 
 def load_prices(path: str | os.PathLike | None = None, *, override: str | os.PathLike | None = None) -> PriceTable:
@@ -303,7 +312,8 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
 
     Returns:
         ``{"prices": {...}, "by_dimension": {dim: totals}, "by_judge": {model: totals + "priced_as"},
-        "total": totals, "unpriced_models": [...]}`` where totals are :meth:`TokenTotals.to_dict` dicts.
+        "total": totals, "unpriced_models": [...], "unverified_prices": [listed ids marked ``unverified``]}`` where
+        totals are :meth:`TokenTotals.to_dict` dicts.
     """
     units = dict(units_per_dimension or {})
     by_dim: dict[str, TokenTotals] = {}
@@ -325,9 +335,12 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
     return {
         "prices": prices.describe(),
         "by_dimension": {d: t.to_dict() for d, t in by_dim.items()},
-        "by_judge": {m: {**t.to_dict(), "priced_as": priced_as[m]} for m, t in by_judge.items()},
+        "by_judge": {m: {**t.to_dict(), "priced_as": priced_as[m],
+                         "unverified_price": bool(priced_as[m] and prices.models[priced_as[m]].unverified)}
+                     for m, t in by_judge.items()},
         "total": total.to_dict(),
         "unpriced_models": sorted(m for m, p in priced_as.items() if p is None),
+        "unverified_prices": sorted({p for p in priced_as.values() if p and prices.models[p].unverified}),
     }
 
 
@@ -337,6 +350,8 @@ def cost_lines(summary: Mapping[str, Any]) -> list[str]:
     total = summary["total"]
     cost = "no price" if total["cost_usd"] is None else f"${total['cost_usd']:,.4f}"
     per = total.get("cost_per_1000_units")
+    if total["cost_usd"] is not None and summary.get("unverified_prices"):
+        cost += f" {UNVERIFIED}"
     lines = [f"tokens: {total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion over "
              f"{total['calls']} call(s) ({total['batch_calls']} in provider batches); cost {cost}"
              + (f" = ${per:,.2f} per 1,000 units" if per is not None else "")
@@ -348,7 +363,7 @@ def cost_lines(summary: Mapping[str, Any]) -> list[str]:
     if dims:
         lines.append("  per dimension: " + "; ".join(dims))
     judges = [f"{m} {t['calls']} call(s)" + ("" if t["cost_usd"] is None else f" ${t['cost_usd']:,.4f}")
-              for m, t in summary["by_judge"].items()]
+              + (f" {UNVERIFIED}" if t.get("unverified_price") else "") for m, t in summary["by_judge"].items()]
     if judges:
         lines.append("  per judge: " + "; ".join(judges))
     if summary.get("gpu_hours"):
