@@ -29,8 +29,8 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/prompts/parser.py": ["tests/test_parser.py", "tests/test_prompts.py"],
     "surveyalign/scoring/metrics.py": ["tests/test_scoring.py", "tests/test_metrics_modules.py",
                                        "tests/test_scoring_validation.py"],
-    "surveyalign/prism/flaws.py": ["tests/test_prism_formulas.py", "tests/test_prism_extraction.py",
-                                   "tests/test_metrics_modules.py"],
+    "surveyalign/prism/flaws.py": ["tests/test_prism_formulas.py", "tests/test_prism_flaws_edges.py",
+                                   "tests/test_prism_extraction.py", "tests/test_metrics_modules.py"],
     "surveyalign/autoraters/citation_f1.py": ["tests/test_autoraters.py", "tests/test_metrics_modules.py"],
     "surveyalign/judge/voting.py": ["tests/test_judge.py"],
     "surveyalign/autoraters/sxs.py": ["tests/test_autoraters.py"],
@@ -38,6 +38,19 @@ DEFAULT_TESTS: dict[str, list[str]] = {
 
 # Equivalent mutants: mutmut name -> why no test can kill it. Excluded from the score, still printed.
 IGNORED: dict[str, str] = {
+    # prism/flaws.py
+    "surveyalign.prism.flaws.x_flaw_recall__mutmut_31": "weights C_i * n instead of C_i / n: every weighted "
+        "recall is sum(hit) / sum(weight), unchanged when all weights are scaled by n^2; weights are not returned",
+    "surveyalign.prism.flaws.x_flaw_recall__mutmut_36": "zip(strict=None): weight is built from subset, so both "
+        "sequences always have the same length",
+    "surveyalign.prism.flaws.x_flaw_recall__mutmut_39": "zip without strict: same lengths by construction",
+    "surveyalign.prism.flaws.x_flaw_recall__mutmut_40": "zip(strict=False): same lengths by construction",
+    "surveyalign.prism.flaws.x__ordered_sections__mutmut_43": "sort(key=None) sorts the (pos, index, critique) "
+        "tuples, same as key (pos, index): index is unique, so the critique is never compared",
+    "surveyalign.prism.flaws.x__ordered_sections__mutmut_64": "default section 'WEAKNESSES': lower-cased on "
+        "the same line, so it is 'weaknesses' again",
+    "surveyalign.prism.flaws.x_quote_position__mutmut_33": "round(score / 100, 10) instead of 9 digits: "
+        "rapidfuzz's float error is ~1e-16, so both roundings give the same comparison",
 }
 
 # tests read repository files (README examples, configs, recipes, cards): stage them and copy them into the

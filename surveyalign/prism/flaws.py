@@ -78,7 +78,8 @@ def quote_position(quote: str, text: str, min_ratio: float = FUZZY_MIN_RATIO) ->
     Args:
         quote: the span to find (stripped).
         text: the review text.
-        min_ratio: minimum rapidfuzz partial-ratio similarity in [0, 1] for a fuzzy placement.
+        min_ratio: minimum rapidfuzz partial-ratio similarity in [0, 1] for a fuzzy placement (inclusive:
+            a similarity equal to it, up to 1e-9, places the quote).
 
     Returns:
         ``(offset, how)`` with ``how`` in ``"exact"``, ``"fuzzy"``, ``"unmatched"`` (offset None).
@@ -90,7 +91,9 @@ def quote_position(quote: str, text: str, min_ratio: float = FUZZY_MIN_RATIO) ->
     if found >= 0:
         return found, "exact"
     alignment = fuzz.partial_ratio_alignment(quote, text, processor=str.lower)
-    if alignment is not None and alignment.score >= 100 * min_ratio:
+    # rapidfuzz scores a similarity of exactly 18 / 40 = 0.45 as 44.99999999999999: round before comparing,
+    # or a quote exactly at the threshold would be left unmatched
+    if alignment is not None and round(alignment.score / 100, 9) >= min_ratio:
         return alignment.dest_start, "fuzzy"
     return None, "unmatched"
 
