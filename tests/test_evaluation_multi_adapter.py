@@ -31,3 +31,7 @@ def test_per_dimension_adapters_share_one_base(dataset_dir, tiny_model_dir, tiny
     for dim in dims:
         assert by_dim[dim] and all(p["prediction"] == ANSWERS[dim][1] for p in by_dim[dim]), dim
     assert result.metrics["voting"]["per_dimension"]["readability"]["n_units"] == len(by_dim["readability"])
+    # issue 21 B: the header names the judge that ran: the base folder and each dimension's adapter folder
+    assert result.metrics["judge"]["line"] == (
+        f"Judge multi (transformers; base {tiny_model_dir}; adapters: readability={tiny_adapters['readability']}, "
+        f"structure={tiny_adapters['structure']})")

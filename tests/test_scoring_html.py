@@ -111,7 +111,8 @@ def test_html_report_for_one_run(tmp_path, train_scores, capsys):
     # readability: one unit off by 2 of 12 -> MSE 4/12, MAE 2/12; structure: 11 scored, all right -> 0
     assert a[1:5] == ["0.333", "0.167", "0.000", "0.000"]
     assert a[5].startswith("0.167 [") and a[6].startswith("0.083 [")  # AVG MSE / AVG MAE with their CIs
-    assert a[7] == "–" and a[-1] == "23/24"  # no consistency stage: no RQS
+    assert a[7] == "–" and a[-2] == "23/24"  # no consistency stage: no RQS
+    assert board[0][-1] == "survey read" and a[-1] == "–"  # records written without read blocks
     majority = _row(board, "baseline: majority class")  # always -1: readability 22/12, structure 12/12
     assert majority[1] == "1.833" and majority[3] == "1.000" and majority[5] == "1.417"
     assert _row(board, "baseline: prior sampling")

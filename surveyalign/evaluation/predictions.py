@@ -28,10 +28,14 @@ def assemble_predictions(config: EvalConfig, units: list[Unit], judge: Judge, ca
 
     Returns:
         Records with unit_id, paper_id, review_id, source, dimension, reference, reference_rationales,
-        prompt_tokens, shortened_tokens, prediction, status, rationale, error, samples, consistency (and
+        prompt_tokens, shortened_tokens, read (characters / tokens of the survey read against its total, ``cut``,
+        ``cut_at_char``, ``counted``, ``max_length``, ``context``: :meth:`surveyalign.judge.PreparedPrompt.reading`;
+        ``chars_read`` is ``None`` for a unit never sent), prediction, status, rationale, error, samples, consistency (and
         ``vote`` when K > 1).
     """
     out: list[dict[str, Any]] = []
+    limits = {d: {"max_length": judge.options(d).max_length, "context": judge.context_for(d)}
+              for d in dict.fromkeys(u.dimension for u in units)}
     for unit in units:
         row, prompt = unit.row, unit.prompt
         record: dict[str, Any] = {
@@ -44,6 +48,8 @@ def assemble_predictions(config: EvalConfig, units: list[Unit], judge: Judge, ca
             "reference_rationales": list(row.get("rationales") or []),
             "prompt_tokens": prompt.prompt_tokens,
             "shortened_tokens": prompt.shortened_tokens,
+            # how much of the survey the judge read (issue 21 D): the block ``score`` reports carry too
+            "read": {**prompt.reading(), **limits[unit.dimension]},
         }
         calls = judge.calls_for(prompt, config.samples_per_unit, unit_id=unit.unit_id)
         verdict = judge.decide(prompt, [cache.generation(c.key) for c in calls])

@@ -69,6 +69,7 @@ from surveyalign.evaluation.units import (
     train_scores_or_none,
 )
 from surveyalign.scoring import summarize_predictions
+from surveyalign.scoring.judge_info import judge_ran
 
 __all__ = ["RunIncomplete", "RunResult", "run_evaluation"]
 
@@ -246,6 +247,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                                     seed=config.generation.seed)
     metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
                           "prompt_length": prompt_length, "cost": cost}
+    metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension (issue 21 B)
     write_json(run_dir / "metrics.json", metrics)
 
     run_config["finished"] = now()

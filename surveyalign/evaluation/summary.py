@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from surveyalign.constants import API_ERROR, MISSING_TEXT, SCORED, STATUSES
+from surveyalign.documents.reading import reading_summary_text
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.scoring import render_leaderboard
 
@@ -22,7 +23,7 @@ _OVERFLOW = re.compile(r"context|too long|maximum .*length", re.IGNORECASE)
 def print_summary(console: Any, config: EvalConfig, metrics: dict[str, Any], predictions: list[dict[str, Any]],
                   counts: dict[str, int], calls: dict[str, Any], rqs_counts: dict[str, int], run_dir: Path, *,
                   prompt_length: dict[str, Any] | None = None) -> None:
-    """Print the leaderboard row, the status table, the call line and the notes on lengths and errors.
+    """Print the judge that ran, the leaderboard row, the status table, the call line and the notes on lengths and errors.
 
     Args:
         console: a ``rich`` console.
@@ -35,6 +36,8 @@ def print_summary(console: Any, config: EvalConfig, metrics: dict[str, Any], pre
         run_dir: the run folder.
         prompt_length: the length report of :func:`surveyalign.evaluation.lengths.prepare_units`.
     """
+    if metrics.get("judge"):
+        console.print(metrics["judge"]["line"], markup=False)
     try:
         console.print(render_leaderboard({config.name: metrics}))
     except Exception as err:  # noqa: BLE001 - the status table below is still printed
@@ -60,6 +63,10 @@ def print_summary(console: Any, config: EvalConfig, metrics: dict[str, Any], pre
         line += (f"; RQS: {rqs_counts['scored']}/{rqs_counts['eligible']} rated, "
                  f"{rqs_counts['parse_failed']} parse_failed, {rqs_counts['api_error']} api_error")
     console.print(line)
+    reading = metrics.get("reading")
+    if reading:  # how much of the surveys the judge read (issue 21 D)
+        console.print("survey read: " + "; ".join(f"{d} {reading_summary_text(e)}"
+                                                  for d, e in reading["per_dimension"].items()), markup=False)
     for note in length_notes(prompt_length or {}):
         console.print(note, markup=False)
     for note in error_notes(predictions):

@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from surveyalign import __version__
 from surveyalign.constants import VALID_SCORES
+from surveyalign.documents.reading import reading_text
 from surveyalign.paths import resource_path
 from surveyalign.prompts import RUBRICS
 
@@ -88,30 +89,6 @@ def judge_line(judge: Mapping[str, Any]) -> str:
     return (f"Judge {judge.get('name')} ({judge.get('backend')}, base {judge.get('model')}{ran}), "
             f"{judge.get('samples')} sample(s) per dimension at temperature {judge.get('temperature')}, "
             f"seed {judge.get('seed')}.")
-
-
-def reading_text(read: Mapping[str, Any] | None) -> str:
-    """One line saying how much of the survey the judge read on a dimension (issue 21 D).
-
-    Args:
-        read: the dimension record's ``read`` block (``None``: nothing was sent).
-
-    Returns:
-        e.g. ``"12,000 of 84,156 characters (512 of 20,311 tokens); cut at character 12,000"``, ``"84,156 of
-        84,156 characters (whole)"``, or ``"nothing sent"``.
-    """
-    if not read or read.get("chars_read") is None:
-        return "nothing sent"
-    text = f"{read['chars_read']:,} of {read['chars_total']:,} characters"
-    if read.get("tokens_total") is not None:
-        text += f" ({read['tokens_read']:,} of {read['tokens_total']:,} tokens)"
-    if read.get("cut"):
-        text += f"; cut at character {read['cut_at_char']:,}, the rest not read"
-    else:
-        text += " (whole)"
-    if read.get("counted") == "none":
-        text += "; length not checked (no tokenizer and no known context)"
-    return text
 
 
 def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:

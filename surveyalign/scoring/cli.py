@@ -120,6 +120,7 @@ def _judge_name(run_dir: Path, taken: set[str]) -> str:
 def _report(args: argparse.Namespace) -> int:
     from surveyalign.console import make_console
     from surveyalign.scoring.bootstrap import paired_bootstrap
+    from surveyalign.scoring.judge_info import judge_of_run, render_reading
     from surveyalign.scoring.records import validate_records
     from surveyalign.scoring.report import (
         render_agreement,
@@ -202,6 +203,11 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     if ceiling is None and why:
         say(f"note: no human ceiling: {why}")
+    for name, run in run_dirs.items():  # the header: the judge that ran in each run (issue 21 B)
+        ran = judge_of_run(run) or summaries[name].get("judge")
+        if ran:
+            summaries[name]["judge"] = ran
+            console.print(f"{name}: {ran['line']}", markup=False, soft_wrap=True)
     console.print(render_leaderboard(summaries, ceiling=ceiling))
     if ceiling is not None:
         console.print(render_ceiling(ceiling))
@@ -210,6 +216,9 @@ def _report(args: argparse.Namespace) -> int:
     console.print(render_per_source(summaries))
     console.print(render_baselines(summaries))
     console.print(render_failures(summaries))
+    reading = render_reading(summaries)
+    if reading is not None:
+        console.print(reading)
     costs = render_costs({name: _run_cost(run_dirs.get(name)) for name in summaries})
     if costs is not None:
         console.print(costs)

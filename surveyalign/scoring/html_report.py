@@ -29,6 +29,7 @@ from surveyalign.constants import (
     VALID_SCORES,
 )
 from surveyalign.data import row_dimension
+from surveyalign.documents.reading import reading_summary_text, reading_text
 from surveyalign.paths import resource_path
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
@@ -140,7 +141,7 @@ def _baseline_rows(summaries: Mapping[str, Mapping[str, Any]], dims: list[str]) 
                      for d in dims},
             "avg_mse": {"value": _f(b.get("avg_mse")), "ci": None}, "avg_mae": {"value": _f(b.get("avg_mae")), "ci": None},
             "rqs": {"value": _DASH, "ci": None}, "align": {"value": _f(b.get("align")), "ci": None},
-            "has": {"value": _DASH, "ci": None}, "scored": _DASH,
+            "has": {"value": _DASH, "ci": None}, "scored": _DASH, "read": _DASH,
         })
     return rows
 
@@ -156,7 +157,7 @@ def unit_rows(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[s
         One dict per (judge, unit), in judge then record order: ``judge``, ``unit_id``, ``anchor`` (the row's HTML
         id, ``u-<judge index>-<record index>``), ``paper``, ``dimension``, ``source``, ``status``, ``error``,
         ``prediction`` / ``reference`` (signed text, "–" when not scored), ``diff`` (|judge - human| as text,
-        "–" when not scored), ``rationale``, ``rationale_short`` (first 90 characters), ``snippets`` (the human
+        "–" when not scored), ``read`` (how much of the survey the judge read, :func:`reading_text`), ``rationale``, ``rationale_short`` (first 90 characters), ``snippets`` (the human
         rationale sentences) and ``links`` ([{"dimension", "anchor"}] to the same judge's units of the same paper in
         the other dimensions).
     """
@@ -178,6 +179,7 @@ def unit_rows(records: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[s
                 "diff": str(abs(int(r["prediction"]) - int(r["reference"]))) if scored else _DASH,
                 "rationale": rationale, "rationale_short": rationale[:90] + ("…" if len(rationale) > 90 else ""),
                 "snippets": [str(s) for s in (r.get("reference_rationales") or [])],
+                "read": reading_text(r.get("read")) if "read" in r else _DASH,
             }
             by_paper.setdefault(row["paper"], []).append((dim, row["anchor"]))
             rows.append(row)
@@ -228,6 +230,13 @@ def _provenance_items(run_dir: Path | None, summary: Mapping[str, Any]) -> list[
     return items
 
 
+def _judge(name: str, summary: Mapping[str, Any], run_dirs: Mapping[str, Path] | None) -> dict[str, Any] | None:
+    """The judge that ran (issue 21 B): from the run's run_config.json, else the summary's ``judge`` block."""
+    from surveyalign.scoring.judge_info import judge_of_run
+
+    return judge_of_run((run_dirs or {}).get(name)) or summary.get("judge")
+
+
 def render_html_report(
     summaries: Mapping[str, Mapping[str, Any]],
     records: Mapping[str, Sequence[Mapping[str, Any]]],
@@ -252,7 +261,8 @@ def render_html_report(
         ceiling_comparison: ``{judge: compare_to_ceiling output}`` (table ``ceiling-comparison``), or None.
 
     Returns:
-        The HTML text. Tables carry ids (``leaderboard``, ``comparison``, ``ceiling-comparison``,
+        The HTML text. The header names the judge that ran in each run (``p.judge-line``, :func:`surveyalign.scoring.
+        judge_info.judge_ran`). Tables carry ids (``reading``: how much of the surveys each judge read, ``leaderboard``, ``comparison``, ``ceiling-comparison``,
         ``confusion-<k>-<dimension>``, ``distribution-<k>``, ``per-source``, ``failures``, ``units``) and every figure
         is a base64 PNG. The unit browser (``units``, rows from :func:`unit_rows`) filters with an inline script
         (no network): selects ``f-judge``, ``f-dimension``, ``f-status``, ``f-source``, ``f-diff`` (minimum
@@ -275,6 +285,7 @@ def render_html_report(
                      for d in dims},
             **averaged,
             "scored": f"{s.get('n_scored', 0)}/{s.get('n', 0)}",
+            "read": reading_summary_text(s["reading"]["all"]) if s.get("reading") else _DASH,
         })
     if ceiling is not None:
         per = ceiling.get("per_dimension") or {}
@@ -284,7 +295,7 @@ def render_html_report(
                      for d in dims},
             **{key: _cell(ceiling, key) for key in ("avg_mse", "avg_mae", "align")},
             "rqs": {"value": _DASH, "ci": None}, "has": {"value": _DASH, "ci": None},
-            "scored": f"{ceiling['n']} units, {ceiling['n_papers']} papers",
+            "scored": f"{ceiling['n']} units, {ceiling['n_papers']} papers", "read": _DASH,
         })
     leaderboard += _baseline_rows(summaries, dims)
     notes = sorted({s.get("has_note") for s in summaries.values()} - {None})
@@ -321,6 +332,15 @@ def render_html_report(
                "reliability": [{**b, "mean": _f(b["mean_confidence"]), "acc": _f(b["accuracy"])}
                                for b in s["voting"]["all"]["reliability"] if b["n"]]}
               for name, s in summaries.items() if s.get("voting")]
+    reading = [{"judge": name, "dimension": d, "units": e["n_units"], "sent": e["n_sent"], "cut": e["n_cut"],
+                "median": _DASH if e["median_fraction_read"] is None else f"{e['median_fraction_read']:.0%}",
+                "least": _DASH if e["min_fraction_read"] is None else f"{e['min_fraction_read']:.0%}",
+                "tokens": _DASH if e["tokens_total"] is None else f"{e['tokens_read']:,} of {e['tokens_total']:,}",
+                "text": reading_summary_text(e)}
+               for name, s in summaries.items() if s.get("reading")
+               for d, e in [*s["reading"]["per_dimension"].items(), ("all", s["reading"]["all"])]]
+    judge_lines = [{"judge": name, "line": ran["line"]} for name, ran in
+                   ((n, _judge(n, s, run_dirs)) for n, s in summaries.items()) if ran]
     units = unit_rows({name: recs for name, recs in records.items() if recs})
     unit_filters = {key: sorted({u[field] for u in units}) for key, field in
                     (("judges", "judge"), ("dimensions", "dimension"), ("statuses", "status"), ("sources", "source"))}
@@ -339,7 +359,7 @@ def render_html_report(
                        (f"[{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]" if m.get("ci95") else _DASH),
                        "p": _f(m.get("p_value")), "verdict": m["verdict"]}
                       for name, res in (ceiling_comparison or {}).items() for key, m in res["metrics"].items()],
-        units=units, unit_filters=unit_filters,
+        units=units, unit_filters=unit_filters, reading=reading, judge_lines=judge_lines,
         judges=judges, per_source=per_source, statuses=list(STATUSES), failures=failures, voting=voting,
         provenance=[{"judge": name, "rows": _provenance_items((run_dirs or {}).get(name), s)}
                     for name, s in summaries.items()],

@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from surveyalign.constants import DIMENSIONS
+from surveyalign.documents.reading import reading_summary_text
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 from surveyalign.scoring.ceiling_tables import render_ceiling, render_ceiling_comparison
 from surveyalign.scoring.cells import _DASH, _SHORT, _ci, _dims, _f
@@ -104,8 +105,9 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
     Returns:
         A ``rich.table.Table`` with columns Judge, "MSE/MAE" of each dimension (only when more than one
         dimension is present; with one, AVG is that dimension), AVG MSE, AVG MAE, RQS, Align, HAS,
-        Skill (1 - AVGMSE / AVGMSE of the majority-class judge on the same units), scored (scored/n)
-        and failed (counts by status). Missing values show as "–"; a column that is missing for every
+        Skill (1 - AVGMSE / AVGMSE of the majority-class judge on the same units), scored (scored/n),
+        failed (counts by status) and, when a summary has a ``reading`` block, "survey read" (units whose survey
+        was cut / units sent, median and least fraction read: issue 21 D). Missing values show as "–"; a column that is missing for every
         judge (RQS/HAS without consistency scores, Skill without training labels) is left out and the
         caption says why. Judge names fold instead of being cut; a single-dimension board fits 80
         columns. The human ceiling ("another reviewer (n=units)", :mod:`surveyalign.scoring.ceiling`) is the last
@@ -132,6 +134,9 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
         table.add_column(name, justify="right")
     table.add_column("scored", justify="right")
     table.add_column("failed", justify="right", overflow="fold", max_width=8)
+    reading = any(s.get("reading") for s in summaries.values())
+    if reading:  # how much of the surveys the judge read (issue 21 D)
+        table.add_column("survey read", justify="right", overflow="fold", max_width=16)
     marks, scope_notes = average_scopes(summaries)
     for judge, s in summaries.items():
         per = s.get("per_dimension") or {}
@@ -141,6 +146,8 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
             row.append(f"{_f(e.get('mse'))}/{_f(e.get('mae'))}")
         row += [_marked(s, k, marks[judge]) for k in shown.values()]
         row += [f"{s.get('n_scored', 0)}/{s.get('n', 0)}", _failures(s)]
+        if reading:
+            row.append(reading_summary_text(s["reading"]["all"]) if s.get("reading") else _DASH)
         table.add_row(*row)
     notes = sorted({s.get("has_note") for s in summaries.values() if s.get("has_note")})
     if "HAS" not in shown and summaries:

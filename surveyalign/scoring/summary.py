@@ -20,6 +20,7 @@ from surveyalign.constants import (
     PROMPT_TOO_LONG,
     count_statuses,
 )
+from surveyalign.documents.reading import summarize_reading
 from surveyalign.scoring.baselines import (
     baseline_metrics,
     check_train_scores,
@@ -36,7 +37,7 @@ from surveyalign.scoring.metrics import (
 )
 from surveyalign.scoring.records import validate_records
 
-__all__ = ["METRICS_VERSION", "summarize_predictions"]
+__all__ = ["METRICS_VERSION", "reading_summary", "summarize_predictions"]
 
 #: Version of the metrics.json layout written by :func:`summarize_predictions`.
 METRICS_VERSION = 1
@@ -172,7 +173,8 @@ def summarize_predictions(
         ``authors_convention`` and ``voting`` (agreement of the K samples and calibration of the vote share, see
         :func:`~surveyalign.scoring.calibration.vote_summary`; None when every unit had one sample) and ``ceiling``
         (the human ceiling of these units, :func:`~surveyalign.scoring.ceiling.human_ceiling`, when a paper has two
-        or more reviews of one dimension; else None). MSE in [0, 16], MAE in [0, 4], RQS in [0, 1], Align/HAS <= 1.
+        or more reviews of one dimension; else None) and ``reading`` (how much of the surveys the judge read:
+        :func:`reading_summary`). MSE in [0, 16], MAE in [0, 4], RQS in [0, 1], Align/HAS <= 1.
 
     Raises:
         ValueError: on an invalid record (see :func:`validate_records`).
@@ -222,10 +224,30 @@ def summarize_predictions(
     out["per_source"] = per_source
     out["authors_convention"] = _authors(recs, use_consistency, weights)
     out["voting"] = vote_summary(recs)
+    out["reading"] = reading_summary(recs)
     reviews = ceiling_reviews([r for r in recs if r.get("review_id") is not None], score_key="reference")
     ceiling = human_ceiling(reviews, n_resamples=int(bootstrap), seed=seed, delta_s=delta_s)
     out["ceiling"] = None if ceiling["status"] == "no data" else ceiling
     return _clean(out)
+
+
+def reading_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """How much of the surveys the judge read, over all units and per dimension (issue 21 D).
+
+    Args:
+        records: prediction records; each unit's ``read`` block (``predictions.jsonl``) is summarised.
+
+    Returns:
+        ``{"all": summary, "per_dimension": {dim: summary}}`` with each summary from
+        :func:`surveyalign.documents.reading.summarize_reading` (units cut, median / least fraction of the survey
+        read, ...); ``None`` when no record has a ``read`` block (a run written before it was recorded).
+    """
+    if not any("read" in r for r in records):
+        return None
+    dims = list(dict.fromkeys(str(r["dimension"]) for r in records))
+    return {"all": summarize_reading(r.get("read") for r in records),
+            "per_dimension": {d: summarize_reading(r.get("read") for r in records if str(r["dimension"]) == d)
+                              for d in dims}}
 
 
 def _clean(value: Any) -> Any:
