@@ -88,10 +88,10 @@ class _StageTimer:
         self.runner, self.inner, self.cpu = runner, runner.execute, 0.0
         runner.execute = self
 
-    def __call__(self, calls, config, cache, stage):
+    def __call__(self, calls, config, cache, stage, **kwargs):
         c0 = cpu_seconds()
         try:
-            return self.inner(calls, config, cache, stage)
+            return self.inner(calls, config, cache, stage, **kwargs)
         finally:
             if stage == "judge":
                 self.cpu = cpu_seconds() - c0

@@ -16,11 +16,15 @@
    (``rqs``) rate every scored unit's rationale against the reference (:mod:`surveyalign.evaluation.rqs`);
 5. write ``predictions.jsonl`` (one line per unit, whatever its status), ``metrics.json``
    (``surveyalign.scoring.summarize_predictions``) and ``run_config.json``
-   (:mod:`surveyalign.evaluation.provenance`), and print the summary (:mod:`surveyalign.evaluation.summary`).
+   (:mod:`surveyalign.evaluation.provenance`), and print the summary (:mod:`surveyalign.evaluation.summary`);
+6. when every answer is usable, write ``finished.json`` (:mod:`surveyalign.evaluation.finished`): asked again
+   with the same run fingerprint and untouched files, the run reads its predictions and metrics back instead of
+   steps 1-4.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +36,7 @@ from surveyalign.calls.cost import cost_lines
 from surveyalign.calls.spend import answer_cost, model_of_call
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
+from surveyalign.evaluation import finished
 from surveyalign.evaluation.adapters import check_training_records
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.identity import check_drift as rejudge
@@ -40,8 +45,8 @@ from surveyalign.evaluation.judges import build_backends, build_judge, close_bac
 from surveyalign.evaluation.lengths import prepare_units
 from surveyalign.evaluation.plan import execute, judge_calls
 from surveyalign.evaluation.predictions import assemble_predictions
+from surveyalign.evaluation.provenance import redact_argv, scrub
 from surveyalign.evaluation.provenance import run_config as provenance
-from surveyalign.evaluation.provenance import scrub
 from surveyalign.evaluation.rqs import (
     attach_ratings,
     plan_rqs_calls,
@@ -156,16 +161,30 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
         if aside is not None:
             console.print(f"resume=false: moved the earlier cache aside to {aside.name}")
 
-    units, data_info = load_units(config)
-    train_scores = train_scores_or_none(config.dataset)
-    # before any model is loaded: an adapter trained for another prompt setting is refused (or recorded)
-    training_records = check_training_records(config, units, backend, console)
-
     rqs_cfg = config.rqs if (config.rqs is not None and config.rqs.enabled) else None
+    # a finished run asked again: read back, not replayed (finished.json; issue 23)
+    static = finished.static_fingerprint(config, backend) if rqs_cfg is None else None
+    done = (finished.candidate(run_dir, static) if static is not None and config.resume and not plan_only
+            and not check_drift else None)
+    if done is None:
+        if not plan_only:
+            finished.clear(run_dir)
+        units, data_info = load_units(config)
+        # before any model is loaded: an adapter trained for another prompt setting is refused (or recorded)
+        training_records = check_training_records(config, units, backend, console)
+
     built: list[Any] = []
     try:
         judge, groups, judge_of_dim, sources = build_judge(config, backend)
         built += [b for b in groups.values() if b is not backend]
+        if done is not None:
+            if finished.confirm(done, groups, judge_of_dim):
+                got = finished.read_back(run_dir, done)
+                if got is not None:
+                    return _finished_again(config, run_dir, console, argv, started, *got)
+            finished.clear(run_dir)
+            units, data_info = load_units(config)
+            training_records = check_training_records(config, units, backend, console)
         prompt_length = prepare_units(config, units, judge, sources, console)
         rqs_judge = None
         if rqs_cfg is not None:
@@ -197,6 +216,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             todo, cached = judge_calls(config, units, judge, cache)
             all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
                                                                       unit_id=u.unit_id)]
+            n_judge_calls = len(all_calls)
             rqs_all, rqs_todo, unwritten = [], [], set()
             if rqs_cfg is not None:  # exact for units already judged; the rest as if they will be scored
                 rqs_all, unwritten = plan_rqs_calls(units, assemble_predictions(config, units, judge, cache),
@@ -242,6 +262,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     write_jsonl(run_dir / "predictions.jsonl", predictions)
     counts = count_statuses(predictions)
     stage_counts = rqs_counts(predictions) if rqs_cfg is not None else {}
+    train_scores = train_scores_or_none(config.dataset)
     metrics = summarize_predictions(predictions, train_scores=train_scores or None,
                                     consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
                                     seed=config.generation.seed)
@@ -257,10 +278,35 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     if stage_counts:
         run_config["rqs_counts"] = stage_counts
     write_json(run_dir / "run_config.json", scrub(run_config))
+    if static is not None and finished.reusable(predictions, config.retry_errors):
+        finished.record(run_dir, static, groups, judge_of_dim, n_calls=n_judge_calls, torn_lines=calls["torn_lines"])
 
     print_summary(console, config, metrics, predictions, counts, calls, stage_counts, run_dir,
                   prompt_length=prompt_length)
     for line in cost_lines(cost):
+        console.print(line, markup=False)
+    return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
+
+
+def _finished_again(config: EvalConfig, run_dir: Path, console: Any, argv: Sequence[str] | None, started: str,
+                    predictions: list[dict[str, Any]], metrics: dict[str, Any], run_config: dict[str, Any],
+                    calls: dict[str, Any]) -> RunResult:
+    """The result of a run that finished earlier with the same fingerprint (:mod:`surveyalign.evaluation.finished`):
+    its predictions and metrics as written, this invocation's bookkeeping (every call cached, none made) in
+    ``metrics.json`` and ``run_config.json``, the summary printed as a replay would print it."""
+    console.print(f"resume: {run_dir} finished earlier with the same config, data, prompts, judge and code "
+                  f"({finished.FINISHED_FILE}): {calls['cached']} answers and {len(predictions)} predictions read "
+                  "back, nothing re-parsed", markup=False)
+    counts = count_statuses(predictions)
+    harness = metrics.setdefault("harness", {})
+    harness["calls"] = calls
+    finished.rewrite_metrics(run_dir, metrics)
+    run_config.update(started=started, finished=now(), calls=calls, config=config.describe(),
+                      command=redact_argv(list(sys.argv if argv is None else argv)))
+    write_json(run_dir / "run_config.json", scrub(run_config))
+    print_summary(console, config, metrics, predictions, counts, calls, {}, run_dir,
+                  prompt_length=harness.get("prompt_length"))
+    for line in cost_lines(run_config.get("cost") or harness.get("cost") or {}):
         console.print(line, markup=False)
     return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
 
