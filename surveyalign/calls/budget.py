@@ -22,7 +22,7 @@ from typing import Any
 
 from surveyalign.calls.cost import PriceTable
 
-__all__ = ["CallPlan", "CostCap", "chars_per_token_count", "estimate_calls"]
+__all__ = ["CallPlan", "CostCap", "CostCapReached", "chars_per_token_count", "estimate_calls"]
 
 #: Characters per token of the fallback count (English prose with BPE tokenizers: about 4).
 CHARS_PER_TOKEN = 4.0
@@ -160,6 +160,11 @@ def estimate_calls(calls: Sequence[Any], *, prompt_tokens: Callable[[Any], int],
     if seconds_per_call is not None and calls:
         plan.seconds = len(calls) * seconds_per_call / max(1, in_flight)
     return plan
+
+
+class CostCapReached(RuntimeError):
+    """Raised by a caller that consulted a :class:`CostCap` and was told not to send: the run stops there, what
+    was answered is kept, and the same command with a higher cap continues."""
 
 
 class CostCap:

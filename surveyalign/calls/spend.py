@@ -28,7 +28,8 @@ from surveyalign.calls.cache import CallCache
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.executor import Call
 
-__all__ = ["PromptCounter", "answer_cost", "answer_history", "make_cap", "model_of_call", "plan_calls", "spent_usd"]
+__all__ = ["PromptCounter", "answer_cost", "answer_history", "make_cap", "model_of_call", "plan_calls", "spent_usd",
+           "unanswered"]
 
 #: How prompt tokens are counted without a tokenizer (printed in the plan).
 NO_TOKENIZER = "4 characters per token (no tokenizer: set `tokenizer:` for an exact count)"
@@ -99,6 +100,19 @@ class PromptCounter:
         if _shares_prompt(call.backend) and call.key not in self._heads:
             return 0
         return self.messages_tokens(call)
+
+
+def unanswered(cache: CallCache, calls: Sequence[Call], check: Any = None) -> list[Call]:
+    """The calls of ``calls`` a cached caller would still make (absent from the cache, or failed there and asked
+    again: :meth:`CallCache.missing`'s rule), one per key, without counting them in the cache's reuse counts."""
+    retry = not cache.keep_failed
+    out: dict[str, Call] = {}
+    for call in calls:
+        if call.key in out:
+            continue
+        if cache.get(call.key) is None or (retry and cache.failure(call, check) is not None):
+            out[call.key] = call
+    return list(out.values())
 
 
 def answer_history(cache: CallCache) -> tuple[dict[str, float], float | None, int]:

@@ -10,6 +10,7 @@ from surveyalign.argtypes import (
     dimension_list,
     int_at_least,
     non_negative_float,
+    positive_float,
     positive_int,
 )
 from surveyalign.constants import DIMENSIONS
@@ -23,7 +24,9 @@ project folder (\\input/\\include resolved, macros expanded, bibliography kept),
 them. Writes OUT/<survey stem>.json, .md and .html (stem + a short content hash when two different surveys share
 a stem; a survey given twice is scored once, with a message), comparison.md/.html for several surveys; every call is kept
 in OUT/calls.jsonl, so re-running the same command resumes (answers that errored or could not be parsed are asked
-again; --keep-failed reuses them; the last line counts the answers reused, retried and made). Exit status 3 when a dimension was not scored or a
+again; --keep-failed reuses them; the last line counts the answers reused, retried and made). --plan prints the calls, tokens, estimated cost and time before anything is sent; --max-cost USD stops sending
+when the projected total would pass USD (exit 4; a re-run with a higher cap continues). Each report gives the
+tokens and cost of every dimension (configs/prices.yaml, --prices FILE). Exit status 3 when a dimension was not scored or a
 survey file could not be read (a PDF over a document limit, an unreadable file: each named on one line while the
 other surveys are scored).
 
@@ -66,6 +69,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="PDF text extractor (pypdf: default; the others are optional GPL/AGPL extras)")
     p.add_argument("--keep-failed", action="store_true", help="reuse cached answers that errored or could not be "
                    "parsed (default: a re-run asks them again)")
+    p.add_argument("--plan", action="store_true",
+                   help="print the calls still to make, their tokens, estimated cost (configs/prices.yaml) and time, "
+                   "then stop: nothing is sent")
+    p.add_argument("--max-cost", type=positive_float, metavar="USD",
+                   help="stop sending new calls when the projected total cost would pass USD: the answers so far are "
+                   "kept (finished surveys reported), exit 4 with what is left; a re-run with a higher cap continues")
+    p.add_argument("--prices", metavar="FILE",
+                   help="price table merged over configs/prices.yaml, same shape (the reports' cost per dimension)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"), default=None,
                    help="local judges: load the base in 4-bit (NF4, bitsandbytes) or 8-bit; default auto: as the "
@@ -76,7 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_score)
 
 
-def _knowledge_source(args: argparse.Namespace, spec, cache):
+def _knowledge_source(args: argparse.Namespace, spec, cache, *, plan: bool = False):
+    """The KA source of ``--knowledge`` / ``--graph`` (``None``: none). ``plan``: no Crit-KA summariser (its
+    summaries are calls; ``--plan`` sends none), with a note saying so."""
     from surveyalign.inference.knowledge import FileKnowledge, GraphKnowledge
 
     if args.knowledge and args.graph:
@@ -104,10 +117,14 @@ def _knowledge_source(args: argparse.Namespace, spec, cache):
         raise ValueError(f"--graph: {where} needs {' and '.join(needs)}; {err}. Offline, use a KA config with a "
                          "local tokenizer folder (README: 'Knowledge augmentation offline')") from None
     summariser = None
-    if config.summariser is not None:
+    if config.summariser is not None and not plan:
         summariser = Summariser(config.summariser.build(), config, counter,
                                 cache)
-    return GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
+    source = GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
+    if plan and config.summariser is not None:
+        source.plan_note = ("Crit-KA summaries (the KA summariser's calls) are not in this plan: criticalness is "
+                            "planned as if its KA were unavailable")
+    return source
 
 
 def _base_options(spec, args: argparse.Namespace):
@@ -144,11 +161,15 @@ def _score(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from surveyalign.calls import CallCache
+    from surveyalign.calls.budget import CostCapReached
+    from surveyalign.calls.cost import cost_lines, load_prices
+    from surveyalign.calls.spend import spent_usd, unanswered
     from surveyalign.console import make_console
     from surveyalign.documents import read_documents
     from surveyalign.inference.judge import SurveyAlignJudge
     from surveyalign.inference.report import write_comparison, write_survey_report
     from surveyalign.inference.spec import load_judge_spec
+    from surveyalign.inference.spend import batch_cost, plan_score, score_budget
 
     dims = args.dimensions  # checked and normalised by the flag type (argtypes.dimension_list)
     spec = load_judge_spec(args.judge, samples=args.samples, temperature=args.temperature, seed=args.seed,
@@ -168,13 +189,29 @@ def _score(args: argparse.Namespace) -> int:
     for line in names.messages([str(d.source) for d in documents]):
         console.print(line, markup=False, highlight=False)
     documents, stems = [documents[i] for i in names.keep], [names.names[i] for i in names.keep]
+    prices = load_prices(override=args.prices)
     cache = CallCache.load(out / "calls.jsonl", keep_failed=args.keep_failed)
     reviews = []
-    judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),
-                             allow_no_knowledge=args.allow_no_knowledge)
+    judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache, plan=args.plan),
+                             allow_no_knowledge=args.allow_no_knowledge, prices=prices)
+    stopped = None
     try:
+        plan = None
+        if args.plan or args.max_cost is not None:  # evaluate's estimate and cap (surveyalign.calls.spend)
+            plan = plan_score(judge, documents, cache, prices)
+            if args.plan:
+                for line in plan.lines(spent_usd(cache, plan.calls, prices)):
+                    make_console().print(line, markup=False, highlight=False)
+                return 0
+            judge.budget = score_budget(args.max_cost, plan, cache, prices)
         for document, stem in zip(documents, stems):
-            review = judge.review(document, progress=not args.no_progress)
+            try:
+                review = judge.review(document, progress=not args.no_progress)
+            except CostCapReached:
+                left = [*unanswered(cache, plan.todo, judge.judge.unusable),
+                        *(c for c in plan.synthesis_todo if cache.get(c.key) is None)]
+                stopped = judge.budget.cap.stop_message(left, "judge", cache.path)
+                break
             paths = write_survey_report(review, out, stem)
             reviews.append(review)
             console.print(f"{document.source}: {review['summary']['n_scored']}/{review['summary']['n_dimensions']} "
@@ -182,6 +219,10 @@ def _score(args: argparse.Namespace) -> int:
     finally:
         judge.close()
         cache.close()
+    if stopped:
+        console.print(f"surveyalign score: {stopped} ({len(reviews)} of {len(documents)} survey(s) reported)",
+                      markup=False, highlight=False)
+        return 4
     if len(reviews) > 1:
         paths = write_comparison(reviews, out)
         console.print(f"comparison of {len(reviews)} surveys -> {paths['html']}")
@@ -196,6 +237,10 @@ def _score(args: argparse.Namespace) -> int:
             cells.append(f"{record['score']:+d}" if record["score"] is not None else record["status"])
         table.add_row(review["survey"]["title"] or review["survey"]["source"], *cells)
     make_console().print(table)  # not squeezed to 80 columns when piped
+    summary = batch_cost(reviews, prices)
+    if summary is not None:
+        for line in cost_lines(summary):
+            console.print(line, markup=False, highlight=False)
     console.print(cache.summary(), markup=False, highlight=False)
     failed = sum(r["summary"]["n_dimensions"] - r["summary"]["n_scored"] for r in reviews)
     if failed:

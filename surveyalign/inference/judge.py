@@ -19,7 +19,10 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
-from surveyalign.calls import CallCache, cached_generate, make_call
+from surveyalign.calls import Call, CallCache, cached_generate, make_call
+from surveyalign.calls.budget import CostCapReached
+from surveyalign.calls.cost import PriceTable
+from surveyalign.calls.spend import unanswered
 from surveyalign.documents import Document
 from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
 from surveyalign.inference.spec import (
@@ -53,14 +56,21 @@ class SurveyAlignJudge:
         allow_no_knowledge: judge KA-trained dimensions without KA (recorded in the output) instead of refusing.
         backends: ``(owner, {dimension: backend})`` already built (tests, a shared server); default: built from
             ``spec`` (:func:`~surveyalign.inference.spec.build_dimension_backends`) and closed by :meth:`close`.
+        prices: the price table the reports' cost per dimension uses (default: the shipped ``configs/prices.yaml``).
 
     Raises:
         ValueError / OSError / ImportError: from building the backends.
     """
 
     def __init__(self, spec: JudgeSpec, *, cache: CallCache | None = None, knowledge: KnowledgeSource | None = None,
-                 allow_no_knowledge: bool = False, backends: tuple[Any, Mapping[str, Any]] | None = None) -> None:
+                 allow_no_knowledge: bool = False, backends: tuple[Any, Mapping[str, Any]] | None = None,
+                 prices: PriceTable | None = None) -> None:
         self.spec = spec
+        self.prices = prices
+        #: a budget consulted before a dimension's calls are sent (``score --max-cost``): ``before(calls) -> bool``
+        #: (False: nothing is sent, :class:`~surveyalign.calls.budget.CostCapReached` is raised) and
+        #: ``after(calls)`` with the dimension's calls once answered; ``None``: no cap.
+        self.budget: Any = None
         self.cache = cache
         self.knowledge = knowledge
         self.allow_no_knowledge = bool(allow_no_knowledge)
@@ -152,12 +162,48 @@ class SurveyAlignJudge:
         if knowledge.required and not knowledge.used and not self.allow_no_knowledge:
             return {**base, "score": None, "status": KNOWLEDGE_REFUSED, "reason": knowledge.note, "rationale": "",
                     "synthesis": None, "votes": {}, "n_samples": 0, "n_voted": 0, "n_unparsed": 0, "n_errors": 0,
-                    "vote_share": None, "tie_break": None, "samples": [], "prompt": None}
-        request = JudgeRequest(document.text, dim, knowledge=knowledge.text if knowledge.used else None,
-                               title=document.title or None)
+                    "vote_share": None, "tie_break": None, "samples": [], "prompt": None, "cost": None}
+        request = self.request(document, dim, knowledge)
+        if self.budget is not None and self.cache is not None:
+            prepared = self.judge.prepare(request.survey, dim, knowledge=request.knowledge, title=request.title)
+            todo = unanswered(self.cache, self.judge.calls_for(prepared, self.spec.samples), self.judge.unusable)
+            if todo and not self.budget.before(todo):
+                raise CostCapReached(f"{document.source}: {dim}: not sent (the cost cap)")
         [judgement] = self.judge.judge_many([request], samples=self.spec.samples)
-        synthesis = self._synthesize(judgement) if judgement.status == "scored" else None
-        return {**base, **self._dimension_record(judgement, synthesis)}
+        calls = self.judge.calls_for(judgement.prompt, self.spec.samples) if judgement.prompt is not None else []
+        synthesis = None
+        if judgement.status == "scored":
+            synthesis, merge = self._synthesize(judgement)
+            calls += [merge] if merge is not None else []
+        if self.budget is not None:
+            self.budget.after(calls)
+        return {**base, **self._dimension_record(judgement, synthesis), "cost": self._cost(calls)}
+
+    def request(self, document: Document, dim: str, knowledge: KnowledgeRecord) -> JudgeRequest:
+        """The judge request of ``document`` on ``dim`` with its KA text (when used)."""
+        return JudgeRequest(document.text, dim, knowledge=knowledge.text if knowledge.used else None,
+                            title=document.title or None)
+
+    def _cost(self, calls: Sequence[Call]) -> dict[str, Any] | None:
+        """Tokens and cost of a dimension's calls (its K samples and the synthesis), from the cache records:
+        :meth:`surveyalign.calls.cost.TokenTotals.to_dict` plus ``model``, ``priced_as`` and
+        ``unverified_price``; ``None`` without a cache."""
+        if self.cache is None or not calls:
+            return None
+        from surveyalign.calls.cost import TokenTotals, call_cost, load_prices
+        from surveyalign.calls.spend import model_of_call
+
+        if self.prices is None:
+            self.prices = load_prices()
+        totals = TokenTotals(units=1)
+        model = model_of_call(calls[0])
+        hit = self.prices.lookup(model)
+        for key in dict.fromkeys(c.key for c in calls):
+            record = self.cache.get(key)
+            if record is not None:
+                totals.add(record, call_cost(record, hit[1] if hit else None))
+        return {**totals.to_dict(), "model": model, "priced_as": hit[0] if hit else None,
+                "unverified_price": bool(hit and hit[1].unverified), "prices_as_of": self.prices.as_of}
 
     def _dimension_record(self, judgement: Judgement, synthesis: Synthesis | None) -> dict[str, Any]:
         vote = judgement.vote
@@ -189,26 +235,35 @@ class SurveyAlignJudge:
         }
 
     # ------------------------------------------------------------------ rationale synthesis (App. E)
-    def _synthesize(self, judgement: Judgement) -> Synthesis:
-        vote = judgement.vote
-        best = judgement.rationale
-        winners = [judgement.samples[i].rationale for i in vote.winners]
-        merged = distinct_rationales(winners)
+    def synthesis_call(self, judgement: Judgement, rationales: Sequence[str] | None = None) -> Call | None:
+        """The call merging a scored judgement's winning rationales (``None`` when there is nothing to merge or
+        synthesis is off). ``rationales``: stand-ins for rationales not written yet (``--plan``)."""
+        merged = distinct_rationales(rationales if rationales is not None else
+                                     [judgement.samples[i].rationale for i in judgement.vote.winners])
         if not self.spec.synthesis or len(merged) <= 1:
-            return Synthesis(best, "single" if len(merged) <= 1 else "best_sample",
-                             None if len(merged) <= 1 else "synthesis turned off", "", len(merged))
-        dim, score = judgement.dimension, judgement.score
-        messages = build_synthesis_messages(dim, score, merged, protocol=self.spec.protocol)
+            return None
+        dim = judgement.dimension
+        messages = build_synthesis_messages(dim, judgement.score, merged, protocol=self.spec.protocol)
         settings = self.settings.model_copy(update={"temperature": 0.0})
-        call = make_call(self.judge.backend_for(dim), settings, stage="synthesis",
+        return make_call(self.judge.backend_for(dim), settings, stage="synthesis",
                          unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}", namespace="synthesis",
                          messages=messages, identity=self.judge.identity(dim))
+
+    def _synthesize(self, judgement: Judgement) -> tuple[Synthesis, Call | None]:
+        best, score = judgement.rationale, judgement.score
+        merged = distinct_rationales([judgement.samples[i].rationale for i in judgement.vote.winners])
+        call = self.synthesis_call(judgement)
+        if call is None:
+            return Synthesis(best, "single" if len(merged) <= 1 else "best_sample",
+                             None if len(merged) <= 1 else "synthesis turned off", "", len(merged)), None
+
         def check(_call, generation) -> str | None:  # an unusable merge answer is asked again on a re-run
             got = read_synthesis(generation, score, best, protocol=self.spec.protocol, n_merged=len(merged))
             return got.error if got.source == "best_sample" else None
 
         answer = cached_generate([call], self.cache, check=check)[0]
-        return read_synthesis(answer.generation, score, best, protocol=self.spec.protocol, n_merged=len(merged))
+        return (read_synthesis(answer.generation, score, best, protocol=self.spec.protocol, n_merged=len(merged)),
+                call)
 
     # ------------------------------------------------------------------ description
     def describe(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from surveyalign.documents.reading import reading_text
 from surveyalign.paths import resource_path
 from surveyalign.prompts import RUBRICS
 
-__all__ = ["judge_line", "reading_text", "render_html", "render_markdown", "vote_chart_svg", "write_comparison", "write_survey_report"]
+__all__ = ["cost_text", "judge_line", "reading_text", "render_html", "render_markdown", "vote_chart_svg", "write_comparison", "write_survey_report"]
 
 _TEMPLATES = resource_path("templates")
 _DASH = "–"
@@ -91,6 +91,27 @@ def judge_line(judge: Mapping[str, Any]) -> str:
             f"seed {judge.get('seed')}.")
 
 
+def cost_text(cost: Mapping[str, Any] | None) -> str:
+    """One line with the tokens and cost of a dimension's calls (its ``cost`` block; issue 22).
+
+    Args:
+        cost: the dimension record's ``cost`` (``None``: no call made or no cache).
+
+    Returns:
+        e.g. ``"2,310 tokens (2,280 prompt + 30 completion, 4 calls), $0.0046"``, ``"... , no price (local
+        engine)"``, ``"... , $0.0012 (unverified price)"``, or ``"no calls"``.
+    """
+    if not cost or not cost.get("calls"):
+        return "no calls"
+    from surveyalign.calls.cost import UNVERIFIED
+
+    text = (f"{cost['prompt_tokens'] + cost['completion_tokens']:,} tokens ({cost['prompt_tokens']:,} prompt + "
+            f"{cost['completion_tokens']:,} completion, {cost['calls']} call{'s' if cost['calls'] != 1 else ''})")
+    if cost.get("cost_usd") is None:
+        return text + ", no price (local engine: GPU time)"
+    return text + f", ${cost['cost_usd']:,.4f}" + (f" {UNVERIFIED}" if cost.get("unverified_price") else "")
+
+
 def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
     votes = record.get("votes") or {}
     n_voted = int(record.get("n_voted") or 0)
@@ -114,6 +135,7 @@ def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
                                synthesis.get("source"), ""),
         "reason": reason, "notes": notes, "samples": samples, "state": _state(record),
         "read_text": reading_text(record.get("read")),
+        "cost_text": cost_text(record.get("cost")),
         "state_text": _score_text(record.get("score")) if record.get("score") is not None else _state(record),
         "agreement": _DASH if share is None else f"{share:.0%}",
         "counts_text": f"{n_voted}/{record.get('n_samples', 0)} parsed"
@@ -202,15 +224,15 @@ def render_markdown(review: Mapping[str, Any]) -> str:
     about = judge_line(review.get("judge") or {})
     lines = [f"# Review of {view['title']}", "", about, ""]
     lines += [f"> {w}" for w in [*(review.get("warnings") or []), *view["warnings"]]]
-    lines += ["", "| Dimension | Score | Votes (-2/-1/+1/+2/none) | Agreement | Survey read |",
-              "| --- | --- | --- | --- | --- |"]
+    lines += ["", "| Dimension | Score | Votes (-2/-1/+1/+2/none) | Agreement | Survey read | Tokens and cost |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for d, record in (review.get("dimensions") or {}).items():
         votes = record.get("votes") or {}
         none = int(record.get("n_samples") or 0) - sum(int(v) for v in votes.values())
         counts = "/".join(str(votes.get(str(s), 0)) for s in VALID_SCORES) + f"/{none}"
         item = _dimension_view(d, record)
         lines.append(f"| {item['label']} | {item['state_text']} | "
-                     f"{counts} | {item['agreement']} | {item['read_text']} |")
+                     f"{counts} | {item['agreement']} | {item['read_text']} | {item['cost_text']} |")
     for item in view["dimensions"]:
         lines += ["", f"## {item['label']}: {item['state_text']}", ""]
         lines.append(item["rationale"] if item["score"] is not None else
