@@ -100,20 +100,25 @@ class OutputNames:
         names: one name per input, in input order; identical inputs share their first copy's name.
         keep: indexes of the inputs to process (the first of each group of identical inputs), ascending.
         merged: index of a repeated input -> index of its first identical copy (processed once).
-        disambiguated: indexes whose name got a content hash because another, different input had the same stem.
+        disambiguated: indexes whose name got a content hash because another, different input had the same stem
+            (or the stem is reserved).
+        reserved_hit: indexes whose stem was one of the ``reserved`` names (a subset of ``disambiguated``).
     """
 
     names: list[str]
     keep: list[int]
     merged: dict[int, int] = field(default_factory=dict)
     disambiguated: list[int] = field(default_factory=list)
+    reserved_hit: list[int] = field(default_factory=list)
 
     def messages(self, labels: Sequence[str]) -> list[str]:
         """One line per merged or renamed input, for the console (``labels``: what the user named, e.g. paths)."""
         lines = [f"{labels[i]}: identical to {labels[j]}; processed once as {self.names[j]}"
                  for i, j in sorted(self.merged.items())]
         lines += [f"{labels[i]}: another input has the same name; written as {self.names[i]}"
-                  for i in self.disambiguated]
+                  for i in self.disambiguated if i not in self.reserved_hit]
+        lines += [f"{labels[i]}: its name is taken by a file of the run itself; written as {self.names[i]}"
+                  for i in self.reserved_hit]
         return lines
 
 
@@ -123,7 +128,7 @@ def _content_hash(content: str | bytes) -> str:
 
 
 def unique_output_names(raw_names: Sequence[object], contents: Sequence[str | bytes], *,
-                        fallback: str = "item") -> OutputNames:
+                        fallback: str = "item", reserved: Sequence[str] = ()) -> OutputNames:
     """Stable, unique output stems for a batch of inputs: no input's output ever replaces another's (issue 21 A).
 
     Every command that writes one output per input (``score`` reports, PRISM review files, autorater papers,
@@ -135,12 +140,16 @@ def unique_output_names(raw_names: Sequence[object], contents: Sequence[str | by
     * different inputs whose safe names collide, compared case-insensitively (``survey.md`` and ``survey.pdf``;
       ``Survey`` and ``survey`` on a case-insensitive file system), each get ``-`` plus the first 8 hex digits of
       their content hash (longer if needed), so the name depends only on the input, not on its position;
+    * a name equal (case-insensitively) to one of ``reserved`` (the stems of the run-level files a command writes
+      in the same folder: ``score``'s ``comparison.md`` / ``calls.jsonl``) gets its content hash the same way, so a
+      survey called ``comparison.md`` never replaces the comparison report, nor the report the survey's;
     * a name that collides with nothing is returned unchanged.
 
     Args:
         raw_names: the names as found (file stems, review ids), one per input.
         contents: each input's content (text or bytes), same length as ``raw_names``.
         fallback: see :func:`safe_output_name`.
+        reserved: stems no input may take (compared case-insensitively).
 
     Returns:
         :class:`OutputNames`.
@@ -164,15 +173,17 @@ def unique_output_names(raw_names: Sequence[object], contents: Sequence[str | by
     for i in keep:
         groups.setdefault(base[i].casefold(), []).append(i)
     names = dict(base)
-    disambiguated = sorted(i for members in groups.values() if len(members) > 1 for i in members)
+    taken = {r.casefold() for r in reserved}
+    disambiguated = sorted(i for key, members in groups.items() if len(members) > 1 or key in taken for i in members)
     for n in (8, 16, 64):
         for i in disambiguated:
             stem = safe_output_name(base[i], max_bytes=MAX_NAME_BYTES - n - 1)
             names[i] = f"{stem}-{hashes[i][:n]}"
-        if len({v.casefold() for v in names.values()}) == len(names):
+        folded = {v.casefold() for v in names.values()}
+        if len(folded) == len(names) and not taken & folded:
             break
     out = [names[merged.get(i, i)] for i in range(len(hashes))]
-    return OutputNames(out, keep, merged, disambiguated)
+    return OutputNames(out, keep, merged, disambiguated, [i for i in keep if base[i].casefold() in taken])
 
 
 def output_path_inside(folder: str | Path, name: str, suffix: str = "") -> Path:

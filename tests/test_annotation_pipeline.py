@@ -222,3 +222,32 @@ def test_no_usable_result_exits_3_and_bad_input_exits_2(tmp_path, capsys):
     assert main(["data", "annotate", "--reviews", str(tmp_path / "c"), "--judge", str(tmp_path / "judge.yaml"),
                  "--out", str(tmp_path / "b")]) == 2
     assert "generation.temp: Extra inputs are not permitted" in capsys.readouterr().err
+
+
+def test_annotate_keeps_reviews_sharing_an_id_apart_and_merges_a_repeat(tmp_path, capsys):
+    """Issue 21 A: two collected reviews with one id each keep their own annotation; a repeat is annotated once."""
+    import hashlib
+
+    from surveyalign.annotation import read_jsonl
+
+    texts = ["Summary: the survey covers pruning well. The figures are hard to read.",
+             "Summary: the coverage of quantisation is thin. The writing is clear."]
+    rows = [{"review_id": "moprd-1-1-r1", "paper_id": "moprd-1", "source": "moprd", "text": texts[0]},
+            {"review_id": "moprd-1-1-r1", "paper_id": "moprd-1", "source": "moprd", "text": texts[1]},
+            {"review_id": "moprd-1-1-r1", "paper_id": "moprd-1", "source": "moprd", "text": texts[0]},
+            {"review_id": "moprd-2-1-r1", "paper_id": "moprd-2", "source": "moprd", "text": texts[1]}]
+    collected = tmp_path / "collected"
+    collected.mkdir()
+    (collected / "reviews.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    from surveyalign.constants import DIMENSIONS
+
+    replies = [json.dumps({d: {"label": 0, "snippets": []} for d in DIMENSIONS})] * 3
+    assert main(["data", "annotate", "--reviews", str(collected), "--judge",
+                 str(_judge_yaml(tmp_path / "judge.yaml", replies)), "--out", str(tmp_path / "annotated")]) == 0
+    ids = [a["review_id"] for a in read_jsonl(tmp_path / "annotated" / "annotations.jsonl")]
+    renamed = [f"moprd-1-1-r1-{hashlib.sha256(t.encode()).hexdigest()[:8]}" for t in texts]
+    assert ids == [*renamed, "moprd-2-1-r1"]  # 3 distinct reviews, the repeat annotated once, the unique id kept
+    err = capsys.readouterr().err
+    assert "repeated; annotated once" in err and err.count("another review has the same id") == 2
+    tasks = json.loads((tmp_path / "annotated" / "label_studio" / "tasks.json").read_text())
+    assert len(tasks) == 3

@@ -317,6 +317,38 @@ def test_sxs_paper_and_litreview_cli(tmp_path, capsys):
     assert "59.18" in capsys.readouterr().out
 
 
+def test_autorate_default_folder_is_per_input_and_never_overwrites_another_input(tmp_path, monkeypatch, capsys):
+    """Issue 21 A: the default runs/autorate/litreview was shared, so a second paper replaced the first's result."""
+    import hashlib
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "x" / "paper.md"  # same file name as MD, other content
+    other.parent.mkdir()
+    shutil.copyfile(MD, other)
+    other.write_text(other.read_text() + "\nOne more sentence.\n")
+    reply = ["--backend", "scripted", "--option", f"replies={json.dumps([json.dumps(LITREVIEW)])}", "--no-progress",
+             "--venue", "ICLR 2025"]
+    assert main(["autorate", "litreview", str(MD), *reply]) == 0
+    assert main(["autorate", "litreview", str(other), *reply]) == 0
+
+    def folder(path: Path) -> Path:
+        digest = hashlib.sha256(hashlib.sha256(path.read_bytes()).hexdigest().encode()).hexdigest()[:8]
+        return Path("runs") / "autorate" / "litreview" / f"paper-{digest}"
+
+    assert sorted(p.name for p in (Path("runs") / "autorate" / "litreview").iterdir()) == sorted(
+        [folder(MD).name, folder(other).name]) and folder(MD) != folder(other)
+    for path in (MD, other):
+        assert json.loads((folder(path) / "result.json").read_text())["run"]["inputs"][0]["path"] == str(path)
+    # an explicit folder holding another input's result is refused before any call; the result stays
+    before = (folder(MD) / "result.json").read_text()
+    capsys.readouterr()
+    assert main(["autorate", "litreview", str(other), *reply, "--output-dir", str(folder(MD))]) == 2
+    assert "holds the result of other inputs" in capsys.readouterr().err
+    assert (folder(MD) / "result.json").read_text() == before
+    assert main(["autorate", "litreview", str(MD), *reply, "--output-dir", str(folder(MD))]) == 0  # same input: resumes
+
+
 def test_autorate_user_errors(tmp_path, capsys):
     assert main(["autorate", "sxs-paper", str(MD), "--backend", "scripted"]) == 2
     assert "give both PAPER_A and PAPER_B" in capsys.readouterr().err

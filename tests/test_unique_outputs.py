@@ -63,6 +63,34 @@ def test_score_two_inputs_with_one_stem_keeps_both_and_merges_a_repeat(tmp_path,
     assert "Survey of fuzzers" in comparison and "Survey of oracles" in comparison
 
 
+def test_reserved_run_file_stems_are_never_an_input_name():
+    names = unique_output_names(["comparison", "Calls", "survey"], ["a", "b", "c"], reserved=("comparison", "calls"))
+    # sha256("a") = ca978112..., sha256("b") = 3e23e816...: the reserved stems get their content hash, the rest not
+    assert names.names == ["comparison-ca978112", "Calls-3e23e816", "survey"]
+    assert names.reserved_hit == [0, 1] and names.disambiguated == [0, 1]
+    assert names.messages(["comparison.md", "Calls.md", "survey.md"])[0] == (
+        "comparison.md: its name is taken by a file of the run itself; written as comparison-ca978112")
+
+
+def test_score_a_survey_called_comparison_md_keeps_its_report_and_the_comparison(tmp_path, capsys):
+    """A survey named like the run's comparison report: neither replaces the other."""
+    first, second = tmp_path / "comparison.md", tmp_path / "other.md"
+    first.write_text("# Survey of oracles\n\n## Intro\n\nTest oracles decide pass or fail.\n", encoding="utf-8")
+    second.write_text("# Survey of fuzzers\n\n## Intro\n\nFuzzers generate inputs.\n", encoding="utf-8")
+    out = tmp_path / "out"
+    with FakeChatServer() as server:
+        assert main(["score", str(first), str(second), "--judge", str(_judge(tmp_path, server)), "--out", str(out),
+                     "--no-progress", "--samples", "1", "--dimensions", "readability"]) == 0
+    import hashlib
+
+    from surveyalign.documents import read_document
+
+    stem = "comparison-" + hashlib.sha256(read_document(first).text.encode()).hexdigest()[:8]
+    assert json.loads((out / f"{stem}.json").read_text())["survey"]["title"] == "Survey of oracles"
+    assert (out / "comparison.md").read_text().startswith("# Comparison")  # the run's comparison, not a report
+    assert (out / "other.md").is_file() and f"written as {stem}" in capsys.readouterr().err
+
+
 def _prism_judge(tmp_path: Path, options: str) -> Path:
     judge = tmp_path / "judge.yaml"
     judge.write_text(f"backend: {{kind: scripted, options: {options}}}\nnovelty: {{enabled: false}}\n")

@@ -31,7 +31,7 @@ __getattr__, __dir__, _ = lazy_loader.attach(
     submod_attrs={
         "adjudicate": ["FINAL_RULES", "disagreements", "final_labels", "read_decisions"],
         "agreement": ["DEFAULT_SAMPLE", "agreement_table", "alpha", "pair_labels", "render_table", "sample_units", "unit_labels"],
-        "annotate": ["AnnotateResult", "annotate_reviews", "vote_label"],
+        "annotate": ["AnnotateResult", "annotate_reviews", "unique_reviews", "vote_label"],
         "collect": ["CollectResult", "collect_reviews"],
         "fetched": ["is_fetch_output", "read_fetched_candidates"],
         "identify": ["DEFAULT_KEYWORDS", "Candidate", "build_screen_messages", "identify_surveys", "keyword_hits", "read_candidates", "read_screen", "read_verification"],
@@ -94,6 +94,7 @@ __all__ = [
     "review_uid",
     "sample_units",
     "unit_labels",
+    "unique_reviews",
     "vote_label",
     "write_jsonl",
     "write_project",

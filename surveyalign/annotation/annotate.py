@@ -13,6 +13,8 @@ has label None with status ``parse_failed`` and the reasons; snippets not verbat
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -23,6 +25,7 @@ from typing import Any
 from surveyalign.backends import Backend, GenerationSettings
 from surveyalign.calls import CallCache, backend_identity, cached_generate, make_call
 from surveyalign.constants import DIMENSIONS
+from surveyalign.paths import unique_output_names
 
 from .prompt import PROMPT_VERSION, build_annotation_messages, read_annotation
 from .records import GUIDELINE_VERSION, LABELS, ReviewRecord, write_jsonl
@@ -66,6 +69,39 @@ class AnnotateResult:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
+
+
+def unique_reviews(reviews: Sequence[ReviewRecord]) -> tuple[list[ReviewRecord], list[str]]:
+    """One record per distinct review, each under its own id (issue 21 A; :func:`surveyalign.paths.unique_output_names`).
+
+    A review given twice (same id, paper and text) is annotated once; different reviews that share an id (two
+    collected folders numbering their reviews alike) each get the id plus ``-`` and 8 hex digits of their text's
+    SHA-256, so neither replaces the other's line in ``annotations.jsonl`` or its Label Studio task. Ids that are
+    unique are kept exactly (the human annotations refer to them).
+
+    Args:
+        reviews: the reviews as read, in order.
+
+    Returns:
+        ``(reviews, messages)``: the reviews to annotate, in order, and one line per merged or renamed review.
+    """
+    keys = [f"{r.review_id}\x00{r.paper_id}\x00{r.text}" for r in reviews]
+    names = unique_output_names([r.review_id for r in reviews], keys, fallback="review")
+    by_id: dict[str, list[int]] = {}
+    for i in names.keep:
+        by_id.setdefault(reviews[i].review_id, []).append(i)
+    messages = [f"review {reviews[i].review_id!r} (paper {reviews[i].paper_id}): repeated; annotated once"
+                for i in sorted(names.merged)]
+    out = []
+    for i in names.keep:
+        review = reviews[i]
+        if len(by_id[review.review_id]) > 1:
+            new_id = f"{review.review_id}-{hashlib.sha256(review.text.encode('utf-8')).hexdigest()[:8]}"
+            messages.append(f"review {review.review_id!r} (paper {review.paper_id}): another review has the same "
+                            f"id; annotated as {new_id!r}")
+            review = dataclasses.replace(review, review_id=new_id)
+        out.append(review)
+    return out, messages
 
 
 def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings: GenerationSettings, *,

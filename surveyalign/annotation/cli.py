@@ -190,7 +190,7 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _annotate(args: argparse.Namespace) -> int:
-    from .annotate import annotate_reviews
+    from .annotate import annotate_reviews, unique_reviews
     from .labelstudio import export_tasks, write_project
     from .records import read_reviews, read_surveys
 
@@ -203,6 +203,9 @@ def _annotate(args: argparse.Namespace) -> int:
         return _fail(str(err))
     if args.limit:
         reviews = reviews[:args.limit]
+    reviews, messages = unique_reviews(reviews)  # no review's annotation replaces another's (issue 21 A)
+    for line in messages:
+        print(line, file=sys.stderr)
     result = annotate_reviews(reviews, backend, judge.generation, out=args.out, samples=args.samples, titles=titles,
                               judge=judge.describe())
     write_project(Path(args.out) / "label_studio", export_tasks(reviews, result.records, titles=titles))

@@ -60,7 +60,8 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tokenizer", metavar="DIR", help="tokenizer counting tokens for --max-length (needed for API "
                    "backends; local backends use their own)")
     p.add_argument("--output-dir", type=Path, help="folder for result.json, result.md and calls.jsonl "
-                   "(default: runs/autorate/COMMAND)")
+                   "(default: runs/autorate/COMMAND/<input stems>-<hash of their contents>: one folder per set of "
+                   "inputs; a folder holding another input's result is refused)")
     p.add_argument("--no-resume", action="store_true", help="ignore (and replace) an existing calls.jsonl")
     p.add_argument("--keep-failed", action="store_true", help="reuse cached answers that errored or could not be "
                    "read (default: a re-run asks them again)")
@@ -229,10 +230,45 @@ def _finish(args: argparse.Namespace, out_dir: Path, result: dict[str, Any], pat
     return 0
 
 
-def _out_dir(args: argparse.Namespace, name: str) -> Path:
-    out = args.output_dir or Path("runs") / "autorate" / name
+def _out_dir(args: argparse.Namespace, command: str, paths: list[Path]) -> Path:
+    """The run folder: ``--output-dir``, else ``runs/autorate/COMMAND/<inputs>`` named after the inputs (issue 21 A).
+
+    The default name is the input file stems joined by ``+`` (safe, bounded) and ``-`` plus 8 hex digits of the
+    inputs' content hashes, in order: the same inputs find their folder (and call cache) again, other inputs (another
+    paper, the same name with other content) get their own, so no run replaces another's ``result.json``.
+
+    Raises:
+        ValueError: the folder holds the ``result.json`` of other inputs (other files and other contents); nothing
+            is written.
+    """
+    from surveyalign.paths import safe_output_name
+
+    inputs = _inputs(paths)
+    if args.output_dir:
+        out = args.output_dir
+    else:
+        stems = "+".join(dict.fromkeys(safe_output_name(Path(p).stem, fallback="paper") for p in paths))
+        digest = hashlib.sha256("\n".join(i["sha256"] for i in inputs).encode()).hexdigest()[:8]
+        out = Path("runs") / "autorate" / command / f"{safe_output_name(stems, max_bytes=80)}-{digest}"
+    _check_owner(out, inputs)
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def _check_owner(out: Path, inputs: list[dict[str, Any]]) -> None:
+    """Refuse a folder whose ``result.json`` was written for other inputs (neither the same files nor contents)."""
+    try:
+        earlier = ((json.loads((out / "result.json").read_text(encoding="utf-8")).get("run") or {}).get("inputs"))
+    except (OSError, ValueError, AttributeError):
+        return
+    if not earlier or not isinstance(earlier, list):
+        return
+    same_files = [e.get("path") for e in earlier] == [i["path"] for i in inputs]
+    same_texts = [e.get("sha256") for e in earlier] == [i["sha256"] for i in inputs]
+    if not (same_files or same_texts):
+        raise ValueError(f"{out / 'result.json'} holds the result of other inputs "
+                         f"({', '.join(str(e.get('path')) for e in earlier)}); pass another --output-dir (or leave it "
+                         "out: each set of inputs gets its own folder under runs/autorate/COMMAND/)")
 
 
 def _sxs(args: argparse.Namespace) -> int:
@@ -245,7 +281,7 @@ def _sxs(args: argparse.Namespace) -> int:
         pairs.insert(0, (args.paper_a, args.paper_b))
     if not pairs:
         raise ValueError("nothing to compare: give PAPER_A PAPER_B or --pair A B")
-    out_dir = _out_dir(args, f"sxs-{args.kind}")
+    out_dir = _out_dir(args, f"sxs-{args.kind}", list(dict.fromkeys(path for pair in pairs for path in pair)))
     docs = {path: _read(path) for pair in pairs for path in pair}
     ids, messages = _paper_ids(list(docs), [d.text for d in docs.values()])
     for line in messages:
@@ -272,7 +308,7 @@ def _litreview(args: argparse.Namespace) -> int:
     if args.venue and args.avg_citations is not None:
         raise ValueError("give --venue or --avg-citations, not both")
     avg = VENUE_AVERAGE_CITATIONS[args.venue] if args.venue else (args.avg_citations or DEFAULT_AVERAGE_CITATIONS)
-    out_dir = _out_dir(args, "litreview")
+    out_dir = _out_dir(args, "litreview", list(args.papers))
     texts = [_read(path).text for path in args.papers]
     ids, messages = _paper_ids(list(args.papers), texts)
     for line in messages:
@@ -327,7 +363,7 @@ def _citation_f1(args: argparse.Namespace) -> int:
     from surveyalign.autoraters.references import paper_references
     from surveyalign.autoraters.report import citation_f1_missing
 
-    out_dir = _out_dir(args, "citation-f1")
+    out_dir = _out_dir(args, "citation-f1", [args.ground_truth, args.generated])
     docs = {"ground_truth": _read(args.ground_truth), "generated": _read(args.generated)}
     refs = {side: paper_references(doc) for side, doc in docs.items()}
     for side, paper_refs in refs.items():

@@ -141,6 +141,10 @@ def _base_options(spec, args: argparse.Namespace):
     return spec.model_copy(update={"backend": backend})
 
 
+#: Stems of the files ``score`` writes once per run next to the per-survey reports (issue 21 A).
+RUN_FILE_STEMS = ("comparison", "calls")
+
+
 def _stems(documents):
     """One report stem per document (:func:`surveyalign.paths.unique_output_names`), fixed before any judge call.
 
@@ -154,7 +158,9 @@ def _stems(documents):
     """
     from surveyalign.paths import unique_output_names
 
-    return unique_output_names([d.source.stem for d in documents], [d.text for d in documents], fallback="survey")
+    # the run's own files in the same folder (comparison.md/.html, calls.jsonl) are never an input's name
+    return unique_output_names([d.source.stem for d in documents], [d.text for d in documents], fallback="survey",
+                               reserved=RUN_FILE_STEMS)
 
 
 def _score(args: argparse.Namespace) -> int:
