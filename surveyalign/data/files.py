@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,45 +44,91 @@ def check_output(official: Path, out: Path, overwrite: bool) -> None:
 
 
 def write_files(out: Path, rows: dict[tuple[str, str], list[dict]]) -> None:
-    """Write ``out/data/<dimension>/<split>.parquet`` for every non-empty (dimension, split), in parallel.
+    """Write ``out/data/<dimension>/<split>.parquet`` for every non-empty (dimension, split), one file at a time.
+
+    Each file's table is built straight from buffers (no per-value conversion, no pandas import), written and
+    dropped before the next one is built, so at most one file's columns are held beside the rows (issue 23:
+    the build's peak memory). Rows are sorted by (paper_id, review_id); the repeated string columns are stored
+    dictionary-encoded (one entry per distinct value, a paper's text once per file).
 
     Args:
         out: the dataset folder being written.
         rows: ``{(dimension, split): rows}``.
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = arrow_schema()
-    pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
-    jobs = []
     for dim in DIMENSIONS:
         (out / "data" / dim).mkdir(parents=True, exist_ok=True)
         for split in SPLITS:
             items = sorted(rows.get((dim, split), []), key=lambda r: (r["paper_id"], r["review_id"]))
-            path = out / "data" / dim / f"{split}.parquet"
             if not items:  # datasets cannot load an empty split: no file, the config omits the split
                 continue
-            arrays = []
-            for field in schema:
-                values = [r[field.name] for r in items]
-                if field.name in _REPEATED:
-                    # one entry per distinct value: a paper's text is stored (and compressed) once per file
-                    index: dict[str, int] = {}
-                    codes = [index.setdefault(v, len(index)) for v in values]
-                    arrays.append(pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(list(index))))
-                else:
-                    arrays.append(pa.array(values, type=field.type))
-            table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
             # store_schema=False: readers see plain strings (the dictionary is only the parquet encoding); the
             # typed features come from the README's dataset_info
-            jobs.append(pool.submit(pq.write_table, table, path, compression="zstd", compression_level=3,
-                                    store_schema=False))
-    try:
-        for job in jobs:  # pyarrow releases the GIL while encoding: files are written in parallel
-            job.result()
-    finally:
-        pool.shutdown()
+            pq.write_table(_table(items, schema), out / "data" / dim / f"{split}.parquet", compression="zstd",
+                           compression_level=3, store_schema=False)
+
+
+def _table(items: list[dict], schema):
+    """The ``pyarrow.Table`` of one file's rows (columns in :data:`COLUMNS` order, typed by ``schema``)."""
+    import pyarrow as pa
+
+    arrays = []
+    for field in schema:
+        values = [r[field.name] for r in items]
+        if field.name in _REPEATED:
+            index: dict[str, int] = {}
+            codes = [index.setdefault(v, len(index)) for v in values]
+            arrays.append(pa.DictionaryArray.from_arrays(_ints(codes, pa.int32()), _strings(list(index))))
+        elif pa.types.is_list(field.type):
+            arrays.append(pa.ListArray.from_arrays(_offsets([len(v) for v in values])[1],
+                                                   _strings([x for v in values for x in v])))
+        elif pa.types.is_integer(field.type):
+            arrays.append(_ints(values, field.type))
+        else:
+            arrays.append(_strings(values))
+    return pa.Table.from_arrays(arrays, names=list(COLUMNS))
+
+
+# pyarrow.array() on a Python list imports pandas (about a second of CPU): arrays are built from buffers instead.
+def _ints(values: list[int], kind):
+    """An int32 / int64 array without nulls."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = np.asarray(values, dtype=np.int32 if kind == pa.int32() else np.int64)
+    return pa.Array.from_buffers(kind, len(data), [None, pa.py_buffer(data)])
+
+
+def _offsets(lengths: list[int]):
+    """Offsets 0, then the running sums of ``lengths``: ``(int64 numpy array, int32 pyarrow array)``."""
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise ValueError(f"a parquet column of {offsets[-1]} bytes is past the 2 GiB of a string column")
+    return offsets, pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets.astype(np.int32))])
+
+
+def _strings(values: list[str]):
+    """A string array without nulls (its UTF-8 bytes in one buffer)."""
+    import numpy as np
+    import pyarrow as pa
+
+    ascii_only = all(map(str.isascii, values))
+    ends, offsets = _offsets(list(map(len, values)) if ascii_only else [len(v.encode("utf-8")) for v in values])
+    data = np.empty(int(ends[-1]), dtype=np.uint8)
+    # joined and encoded in groups of about 4 MB: few calls, and little memory beside the buffer
+    cuts = np.searchsorted(ends, np.arange(1 << 22, int(ends[-1]) + (1 << 22), 1 << 22), side="left")
+    start = 0
+    for end in dict.fromkeys([*np.minimum(cuts, len(values)).tolist(), len(values)]):
+        if end > start:
+            data[ends[start] : ends[end]] = np.frombuffer("".join(values[start:end]).encode("utf-8"), dtype=np.uint8)
+            start = end
+    return pa.StringArray.from_buffers(len(values), offsets.buffers()[1], pa.py_buffer(data))
 
 
 def data_files(config: str, rows: dict[tuple[str, str], list[dict]]) -> list[dict[str, Any]]:

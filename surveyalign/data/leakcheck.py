@@ -14,10 +14,10 @@ from surveyalign.documents import (
     MIN_SNIPPET_CHARS,
     NEAR_VERBATIM_THRESHOLD,
     RECORD_KINDS,
-    near_verbatim_hits,
+    VerbatimIndex,
+    near_hits_in_text,
     normalise_for_match,
     strip_review_record,
-    verbatim_hits,
 )
 
 #: Ids listed in the report before the list is cut.
@@ -110,30 +110,35 @@ def check_leaks(
     """
     snippets = sorted({r for _, _, rationales in units for r in rationales})
     norm_snippets = [normalise_for_match(s) for s in snippets]
-    keys = list(inputs)
+    index = VerbatimIndex(norm_snippets, min_chars=MIN_SNIPPET_CHARS)  # the snippets are indexed once
     changed_set = set(changed)
-    norm_raw = {k: normalise_for_match(inputs[k]) for k in keys}  # every text is normalised once
-    norm_clean = {k: normalise_for_match(cleaned[k]) if k in changed_set else norm_raw[k] for k in keys}
-    before = verbatim_hits(norm_snippets, [norm_raw[k] for k in keys], min_chars=MIN_SNIPPET_CHARS)
-    changed_keys = [k for k in keys if k in changed_set]
-    # the guard only deletes text: a snippet stays if it is in an unchanged text, or in a changed one after cleaning
-    seam = (verbatim_hits(norm_snippets, [norm_clean[k] for k in changed_keys])
-            if changed_keys else [set() if h is not None else None for h in before])
-    after = [None if hit is None else ({j for j in hit if keys[j] not in changed_set} | set(seam[n] or ()))
-             for n, hit in enumerate(before)]
-    verbatim_after = {s for s, hit in zip(snippets, after) if hit}
-
-    norm_of = dict(zip(snippets, norm_snippets))
-    pairs = sorted({(r, key) for _, key, rationales in units if key for r in rationales})
-    near_after = near_verbatim_hits([(norm_of[r], norm_clean[k]) for r, k in pairs], threshold=threshold,
-                                    normalised=True)
-    moved = [i for i, (_, k) in enumerate(pairs) if k in changed_set]  # the others read the same before the guard
-    near_before = list(near_after)
-    for i, hit in zip(moved, near_verbatim_hits([(norm_of[pairs[i][0]], norm_raw[pairs[i][1]]) for i in moved],
-                                                threshold=threshold, normalised=True)):
-        near_before[i] = hit
-    near_before_set = {r for (r, _), hit in zip(pairs, near_before) if hit}
-    near_after_pairs = {pair for pair, hit in zip(pairs, near_after) if hit}
+    position = {s: n for n, s in enumerate(snippets)}
+    by_key: dict[str, list[int]] = {}  # text key -> the snippets of its own units (near-verbatim pairs)
+    for r, key in sorted({(r, key) for _, key, rationales in units if key for r in rationales}):
+        by_key.setdefault(key, []).append(position[r])
+    folded = [s.casefold() for s in norm_snippets]
+    verbatim_before: set[int] = set()
+    verbatim_after: set[int] = set()
+    near_before: set[int] = set()
+    near_after_pairs: set[tuple[str, str]] = set()
+    # one text at a time: normalised once, scanned once, dropped (the guard only deletes text: a snippet
+    # stays if it is in an unchanged text, or in a changed one after cleaning)
+    for key in inputs:
+        norm_raw = normalise_for_match(inputs[key])
+        found = index.find(norm_raw)
+        verbatim_before |= found
+        is_changed = key in changed_set
+        norm_clean = normalise_for_match(cleaned[key]) if is_changed else norm_raw
+        verbatim_after |= index.find(norm_clean) if is_changed else found
+        members = by_key.get(key)
+        if not members:
+            continue
+        own = [folded[n] for n in members]
+        after = near_hits_in_text(own, norm_clean.casefold(), threshold=threshold, spaced=True)
+        near_after_pairs.update((snippets[n], key) for n, hit in zip(members, after) if hit)
+        before = near_hits_in_text(own, norm_raw.casefold(), threshold=threshold, spaced=True) if is_changed else after
+        near_before.update(n for n, hit in zip(members, before) if hit)
+    verbatim_after_set = {snippets[n] for n in verbatim_after}
 
     def units_with(test) -> list[str]:
         return sorted(uid for uid, key, rationales in units if any(test(r, key) for r in rationales))[:MAX_LISTED]
@@ -141,13 +146,13 @@ def check_leaks(
     return {
         "matching": MATCHING,
         "near_verbatim_threshold": threshold,
-        "snippets_checked": sum(1 for h in before if h is not None),
-        "snippets_too_short": sum(1 for h in before if h is None),
-        "snippets_verbatim_before_guard": sum(1 for h in before if h),
+        "snippets_checked": sum(index.checked),
+        "snippets_too_short": len(snippets) - sum(index.checked),
+        "snippets_verbatim_before_guard": len(verbatim_before),
         "snippets_verbatim_in_inputs": len(verbatim_after),
-        "snippets_near_verbatim_before_guard": len(near_before_set),
+        "snippets_near_verbatim_before_guard": len(near_before),
         "snippets_near_verbatim_in_inputs": len({r for r, _ in near_after_pairs}),
-        "units_with_verbatim_snippets": units_with(lambda r, key: r in verbatim_after),
+        "units_with_verbatim_snippets": units_with(lambda r, key: r in verbatim_after_set),
         "units_with_near_verbatim_snippets": units_with(lambda r, key: (r, key) in near_after_pairs),
     }
 

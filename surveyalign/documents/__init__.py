@@ -12,6 +12,7 @@ Public surface::
         fit_texts, truncate_to_tokens,                             # the one token fitter
         extract_title, extract_abstract, extract_references,       # light markdown helpers
         verbatim_hits, near_verbatim_hits, normalise_for_match,    # verbatim / near-verbatim matchers
+        VerbatimIndex, near_hits_in_text,                          # ... indexed once, one text at a time
         parse_jats, JatsArticle,                                   # JATS XML without its peer-review record
     )
 
@@ -25,7 +26,8 @@ What lives where:
   untrusted files (LaTeX include fan-out, PDF bombs) in :mod:`~surveyalign.documents.limits`.
 - :mod:`~surveyalign.documents.sections`: the one markdown / LaTeX heading splitter.
 - :mod:`~surveyalign.documents.leakage`: the structure-based leakage guard; :mod:`~surveyalign.documents.verbatim`:
-  layout-insensitive verbatim and near-verbatim matching of snippets in texts.
+  layout-insensitive verbatim and near-verbatim matching of snippets in texts, on the indexes of
+  :mod:`~surveyalign.documents.snippet_index` (snippets indexed once, texts scanned one at a time).
 - :mod:`~surveyalign.documents.papers`: :class:`Paper` (the one bibliographic paper record: a graph node, a search
   hit) and :class:`Reference` (one entry of a reference list); :mod:`~surveyalign.documents.references` (BibTeX,
   ``\\bibitem``, JATS, by suffix), :mod:`~surveyalign.documents.ref_text` (free-text entries, markdown lists) and
@@ -89,7 +91,8 @@ from surveyalign.documents.text import (
 # fitter load on first use (lazy_loader), so building the CLI parser does not import them.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["fitting", "jats", "latex", "latex_flatten", "limits", "readers", "references", "tei", "verbatim"],
+    submodules=["fitting", "jats", "latex", "latex_flatten", "limits", "readers", "references", "snippet_index", "tei",
+                "verbatim"],
     submod_attrs={
         "fitting": ["FittedTexts", "fit_texts", "truncate_to_tokens"],
         "jats": ["JatsArticle", "JatsError", "SubArticle", "parse_jats"],
@@ -101,9 +104,10 @@ __getattr__ = lazy_loader.attach(
         "references": ["check_reference_count", "cited_keys", "decode_latex_accents", "highest_citation_number",
                        "parse_bibtex", "parse_jats_references", "parse_latex_bibliography",
                        "parse_markdown_references", "parse_reference_text", "read_references"],
+        "snippet_index": ["VerbatimIndex"],
         "tei": ["GROBID_URL_ENV", "parse_tei_references"],
         "verbatim": ["MIN_SNIPPET_CHARS", "NEAR_VERBATIM_THRESHOLD", "find_verbatim", "layout_verbatim_hits",
-                     "near_verbatim_hits", "near_verbatim_scores", "normalise_for_match", "verbatim_hits"]})[0]
+                     "near_hits_in_text", "near_verbatim_hits", "near_verbatim_scores", "normalise_for_match", "verbatim_hits"]})[0]
 
 __all__ = [
     "DEFAULT_MIN_TITLE_SCORE",
@@ -137,6 +141,7 @@ __all__ = [
     "ReferenceList",
     "Section",
     "SubArticle",
+    "VerbatimIndex",
     "check_reference_count",
     "cited_keys",
     "decode_latex_accents",
@@ -154,6 +159,7 @@ __all__ = [
     "highest_citation_number",
     "latex_to_markdown",
     "layout_verbatim_hits",
+    "near_hits_in_text",
     "near_verbatim_hits",
     "near_verbatim_scores",
     "normalise_arxiv",
