@@ -192,3 +192,76 @@ def test_expiry_of_a_whole_batch_and_provider_limits(tmp_path):
     api.max_bytes = 10
     with pytest.raises(ValueError, match="over the anthropic batch limit"):
         split_requests([BatchRequest("k", [{"role": "user", "content": "x"}], GenerationSettings())], api)
+
+
+class _Killed(BaseException):
+    """A kill right after the provider accepted the batch (not an Exception: nothing in the submitter handles it)."""
+
+
+class _CrashAfterCreate:
+    """An Anthropic batch client whose submit raises right after the provider created the batch."""
+
+    def __init__(self, api, error: BaseException) -> None:
+        self.api, self.error = api, error
+        self.name, self.max_requests, self.max_bytes = api.name, api.max_requests, api.max_bytes
+
+    def submit(self, requests, *, tag):
+        self.api.submit(requests, tag=tag)  # accepted by the provider ...
+        raise self.error  # ... and the process dies before the id is written
+
+    def __getattr__(self, name):
+        return getattr(self.api, name)
+
+
+@pytest.mark.parametrize("complete_after", [1e9, 0.0])
+def test_anthropic_killed_between_accept_and_id_write_adopts_the_batch(tmp_path, complete_after):
+    """Message Batches have no metadata: the batch of an intent without its submitted line is found through the
+    list endpoint (created after the intent, same request count; an ended one by its custom ids) and collected;
+    nothing is sent twice. Running (1e9) and ended (0.0) batches."""
+    log_path = tmp_path / "batches.jsonl"
+    calls = _calls("ABC")
+    with FakeBatchServer(complete_after=complete_after) as server:
+        api = _api(server, "anthropic")
+        other = api.submit([BatchRequest(c.key, c.messages, c.settings) for c in _calls("XY")], tag="someone")
+        with pytest.raises(_Killed):
+            run_batches(calls, _CrashAfterCreate(api, _Killed()), lambda c, g, s: None, log_path, poll_s=0.01)
+        assert [r["event"] for r in BatchLog(log_path).records] == ["intent"]  # the id was never written
+        assert len(server.created) == 2
+        mine = server.created[1]
+        server.complete_after = 0.0
+        got: dict = {}
+        out = run_batches(calls, api, lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        assert out.adopted_batches == [mine] and out.submitted_calls == 0 and server.created == [other, mine]
+        assert out.succeeded == 3 and sorted(got) == ["key-A", "key-B", "key-C"]
+        assert {g.batch_id for g in got.values()} == {mine}
+        assert sorted(server.requests_seen).count("key-A") == 1  # each of our requests ran once
+
+
+def test_anthropic_submit_error_after_accept_is_looked_up_before_giving_up(tmp_path):
+    """A submission that raises after the provider accepted it (e.g. a timeout on the answer) is adopted at once,
+    in the same run, instead of being marked abandoned and sent again by the next run."""
+    log_path = tmp_path / "batches.jsonl"
+    calls = _calls("AB")
+    with FakeBatchServer() as server:
+        api = _api(server, "anthropic")
+        got: dict = {}
+        out = run_batches(calls, _CrashAfterCreate(api, TimeoutError("read timed out")),
+                          lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        assert len(server.created) == 1 and out.adopted_batches == server.created and out.succeeded == 2
+        events = [r["event"] for r in BatchLog(log_path).records]
+        assert events == ["intent", "submitted", "collected"]
+
+
+def test_anthropic_find_refuses_two_running_lookalikes(tmp_path):
+    """Two running batches of the same size created after the intent cannot be told apart: find returns None
+    (the calls are sent again rather than adopt someone else's batch)."""
+    with FakeBatchServer(complete_after=1e9) as server:
+        api = _api(server, "anthropic")
+        since = time.time()
+        for name in ("AB", "XY"):
+            api.submit([BatchRequest(c.key, c.messages, c.settings) for c in _calls(name)], tag=name)
+        assert api.find("t", keys=["key-A", "key-B"], since=since) is None
+        assert api.find("t", keys=["key-A", "key-B", "key-C"], since=since) is None  # no batch of 3
+        assert api.find("t", keys=["key-A", "key-B"], since=None) is None
+        server.complete_after = 0.0  # once ended, the custom ids tell them apart
+        assert api.find("t", keys=["key-A", "key-B"], since=since) == server.created[0]

@@ -4,9 +4,10 @@ Batches. Half the price of direct calls, the provider's own queue and rate limit
 One small interface (:class:`BatchAPI`) over both: ``submit`` a list of :class:`BatchRequest` (one chat prompt, one
 sample each; ``custom_id`` = the call's cache key), ``status`` of a batch, its ``results`` as
 :class:`BatchResult` (a :class:`~surveyalign.backends.Generation` with token usage and the batch id, and the
-outcome ``succeeded`` / ``errored`` / ``expired`` / ``canceled``), ``cancel``, and ``find`` a batch by the
-submission tag put in its metadata (OpenAI), so a submitter killed between the provider's accept and writing the
-batch id down can adopt the batch instead of sending it twice.
+outcome ``succeeded`` / ``errored`` / ``expired`` / ``canceled``), ``cancel``, and ``find`` the batch of a
+submission (OpenAI: the tag put in its metadata; Anthropic, whose batches carry no metadata: the list endpoint,
+by creation time, request count and custom ids), so a submitter killed between the provider's accept and writing
+the batch id down adopts the batch instead of sending it twice.
 
 Provider limits (documented by the providers, checked before sending): OpenAI 50,000 requests and 200 MB per
 input file; Anthropic 100,000 requests and 256 MB per batch. :func:`split_requests` cuts a list to fit.
@@ -91,7 +92,7 @@ class BatchAPI(Protocol):
 
     def request_size(self, request: BatchRequest) -> int: ...
     def submit(self, requests: Sequence[BatchRequest], *, tag: str) -> str: ...
-    def find(self, tag: str) -> str | None: ...
+    def find(self, tag: str, *, keys: Sequence[str] = (), since: float | None = None) -> str | None: ...
     def status(self, batch_id: str) -> BatchStatus: ...
     def results(self, batch_id: str) -> list[BatchResult]: ...
     def cancel(self, batch_id: str) -> BatchStatus: ...
@@ -196,8 +197,9 @@ class OpenAIBatchAPI:
                                            metadata={"surveyalign_submission": tag})
         return batch.id
 
-    def find(self, tag: str) -> str | None:
-        """The id of the batch whose metadata holds submission ``tag`` (newest 100 batches), else ``None``."""
+    def find(self, tag: str, *, keys: Sequence[str] = (), since: float | None = None) -> str | None:
+        """The id of the batch whose metadata holds submission ``tag``, else ``None`` (``keys``, ``since``: unused,
+        the tag is exact)."""
         for batch in self.client.batches.list(limit=100):
             if (batch.metadata or {}).get("surveyalign_submission") == tag:
                 return batch.id
@@ -324,9 +326,41 @@ class AnthropicBatchAPI:
             requests=[{"custom_id": r.custom_id, "params": self.params(r)} for r in requests])
         return batch.id
 
-    def find(self, tag: str) -> str | None:
-        """Always ``None``: Message Batches carry no metadata to find a submission by."""
-        return None
+    def find(self, tag: str, *, keys: Sequence[str] = (), since: float | None = None) -> str | None:
+        """The batch a submission made, found without metadata (Message Batches have none): through the SDK's list
+        endpoint (newest first), the batches created from ``since`` (epoch seconds, 5 minutes of clock slack) with
+        exactly ``len(keys)`` requests; an ended one counts only when its results carry exactly our custom ids
+        (``keys``: the calls' cache keys), a running one only when it is the single candidate.
+
+        Args:
+            tag: the submission tag (not sent to Anthropic; named in no request).
+            keys: the custom ids of the submission's requests.
+            since: when the submission started (the ``intent`` record's ``epoch``); ``None``: not searched.
+
+        Returns:
+            The batch id, or ``None`` (nothing found, or two running candidates that cannot be told apart: the
+            caller sends the calls again rather than adopt someone else's batch).
+        """
+        if since is None or not keys:
+            return None
+        from datetime import datetime
+
+        want = set(keys)
+        running: list[str] = []
+        for batch in self.client.messages.batches.list(limit=100):
+            created = batch.created_at
+            created_s = created.timestamp() if isinstance(created, datetime) else float(created)
+            if created_s < since - 300:
+                break  # newest first: the rest is older than the submission
+            counts = batch.request_counts.model_dump() if batch.request_counts else {}
+            if sum(int(v or 0) for v in counts.values()) != len(want):
+                continue
+            if batch.processing_status == "ended":
+                if {item.custom_id for item in self.client.messages.batches.results(batch.id)} == want:
+                    return batch.id
+            else:
+                running.append(batch.id)
+        return running[0] if len(running) == 1 else None
 
     def status(self, batch_id: str) -> BatchStatus:
         """The batch's ``processing_status``; ``ended`` when it is ``ended``."""

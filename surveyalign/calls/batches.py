@@ -5,15 +5,18 @@
 answer to ``on_result`` (the run's call cache) once its batch has ended. Its memory is ``RUN_DIR/batches.jsonl``,
 an append-only log flushed and fsync'ed line by line:
 
-* ``{"event": "intent", "tag", "provider", "keys"}`` before a batch is sent;
+* ``{"event": "intent", "tag", "provider", "keys", "epoch"}`` before a batch is sent;
 * ``{"event": "submitted", "tag", "batch_id", "provider", "keys", "time"}`` as soon as the provider accepted it;
 * ``{"event": "collected", "batch_id", "succeeded", "errored", "expired", "canceled", "missing", "time"}`` once
   every answer of the batch is in the cache.
 
 So the same command run again (after a crash, a kill, or on purpose with ``wait: false``) never sends a call that
 sits in a submitted, uncollected batch: it polls those batches and collects them. An intent without its
-``submitted`` line (killed between the provider's accept and the write) is looked up by its tag (OpenAI keeps it in
-the batch metadata) and adopted; where the provider cannot be asked (Anthropic), its calls are sent again. A
+``submitted`` line (killed between the provider's accept and the write, or a submission that raised after the
+provider may have accepted it) is looked up and adopted: OpenAI by the tag kept in the batch metadata, Anthropic
+(no metadata) through the list endpoint by creation time, request count and custom ids
+(:meth:`~surveyalign.backends.batch_api.AnthropicBatchAPI.find`); only when nothing is found are its calls sent
+again. A
 request that comes back errored, expired, canceled or missing is recorded as a failed answer (counted like any API
 error); the caller's usual retry of failed calls then sends it in a new batch.
 """
@@ -160,6 +163,23 @@ def _collect(api: BatchAPI, batch_id: str, rec: dict[str, Any], by_key: dict[str
     log.append({"event": "collected", "batch_id": batch_id, "status": status_word, **counts, "time": _now()})
 
 
+def _adopt_or_abandon(api: BatchAPI, log: BatchLog, intent: dict[str, Any], outcome: BatchOutcome) -> bool:
+    """Look up the batch of an ``intent`` without its ``submitted`` line (:meth:`BatchAPI.find`): adopt it (a
+    ``submitted`` line marked ``adopted``) or mark the intent ``abandoned`` (its calls are sent again). Returns
+    whether it was adopted. A lookup that fails counts as not found."""
+    try:
+        found = api.find(intent["tag"], keys=intent.get("keys") or [], since=intent.get("epoch"))
+    except Exception:  # noqa: BLE001 (an unreachable provider: the calls are sent again, never lost)
+        found = None
+    if not found:
+        log.append({"event": "abandoned", "tag": intent["tag"], "time": _now()})
+        return False
+    log.append({"event": "submitted", "tag": intent["tag"], "batch_id": found, "provider": api.name,
+                "keys": intent["keys"], "epoch": intent.get("epoch"), "time": _now(), "adopted": True})
+    outcome.adopted_batches.append(found)
+    return True
+
+
 def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, Generation, float], None],
                 log_path: str | os.PathLike, *, wait: bool = True, poll_s: float = 30.0,
                 max_wait_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> BatchOutcome:
@@ -188,13 +208,7 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
     log = BatchLog(log_path)
     outcome = BatchOutcome(provider=api.name)
     for intent in log.dangling_intents():  # killed between the provider's accept and the "submitted" line
-        found = api.find(intent["tag"])
-        if found:
-            log.append({"event": "submitted", "tag": intent["tag"], "batch_id": found, "provider": api.name,
-                        "keys": intent["keys"], "epoch": intent.get("epoch"), "time": _now(), "adopted": True})
-            outcome.adopted_batches.append(found)
-        else:
-            log.append({"event": "abandoned", "tag": intent["tag"], "time": _now()})
+        _adopt_or_abandon(api, log, intent, outcome)
     in_flight = {k for rec in log.open_batches().values() for k in rec["keys"]}
     by_key: dict[str, Any] = {}
     for call in calls:
@@ -211,7 +225,9 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
         try:
             batch_id = api.submit(chunk, tag=tag)
         except Exception:
-            log.append({"event": "abandoned", "tag": tag, "time": _now()})
+            # the provider may have accepted it before the error (a timeout on the answer): look before giving up
+            if _adopt_or_abandon(api, log, {"tag": tag, "keys": keys, "epoch": epoch}, outcome):
+                continue
             raise
         log.append({"event": "submitted", "tag": tag, "batch_id": batch_id, "provider": api.name, "keys": keys,
                     "epoch": epoch, "time": _now()})

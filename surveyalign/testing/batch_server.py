@@ -21,7 +21,8 @@ OpenAI (``base_url = server.openai_url`` = ``http://127.0.0.1:PORT/v1``):
 Anthropic (``base_url = server.anthropic_url`` = ``http://127.0.0.1:PORT``):
 
 * ``POST /v1/messages/batches`` (``requests: [{custom_id, params}]``; custom ids ``^[a-zA-Z0-9_-]{1,64}$``,
-  unique) -> a MessageBatch (``in_progress``); ``GET /v1/messages/batches/{id}``;
+  unique) -> a MessageBatch (``in_progress``); ``GET /v1/messages/batches/{id}``; ``GET /v1/messages/batches``
+  (newest first; ``limit``, ``after_id`` pages to older ones);
   ``POST /v1/messages/batches/{id}/cancel`` (``canceling``, then ``ended`` with ``canceled`` results);
   ``GET /v1/messages/batches/{id}/results`` -> JSONL of ``{"custom_id", "result": {"type": "succeeded",
   "message": {...}} | {"type": "errored", "error": {...}} | {"type": "expired"} | {"type": "canceled"}}``.
@@ -362,6 +363,25 @@ class FakeBatchServer(ThreadedApp):
                 self.created.append(bid)
             return JSONResponse(self._public(batch))
 
+        async def abatch_list(request: Request) -> JSONResponse:
+            # newest first; after_id pages towards older batches (the documented cursor), limit 1..1000 (default 20)
+            try:
+                limit = min(1000, max(1, int(request.query_params.get("limit", 20))))
+            except ValueError:
+                return ant_error(400, "limit: expected an integer")
+            with self._lock:
+                batches = sorted(self._abatches.values(), key=lambda b: b["_created"], reverse=True)
+                after = request.query_params.get("after_id")
+                if after:
+                    ids = [b["id"] for b in batches]
+                    batches = batches[ids.index(after) + 1:] if after in ids else []
+                for b in batches:
+                    self._advance_anthropic(b)
+                page = [self._public(b) for b in batches[:limit]]
+            return JSONResponse({"data": page, "has_more": len(batches) > limit,
+                                 "first_id": page[0]["id"] if page else None,
+                                 "last_id": page[-1]["id"] if page else None})
+
         async def abatch_get(request: Request) -> JSONResponse:
             bid = request.path_params["bid"]
             with self._lock:
@@ -404,6 +424,7 @@ class FakeBatchServer(ThreadedApp):
             Route("/v1/batches/{bid}", batch_get, methods=["GET"]),
             Route("/v1/batches/{bid}/cancel", batch_cancel, methods=["POST"]),
             Route("/v1/messages/batches", abatch_create, methods=["POST"]),
+            Route("/v1/messages/batches", abatch_list, methods=["GET"]),
             Route("/v1/messages/batches/{bid}", abatch_get, methods=["GET"]),
             Route("/v1/messages/batches/{bid}/cancel", abatch_cancel, methods=["POST"]),
             Route("/v1/messages/batches/{bid}/results", abatch_results, methods=["GET"]),
