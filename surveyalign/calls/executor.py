@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import sys
 import threading
@@ -178,6 +179,19 @@ class _Counter:
             self.bar.update(1)
 
 
+@contextlib.contextmanager
+def _frozen_heap() -> Any:
+    """While the calls run, the objects that were alive before them (units, prompts, cache records, the dataset
+    rows) sit in the collector's permanent generation (``gc.freeze``), so its periodic full passes walk only what
+    the calls allocate: about a sixth of the CPU per call at 256 calls in flight (issue 23). They go back on exit.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def run_calls(calls: Sequence[Call], on_result: OnResult, *, concurrency: int | None = None,
               batch_size: int | None = None, progress: bool = False, desc: str = "calls",
               around_async: Callable[[], Any] | None = None) -> int:
@@ -207,7 +221,7 @@ def run_calls(calls: Sequence[Call], on_result: OnResult, *, concurrency: int | 
             if not native:
                 _run_sync(backend, group, limit, counter)
                 continue
-            with around_async() if around_async is not None else contextlib.nullcontext():
+            with around_async() if around_async is not None else contextlib.nullcontext(), _frozen_heap():
                 run_coroutine(_run_async(backend, group, limit, counter))
     finally:
         counter.bar.close()
@@ -227,7 +241,8 @@ async def arun_calls(calls: Sequence[Call], on_result: OnResult, *, concurrency:
     try:
         for backend, group, native, limit in _groups(calls, concurrency, batch_size):
             if native:
-                await _run_async(backend, group, limit, counter)
+                with _frozen_heap():
+                    await _run_async(backend, group, limit, counter)
             else:
                 await asyncio.to_thread(_run_sync, backend, group, limit, counter)
     finally:
