@@ -102,9 +102,9 @@ class SideSummary:
         return len(self.unresolved)
 
 
-def _side(name: str, ids: Mapping[str, str | None], labels: Mapping[str, str] | None, *, unlabelled_as: str | None,
-          p0_wins: bool) -> tuple[SideSummary, set[str], set[str]]:
-    """Id sets (P0, P1) of one side; ``labels=None`` = not partitioned (everything in ``all``)."""
+def _side(name: str, ids: Mapping[str, str | None], labels: Mapping[str, str] | None, *,
+          unlabelled_as: str | None = None, p0_wins: bool = False) -> tuple[SideSummary, set[str], set[str]]:
+    """Id sets (P0, P1) of one side; ``labels=None`` = not partitioned (every resolved id in P1, none unlabelled)."""
     ids = {str(k): v for k, v in ids.items()}
     labels = None if labels is None else {str(k): v for k, v in labels.items()}
     if labels is not None:
@@ -137,7 +137,7 @@ def _side(name: str, ids: Mapping[str, str | None], labels: Mapping[str, str] | 
         p1 -= both
     summary = SideSummary(
         n_references=len(ids), n_resolved=len(ids) - len(unresolved), unresolved=unresolved,
-        unlabelled=tuple(unlabelled) if labels is not None else (),
+        unlabelled=tuple(unlabelled),
         duplicate_ids=tuple(sorted(k for k, c in seen.items() if c > 1)), ids_in_both=tuple(sorted(both)),
         p0_ids=tuple(sorted(p0)), p1_ids=tuple(sorted(p1)),
     )
@@ -200,13 +200,13 @@ def citation_f1(gt_ids: Mapping[str, str | None], gen_ids: Mapping[str, str | No
     if variant == "seed":
         if gen_labels is None:
             raise ValueError("citation F1 variant 'seed' needs the generated paper's partition (gen_labels)")
-        gt, gt_p0, gt_p1 = _side("ground truth", gt_ids, gt_labels, unlabelled_as=None, p0_wins=False)
-        gen, gen_p0, gen_p1 = _side("generated", gen_ids, gen_labels, unlabelled_as=None, p0_wins=False)
+        gt, gt_p0, gt_p1 = _side("ground truth", gt_ids, gt_labels)
+        gen, gen_p0, gen_p1 = _side("generated", gen_ids, gen_labels)
         p0, p1 = _score(gt_p0, gen_p0), _score(gt_p1, gen_p1)
         overall = _score(gt_p0 | gt_p1, gen_p0 | gen_p1)
     else:
         gt, gt_p0, gt_p1 = _side("ground truth", gt_ids, gt_labels, unlabelled_as="P1", p0_wins=True)
-        gen, _, gen_all = _side("generated", gen_ids, None, unlabelled_as="P1", p0_wins=False)
+        gen, _, gen_all = _side("generated", gen_ids, None)
         overall = _score(gt_p0 | gt_p1, gen_all)
         p0, p1 = _score(gt_p0, gen_all, with_precision=False), _score(gt_p1, gen_all, with_precision=False)
     flags = tuple(f"{name} {flag}" for name, score in (("overall", overall), ("P0", p0), ("P1", p1))
