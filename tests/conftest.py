@@ -27,6 +27,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_REAL = REPO_ROOT.parent / "shared" / "real"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``late`` run after all the others, in their own order (the Label Studio round trip: in CI
+    ``.ci/run`` prepares its environment in the background while the rest of the suite runs)."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("late") is not None)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     """The repository root (where configs/, recipes/ and metrics/ live)."""

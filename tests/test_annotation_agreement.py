@@ -155,3 +155,54 @@ def test_llm_labels_enter_only_when_allowed_and_only_verbatim_snippets():
     assert finals[("r1", "readability")] == {"label": -1, "rule": "llm_unverified", "annotators": ["llm"],
                                              "snippets": ["hard to read"]}
     assert rep["llm_snippets_dropped_not_verbatim"] == 1  # the missing snippet is never released
+
+
+def test_a_real_label_studio_export_with_three_annotators():
+    """What Label Studio 1.23.2 exported after three people annotated the tasks of ``export_tasks`` (recorded with
+    tests/fixtures/label_studio/driver_three_annotators.py): annotators are Label Studio user ids, the LLM answer
+    comes back as each annotation's ``prediction``, a skipped task as a cancelled annotation."""
+    from pathlib import Path
+
+    export = json.loads((Path(__file__).parent / "fixtures" / "label_studio" / "export_three_annotators.json")
+                        .read_text(encoding="utf-8"))
+    text = ("The prose is hard to read in the methods part. The structure is clear and well motivated. "
+            "Important recent studies are missing from the reference list.")
+    reviews = [ReviewRecord(f"f1000-1-1-r{k}", "f1000-1", "f1000", text) for k in (1, 2)]
+    llm = []
+    for r in reviews:
+        dims = {"readability": (-1, "hard to read"), "structure": (1, "The structure is clear"),
+                "comprehensiveness": (-1, None), "criticalness": (0, None)}
+        llm.append({"review_id": r.review_id, "dimensions": {d: {"label": lab, "snippets": [] if s is None else [
+            {"text": s, "status": "exact", "start": text.index(s), "end": text.index(s) + len(s), "score": 100.0,
+             "verbatim": True}]} for d, (lab, s) in dims.items()}})
+    tasks = export_tasks(reviews, llm)
+    # Label Studio keeps our task data and our predictions as we sent them
+    assert [t["data"] for t in export] == [t["data"] for t in tasks]
+    assert [t["annotations"][0]["prediction"]["result"] for t in export] == [t["predictions"][0]["result"]
+                                                                            for t in tasks]
+    records, report = import_export(export)
+    assert {k: v for k, v in report.items() if k != "problems"} == {
+        "tasks": 2, "annotations": 6, "records": 5, "annotators": ["1", "2", "3"], "cancelled": 1, "empty": 0,
+        "bad_choices": 0, "bad_spans": 0, "dimensions_without_choice": 0}
+    assert report["problems"] == ["f1000-1-1-r2 by 3: cancelled (skipped) in Label Studio"]
+    labels = unit_labels(records)
+    assert labels[("f1000-1-1-r1", "readability")] == {"1": -1, "2": -2, "3": -1}
+    assert labels[("f1000-1-1-r1", "structure")] == {"1": 1, "2": 1, "3": 2}
+    assert labels[("f1000-1-1-r2", "structure")] == {"1": 1, "2": 1}  # 3 skipped the second task
+    third = next(r for r in records if r["annotator"] == "3")["dimensions"]
+    assert third["comprehensiveness"]["snippets"] == [{"text": "Important recent studies are missing", "start": 90,
+                                                       "end": 126, "status": "exact", "score": 100.0,
+                                                       "verbatim": True}]
+    assert text[90:126] == "Important recent studies are missing"
+    assert [r["labels"] for r in disagreements(records)] == ["1=-1; 2=-2; 3=-1", "1=+1; 2=+1; 3=+2"]
+    # two of three agreeing is still a disagreement: it waits for a third person's decision
+    finals, rep = final_labels(records)
+    assert rep["rules"] == {"agreed": 6, "single_annotator": 0, "third_decision": 0, "llm_unverified": 0,
+                            "unresolved": 2, "not_annotated": 0}
+    assert finals[("f1000-1-1-r1", "comprehensiveness")] == {"label": -1, "rule": "agreed", "snippets": [
+        "Important recent studies are missing"], "annotators": ["1", "2", "3"]}
+    # pairwise agreement of annotators 1 and 2 over the 8 units both labelled: one disagreement, one level apart
+    table = agreement_table(pair_labels({u: v["1"] for u, v in labels.items()},
+                                        {u: v["2"] for u, v in labels.items()}), n_boot=0)
+    overall = table["rows"]["overall"]
+    assert (overall["units"], overall["disagreements"], overall["distance"]["one_level"]) == (8, 1, 1)

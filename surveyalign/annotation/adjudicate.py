@@ -2,7 +2,8 @@
 
 Rules, one recorded per unit (review, dimension) under ``rule``:
 
-* ``agreed``: two or more annotators gave the same label.
+* ``agreed``: every annotator gave the same label (two or more annotators); with three or more, any split
+  (two against one included) is a disagreement and waits for a third decision.
 * ``single_annotator``: one annotator labelled the unit.
 * ``third_decision``: the annotators disagreed and ``disagreements.csv`` carries a third person's ``final`` label.
 * ``unresolved``: they disagreed and no decision exists yet: left out of the release (counted).
