@@ -45,6 +45,12 @@ def test_sft_recipe_trains_on_a_built_release(tmp_path, tiny_model_dir):
     train = load_surveyreview(built, "readability", split="train")
     validation = load_surveyreview(built, "readability", split="validation")
     assert (len(train), len(validation)) == (2, 2) and set(train["score"]) | set(validation["score"]) <= {-1, 1}
+    # the release keeps labels 0 and -3 in its files; only the others reach the training data
+    grouped = [r for f in sorted((tmp_path / "release").glob("*/grouped_*set.json")) for r in json.loads(f.read_text())]
+    released = {r["uid"]: x["score"] for r in grouped for x in r["result"] if x["dimension"] == "Readability"}
+    assert sorted(released.values()) == [-1.0, -1.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+    kept = sorted([*train["review_id"], *validation["review_id"]])
+    assert kept == sorted(u for u, s in released.items() if s not in (0, -3))
 
     adapter = tmp_path / "adapter"
     run_recipe([*ACCELERATE_1, "recipes/sft.py", "--config", "configs/sft/tiny-readability.yaml",
