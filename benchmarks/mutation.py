@@ -6,9 +6,9 @@ Output: killed / survived / other counts and the score (killed / (killed + survi
 in ``IGNORED`` excepted), then the survivors' names; exit 0 when the score is >= ``--min-score`` (default 0, i.e.
 report only), 1 below it, 2 on bad input (unknown module, missing test file), 3 when mutmut gives no result.
 
-mutmut mutates every file under its source path, so the run happens in a staging copy
-(``.cache/mutation/<module>``: surveyalign/, tests/, configs/, setup.cfg with a ``[mutmut]`` section that
-restricts mutation to the module and the test selection to the given files); the repository is never touched.
+mutmut mutates every file under its source path, so the run happens in a staging copy (``<stage-dir>/<module>``,
+``--stage-dir`` default ``.cache/mutation``: surveyalign/, tests/, configs/, setup.cfg with a ``[mutmut]`` section
+that restricts mutation to the module and the test selection to the given files); the repository is never touched.
 """
 from __future__ import annotations
 
@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests", nargs="*", default=None)
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--min-score", type=float, default=0.0, help="fail below this percentage")
+    ap.add_argument("--stage-dir", type=Path, default=ROOT / ".cache" / "mutation",
+                    help="folder that holds the staging copy (default .cache/mutation; tests pass a tmp folder)")
     args = ap.parse_args(argv)
     module = args.module
     if not (ROOT / module).is_file():
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"mutation: test file(s) not found: {' '.join(missing)}", file=sys.stderr)
         return 2
-    stage = ROOT / ".cache" / "mutation" / Path(module).with_suffix("").as_posix().replace("/", ".")
+    stage = args.stage_dir / Path(module).with_suffix("").as_posix().replace("/", ".")
     _stage(module, tests, stage)
     # the mutated copy must shadow the editable install; the folder must exist when Python starts, or its
     # import cache marks it empty and the tests silently import the unmutated package
