@@ -45,6 +45,32 @@ def test_a_real_tokenizer_load_of_an_uncached_hub_id_is_one_line(monkeypatch):
         TokenCounter("surveyalign-tests/not-a-model")
 
 
+def test_a_peft_adapter_hub_id_offline_is_one_line_before_the_base_loads(tiny_model_dir, monkeypatch):
+    """Issue 21 F: an adapter named by Hub id went to PEFT after the base loaded and failed with "Can't find
+    'adapter_config.json' at ..."; it now says the one line base models say, before anything is loaded."""
+    import transformers
+
+    from surveyalign.backends import load_backend
+    from surveyalign.models import hub_folder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    loads = []
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda *a, **k: loads.append(a) or (_ for _ in ()).throw(AssertionError("base loaded")))
+    with pytest.raises(NotCachedError) as info:
+        load_backend("transformers", model=str(tiny_model_dir), adapter="surveyalign-tests/not-an-adapter",
+                     device="cpu")
+    assert str(info.value) == f"transformers backend: adapter surveyalign-tests/not-an-adapter: {ONE_LINE}"
+    with pytest.raises(NotCachedError, match=rf"^transformers backend: adapter 'readability' "
+                                             rf"surveyalign-tests/not-an-adapter: {ONE_LINE}$"):
+        load_backend("transformers", model=str(tiny_model_dir), device="cpu",
+                     adapters={"readability": "surveyalign-tests/not-an-adapter", "structure": str(tiny_model_dir)})
+    assert loads == []  # refused before the base model was loaded
+    assert hub_folder(tiny_model_dir) == str(tiny_model_dir)  # a local folder is used as it is
+    with pytest.raises(NotCachedError, match=rf"^--sft_adapter Org/sft: {ONE_LINE}$"):
+        hub_folder("Org/sft", "--sft_adapter")
+
+
 def test_train_plan_offline_says_not_cached_in_one_line(capsys, monkeypatch):
     from surveyalign.cli import main
 

@@ -105,12 +105,13 @@ class TransformersBackend(Backend):
 
         if batch_size < 1:
             raise ValueError(f"transformers backend: batch_size must be >= 1, got {batch_size}")
-        from surveyalign.models.paths import resolve_model_path
+        from surveyalign.models.paths import hub_folder, resolve_model_path
 
-        # a local-looking path that does not exist is "no such folder" now, never a Hub lookup
+        # a local-looking path that does not exist is "no such folder" now, never a Hub lookup; an adapter's Hub id
+        # becomes its cached snapshot folder (uncached while offline: one line, before the base is loaded)
         self.model_path = resolve_model_path(model, "transformers backend: model")
-        self.adapter_path = resolve_model_path(adapter, "transformers backend: adapter") if adapter else None
-        self.adapter_paths = {str(k): resolve_model_path(v, f"transformers backend: adapter {k!r}")
+        self.adapter_path = hub_folder(adapter, "transformers backend: adapter") if adapter else None
+        self.adapter_paths = {str(k): hub_folder(v, f"transformers backend: adapter {k!r}")
                               for k, v in (adapters or {}).items()}
         if self.adapter_path and self.adapter_paths:
             raise ValueError("transformers backend: give either adapter (one folder) or adapters ({name: folder})")

@@ -143,13 +143,13 @@ class VLLMBackend(Backend):
         quantization: str | dict[str, Any] | None = "auto",
         allow_base_mismatch: bool = False,
     ) -> None:
-        from surveyalign.models.paths import resolve_model_path
+        from surveyalign.models.paths import hub_folder, resolve_model_path
 
         if adapter and adapters:
             raise ValueError("vllm backend: give either adapter (one folder) or adapters ({name: folder})")
         self.model_path = resolve_model_path(model, "vllm backend: model")
-        self.adapter_path = resolve_model_path(adapter, "vllm backend: adapter") if adapter else None
-        self.adapter_paths = {str(k): resolve_model_path(v, f"vllm backend: adapter {k!r}")
+        self.adapter_path = hub_folder(adapter, "vllm backend: adapter") if adapter else None
+        self.adapter_paths = {str(k): hub_folder(v, f"vllm backend: adapter {k!r}")
                               for k, v in (adapters or {}).items()}
         from surveyalign.models import resolve_bases
 

@@ -192,11 +192,13 @@ def load_judge_spec(judge: str | os.PathLike, **overrides: Any) -> JudgeSpec:
     elif looks_local(text) or text.endswith((".yaml", ".yml", ".json")):
         raise FileNotFoundError(f"judge {text}: no such file or folder")
     else:
-        from huggingface_hub import snapshot_download
+        from surveyalign.models import NotCachedError, hub_folder
 
         try:
-            local = snapshot_download(repo_id=text)
-        except Exception as exc:  # noqa: BLE001 - offline, unknown repo, no access: one clear line
+            local = hub_folder(text, "judge")  # uncached while offline: the one line every Hub load says
+        except NotCachedError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - unknown repo, no access: one clear line
             raise ValueError(f"judge {text!r}: not a local file or folder, and the Hub repo cannot be fetched "
                              f"({type(exc).__name__}: {exc}); set HF_HUB_OFFLINE=0 to download") from None
         return load_judge_spec(local, **overrides)

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["NotCachedError", "default_offline", "from_hub", "hub_offline", "looks_local", "not_cached_message",
-           "resolve_model_path"]
+__all__ = ["NotCachedError", "default_offline", "from_hub", "hub_folder", "hub_offline", "looks_local",
+           "not_cached_message", "resolve_model_path"]
 
 _T = TypeVar("_T")
 #: Exception class names (huggingface_hub, transformers) meaning "the files are not here and cannot be fetched".
@@ -145,6 +145,39 @@ def from_hub(loader: Callable[..., _T], name: str | os.PathLike, what: str = "mo
         if _is_hub_miss(resolved, exc):
             raise NotCachedError(not_cached_message(name, what)) from None
         raise
+
+
+def _snapshot(repo_id: str) -> str:
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(repo_id=repo_id)
+
+
+def hub_folder(name: str | os.PathLike, what: str = "adapter") -> str:
+    """A local folder for a folder or a Hub id: the folder itself, or the Hub repository's cached snapshot.
+
+    PEFT adapters (and ``--judge`` repos) go through this before anything reads them, so their files (training
+    record, ``adapter_config.json``, fingerprints) are read from disk, and an uncached Hub id under the offline
+    default fails here, before any base model is loaded, with the same one line as a base model
+    (:func:`from_hub`): "adapter owner/name: not cached: pass a local folder or set HF_HUB_OFFLINE=0".
+
+    Args:
+        name: a local folder or a Hub id.
+        what: what it is, named in errors (``"transformers backend: adapter"``, ``"--sft_adapter"``...).
+
+    Returns:
+        The local folder (for a Hub id: ``huggingface_hub.snapshot_download``'s cache folder, downloaded first when
+        online).
+
+    Raises:
+        NotCachedError: a Hub id not cached while offline (or without network), in one line.
+        FileNotFoundError: a local-looking path that does not exist, or a file.
+        Exception: anything else ``snapshot_download`` raises (an unknown repo online, no access), unchanged.
+    """
+    resolved = resolve_model_path(name, what)
+    if Path(resolved).is_dir():
+        return resolved
+    return from_hub(_snapshot, resolved, what)
 
 
 def default_offline() -> dict[str, str]:

@@ -23,7 +23,7 @@ from surveyalign.models import (
     resolve_base,
     resolve_model_path,
 )
-from surveyalign.models.paths import from_hub
+from surveyalign.models.paths import from_hub, hub_folder
 from surveyalign.prompts import count_chat_tokens
 from surveyalign.training.adapter import hyperparameters
 from surveyalign.training.data import data_hash
@@ -74,7 +74,7 @@ def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
     if not script_args.pairs_path:
         raise ValueError("--pairs_path is required (a file written by `surveyalign train dpo-pairs`)")
     if script_args.sft_adapter:
-        script_args.sft_adapter = resolve_model_path(script_args.sft_adapter, "--sft_adapter")
+        script_args.sft_adapter = hub_folder(script_args.sft_adapter, "--sft_adapter")
     sft = read_training_record(script_args.sft_adapter, required=False) if script_args.sft_adapter else {}
     if sft.get("dimension", script_args.dimension) != script_args.dimension:
         raise ValueError(f"{script_args.sft_adapter} was trained for {sft['dimension']!r}, not "

@@ -218,6 +218,7 @@ def make_dpo_pairs(
     from surveyalign.data import load_surveyreview
     from surveyalign.models import (
         TRAINING_RECORD,
+        hub_folder,
         read_training_record,
         resolve_model_path,
     )
@@ -229,7 +230,7 @@ def make_dpo_pairs(
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    adapter = resolve_model_path(adapter, "--adapter")
+    adapter = hub_folder(adapter, "--adapter")
     record_path = Path(adapter) / TRAINING_RECORD
     trained = read_training_record(adapter, required=False)
     for name, given in (("dimension", dimension), ("protocol", protocol), ("enable_thinking", enable_thinking)):
