@@ -74,7 +74,9 @@ class RayBackend(Backend):
         model: the model folder or Hub id (as for the engine).
         adapter: one LoRA adapter folder; adapters: ``{name: folder}`` on one engine (as for the engine).
         quantization, allow_base_mismatch: as for the engine (the adapter's training record decides ``"auto"``).
-        engine: the in-process backend each worker builds: ``"transformers"`` or ``"vllm"``.
+        engine: the in-process backend each worker builds: ``"transformers"`` or ``"vllm"``; or ``"vllm-data"``:
+            no actors of ours, Ray's vLLM integration (``ray.data.llm``,
+            :class:`~surveyalign.backends.ray_data_llm.RayDataVLLMBackend`; GPU workers only).
         workers: Ray actors, >= 1 (one model copy each: data parallel).
         address: a running Ray cluster (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``); default
             ``RAY_ADDRESS``, else a local instance.
@@ -95,6 +97,22 @@ class RayBackend(Backend):
 
     name = "ray"
 
+    def __new__(cls, model: str | None = None, *args: Any, engine: str = "transformers", **kwargs: Any) -> Any:
+        """``engine: vllm-data`` builds a :class:`~surveyalign.backends.ray_data_llm.RayDataVLLMBackend` (Ray's
+        vLLM integration) instead of actors; the other engines build this class."""
+        if engine != "vllm-data":
+            return super().__new__(cls)
+        from surveyalign.backends.ray_data_llm import RayDataVLLMBackend
+
+        if args:
+            raise TypeError("ray backend: pass the options by name")
+        quantization = kwargs.pop("quantization", "auto")
+        if quantization not in (None, "auto", "none"):
+            raise ValueError(f"ray engine 'vllm-data': quantization {quantization!r} is not supported; use "
+                             "engine: vllm")
+        ignored = {"allow_base_mismatch", "num_gpus", "num_cpus", "max_restarts", "concurrency"}
+        return RayDataVLLMBackend(model, **{k: v for k, v in kwargs.items() if k not in ignored})
+
     def __init__(self, model: str, adapter: str | None = None, adapters: dict[str, str] | None = None,
                  quantization: str | dict[str, Any] | None = "auto", allow_base_mismatch: bool = False,
                  engine: str = "transformers", workers: int = 2, address: str | None = None, num_gpus: float = 0.0,
@@ -107,7 +125,7 @@ class RayBackend(Backend):
         from surveyalign.backends import BACKENDS, backend_class
 
         if engine not in ("transformers", "vllm") or engine not in BACKENDS:
-            raise ValueError(f"ray engine must be transformers or vllm, got {engine!r}")
+            raise ValueError(f"ray engine must be transformers, vllm or vllm-data, got {engine!r}")
         if int(workers) < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         import inspect
