@@ -16,72 +16,29 @@ Public surface:
 CLI: ``surveyalign autorate citation-f1|litreview|sxs-paper|sxs-litreview``.
 """
 
-from surveyalign.autoraters.calls import (
-    AutoraterJudge,
-    AutoraterRole,
-    CallAnswer,
-    PromptCall,
-)
-from surveyalign.autoraters.citation_f1 import (
-    CITATION_F1_VARIANTS,
-    CitationF1,
-    CitationScore,
-    SideSummary,
-    citation_f1,
-    citation_f1_by_pair,
-)
-from surveyalign.autoraters.length import FittedPrompt, fit_prompt
-from surveyalign.autoraters.litreview import (
-    LitReviewCheck,
-    LitReviewJudgement,
-    LitReviewParse,
-    Violation,
-    check_litreview,
-    parse_litreview,
-)
-from surveyalign.autoraters.parsing import (
-    JsonAnswer,
-    PartitionParse,
-    SxSParse,
-    parse_partition,
-    parse_sxs,
-    read_json_answer,
-)
-from surveyalign.autoraters.prompts import (
-    PROMPT_VERSION,
-    SXS_KEYS,
-    build_litreview_messages,
-    build_partition_messages,
-    build_sxs_messages,
-    litreview_system,
-)
-from surveyalign.autoraters.raters import (
-    NumberedReference,
-    PaperText,
-    rate_citation_f1,
-    rate_litreview,
-    rate_sxs,
-)
-from surveyalign.autoraters.rubric import (
-    AXES,
-    AXIS_WEIGHTS,
-    DEFAULT_AVERAGE_CITATIONS,
-    VENUE_AVERAGE_CITATIONS,
-)
-from surveyalign.autoraters.sections import (
-    SectionSelection,
-    TakenSection,
-    extract_review_sections,
-)
-from surveyalign.autoraters.sxs import (
-    FAILED,
-    OUTCOMES,
-    SXS_RULES,
-    FlipRate,
-    SxSOutcome,
-    position_flip_rate,
-    sxs_outcome,
-)
+import lazy_loader
+
+# Every submodule loads on first use (lazy_loader), so the CLI's `--help` imports none of them (issue 23).
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["calls", "citation_f1", "length", "litreview", "parsing", "prompts", "raters", "rubric",
+                "sections", "sxs"],
+    submod_attrs={
+        "calls": ["AutoraterJudge", "AutoraterRole", "CallAnswer", "PromptCall"],
+        "citation_f1": ["CITATION_F1_VARIANTS", "CitationF1", "CitationScore", "SideSummary", "citation_f1", "citation_f1_by_pair"],
+        "length": ["FittedPrompt", "fit_prompt"],
+        "litreview": ["LitReviewCheck", "LitReviewJudgement", "LitReviewParse", "Violation",
+                      "check_litreview", "parse_litreview"],
+        "parsing": ["JsonAnswer", "PartitionParse", "SxSParse", "parse_partition", "parse_sxs",
+                    "read_json_answer"],
+        "prompts": ["PROMPT_VERSION", "SXS_KEYS", "build_litreview_messages", "build_partition_messages",
+                    "build_sxs_messages", "litreview_system"],
+        "raters": ["NumberedReference", "PaperText", "rate_citation_f1", "rate_litreview", "rate_sxs"],
+        "rubric": ["AXES", "AXIS_WEIGHTS", "DEFAULT_AVERAGE_CITATIONS", "VENUE_AVERAGE_CITATIONS"],
+        "sections": ["SectionSelection", "TakenSection", "extract_review_sections"],
+        "sxs": ["FAILED", "FlipRate", "OUTCOMES", "SXS_RULES", "SxSOutcome", "position_flip_rate",
+                "sxs_outcome"],
+    })[0]
 
 __all__ = [
     "AXES",

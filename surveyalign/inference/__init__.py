@@ -15,31 +15,18 @@ CLI: ``surveyalign score SURVEY... --judge CONFIG|DIR|HUB_ID --out DIR``. Survey
 
 import lazy_loader
 
-from surveyalign.inference.report import (
-    render_html,
-    render_markdown,
-    write_comparison,
-    write_survey_report,
-)
-from surveyalign.inference.spec import (
-    JudgeSpec,
-    build_dimension_backends,
-    load_judge_spec,
-)
-from surveyalign.inference.synthesis import (
-    SYNTHESIS_VERSION,
-    Synthesis,
-    build_synthesis_messages,
-)
-
 # The judge and its KA sources load on first use (lazy_loader), so building the CLI parser
 # does not import them.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["judge", "knowledge"],
+    submodules=["judge", "knowledge", "report", "spec", "synthesis"],
     submod_attrs={
         "judge": ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"],
-        "knowledge": ["FileKnowledge", "GraphKnowledge", "KnowledgeRecord", "KnowledgeSource"]})[0]
+        "knowledge": ["FileKnowledge", "GraphKnowledge", "KnowledgeRecord", "KnowledgeSource"],
+        "report": ["render_html", "render_markdown", "write_comparison", "write_survey_report"],
+        "spec": ["JudgeSpec", "build_dimension_backends", "load_judge_spec"],
+        "synthesis": ["SYNTHESIS_VERSION", "Synthesis", "build_synthesis_messages"],
+    })[0]
 
 __all__ = [
     "KNOWLEDGE_REFUSED",

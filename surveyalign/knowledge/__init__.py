@@ -27,38 +27,26 @@ Knowledge augmentation (second part):
 
 import lazy_loader
 
-from surveyalign.knowledge.clients import (
-    OPENALEX_URL,
-    S2_URL,
-    OpenAlexClient,
-    ScholarlyClient,
-    SemanticScholarClient,
-    openalex_work_to_paper,
-    s2_paper_to_paper,
-)
-from surveyalign.knowledge.config import KA_DIMENSIONS, KAConfig
-from surveyalign.knowledge.resolve import (
-    Resolution,
-    Resolver,
-    reason_class,
-    resolution_counts,
-    resolve_by_search,
-)
-
-# Graphs, KA, summaries and GROBID load on first use (lazy_loader), so building the CLI
-# parser (and the HTTP clients that other packages reuse) import neither scipy, pyarrow nor lxml.
+# Every submodule loads on first use (lazy_loader), so ``surveyalign ka --help`` imports none of them (the HTTP
+# clients pull in httpx and the call layer; graphs, KA, summaries and GROBID scipy, pyarrow and lxml).
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["build", "fetch", "graph", "grobid", "ka", "sample", "summarise"],
+    submodules=["build", "clients", "config", "fetch", "graph", "grobid", "ka", "resolve", "sample",
+                "summarise"],
     submod_attrs={
-    "build": ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "read_ka_records"],
-    "fetch": ["FetchReport", "fetch_graph", "resolve_references"],
-    "graph": ["CitationGraph", "GraphStats", "SessionSeed"],
-    "ka": ["CompKA", "CritCandidates", "Neighbourhood", "comp_ka", "crit_candidates", "neighbourhood",
-           "pack_blocks"],
-    "sample": ["sample_graph"],
-    "summarise": ["CritKA", "Summariser", "TokenCounter"],
-    "grobid": ["GrobidClient"]})[0]
+        "build": ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "read_ka_records"],
+        "clients": ["OPENALEX_URL", "OpenAlexClient", "S2_URL", "ScholarlyClient", "SemanticScholarClient",
+                    "openalex_work_to_paper", "s2_paper_to_paper"],
+        "config": ["KAConfig", "KA_DIMENSIONS"],
+        "fetch": ["FetchReport", "fetch_graph", "resolve_references"],
+        "graph": ["CitationGraph", "GraphStats", "SessionSeed"],
+        "grobid": ["GrobidClient"],
+        "ka": ["CompKA", "CritCandidates", "Neighbourhood", "comp_ka", "crit_candidates", "neighbourhood",
+               "pack_blocks"],
+        "resolve": ["Resolution", "Resolver", "reason_class", "resolution_counts", "resolve_by_search"],
+        "sample": ["sample_graph"],
+        "summarise": ["CritKA", "Summariser", "TokenCounter"],
+    })[0]
 
 __all__ = [
     "KA_COLUMN",

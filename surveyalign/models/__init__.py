@@ -16,46 +16,25 @@ Imports only core modules (constants, paths, argtypes, ...); torch, transformers
 imported inside the functions that load tensors. The tiny random test model lives in :mod:`surveyalign.testing`.
 """
 
-from surveyalign.models.identity import (
-    BaseMismatchError,
-    base_identity,
-    base_record,
-    check_adapter_attached,
-    compare_base,
-    resolve_base,
-    resolve_bases,
-)
-from surveyalign.models.length import (
-    MIN_MAX_LENGTH,
-    MaxLength,
-    check_max_length,
-    max_length_arg,
-    max_length_problem,
-)
-from surveyalign.models.paths import (
-    NotCachedError,
-    default_offline,
-    from_hub,
-    hub_folder,
-    looks_local,
-    not_cached_message,
-    resolve_model_path,
-)
-from surveyalign.models.quantization import (
-    QUANTIZATION_CHOICES,
-    bnb_config,
-    describe_quantization,
-    quantization_label,
-    quantization_record,
-    resolve_quantization,
-)
-from surveyalign.models.record import (
-    RECORD_KEYS,
-    TRAINING_RECORD,
-    read_training_record,
-    resolve_max_length,
-    write_training_record,
-)
+import lazy_loader
+
+# Loaded on first use (lazy_loader): ``surveyalign CMD --help`` calls :func:`default_offline` from
+# :mod:`~surveyalign.models.paths` and must not pay for identity / record / length (they import the backends'
+# pydantic models); ``from surveyalign.models import X`` works as before (issue 23).
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["identity", "length", "paths", "quantization", "record"],
+    submod_attrs={
+        "identity": ["BaseMismatchError", "base_identity", "base_record", "check_adapter_attached", "compare_base",
+                     "resolve_base", "resolve_bases"],
+        "length": ["MIN_MAX_LENGTH", "MaxLength", "check_max_length", "max_length_arg", "max_length_problem"],
+        "paths": ["NotCachedError", "default_offline", "from_hub", "hub_folder", "looks_local",
+                  "not_cached_message", "resolve_model_path"],
+        "quantization": ["QUANTIZATION_CHOICES", "bnb_config", "describe_quantization", "quantization_label",
+                         "quantization_record", "resolve_quantization"],
+        "record": ["RECORD_KEYS", "TRAINING_RECORD", "read_training_record", "resolve_max_length",
+                   "write_training_record"],
+    })[0]
 
 __all__ = [
     "MIN_MAX_LENGTH",

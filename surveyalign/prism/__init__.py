@@ -21,86 +21,34 @@ CLI: ``surveyalign prism PAPER REVIEWS... --judge CONFIG``.
 
 import lazy_loader
 
-from surveyalign.prism.calls import CallRequest, Extractor
-from surveyalign.prism.columns import (
-    constructiveness_by_review,
-    depth_by_review,
-    flaws_by_reviewer,
-    mean_over_reviews,
-    novelty_by_review,
-    prioritisation_by_review,
-)
-from surveyalign.prism.constructiveness import CONSTRUCTIVE_MIN_SCORE, constructiveness
-from surveyalign.prism.depth import depth_of_analysis, harmonic_mean
-from surveyalign.prism.flaws import (
-    FUZZY_MIN_RATIO,
-    cps,
-    flaw_recall,
-    ncps,
-    quote_position,
-)
-from surveyalign.prism.inputs import REVIEW_SOURCES, PaperSection, Review, Submission
-from surveyalign.prism.novelty import CLAIM_POLICIES, claim_score, novelty_scores
-from surveyalign.prism.parsing import (
-    Parsed,
-    parse_adus,
-    parse_claims,
-    parse_comments,
-    parse_flaws,
-    parse_groups,
-    parse_json_object,
-    parse_validation,
-    parse_verdict,
-)
-from surveyalign.prism.pipeline import (
-    ExtractionLog,
-    PaperUnits,
-    PriorPaper,
-    PriorWorkRetriever,
-    extract_units,
-)
-from surveyalign.prism.prompts import (
-    GROUNDING_RUBRICS,
-    STAGES,
-    build_messages,
-    stage_of,
-)
-from surveyalign.prism.report import (
-    HEADLINE_METRICS,
-    REFERENCE_FIGURES,
-    comparison_rows,
-    format_comparison,
-    score_reviews,
-    write_run,
-)
-from surveyalign.prism.units import (
-    ADU,
-    ASPECTS,
-    COMMENT_TYPES,
-    CONSTRUCTIVENESS_AXES,
-    GROUNDING_LEVELS,
-    GROUNDING_MAX,
-    REVIEW_SECTIONS,
-    ROLES,
-    SEVERITY_WEIGHTS,
-    STANCES,
-    VERDICT_SCORES,
-    Flaw,
-    NoveltyClaim,
-    PairVerdict,
-    RankedCritique,
-    ReviewComment,
-)
-
-# The readers (lxml), the prior-work retrieval (scikit-learn) and the run load on first use (lazy_loader), so
-# building the CLI parser imports neither.
+# Every submodule loads on first use (lazy_loader): ``surveyalign prism --help`` imports none of them (the
+# extraction calls pull in httpx and the backends, the readers lxml, the prior-work retrieval scikit-learn).
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["readers", "retrieval", "run"],
+    submodules=["calls", "columns", "constructiveness", "depth", "flaws", "inputs", "novelty", "parsing",
+                "pipeline", "prompts", "readers", "report", "retrieval", "run", "units"],
     submod_attrs={
-    "readers": ["SECTION_ALIASES", "ReviewFile", "read_paper", "read_reviews", "split_review_sections"],
-    "retrieval": ["PriorWorkSearch", "is_prior", "mmr_select"],
-    "run": ["NoveltyConfig", "PrismConfig", "PrismRun", "run_prism"]})[0]
+        "calls": ["CallRequest", "Extractor"],
+        "columns": ["constructiveness_by_review", "depth_by_review", "flaws_by_reviewer", "mean_over_reviews",
+                    "novelty_by_review", "prioritisation_by_review"],
+        "constructiveness": ["CONSTRUCTIVE_MIN_SCORE", "constructiveness"],
+        "depth": ["depth_of_analysis", "harmonic_mean"],
+        "flaws": ["FUZZY_MIN_RATIO", "cps", "flaw_recall", "ncps", "quote_position"],
+        "inputs": ["PaperSection", "REVIEW_SOURCES", "Review", "Submission"],
+        "novelty": ["CLAIM_POLICIES", "claim_score", "novelty_scores"],
+        "parsing": ["Parsed", "parse_adus", "parse_claims", "parse_comments", "parse_flaws", "parse_groups",
+                    "parse_json_object", "parse_validation", "parse_verdict"],
+        "pipeline": ["ExtractionLog", "PaperUnits", "PriorPaper", "PriorWorkRetriever", "extract_units"],
+        "prompts": ["GROUNDING_RUBRICS", "STAGES", "build_messages", "stage_of"],
+        "readers": ["SECTION_ALIASES", "ReviewFile", "read_paper", "read_reviews", "split_review_sections"],
+        "report": ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison",
+                   "score_reviews", "write_run"],
+        "retrieval": ["PriorWorkSearch", "is_prior", "mmr_select"],
+        "run": ["NoveltyConfig", "PrismConfig", "PrismRun", "run_prism"],
+        "units": ["ADU", "ASPECTS", "COMMENT_TYPES", "CONSTRUCTIVENESS_AXES", "Flaw", "GROUNDING_LEVELS",
+                  "GROUNDING_MAX", "NoveltyClaim", "PairVerdict", "REVIEW_SECTIONS", "ROLES",
+                  "RankedCritique", "ReviewComment", "SEVERITY_WEIGHTS", "STANCES", "VERDICT_SCORES"],
+    })[0]
 
 __all__ = [
     "ADU",

@@ -5,68 +5,32 @@ the same paper), juries and rankings across RQS judges (``jury.py``, App. I.4), 
 judge (``metaeval.py``, App. I.2), drift between two runs of one judge (``drift.py``), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
 """
 
-from surveyalign.scoring.baselines import (
-    baseline_metrics,
-    check_train_scores,
-    majority_label,
-    score_distribution,
-)
-from surveyalign.scoring.bootstrap import (
-    INSUFFICIENT_DATA,
-    MIN_BOOTSTRAP_PAPERS,
-    bootstrap_intervals,
-    paired_bootstrap,
-)
-from surveyalign.scoring.calibration import expected_calibration_error, vote_summary
-from surveyalign.scoring.ceiling import (
-    CEILING_NAME,
-    ceiling_reviews,
-    compare_to_ceiling,
-    human_ceiling,
-)
-from surveyalign.scoring.corpus import aggregate_over_papers
-from surveyalign.scoring.drift import drift_statistics, identity_differences
-from surveyalign.scoring.jury import (
-    JURY_METHODS,
-    combine_votes,
-    kendall_tau,
-    multi_judge_rankings,
-)
-from surveyalign.scoring.metaeval import (
-    MIN_META_PAIRS,
-    PAPER_META_EVAL,
-    meta_evaluate,
-    pearson,
-    read_ratings,
-    spearman,
-)
-from surveyalign.scoring.metrics import (
-    agreement_statistics,
-    alignment_errors,
-    check_scores,
-    human_aligned_score,
-    krippendorff_alpha_interval,
-    macro_mae,
-    quadratic_weighted_kappa,
-    reason_quality,
-)
-from surveyalign.scoring.records import validate_records
-from surveyalign.scoring.registry import register_metrics
-from surveyalign.scoring.report import (
-    read_predictions,
-    render_agreement,
-    render_baselines,
-    render_ceiling,
-    render_ceiling_comparison,
-    render_comparison,
-    render_costs,
-    render_failures,
-    render_intervals,
-    render_leaderboard,
-    render_per_source,
-    render_voting,
-)
-from surveyalign.scoring.summary import summarize_predictions
+import lazy_loader
+
+# Every submodule loads on first use (lazy_loader), so the CLI's `--help` imports none of them (issue 23).
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submodules=["baselines", "bootstrap", "calibration", "ceiling", "corpus", "drift", "jury", "metaeval",
+                "metrics", "records", "registry", "report", "summary"],
+    submod_attrs={
+        "baselines": ["baseline_metrics", "check_train_scores", "majority_label", "score_distribution"],
+        "bootstrap": ["INSUFFICIENT_DATA", "MIN_BOOTSTRAP_PAPERS", "bootstrap_intervals", "paired_bootstrap"],
+        "calibration": ["expected_calibration_error", "vote_summary"],
+        "ceiling": ["CEILING_NAME", "ceiling_reviews", "compare_to_ceiling", "human_ceiling"],
+        "corpus": ["aggregate_over_papers"],
+        "drift": ["drift_statistics", "identity_differences"],
+        "jury": ["JURY_METHODS", "combine_votes", "kendall_tau", "multi_judge_rankings"],
+        "metaeval": ["MIN_META_PAIRS", "PAPER_META_EVAL", "meta_evaluate", "pearson", "read_ratings",
+                     "spearman"],
+        "metrics": ["agreement_statistics", "alignment_errors", "check_scores", "human_aligned_score",
+                    "krippendorff_alpha_interval", "macro_mae", "quadratic_weighted_kappa", "reason_quality"],
+        "records": ["validate_records"],
+        "registry": ["register_metrics"],
+        "report": ["read_predictions", "render_agreement", "render_baselines", "render_ceiling",
+                   "render_ceiling_comparison", "render_comparison", "render_costs", "render_failures",
+                   "render_intervals", "render_leaderboard", "render_per_source", "render_voting"],
+        "summary": ["summarize_predictions"],
+    })[0]
 
 __all__ = [
     "CEILING_NAME",
