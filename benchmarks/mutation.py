@@ -68,6 +68,28 @@ IGNORED: dict[str, str] = {
     # autoraters/sxs.py
     "surveyalign.autoraters.sxs.x_sxs_outcome__mutmut_12": "vote_for_a(call_ba, None): None is falsy like "
         "False (B shown first)",
+    # prompts/parser.py
+    "surveyalign.prompts.parser.x__clean_rationale__mutmut_4": "before = None: the loop runs all three passes, and a "
+                                                              "pass over an already clean text changes nothing",
+    "surveyalign.prompts.parser.x__clean_rationale__mutmut_40": "lstrip after dropping a backtick: the text has no "
+                                                               "leading space, and the pass ends with strip()",
+    "surveyalign.prompts.parser.x__drop_markers__mutmut_25": "right[:2] is truthy exactly when right[:1] is",
+    "surveyalign.prompts.parser.x__drop_markers__mutmut_9": "continue -> break on overlapping markers: a v1.0 marker "
+                                                           "($-delimited) and a v1.1 marker (<score> tags) cannot share "
+                                                           "a character, and one pattern's matches never overlap, so "
+                                                           "the branch is never taken (adjacent markers are tested)",
+    **{f"surveyalign.prompts.parser.x__rationale_for__mutmut_{n}": "a </reason> at position 0 has no <reason> before "
+       "it, so the fallback (tag-free text) is taken either way" for n in (9, 10)},
+    "surveyalign.prompts.parser.x__rationale_for__mutmut_13": "rfind(opening, None, close) is rfind(opening, 0, close)",
+    "surveyalign.prompts.parser.x_parse_judgement__mutmut_131": "ParsedAnswer's error defaults to None",
+    "surveyalign.prompts.parser.x_parse_judgement__mutmut_54": "markers of the two protocols never start at the same "
+                                                              "character ($ vs <), so > and >= pick the same one",
+    "surveyalign.prompts.parser.x_parse_judgement__mutmut_91": "rfind and find from last_open agree on whether a "
+                                                              "closing tag follows (-1 or not)",
+    **{f"surveyalign.prompts.parser.x_parse_judgement__mutmut_{n}": "find(closing, last_open) is -1 or > last_open "
+       ">= 0 (the opening tag sits at last_open), never 0" for n in (92, 93)},
+    "surveyalign.prompts.parser.x_strip_reasoning__mutmut_2": "pos = None: text[None:i] and text[None:] equal "
+                                                             "text[0:i] and text[0:]",
 }
 
 # tests read repository files (README examples, configs, recipes, cards): stage them and copy them into the

@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 
 from surveyalign.prompts import ParsedAnswer, parse_judgement
+from surveyalign.prompts.parser import strip_reasoning
 
 LONG_V10 = (
     "The survey reviews 120 papers published between 2015 and 2023, and Table 2 compares 14 denoising "
@@ -126,6 +127,47 @@ CASES = [
     ("v1.0 only ignores tags", "<reason>Clear.</reason> <score>1</score>", "v1.0", None, None,
      "no score marker found (v1.0)"),
     ("v1.1 only ignores dollars", "Clear.$$$1$$$", "v1.1", None, None, "no score marker found (v1.1)"),
+    # --- issue 27: marker joins, reason tags, tag case, lone delimiters ----------------------------------------
+    ("v1.0 marker at position 0", "$$$1$$$ Then weak. $$$-1$$$", "auto", -1, "Then weak.", None),
+    ("v1.0 then v1.1 marker, adjacent", "Draft $$$1$$$<score>2</score> then weak. $$$-1$$$", "auto", -1,
+     "Draft then weak.", None),
+    ("three markers: every earlier one dropped", "A $$$1$$$ B $$$2$$$ C $$$-1$$$", "v1.0", -1, "A B C", None),
+    ("earlier marker right after a newline", "Draft.\n$$$2$$$ Then weak.\n$$$-1$$$", "auto", -1, "Draft.\nThen weak.",
+     None),
+    ("punctuation and newline after an earlier marker", "First impression: $$$1$$$.\nOn reflection weak. $$$-1$$$",
+     "auto", -1, "First impression:\nOn reflection weak.", None),
+    ("earlier marker after a word ending in X", "Section IX $$$1$$$. Then weak $$$-1$$$", "auto", -1,
+     "Section IX. Then weak", None),
+    ("earlier marker before a word starting with X", "It skips $$$1$$$ X-ray work. $$$-1$$$", "auto", -1,
+     "It skips X-ray work.", None),
+    ("dropped punctuation before a word starting with X", "It skips: $$$1$$$. X-ray work. $$$-1$$$", "auto", -1,
+     "It skips: X-ray work.", None),
+    ("rationale ending in X", "Methods are compared in Table X $$$-1$$$", "auto", -1,
+     "Methods are compared in Table X", None),
+    ("one lone $$$ before the marker", "Prices are quoted in $$$ here. Clear.$$$1$$$", "auto", 1,
+     "Prices are quoted in $$$ here. Clear.", None),
+    ("v1.1 reason tag at position 0, text before the score", "<reason>Clear.</reason> Note: extra <score>1</score>",
+     "v1.1", 1, "Clear.", None),
+    ("v1.1 two reason blocks: the last counts", "<reason>A</reason> <reason>B</reason> <score>1</score>", "auto", 1,
+     "B", None),
+    ("v1.1 unclosed reason after a closed one", "<reason>A</reason> <reason>B <score>1</score>", "v1.1", 1, "A",
+     None),
+    ("v1.0 with upper-case reason tags", "<Reason>Clear prose.</REASON> $$$1$$$", "auto", 1, "Clear prose.", None),
+    ("unclosed reason after a closed one, no score", "x <reason>A</reason> y <reason>B", "auto", None,
+     "x <reason>A</reason> y <reason>B", "unclosed <reason> tag and no score: the output was cut off"),
+    ("cut closing tag then spaces", "<reason>Shallow.</reason> <score>-1</sco  \n", "v1.1", None,
+     "<reason>Shallow.</reason> <score>-1</sco", "score marker cut off at the end of the output (v1.1)"),
+    ("cut v1.0 marker keeps the visible text", "Weak synthesis. $$$-", "auto", None, "Weak synthesis. $$$-",
+     "score marker cut off at the end of the output (v1.0)"),
+    ("no marker at all: both protocols named", "No marker here.", "auto", None, "No marker here.",
+     "no score marker found (v1.0/v1.1)"),
+    # --- issue 27: cosmetics around the rationale ---------------------------------------------------------------
+    ("label after a closed fence", "Clear.\n```\nScore: $$$1$$$", "auto", 1, "Clear.", None),
+    ("fenced rationale", "```text\nClear prose.\n``` $$$1$$$", "auto", 1, "Clear prose.", None),
+    ("lone backtick after a word", "Clear. `code` ok`$$$1$$$", "auto", 1, "Clear. `code` ok", None),
+    ("three unbalanced stars", "Clear.***$$$1$$$", "auto", 1, "Clear.", None),
+    ("third ** is unbalanced", "Clear **bold** text**$$$1$$$", "auto", 1, "Clear **bold** text", None),
+    ("a lone star is no rationale", "*$$$1$$$", "auto", 1, "", None),
 ]
 
 
@@ -195,3 +237,31 @@ def test_adversarial_inputs_stay_linear(text, score, error):
     result = parse_judgement(text)
     assert result.score == score
     assert (result.error is None) if error is None else (error in result.error)
+
+
+def test_exact_errors_of_empty_and_reasoning_only_answers():
+    assert parse_judgement("  \n") == ParsedAnswer(None, "", "empty output")
+    assert parse_judgement(None) == ParsedAnswer(None, "", "empty output")
+    assert parse_judgement("<think>Weighing it up.</think>  ") == ParsedAnswer(None, "", "no answer after the reasoning block")
+    assert strip_reasoning("Fine.<think>abc") == ("", "unclosed <think> block: the output was cut off while reasoning")
+    # a closed block is removed, a lone closer drops everything before it
+    assert strip_reasoning("a<think>b</think>c</think>d<think>e</think>f") == ("df", None)
+
+
+def test_at_most_three_nested_layers_are_peeled():
+    # one trailing label per layer: the fourth "Score:" stays (the cleaning is bounded, never a loop over the text)
+    assert parse_judgement("Clear. Score: Score: Score: Score: $$$1$$$").rationale == "Clear. Score:"
+    assert parse_judgement("Clear. Score: Score: Score: $$$1$$$").rationale == "Clear."
+
+
+def test_rationales_longer_than_the_cleaning_window():
+    # labels are looked for in the first / last 200 characters only; a long rationale keeps everything between,
+    # including the space that falls exactly where the last 200 characters start
+    first = "The taxonomy in Section 2 is clear and complete."
+    second = ("Section 4 compares the methods on three benchmarks but never says which baseline the reported "
+              "gains refer to, and the discussion of Figure 4 repeats Section 2 nearly word for word, so this is a pity.")
+    assert len(second) == 199
+    body = first + " " + second
+    assert parse_judgement(body + "$$$-1$$$").rationale == body
+    assert parse_judgement("Rationale: " + body + "\n**Score:** $$$-1$$$").rationale == body
+    assert parse_judgement("<reason>" + body + "</reason>\n<score>-1</score>").rationale == body

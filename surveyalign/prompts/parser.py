@@ -148,18 +148,21 @@ def _strip_unbalanced_emphasis(text: str) -> str:
 
 
 def _clean_rationale(text: str) -> str:
+    """Strip the cosmetics around a rationale: at most three nested layers of fences, labels and emphasis at each
+    end (the patterns are anchored at the start / end of the text, so each removes one occurrence per layer)."""
     out = text.strip()
     for _ in range(3):  # labels, fences and emphasis can nest ("```\n**Score:** ")
         before = out
         head, tail = out[:-_WINDOW], out[-_WINDOW:]
-        tail = _TRAIL_FENCE.sub("", tail, count=1).rstrip()
-        tail = _TRAIL_LABEL.sub("", tail, count=1).rstrip()
+        tail = _TRAIL_FENCE.sub("", tail).rstrip()
+        tail = _TRAIL_LABEL.sub("", tail).rstrip()
         out = _strip_unbalanced_emphasis((head + tail).rstrip())
-        if out.endswith("`") and out.count("`") % 2 == 1:
+        # a lone inline-code backtick without a partner; a run of two or three is a fence (next layer)
+        if out.endswith("`") and not out.endswith("``") and out.count("`") % 2 == 1:
             out = out[:-1].rstrip()
         head, rest = out[:_WINDOW], out[_WINDOW:]
-        head = _LEAD_FENCE.sub("", head, count=1)
-        head = _LEAD_LABEL.sub("", head, count=1)
+        head = _LEAD_FENCE.sub("", head)
+        head = _LEAD_LABEL.sub("", head)
         out = (head + rest).strip()
         if out == before:
             break
