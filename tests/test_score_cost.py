@@ -41,7 +41,8 @@ def test_score_plan_within_10_percent_of_counted_tokens(tiny_adapters, tmp_path,
     assert len(records) == 12 and all(r["completion_tokens"] is not None for r in records)
     counted = sum(r["prompt_tokens"] + r["completion_tokens"] for r in records)
     assert abs(planned - counted) <= 0.10 * counted, (planned, counted)
-    print(f"score plan {planned} tokens vs counted {counted} ({100 * (planned - counted) / counted:+.1f}%)")
+    with capsys.disabled():
+        print(f"score plan {planned} tokens vs counted {counted} ({100 * (planned - counted) / counted:+.1f}%)")
 
     review = json.loads((out / "oracles.json").read_text(encoding="utf-8"))
     md = (out / "oracles.md").read_text(encoding="utf-8")
