@@ -11,8 +11,8 @@ end-of-turn token when the answer stopped (SurveyReview App. E tie-break).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from surveyalign.backends.fingerprint import adapter_fingerprint
 from surveyalign.backends.hf_setup import _fingerprints, _resolve_device, _resolve_dtype
 from surveyalign.backends.prefill import shared_prefill
 from surveyalign.backends.sampling import make_sampler
+from surveyalign.backends.token_stream import StreamedToken, make_streamer
 from surveyalign.models.paths import from_hub
 
 
@@ -276,7 +277,8 @@ class TransformersBackend(Backend):
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
                           n: int = 1, seeds: Sequence[int] | None = None, adapter_name: str | None = None,
-                          top_logprobs: int = 0) -> list[list[DetailedGeneration]]:
+                          top_logprobs: int = 0, on_token: Callable[[StreamedToken], None] | None = None
+                          ) -> list[list[DetailedGeneration]]:
         """Like :meth:`generate`, with token ids, per-token log-probs and prompt length.
 
         The ``n`` samples of a prompt share one prefill when ``shared_prefill`` is on.
@@ -286,6 +288,8 @@ class TransformersBackend(Backend):
                 ``seeds[p] + i``); lets the server batch requests that differ only in their seed.
             adapter_name: with ``adapters``: the adapter to run (``None``: the base model, adapters off).
             top_logprobs: 0-20; when > 0 each generated token also gets the most likely alternatives of its step.
+            on_token: called from this thread with each token as soon as its step has run (``stream=True`` of
+                ``surveyalign serve``; :class:`~surveyalign.backends.token_stream.StreamedToken`).
 
         Returns:
             P lists of ``n`` :class:`DetailedGeneration` (generation, token ids, per-token natural-log
@@ -321,9 +325,11 @@ class TransformersBackend(Backend):
             jobs += [_Job(p, tuple(range(i, min(i + self.batch_size, distinct))))
                      for i in range(0, distinct, self.batch_size)]
         jobs.sort(key=lambda job: -len(encoded[job.prompt]))  # similar lengths together: less padding
+        if on_token is not None and settings.greedy and n > 1:  # one row answers the n samples: each gets it
+            stream, on_token = on_token, lambda t: [stream(replace(t, sample=i)) for i in range(n)]
         with self._lock, adapter_scope(self.model, adapter_name, bool(self.adapter_paths)):
             for batch in _pack(jobs, self.batch_size):
-                for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs):
+                for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs, on_token):
                     results[(p, i)] = detail
         return [[results[(p, 0 if settings.greedy else i)] for i in range(n)] for p in range(len(prompts))]
 
@@ -336,11 +342,11 @@ class TransformersBackend(Backend):
 
     # ------------------------------------------------------------------ internals
     def _run_batch(self, jobs: list[_Job], encoded: list[list[int]], base: list[int], settings: GenerationSettings,
-                   top_logprobs: int = 0) -> list[tuple[tuple[int, int], DetailedGeneration]]:
+                   top_logprobs: int = 0, on_token: Any = None) -> list[tuple[tuple[int, int], DetailedGeneration]]:
         torch = self._torch
         keys = [(job.prompt, i) for job in jobs for i in job.samples]
         try:
-            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings, top_logprobs)))
+            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings, top_logprobs, on_token)))
         except torch.OutOfMemoryError as exc:
             torch.cuda.empty_cache()
             if len(keys) == 1:
@@ -352,10 +358,12 @@ class TransformersBackend(Backend):
                 parts = [[_Job(jobs[0].prompt, jobs[0].samples[:half])], [_Job(jobs[0].prompt, jobs[0].samples[half:])]]
             else:
                 parts = [jobs[:len(jobs) // 2], jobs[len(jobs) // 2:]]
-            return [item for part in parts for item in self._run_batch(part, encoded, base, settings, top_logprobs)]
+            return [item for part in parts
+                    for item in self._run_batch(part, encoded, base, settings, top_logprobs, on_token)]
 
     def _generate_rows(self, jobs: list[_Job], encoded: list[list[int]], base: list[int],
-                       settings: GenerationSettings, top_logprobs: int = 0) -> list[DetailedGeneration]:
+                       settings: GenerationSettings, top_logprobs: int = 0, on_token: Any = None
+                       ) -> list[DetailedGeneration]:
         torch = self._torch
         from transformers import GenerationConfig, LogitsProcessorList
 
@@ -381,6 +389,9 @@ class TransformersBackend(Backend):
             eos_token_id=self.eos_token_ids,
             pad_token_id=pad,
         )
+        if on_token is not None:  # tokens handed out step by step (serve stream=True)
+            cache_kwargs["streamer"] = make_streamer([(job.prompt, i) for job in jobs for i in job.samples],
+                                                     self.eos_token_ids, sampler, on_token)
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config,
                                          logits_processor=LogitsProcessorList([sampler]), **cache_kwargs)

@@ -3,8 +3,8 @@
 Endpoints: ``POST /v1/chat/completions`` (messages, temperature, top_p, max_tokens / max_completion_tokens, n,
 seed, logprobs, top_logprobs, stop, stream with ``stream_options.include_usage``,
 chat_template_kwargs.enable_thinking), ``GET /v1/models``, ``GET /health``. ``stream=True`` answers with
-server-sent events in the OpenAI ``chat.completion.chunk`` format (the answer is generated in its batch, then sent
-as one chunk per token). ``stop`` strings cut the answer at the first one found (``finish_reason`` "stop"; the
+server-sent events in the OpenAI ``chat.completion.chunk`` format, token by token while the batch generates
+(:mod:`surveyalign.backends.server_stream`; the transformers backend hands each token out as its step has run). ``stop`` strings cut the answer at the first one found (``finish_reason`` "stop"; the
 token log-probs end with the token that reached it). An API key, request limits and timeouts
 (:mod:`surveyalign.backends.server_guard`) make it safe to expose on a cluster. Concurrent
 requests with the same sampling settings are grouped into one batched ``generate`` call (micro-batching),
@@ -25,6 +25,7 @@ than the context is cut or refused before it is sent.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -55,6 +56,7 @@ from surveyalign.backends.server_guard import (
     read_body_limited,
 )
 from surveyalign.backends.server_schema import ChatRequest
+from surveyalign.backends.server_stream import answer_events, live_events, usage_of
 from surveyalign.redact import redact_secrets
 
 
@@ -198,8 +200,26 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
             enable_thinking=req.chat_template_kwargs.enable_thinking,
         )
         top = req.top_logprobs or 0
+        common = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": name,
+                  "system_fingerprint": f"seed-{settings.seed}"}
+        include_usage = bool(req.stream and req.stream_options and req.stream_options.include_usage)
+        tokens: asyncio.Queue = asyncio.Queue()
+        task = asyncio.ensure_future(batchers[name].submit(messages, settings, req.n, request.is_disconnected, top,
+                                                           on_token=tokens.put_nowait if req.stream else None))
         try:
-            details = await batchers[name].submit(messages, settings, req.n, request.is_disconnected, top)
+            if req.stream:  # the first token before the batch ends: stream the rest as it is generated
+                first = asyncio.ensure_future(tokens.get())
+                await asyncio.wait({first, task}, return_when=asyncio.FIRST_COMPLETED)
+                if first.done() and not task.done():
+                    events = live_events(first.result(), tokens, task, n=req.n, tokenizer=backend.tokenizer,
+                                         stops=req.stop_strings, want_logprobs=req.logprobs, top=top,
+                                         entry=logprob_entry,
+                                         finish=lambda details: [answer(d, req.stop_strings, top, req.logprobs)
+                                                                 for d in details],
+                                         common=common, include_usage=include_usage)
+                    return StreamingResponse(events, media_type="text/event-stream", headers=headers[name])
+                first.cancel()
+            details = await task
         except _ClientGone:  # nobody reads this answer; 499 as nginx logs a closed client
             return _error(499, "client disconnected before its request was started", kind="client_closed_request")
         except Exception as exc:  # noqa: BLE001 - a failed batch answers HTTP 500, the server keeps going
@@ -208,15 +228,10 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         if failed:
             return _error(400, failed[0], param="messages")
         answers = [answer(d, req.stop_strings, top, req.logprobs) for d in details]
-        prompt_tokens = details[0].prompt_tokens if details else 0
-        completion_tokens = sum(len(a["ids"]) for a in answers)
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                 "total_tokens": prompt_tokens + completion_tokens}
-        common = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": name,
-                  "system_fingerprint": f"seed-{settings.seed}"}
-        if req.stream:
-            include_usage = bool(req.stream_options and req.stream_options.include_usage)
-            return StreamingResponse(_sse(answers, common, usage if include_usage else None),
+        usage = usage_of(details, answers)
+        if req.stream:  # the answer ended before a token was handed out (or the backend hands none out)
+            return StreamingResponse(answer_events(answers, common, usage if include_usage else None,
+                                                   backend.tokenizer),
                                      media_type="text/event-stream", headers=headers[name])
         choices = [{"index": index, "message": {"role": "assistant", "content": a["text"]},
                     "finish_reason": a["finish_reason"],
@@ -224,35 +239,6 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
                    for index, a in enumerate(answers)]
         return JSONResponse({**common, "object": "chat.completion", "choices": choices, "usage": usage},
                             headers=headers[name])
-
-    async def _sse(answers: list[dict[str, Any]], common: dict[str, Any], usage: dict[str, Any] | None):
-        def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
-            chunk = {**common, "object": "chat.completion.chunk", "choices": choices, **extra}
-            return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
-
-        nothing = {"usage": None} if usage is not None else {}
-        for index, a in enumerate(answers):
-            yield event([{"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                          "finish_reason": None}], **nothing)
-            spans = _token_spans(backend.tokenizer, a["ids"]) if a["ids"] else []
-            sent = 0
-            for k, span in enumerate(spans):
-                text = a["text"][sent:sent + len(span)] if sent < len(a["text"]) else ""
-                sent += len(text)
-                entry = a["logprobs"][k:k + 1] if a["logprobs"] is not None else None
-                if not text and entry is None:
-                    continue
-                yield event([{"index": index, "delta": {"content": text},
-                              "logprobs": {"content": entry} if entry is not None else None,
-                              "finish_reason": None}], **nothing)
-            if sent < len(a["text"]):  # whatever the token spans did not cover (a decoder that merges spaces)
-                yield event([{"index": index, "delta": {"content": a["text"][sent:]}, "logprobs": None,
-                              "finish_reason": None}], **nothing)
-            yield event([{"index": index, "delta": {}, "logprobs": None, "finish_reason": a["finish_reason"]}],
-                        **nothing)
-        if usage is not None:
-            yield event([], usage=usage)
-        yield b"data: [DONE]\n\n"
 
     async def models(request: Request) -> Response:
         if (denied := unauthorized(request)) is not None:

@@ -9,6 +9,7 @@ each token adds (for logprobs and streaming).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ class _Pending:
     future: asyncio.Future
     is_disconnected: Callable[[], Awaitable[bool]] | None = None
     top_logprobs: int = 0
+    on_token: Callable[[Any], None] | None = None
 
 
 class _MicroBatcher:
@@ -46,6 +48,8 @@ class _MicroBatcher:
         self._queue: asyncio.Queue[_Pending] | None = None
         self._task: asyncio.Task | None = None
         self.stats = {"served": 0, "dropped": 0, "failed": 0}
+        method = getattr(backend, "generate_detailed", None)
+        self.streams = method is not None and "on_token" in inspect.signature(method).parameters
 
     @property
     def queued(self) -> int:
@@ -53,13 +57,19 @@ class _MicroBatcher:
         return self._queue.qsize() if self._queue is not None else 0
 
     async def submit(self, messages: list[dict[str, str]], settings: GenerationSettings, n: int,
-                     is_disconnected: Callable[[], Awaitable[bool]] | None = None, top_logprobs: int = 0
-                     ) -> list[Any]:
+                     is_disconnected: Callable[[], Awaitable[bool]] | None = None, top_logprobs: int = 0,
+                     on_token: Callable[[Any], None] | None = None) -> list[Any]:
+        """Queue one request and wait for its ``n`` detailed generations.
+
+        ``on_token`` (``stream=True``) is called in the event loop's thread with each
+        :class:`~surveyalign.backends.token_stream.StreamedToken` of this request while its batch generates, when
+        the backend can hand tokens out (a ``generate_detailed`` with an ``on_token`` parameter); else never.
+        """
         if self._queue is None:
             self._queue = asyncio.Queue()
             self._task = asyncio.get_running_loop().create_task(self._run())
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(messages, settings, n, future, is_disconnected, top_logprobs))
+        await self._queue.put(_Pending(messages, settings, n, future, is_disconnected, top_logprobs, on_token))
         return await future
 
     async def _gone(self, item: _Pending) -> bool:
@@ -100,7 +110,9 @@ class _MicroBatcher:
                 self.stats["dropped"] += len(waiting) - len(items)
                 if not items:
                     continue
-                extra = {"top_logprobs": top} if top else {}
+                extra: dict[str, Any] = {"top_logprobs": top} if top else {}
+                if any(i.on_token for i in items) and self.streams:
+                    extra["on_token"] = _dispatch(asyncio.get_running_loop(), [i.on_token for i in items])
                 try:
                     rows = await asyncio.to_thread(self.backend.generate_detailed, [i.messages for i in items],
                                                    settings, n, [i.settings.seed for i in items], **extra)
@@ -114,6 +126,17 @@ class _MicroBatcher:
                 for item, row in zip(items, rows):
                     if not item.future.done():
                         item.future.set_result(row)
+
+
+def _dispatch(loop: asyncio.AbstractEventLoop, handlers: list[Callable[[Any], None] | None]
+              ) -> Callable[[Any], None]:
+    """``on_token`` for one batch: hands each token, from the generating thread, to its request's handler (row
+    ``token.prompt`` of the batch is request ``handlers[token.prompt]``) in the event loop's thread."""
+    def on_token(token: Any) -> None:
+        handler = handlers[token.prompt]
+        if handler is not None:
+            loop.call_soon_threadsafe(handler, token)
+    return on_token
 
 
 def _cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
