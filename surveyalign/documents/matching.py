@@ -91,7 +91,7 @@ def normalise_surname(name: str | None) -> str:
     Returns:
         Lower-case ASCII letters only; ``""`` for empty input.
     """
-    return _NON_WORD.sub("", normalise_title(name).replace(" ", ""))
+    return normalise_title(name).replace(" ", "")  # normalise_title leaves only [0-9a-z ]
 
 
 @dataclass(frozen=True)
