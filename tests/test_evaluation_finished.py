@@ -115,3 +115,28 @@ def test_a_run_with_an_unreadable_answer_writes_no_record_and_asks_it_again(data
     assert READ_BACK in _out(capsys)
     assert third.calls["made"] == 0 and len(seen) == made + 1
     assert {p["prediction"] for p in third.predictions} == {1}
+
+
+def test_units_of_one_paper_share_its_text_and_one_prompt_per_dimension(dataset_dir, tmp_path):
+    from surveyalign.evaluation.judges import build_judge
+    from surveyalign.evaluation.lengths import prepare_units
+    from surveyalign.evaluation.units import load_units
+    from surveyalign.judge import Judge
+
+    config = _config(dataset_dir, tmp_path / "runs", limit=None)
+    units, _ = load_units(config)
+    judge, _, _, sources = build_judge(config, None)
+    prepare_units(config, units, judge, sources, console=None)
+    by_paper: dict = {}
+    for unit in units:
+        by_paper.setdefault((unit.row["paper_id"], unit.dimension), []).append(unit)
+    shared = [group for group in by_paper.values() if len(group) > 1]
+    assert shared  # the sample release has papers with several reviews
+    for group in shared:
+        assert all(u.row["text"] is group[0].row["text"] for u in group)
+        assert all(u.prompt is group[0].prompt for u in group)
+    # the shared prompt is the one each unit would get on its own
+    fresh = Judge(judge.backend, protocol=config.protocol, settings=config.generation)
+    unit = shared[0][-1]
+    alone = fresh.prepare(unit.row["text"], unit.dimension, knowledge=unit.knowledge, title=unit.row.get("title"))
+    assert alone.messages == unit.prompt.messages and alone.messages_hash == unit.prompt.messages_hash

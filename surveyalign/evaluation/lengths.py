@@ -50,9 +50,17 @@ def prepare_units(config: EvalConfig, units: list[Unit], judge: Judge, sources: 
         if tok is None and budget is not None:
             console.print(f"[yellow]{dim}: max_length={budget} is not applied: no tokenizer to count prompt "
                           "tokens with (API backend); set `tokenizer: FOLDER` (CLI: --tokenizer)[/]")
+    # units with the same survey, dimension, knowledge and title (the reviews of one paper) get one prompt object:
+    # built, counted and hashed once (issue 23: memory and CPU); the texts are shared per paper (load_units), and
+    # each stays alive in its unit while this loop runs, so its id() names it
+    prepared: dict[tuple[Any, ...], Any] = {}
     for unit in units:
-        prompt = unit.prompt = judge.prepare(unit.row.get("text") or "", unit.dimension, knowledge=unit.knowledge,
-                                             title=unit.row.get("title") or None)
+        text, title = unit.row.get("text") or "", unit.row.get("title") or None
+        key = (unit.dimension, id(text), len(text), unit.knowledge, title)
+        prompt = prepared.get(key)
+        if prompt is None:
+            prompt = prepared[key] = judge.prepare(text, unit.dimension, knowledge=unit.knowledge, title=title)
+        unit.prompt = prompt
         entry = per_dim[unit.dimension]
         if prompt.prompt_tokens is not None:
             entry["n_counted"] += 1

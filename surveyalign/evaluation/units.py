@@ -76,9 +76,15 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
     has_knowledge = "knowledge" in ds.column_names
 
     by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
+    texts: dict[Any, str] = {}  # one survey text object per paper, shared by its units (issue 23: memory)
     for row in ds:
         dim = row["dimension"]
         if dim in by_dim and (config.limit is None or len(by_dim[dim]) < config.limit):
+            text = row.get("text")
+            if text:
+                shared = texts.setdefault(row.get("paper_id") or row["unit_id"], text)
+                if shared == text:
+                    row["text"] = shared
             by_dim[dim].append(row)
 
     units: list[Unit] = []
