@@ -2,7 +2,8 @@
 
 One rule in the call layer (``CallCache.missing`` / ``cached_generate`` with the caller's ``check``): a re-run
 asks such an answer again; ``keep_failed`` (the commands' ``--keep-failed``) keeps it; every command says how
-many answers it reused, retried and made. A test per call site: the call layer, autorate, score and prism."""
+many answers it reused, retried and made. A test per call site: the call layer, autorate, score, prism, evaluate,
+data annotate and data identify (ka build: tests/test_knowledge_build.py)."""
 
 from __future__ import annotations
 
@@ -126,3 +127,61 @@ def test_prism_rerun_asks_failed_extractions_again_unless_kept(tmp_path, capsys)
     assert "answers: 8 reused, 0 retried" in capsys.readouterr().out
     config = json.loads((tmp_path / "run" / "run_config.json").read_text())
     assert config["answers"] == {"reused": 8, "retried": 0, "made": 0} and config["keep_failed"] is True
+
+
+def test_evaluate_rerun_asks_unreadable_answers_again_and_says_so(dataset_dir, tmp_path):
+    from rich.console import Console
+
+    from surveyalign.evaluation import EvalConfig, run_evaluation
+
+    reply = {"text": "I cannot decide."}
+    with FakeChatServer(replies=lambda body: reply["text"]) as server:
+        config = EvalConfig.from_dict({
+            "name": "retry", "dataset": str(dataset_dir), "output_dir": str(tmp_path), "progress": False,
+            "bootstrap": 0, "dimensions": ["readability"], "limit": 2,
+            "backend": {"kind": "openai", "options": {"model": "m", "base_url": server.base_url}}})
+        first = run_evaluation(config, console=Console(width=250, record=True))
+        assert first.counts["parse_failed"] == 2 and first.calls["answers"] == {"reused": 0, "retried": 0, "made": 2}
+        reply["text"] = "Clear enough. $$$1$$$"  # the judge is fixed
+        console = Console(width=250, record=True)
+        second = run_evaluation(config, console=console)
+    assert second.counts["scored"] == 2 and len(server.requests) == 4
+    assert second.calls["answers"] == {"reused": 0, "retried": 2, "made": 0}
+    assert "answers: 0 reused, 2 retried (their cached answer had failed), 0 made" in console.export_text()
+
+
+def test_annotate_and_identify_reruns_ask_unreadable_answers_again(tmp_path, capsys):
+    import yaml
+
+    from surveyalign.constants import DIMENSIONS
+
+    collected = tmp_path / "collected"
+    collected.mkdir()
+    review = {"review_id": "moprd-1-1-r1", "paper_id": "moprd-1", "source": "moprd",
+              "text": "Summary: the survey covers pruning well. The figures are hard to read."}
+    (collected / "reviews.jsonl").write_text(json.dumps(review) + "\n", encoding="utf-8")
+    labelled = json.dumps({d: {"label": 0, "snippets": []} for d in DIMENSIONS})
+
+    def judge(replies: list[str]) -> Path:
+        path = tmp_path / "judge.yaml"
+        path.write_text(yaml.safe_dump({"backend": {"kind": "scripted", "options": {"replies": replies}}}))
+        return path
+
+    args = ["data", "annotate", "--reviews", str(collected), "--out", str(tmp_path / "annotated"), "--judge"]
+    assert main([*args, str(judge(["I cannot tell."]))]) == 3  # no label: no usable result
+    assert "answers: 0 reused, 0 retried (their cached answer had failed), 1 made" in capsys.readouterr().out
+    assert main([*args, str(judge([labelled]))]) == 0  # the unreadable answer is asked again, not replayed
+    report = json.loads((tmp_path / "annotated" / "annotate_report.json").read_text())
+    assert report["answers"] == {"reused": 0, "retried": 1, "made": 0} and report["review_status"]["ok"] == 1
+    capsys.readouterr()
+    assert main([*args, str(judge([labelled]))]) == 0  # a third run reuses the good answer
+    assert "answers: 1 reused, 0 retried (their cached answer had failed), 0 made" in capsys.readouterr().out
+
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text(json.dumps({"id": "c1", "source": "f1000", "title": "A survey of graph pruning",
+                                      "abstract": "We review pruning."}) + "\n", encoding="utf-8")
+    screen = ["data", "identify", "--candidates", str(candidates), "--out", str(tmp_path / "identified"), "--judge"]
+    assert main([*screen, str(judge(["maybe"]))]) == 3  # every screening call failed
+    assert main([*screen, str(judge([json.dumps({"survey": "yes", "reason": "a review"})]))]) == 0
+    report = json.loads((tmp_path / "identified" / "identify_report.json").read_text())
+    assert report["answers"] == {"reused": 0, "retried": 1, "made": 0} and report["total"]["llm_yes"] == 1

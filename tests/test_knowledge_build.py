@@ -65,6 +65,10 @@ def test_ka_build_dataset_comp_and_crit_then_resume(dataset_dir, tmp_path):
     assert saved["n_graph_papers_without_abstract"] == no_abstract
     assert all(0 <= r["crit"]["n_no_abstract"] <= r["n_kept"] for r in crit if "crit" in r)
     assert saved["n_crit_papers_without_abstract"] == sum(r["crit"]["n_no_abstract"] for r in crit if "crit" in r)
+    # issue 21 C: the summariser's answers are counted (all new on a first run: one per distinct prompt)
+    n_calls = sum(r.get("n_calls", 0) for r in crit)
+    assert saved["answers"]["reused"] == 0 and saved["answers"]["retried"] == 0
+    assert 0 < saved["answers"]["made"] <= n_calls
     again = build_ka_dataset(dataset_dir, graph, out, config, backend=load_backend("scripted", replies=[]),
                              progress=False)
     assert again.n_made == 0 and again.n_records == report.n_records  # resumed: nothing asked again

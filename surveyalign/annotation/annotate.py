@@ -71,6 +71,14 @@ class AnnotateResult:
     report: dict[str, Any] = field(default_factory=dict)
 
 
+def _unreadable(call: Any, generation: Any) -> str | None:
+    """The call layer's ``check``: why a cached answer is unusable (no dimension got a label), else ``None``."""
+    parsed = read_annotation(generation.text)
+    if any(d.label is not None for d in parsed.dimensions.values()):
+        return None
+    return "; ".join(parsed.problems) or "no dimension labelled"
+
+
 def unique_reviews(reviews: Sequence[ReviewRecord]) -> tuple[list[ReviewRecord], list[str]]:
     """One record per distinct review, each under its own id (issue 21 A; :func:`surveyalign.paths.unique_output_names`).
 
@@ -145,7 +153,8 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
         Path(out).mkdir(parents=True, exist_ok=True)
         cache = CallCache.load(Path(out) / "calls.jsonl")
     try:
-        answers = cached_generate(calls, cache, progress=progress, desc="annotate")
+        # issue 21 C: an answer with no label at all (no JSON, nothing readable) is asked again on a re-run
+        answers = cached_generate(calls, cache, progress=progress, desc="annotate", check=_unreadable)
     finally:
         if cache is not None:
             cache.close()
@@ -206,6 +215,8 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
         "guideline_version": GUIDELINE_VERSION,
         "judge": judge or identity,
         "settings": settings.model_dump(),
+        # issue 21 C: how many answers came from calls.jsonl, were asked again (cached failed), were new
+        "answers": dict(cache.counts) if cache is not None else None,
     }
     if out is not None:
         import json

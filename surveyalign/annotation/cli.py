@@ -158,6 +158,10 @@ def _identify(args: argparse.Namespace) -> int:
         print(f"{source}: {c['candidates']} candidates, {c['keyword_match']} keyword matches, {c['screened']} "
               f"screened ({c.get('llm_yes', 0)} yes, {c.get('llm_no', 0)} no, {c.get('llm_failed', 0)} failed), "
               f"{c['proposed']} proposed")
+    if result.report.get("answers"):
+        from surveyalign.calls import CallCache
+
+        print(CallCache.counts_line(result.report["answers"]))
     print(f"verification file: {Path(args.out) / 'verification.csv'} (fill 'confirmed' and 'substantive_reviews')")
     total = result.report["total"]
     if judge and total.get("screened") and total.get("screened") == total.get("llm_failed"):
@@ -212,6 +216,10 @@ def _annotate(args: argparse.Namespace) -> int:
     rep = result.report
     print(f"{rep['reviews']} reviews, {rep['calls']} calls ({rep['calls_cached']} cached, {rep['calls_failed']} "
           f"failed); status: " + ", ".join(f"{k} {v}" for k, v in rep["review_status"].items()))
+    if rep.get("answers"):
+        from surveyalign.calls import CallCache
+
+        print(CallCache.counts_line(rep["answers"]))
     print("snippets: " + ", ".join(f"{k} {v}" for k, v in rep["snippets"].items())
           + f" ({rep['snippets_flagged']} flagged: not verbatim in their review)")
     print(f"wrote {Path(args.out) / 'annotations.jsonl'} and the Label Studio project in "

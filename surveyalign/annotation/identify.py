@@ -181,6 +181,7 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
     hits = [keyword_hits(c.title, keywords) for c in candidates]
     to_screen = [i for i, c in enumerate(candidates) if backend is not None and (screen_all or hits[i])]
     verdicts: dict[int, tuple[str, str]] = {}
+    answered: dict[str, int] | None = None
     if to_screen:
         identity = backend_identity(backend)
         calls = [make_call(backend, settings, stage=STAGE, unit_id=candidates[i].id, namespace=NAMESPACE,
@@ -188,10 +189,14 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
                            identity=identity) for i in to_screen]
         cache = CallCache.load(Path(out) / "calls.jsonl") if out is not None else None
         try:
-            answers = cached_generate(calls, cache, desc="screen")
+            # issue 21 C: a screen answer with no clear verdict is asked again on a re-run
+            answers = cached_generate(calls, cache, desc="screen",
+                                      check=lambda call, gen: None if read_screen(gen.text)[0] != "failed"
+                                      else read_screen(gen.text)[1])
         finally:
             if cache is not None:
                 cache.close()
+                answered = dict(cache.counts)
         for i, a in zip(to_screen, answers):
             verdicts[i] = ("failed", a.generation.error) if a.generation.error else read_screen(a.generation.text)
     result = IdentifyResult()
@@ -214,7 +219,7 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
     result.report = {"candidates": len(candidates), "keywords": list(keywords), "screen_all": screen_all,
                      "screen_version": SCREEN_VERSION, "judge": judge, "settings": settings.model_dump(),
                      "per_source": {s: dict(c) for s, c in sorted(counts.items())}, "total": dict(total),
-                     "input": input_report}
+                     "input": input_report, "answers": answered}
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

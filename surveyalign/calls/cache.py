@@ -256,8 +256,13 @@ class CallCache:
 
     def summary(self) -> str:
         """``"answers: R reused, T retried (their cached answer had failed), M made"`` (:attr:`counts`)."""
-        c = self.counts
-        kept = " (failed answers kept: --keep-failed)" if self.keep_failed else ""
+        return self.counts_line(self.counts, self.keep_failed)
+
+    @staticmethod
+    def counts_line(counts: dict[str, int], keep_failed: bool = False) -> str:
+        """:meth:`summary` of counts kept in a report (``{"reused", "retried", "made"}``)."""
+        c = counts
+        kept = " (failed answers kept: --keep-failed)" if keep_failed else ""
         return (f"answers: {c['reused']} reused, {c['retried']} retried (their cached answer had failed), "
                 f"{c['made']} made{kept}")
 

@@ -251,6 +251,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                                                    CallCache(Path(run_dir / ".none")))[0]]
             if batches:
                 calls["batches"] = batches
+            calls["answers"] = dict(cache.counts)  # reused / retried (cached failed) / made (issue 21 C)
             cost = _summary(all_calls, cache, prices, units, groups, rqs_judge)
             run_config["identity"] = judge_identity(
                 config, {g: (b.describe() if hasattr(b, "describe") else {}) for g, b in groups.items()},

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from surveyalign.calls import CallCache
 from surveyalign.constants import API_ERROR, MISSING_TEXT, SCORED, STATUSES
 from surveyalign.documents.reading import reading_summary_text
 from surveyalign.evaluation.config import EvalConfig
@@ -57,6 +58,8 @@ def print_summary(console: Any, config: EvalConfig, metrics: dict[str, Any], pre
             f"{calls.get('cached', 0)} reused from calls.jsonl")
     if calls.get("calls_per_s"):
         line += f" [{calls['calls_per_s']:.1f} calls/s over the {calls['made']} made]"
+    if calls.get("answers"):  # issue 21 C: cached answers reused, failed ones asked again, new ones
+        line += "; " + CallCache.counts_line(calls["answers"])
     if calls.get("torn_lines"):
         line += f", {calls['torn_lines']} torn line(s) skipped"
     if rqs_counts:

@@ -329,6 +329,8 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         "n_graph_papers_without_abstract": sum(1 for p in graph.papers if not p.abstract.strip()),
         "n_crit_papers_without_abstract": sum((r.get("crit") or {}).get("n_no_abstract", 0) for r in records),
         "excluded": {k: sum(r["excluded"][k] for r in records) for k in ("survey", "citing_survey", "after_survey")},
+        # issue 21 C: the Crit-KA summariser's answers reused from / asked again / new to ka/calls.jsonl
+        "answers": dict(summariser.cache.counts) if summariser is not None and summariser.cache is not None else None,
     }, indent=2, default=str))
     return report
 

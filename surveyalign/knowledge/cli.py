@@ -49,6 +49,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
     print(f"KA records: {report.n_records} ({report.n_made} made now), {report.n_empty} empty; "
           f"units with knowledge: {report.n_units_with_knowledge}")
     print(f"excluded from R+: {summary['excluded']}")
+    if summary.get("answers"):
+        from surveyalign.calls import CallCache
+
+        print(f"Crit-KA summaries {CallCache.counts_line(summary['answers'])}")
     print(f"papers without an abstract (kept, shown as '(no abstract)'): {summary['n_graph_papers_without_abstract']} "
           f"in the graph, {summary['n_crit_papers_without_abstract']} in Crit-KA blocks")
     for reason, n in summary["empty_reasons"].items():
