@@ -33,7 +33,7 @@ DEFAULT_TESTS: dict[str, list[str]] = {
                                    "tests/test_prism_extraction.py", "tests/test_metrics_modules.py"],
     "surveyalign/autoraters/citation_f1.py": ["tests/test_autoraters.py", "tests/test_autoraters_order_rules.py",
                                               "tests/test_metrics_modules.py"],
-    "surveyalign/judge/voting.py": ["tests/test_judge.py"],
+    "surveyalign/judge/voting.py": ["tests/test_judge.py", "tests/test_judge_voting.py"],
     "surveyalign/autoraters/sxs.py": ["tests/test_autoraters.py", "tests/test_autoraters_order_rules.py"],
     # modules this round added or moved
     "surveyalign/backends/retry.py": ["tests/test_calls.py", "tests/test_retry_policy.py"],
