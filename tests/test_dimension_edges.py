@@ -152,7 +152,7 @@ def test_config_edge_parses_the_score_spec_and_recipe_yaml(tmp_path, repo_root):
                                      "dimensions": ["READABILITY"], "knowledge_dimensions": ["Criticalness"]})
     assert (spec.adapters, spec.dimensions, spec.knowledge_dimensions) == \
         ({"readability": "a"}, ["readability"], ["criticalness"])
-    pytest.importorskip("trl")
+    pytest.importorskip("trl", reason="TRL (the training extra) is not installed: pip install -e .[train]")
     from surveyalign.training import parse_recipe_yaml
 
     recipe = tmp_path / "sft" / "r.yaml"

@@ -15,7 +15,7 @@ import pytest
 from surveyalign.backends import GenerationSettings, load_backend
 from surveyalign.backends import ray_data_llm as rdl
 
-pytest.importorskip("ray")
+pytest.importorskip("ray", reason="Ray is not installed: pip install -e .[ray]")
 
 
 def _adapter(folder, rank: int):

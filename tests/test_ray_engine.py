@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytest.importorskip("ray")
+pytest.importorskip("ray", reason="Ray is not installed: pip install -e .[ray]")
 
 from surveyalign.evaluation import EvalConfig, run_evaluation
 
