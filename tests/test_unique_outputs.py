@@ -180,13 +180,13 @@ def test_fetch_texts_gives_every_forum_its_own_pdf_name():
     not share a file (a case-insensitive file system, ``a/b`` vs ``a_b``); a safe lower-case id keeps its name."""
     import hashlib
 
-    from surveyalign.data.fetch.pipeline import _pdf_stem
+    from surveyalign.data.fetch.pipeline import pdf_stem
 
     url = "https://api2.openreview.net"
-    assert _pdf_stem("abc123", url) == "abc123"
-    upper, lower = _pdf_stem("aBc", url), _pdf_stem("abc", url)
+    assert pdf_stem("abc123", url) == "abc123"
+    upper, lower = pdf_stem("aBc", url), pdf_stem("abc", url)
     assert upper == "aBc-" + hashlib.sha256(f"{url}\x00aBc".encode()).hexdigest()[:8] and lower == "abc"
     assert upper.casefold() != lower.casefold()
-    slash, underscore = _pdf_stem("a/b", url), _pdf_stem("a_b", url)
+    slash, underscore = pdf_stem("a/b", url), pdf_stem("a_b", url)
     assert slash.startswith("a_b-") and underscore == "a_b" and slash != underscore
-    assert _pdf_stem("a/b", url) == slash  # stable across runs
+    assert pdf_stem("a/b", url) == slash  # stable across runs

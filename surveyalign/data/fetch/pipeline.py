@@ -114,7 +114,7 @@ def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: list[
     except (HTTPStatusError, ValueError) as exc:
         raise _StageError("fetch", str(exc)) from exc
     pdf_dir.mkdir(parents=True, exist_ok=True)
-    path = pdf_dir / f"{_pdf_stem(cand.forum, cand.base_url)}.pdf"
+    path = pdf_dir / f"{pdf_stem(cand.forum, cand.base_url)}.pdf"
     path.write_bytes(body)
     try:
         doc = read_document(path, pdf_extractor=pdf_extractor, guard=False)
@@ -123,7 +123,7 @@ def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: list[
     return doc.text, {"format": "pdf", "bytes": len(body), "extractor": doc.extractor, "warnings": doc.warnings}
 
 
-def _pdf_stem(forum: str, base_url: str) -> str:
+def pdf_stem(forum: str, base_url: str) -> str:
     """The fetched PDF's file stem: the forum id when it is already a safe, lower-case name; otherwise the safe
     name plus a short hash of ``base_url`` and the id, so two forums never share a file (``aBc`` / ``abc`` on a
     case-insensitive file system, ``a/b`` / ``a_b``) and the same forum keeps its name across runs."""
