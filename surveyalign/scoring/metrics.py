@@ -124,15 +124,16 @@ def mean_or_none(values: Sequence[float]) -> float | None:
 # --------------------------------------------------------------------------------------------------
 # agreement statistics on the scored pairs of one dimension
 # --------------------------------------------------------------------------------------------------
-def _labels(preds: Sequence[float], refs: Sequence[float]) -> list[float]:
-    return sorted({float(v) for v in VALID_SCORES} | set(preds) | set(refs))
+#: The ordered categories of the weighted kappa: the label space, whichever scores occur (values are checked to be
+#: in it before any statistic is computed).
+_KAPPA_LABELS = [float(v) for v in VALID_SCORES]
 
 
 def quadratic_weighted_kappa(predictions: Sequence[float], references: Sequence[float]) -> tuple[float | None, str | None]:
     """Quadratic weighted Cohen's kappa between a judge and the human scores (beyond the paper).
 
-    The four benchmark scores are treated as ordered categories ``-2 < -1 < +1 < +2`` (plus any other
-    value that occurs), with quadratic weights on the category rank, as in
+    The four benchmark scores are treated as ordered categories ``-2 < -1 < +1 < +2``, with quadratic weights on
+    the category rank, as in
     ``sklearn.metrics.cohen_kappa_score(weights="quadratic")`` with the label set fixed to
     :data:`VALID_SCORES` so the weights do not depend on which scores happen to occur.
 
@@ -154,9 +155,8 @@ def quadratic_weighted_kappa(predictions: Sequence[float], references: Sequence[
         return None, "judge and humans give one and the same score everywhere: kappa undefined"
     from sklearn.metrics import cohen_kappa_score
 
-    labels = _labels(predictions, references)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(cohen_kappa_score(references, predictions, labels=labels, weights="quadratic"))
+    # (no variation was refused above, so the expected disagreement is > 0; a non-finite value is still caught)
+    value = float(cohen_kappa_score(references, predictions, labels=_KAPPA_LABELS, weights="quadratic"))
     if not math.isfinite(value):
         return None, "expected disagreement is 0: kappa undefined"
     return value, None
@@ -185,9 +185,8 @@ def krippendorff_alpha_interval(predictions: Sequence[float], references: Sequen
         return None, "every score is identical: alpha undefined (no variation)"
     import krippendorff
 
-    data = np.array([list(references), list(predictions)], dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
+    value = float(krippendorff.alpha(reliability_data=np.array([references, predictions]),
+                                     level_of_measurement="interval"))
     if not math.isfinite(value):
         return None, "expected disagreement is 0: alpha undefined"
     return value, None
@@ -240,7 +239,7 @@ def agreement_statistics(predictions: Sequence[float], references: Sequence[floa
     notes: dict[str, str] = {}
     n = len(predictions)
     if n:
-        diffs = np.asarray(predictions, dtype=float) - np.asarray(references, dtype=float)
+        diffs = np.asarray(predictions) - np.asarray(references)  # floats from check_scores
         mse, mae = float(np.mean(diffs**2)), float(np.mean(np.abs(diffs)))
     else:
         mse = mae = None
