@@ -15,7 +15,6 @@ from surveyalign.annotation import (
     sample_units,
     unit_labels,
 )
-from surveyalign.annotation.agreement import _bootstrap
 
 
 class Draws:
@@ -30,6 +29,13 @@ class Draws:
 
 
 THREE = [(1, 1), (-1, -1), (1, -1)]
+
+
+def _bootstrap(pairs, n_boot, draws: Draws, monkeypatch) -> dict:
+    """The ``ci`` of a one-dimension table whose resamples are ``draws`` (the overall row repeats them)."""
+    draws.draws = iter(list(draws.draws) * 2)
+    monkeypatch.setattr(np.random, "default_rng", lambda seed: draws)
+    return agreement_table({"structure": pairs}, n_boot=n_boot)["rows"]["structure"]["ci"]
 
 
 def test_alpha_hand_values_two_values_and_unpairable_units():
@@ -47,9 +53,9 @@ def test_alpha_hand_values_two_values_and_unpairable_units():
     assert alpha([(1, 1), (1, -1), (-1, -1), (-2, -2)], "interval") == 0.708333
 
 
-def test_bootstrap_percentiles_over_chosen_resamples():
+def test_bootstrap_percentiles_over_chosen_resamples(monkeypatch):
     # resamples of THREE: [0,1,0] all agree (rate 0, alpha 1); [0,1,2] itself (1/3, 0.444444); [2,2,2] (1, -0.666667)
-    out = _bootstrap(THREE, 3, Draws(3, [[0, 1, 0], [0, 1, 2], [2, 2, 2]]))
+    out = _bootstrap(THREE, 3, Draws(3, [[0, 1, 0], [0, 1, 2], [2, 2, 2]]), monkeypatch)
     # numpy's linear percentile over 3 sorted values: 2.5 % at position 0.05, 97.5 % at position 1.95
     # rate: 0 + 0.05 * 1/3 = 0.016667; 1/3 + 0.95 * 2/3 = 0.966667
     # alpha: -0.666667 + 0.05 * 1.111111 = -0.611111; 0.444444 + 0.95 * 0.555556 = 0.972222
@@ -57,23 +63,24 @@ def test_bootstrap_percentiles_over_chosen_resamples():
                    "alpha_ordinal": [-0.6111, 0.9722], "alpha_ordinal_resamples_defined": 3,
                    "alpha_interval": [-0.6111, 0.9722], "alpha_interval_resamples_defined": 3}
     # a resample where everyone says +1 has no alpha: only the defined ones enter the interval
-    some = _bootstrap(THREE, 2, Draws(3, [[0, 0, 0], [0, 1, 2]]))
+    some = _bootstrap(THREE, 2, Draws(3, [[0, 0, 0], [0, 1, 2]]), monkeypatch)
     assert some["alpha_interval"] == [0.4444, 0.4444] and some["alpha_interval_resamples_defined"] == 1
     assert some["rate"] == [0.0083, 0.325]  # 0 + 0.025 * 1/3; 0 + 0.975 * 1/3
-    none = _bootstrap([(1, 1), (1, 1)], 2, Draws(2, [[0, 1], [1, 1]]))
+    none = _bootstrap([(1, 1), (1, 1)], 2, Draws(2, [[0, 1], [1, 1]]), monkeypatch)
     assert none == {"n_boot": 2, "rate": [0.0, 0.0], "rate_resamples_defined": 2, "alpha_ordinal": None,
                     "alpha_ordinal_resamples_defined": 0, "alpha_interval": None,
                     "alpha_interval_resamples_defined": 0}
 
 
-def test_bootstrap_size_limits():
+def test_bootstrap_size_limits(monkeypatch):
     # two units and one resample are enough
-    assert _bootstrap([(1, 1), (1, -1)], 1, Draws(2, [[0, 1]])) == {
+    assert _bootstrap([(1, 1), (1, -1)], 1, Draws(2, [[0, 1]]), monkeypatch) == {
         "n_boot": 1, "rate": [0.5, 0.5], "rate_resamples_defined": 1, "alpha_ordinal": [0.0, 0.0],
         "alpha_ordinal_resamples_defined": 1, "alpha_interval": [0.0, 0.0], "alpha_interval_resamples_defined": 1}
-    assert _bootstrap([(1, -1)], 5, Draws(1, [])) == {"n_boot": 0}  # one unit: no interval
-    assert _bootstrap(THREE, 0, Draws(3, [])) == {"n_boot": 0}
-    # the table's default is 1000 resamples
+    assert _bootstrap([(1, -1)], 5, Draws(1, []), monkeypatch) == {"n_boot": 0}  # one unit: no interval
+    assert _bootstrap(THREE, 0, Draws(3, []), monkeypatch) == {"n_boot": 0}
+    # the table's default is 1000 resamples (of the real generator)
+    monkeypatch.undo()
     assert agreement_table({"readability": [(1, 1), (1, -1)]})["rows"]["readability"]["ci"]["n_boot"] == 1000
 
 
