@@ -349,6 +349,23 @@ def test_autorate_default_folder_is_per_input_and_never_overwrites_another_input
     assert main(["autorate", "litreview", str(MD), *reply, "--output-dir", str(folder(MD))]) == 0  # same input: resumes
 
 
+def test_autorate_report_says_how_much_of_the_papers_was_read(tiny_model_dir, tmp_path, capsys):
+    """Issue 21 D: result.md says whether the paper texts were cut to fit --max-length, in how many calls and by
+    how many tokens (the numbers of result.json), or that they went whole."""
+    reply = ["--backend", "scripted", "--option", f"replies={json.dumps([json.dumps(LITREVIEW)])}", "--no-progress",
+             "--venue", "ICLR 2025"]
+    assert main(["autorate", "litreview", str(MD), *reply, "--output-dir", str(tmp_path / "whole")]) == 0
+    assert ("Paper texts read: whole in every call (no --max-length: a server may refuse a prompt longer than its "
+            "context).") in (tmp_path / "whole" / "result.md").read_text()
+    assert main(["autorate", "litreview", str(MD), *reply, "--output-dir", str(tmp_path / "cut"), "--max-length",
+                 "3100", "--max-new-tokens", "64", "--tokenizer", str(tiny_model_dir)]) == 0  # prompt 3,255 tokens
+    result = json.loads((tmp_path / "cut" / "result.json").read_text())
+    (cut,) = result["papers"][0]["call"]["length"]["cut_tokens"]
+    assert cut > 0
+    assert (f"Paper texts read: cut to fit --max-length in 1 of 1 call(s), {cut:,} tokens cut in all (the ends of "
+            "the texts).") in (tmp_path / "cut" / "result.md").read_text()
+
+
 def test_autorate_user_errors(tmp_path, capsys):
     assert main(["autorate", "sxs-paper", str(MD), "--backend", "scripted"]) == 2
     assert "give both PAPER_A and PAPER_B" in capsys.readouterr().err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["citation_f1_missing", "markdown_report"]
+__all__ = ["citation_f1_missing", "markdown_report", "reading_line"]
 
 
 def _cell(value: Any) -> str:
@@ -178,4 +178,39 @@ def markdown_report(result: dict[str, Any]) -> str:
         lines = _citation_f1(result)
     else:
         raise ValueError(f"not an autorater result (autorater={kind!r})")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", reading_line(result)]) + "\n"
+
+
+def _lengths(value: Any) -> list[dict[str, Any] | None]:
+    """Every call's ``length`` record (the length rule's result, ``None`` when it was off) found in ``value``."""
+    if isinstance(value, dict):
+        found = [value["length"]] if "length" in value and "key" in value else []
+        return found + [x for k, v in value.items() if k != "length" for x in _lengths(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _lengths(v)]
+    return []
+
+
+def reading_line(result: dict[str, Any]) -> str:
+    """How much of the paper texts the judge read over the result's calls (issue 21 D).
+
+    Args:
+        result: an autorater result; each call's record holds ``length`` (``{"prompt_tokens", "cut_tokens",
+            "reason"}`` of :func:`~surveyalign.autoraters.length.fit_prompt`, ``None`` without ``--max-length``).
+
+    Returns:
+        e.g. ``"Paper texts read: cut to fit --max-length in 1 of 2 call(s), 5,210 tokens cut in all (the ends of
+        the texts)."`` or ``"Paper texts read: whole in every call (no --max-length: a server may refuse a prompt
+        longer than its context)."``.
+    """
+    lengths = _lengths(result)
+    fitted = [x for x in lengths if x]
+    if not fitted:
+        return ("Paper texts read: whole in every call (no --max-length: a server may refuse a prompt longer than "
+                "its context).")
+    cut = [x for x in fitted if any(x.get("cut_tokens") or [])]
+    tokens = sum(sum(x.get("cut_tokens") or []) for x in cut)
+    if not cut:
+        return f"Paper texts read: whole in all {len(lengths)} call(s) (they fit --max-length)."
+    return (f"Paper texts read: cut to fit --max-length in {len(cut)} of {len(lengths)} call(s), {tokens:,} tokens "
+            "cut in all (the ends of the texts).")
