@@ -91,6 +91,32 @@ IGNORED: dict[str, str] = {
     # autoraters/sxs.py
     "surveyalign.autoraters.sxs.x_sxs_outcome__mutmut_12": "vote_for_a(call_ba, None): None is falsy like "
         "False (B shown first)",
+    # knowledge/ka.py: _id_rank caches the lexical rank of the ids on the graph (a graph never changes size
+    # after it is built, and its ids are unique, so every variant below returns the same ranks)
+    **{f"surveyalign.knowledge.ka.x__id_rank__mutmut_{n}": "cache only: the ranks are recomputed, same values"
+       for n in (1, 2, 7, 8, 30)},
+    "surveyalign.knowledge.ka.x__id_rank__mutmut_11": "cache only: a cached rank always has the graph's length "
+                                                     "(graphs never grow), so == recomputes the same ranks",
+    **{f"surveyalign.knowledge.ka.x__id_rank__mutmut_{n}": "sort kind: ids are unique in a graph, so a stable and an "
+       "unstable argsort give the same order" for n in (14, 16, 22)},
+    **{f"surveyalign.knowledge.ka.x__id_rank__mutmut_{n}": "dtype: a unicode array sorts str ids by code point "
+       "like the object array; a float rank array orders the same (ranks < 2**53)" for n in (18, 20, 25, 27)},
+    "surveyalign.knowledge.ka.x__largest_fitting__mutmut_8": "mid = (lo+hi+2)//2 still lies in (lo, hi] while lo < hi: "
+                                                            "the binary search returns the same k",
+    "surveyalign.knowledge.ka.x_comp_ka__mutmut_18": "unknown count as -2 instead of -1: any negative ranks below "
+                                                    "every real count (>= 0)",
+    "surveyalign.knowledge.ka.x_crit_candidates__mutmut_60": "unknown count as -2 instead of -1 in the sort: any "
+                                                            "negative ranks below every real count",
+    "surveyalign.knowledge.ka.x_comp_ka__mutmut_68": "fits(refs[:n], None): _comp_text treats None like [] (no "
+                                                    "neighbour lines)",
+    "surveyalign.knowledge.ka.x_crit_candidates__mutmut_30": "passes = ... instead of |=: passes is all False "
+                                                            "before, so both give the same mask",
+    "surveyalign.knowledge.ka.x_crit_candidates__mutmut_44": "an unknown year read as 0 instead of -inf: tau_y is a "
+                                                            "percentile of real years (> 0), so 0 >= tau_y is False",
+    **{f"surveyalign.knowledge.ka.x_neighbourhood__mutmut_{n}": "dtype of the survey-node array: only used when "
+       "non-empty, and then it holds ints either way" for n in (58, 60)},
+    "surveyalign.knowledge.ka.x_neighbourhood__mutmut_73": "keep = ~is_survey instead of &=: keep is all True "
+                                                          "before, so both give the same mask",
     # scoring/metrics.py
     **{f"surveyalign.scoring.metrics.x__check_lengths__mutmut_{n}": "the default of next() is never used: every "
        "caller passes at least one column (predictions, references or consistency)" for n in (7, 9, 11)},

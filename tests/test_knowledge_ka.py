@@ -88,7 +88,7 @@ def test_comp_ka_scores_ties_both_way_links_and_r_inside_r_plus():
     assert tight.text.splitlines() == ["Cited by the survey (2 of 3):", "- Paper r1 (2010; 100 citations)",
                                        "- Paper r2 (2012; 7 citations)"]
     assert (tight.n_dropped_added, tight.n_dropped_references) == (4, 1)
-    with pytest.raises(ValueError, match="count_tokens"):
+    with pytest.raises(ValueError, match=r"^comp_ka: max_tokens needs count_tokens \(the judge tokenizer\)$"):
         comp_ka(g, hood, max_tokens=10)
 
 
@@ -104,10 +104,22 @@ def test_future_cutoff_falls_back_to_newest_reference_and_can_be_off():
 
 def test_empty_r_gives_empty_ka():
     g = _graph()
-    hood = neighbourhood(g, [])
-    assert hood.candidates.size == 0 and hood.n_neighbourhood == 0
+    hood = neighbourhood(g, [], survey_nodes=[g.index["s"]], survey_year=2016)
+    assert hood.candidates.size == 0 and hood.scores.size == 0 and hood.n_neighbourhood == 0
+    assert hood.excluded == {"survey": 0, "citing_survey": 0, "after_survey": 0}
+    assert (hood.cutoff_year, hood.cutoff_from, hood.n_unknown_year) == (None, "none", 0)
     comp = comp_ka(g, hood)
     assert comp.text == "" and comp.top == []
+    crit = crit_candidates(g, hood, alpha=75, beta=75)
+    assert (crit.tau_c, crit.tau_y, crit.nodes, crit.n_no_year) == (None, None, [], 0)
+
+
+def test_a_single_reference_has_a_neighbourhood():
+    g = _graph()
+    hood = neighbourhood(g, [g.index["r3"]], survey_year=2016)  # r3 cites a and is cited by d and s
+    assert _ids(g, hood.candidates) == ["a", "d", "s"] and hood.scores.tolist() == [1, 1, 1]
+    comp = comp_ka(g, hood)  # 2n = 2: the two most cited (a 10, d 5; s has 3)
+    assert _ids(g, comp.top) == ["a", "d"] and comp.scores == [1, 1] and type(comp.scores[0]) is int
 
 
 def test_crit_percentiles_candidates_and_blocks():
@@ -205,36 +217,162 @@ def test_from_edges_matches_record_edges():
         CitationGraph.from_edges(papers, np.array([0]), np.array([9]))
 
 
-def test_blocks_counted_with_the_judge_tokenizer(tiny_model_dir):
-    from transformers import AutoTokenizer
+# ------------------------------------------------------------------------------------------------- edges (issue 27)
 
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    counter = TokenCounter(str(tiny_model_dir))
-    text = "Paper r1 (2010): one two three four five"
-    assert counter(text) == len(tokenizer(text, add_special_tokens=False)["input_ids"])
-    cut, was_cut = counter.truncate(text, 3)
-    assert was_cut and counter(cut) <= 3 and text.startswith(cut.strip()[:3])
+
+def test_comp_ka_budget_keeps_the_most_entries_that_fit():
+    # full text: 57 words. With all 3 references (header 5 + 3 x 6 = 23) and k of the 4 neighbours cut:
+    # 23 + 12 ("(k of 4):" header) + 6k words; with no neighbour left the neighbour header goes too
     g = _graph()
-    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_year=2016)
-    nodes = crit_candidates(g, hood, alpha=75, beta=75).nodes
-    budget = counter(text) * 2 + 2
-    blocks = pack_blocks(g, nodes, budget=budget, count_tokens=counter)
-    assert all(b.tokens <= budget for b in blocks) and sum(len(b.nodes) for b in blocks) == len(nodes)
-    assert [b.tokens for b in blocks] == [counter(b.text) for b in blocks]
+    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_nodes=[g.index["s"]], survey_year=2016)
+    words = TokenCounter("whitespace")
+    kept = {}
+    for budget in (57, 56, 53, 52, 41, 40, 23):
+        comp = comp_ka(g, hood, max_tokens=budget, count_tokens=words)
+        kept[budget] = (len(comp.added) - comp.n_dropped_added, comp.n_dropped_references, words(comp.text))
+    assert kept == {57: (4, 0, 57), 56: (3, 0, 53), 53: (3, 0, 53), 52: (2, 0, 47), 41: (1, 0, 41),
+                    40: (0, 0, 23), 23: (0, 0, 23)}
+    # references: header "(k of 3):" of 7 words + 6 per entry; one reference alone (13 words) over the budget
+    # leaves nothing, and says so in the counts
+    refs_only = {b: comp_ka(g, hood, max_tokens=b, count_tokens=words) for b in (22, 19, 18, 13, 12)}
+    assert {b: c.n_dropped_references for b, c in refs_only.items()} == {22: 1, 19: 1, 18: 2, 13: 2, 12: 3}
+    assert refs_only[12].text == "" and refs_only[12].n_dropped_added == 4 and refs_only[12].n_untitled == 0
+    assert refs_only[13].text.splitlines() == ["Cited by the survey (1 of 3):", "- Paper r1 (2010; 100 citations)"]
 
 
-def test_crit_ka_through_the_transformers_backend_on_the_tiny_model(tiny_model_dir, tmp_path):
-    g = _graph()
-    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_year=2016)
-    counter = TokenCounter(str(tiny_model_dir))
-    blocks = pack_blocks(g, crit_candidates(g, hood, alpha=75, beta=75).nodes, budget=40, count_tokens=counter)
-    config = KAConfig(summary_tokens=8, length=12, tokenizer=str(tiny_model_dir))
-    backend = load_backend("transformers", model=str(tiny_model_dir), device="cpu")
-    with CallCache.load(tmp_path / "calls.jsonl") as cache:
-        result = Summariser(backend, config, counter, cache).crit_ka(blocks)
-    made = result.n_calls
-    assert made == len(blocks) + (1 if any(b["summary_ok"] for b in result.blocks) else 0)
-    assert len(result.errors) == sum(not b["summary_ok"] for b in result.blocks) + (not result.text and made > len(blocks))
-    assert result.tokens <= 12 and result.tokens == (counter(result.text) if result.text else 0)
-    again = Summariser(backend, config, counter, CallCache.load(tmp_path / "calls.jsonl")).crit_ka(blocks)
-    assert (again.n_calls, again.text) == (0, result.text)
+def _edge_graph() -> CitationGraph:
+    # R = r1 (2010, 10 citations), r2 (2012, 20), r3 (2014, 30), r4 (untitled, no year, no count); no links
+    # inside R. Each other paper cites one reference (score 1); "after" is later than the survey (2020).
+    return CitationGraph([
+        _p("r1", 2010, 10), _p("r2", 2012, 20), _p("r3", 2014, 30),
+        Paper(id="r4", title="  ", year=None, citation_count=None, abstract=""),
+        _p("p", 2011, 20, ["r1"]), _p("q", 2011, 19, ["r1"]), _p("w", 2013, 19, ["r2"]),
+        _p("y", 2014, 0, ["r2"]), _p("aa", 2014, 0, ["r3"]), _p("n1", 2014, None, ["r3"]),
+        _p("n2", 2012, None, ["r3"]), _p("m", None, 1234, ["r1"]), _p("m2", None, 0, ["r2"]),
+        _p("after", 2021, 500, ["r1"]),
+    ])
+
+
+def test_crit_thresholds_are_inclusive_and_unknown_counts_and_years_never_pass():
+    g = _edge_graph()
+    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3", "r4")], survey_year=2020)
+    assert hood.excluded == {"survey": 0, "citing_survey": 0, "after_survey": 1} and hood.n_unknown_year == 2
+    cand = crit_candidates(g, hood, alpha=50, beta=100)
+    # r4's unknown count and year are left out: median of [10, 20, 30] = 20, 100th percentile of the years 2014
+    assert (cand.tau_c, cand.tau_y) == (20.0, 2014.0)
+    # p (20 citations = tau_c) and the 2014 papers (= tau_y) are in; q, w (19; 2011, 2013) and n2 (no count,
+    # 2012) are out. Within 2014: 0 citations before an unknown count, "aa" before "y" by id.
+    # m passes on citations but has no year: counted, not placed.
+    assert _ids(g, cand.nodes) == ["p", "aa", "y", "n1"] and cand.n_no_year == 1
+    # the 25th percentile of the counts (15) lets q and w in (p before q in 2011: more citations); m2 never passes
+    low = crit_candidates(g, hood, alpha=25, beta=100)
+    assert low.tau_c == 15.0 and _ids(g, low.nodes) == ["p", "q", "w", "aa", "y", "n1"] and low.n_no_year == 1
+
+
+def test_an_unknown_count_never_meets_a_zero_citation_threshold():
+    # R's counts [0, 0, 10]: the median is 0, so a paper with 0 citations passes and one with no count does not
+    g = CitationGraph([_p("z1", 2010, 0), _p("z2", 2011, 0), _p("z3", 2012, 10), _p("k1", 2001, None, ["z1"]),
+                       _p("k2", 2002, 0, ["z2"])])
+    hood = neighbourhood(g, [0, 1, 2], survey_year=2020)
+    cand = crit_candidates(g, hood, alpha=50, beta=100)
+    assert (cand.tau_c, cand.tau_y, _ids(g, cand.nodes), cand.n_no_year) == (0.0, 2012.0, ["k2"], 0)
+
+
+def test_crit_thresholds_without_counts_or_years_in_r():
+    no_counts = CitationGraph([_p("u1", 2010, None), _p("u2", 2012, None), _p("c1", 2012, 5, ["u1"]),
+                               _p("c2", 2011, 1000, ["u2"]), _p("c3", 2010, 1000, ["u2"])])
+    hood = neighbourhood(no_counts, [0, 1], survey_year=2020)
+    cand = crit_candidates(no_counts, hood, alpha=0, beta=50)
+    assert (cand.tau_c, cand.tau_y, _ids(no_counts, cand.nodes)) == (None, 2011.0, ["c2", "c1"])
+    no_years = CitationGraph([_p("v1", None, 10), _p("v2", None, 30), _p("c3", 2000, 25, ["v1"]),
+                              _p("c4", 2001, 15, ["v2"]), _p("c5", None, 99, ["v2"])])
+    hood = neighbourhood(no_years, [0, 1])  # no survey year and no year in R: no cutoff at all
+    assert (hood.cutoff_year, hood.cutoff_from, hood.excluded["after_survey"]) == (None, "none", 0)
+    cand = crit_candidates(no_years, hood, alpha=50, beta=50)
+    assert (cand.tau_c, cand.tau_y, _ids(no_years, cand.nodes), cand.n_no_year) == (20.0, None, ["c3"], 1)
+
+
+def test_comp_ka_ranks_unknown_counts_last_and_writes_unknowns():
+    g = _edge_graph()
+    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3", "r4")], survey_year=2020)
+    comp = comp_ka(g, hood)
+    # 2n = 8 of the 9 candidates, all of score 1: by citations (unknown below 0), then id
+    assert _ids(g, comp.top) == ["m", "p", "q", "w", "aa", "m2", "y", "n1"] and comp.scores == [1] * 8
+    assert comp.n_top_in_references == 0 and comp.n_untitled == 1
+    lines = comp.text.splitlines()
+    assert lines[4] == "- [untitled record r4] (year unknown; citations unknown)"
+    assert lines[6] == "- Paper m (year unknown; 1,234 citations)" and lines[-1] == "- Paper n1 (2014; citations unknown)"
+
+
+def test_exclusions_count_each_paper_under_its_first_reason():
+    # s and its preprint s2 (which cites s) stand for the survey; x and y3 cite the survey, x is also later
+    # than it and y3 has no year; "late" is after the survey; y2 has no year and is kept (counted)
+    g = CitationGraph([
+        _p("r1", 2010, 5), _p("r2", 2012, 5, ["r1"]), _p("s", 2016, 1, ["r1", "r2"]), _p("s2", 2015, 1, ["s", "r1"]),
+        _p("x", 2030, 1, ["s", "r1"]), Paper(id="y3", title="Y3", year=None, reference_ids=["s", "r2"]),
+        Paper(id="y2", title="Y2", year=None, reference_ids=["r1"]), _p("late", 2030, 1, ["r2"]),
+    ])
+    survey = [g.index["s"], g.index["s2"]]
+    hood = neighbourhood(g, [g.index["r1"], g.index["r2"], g.index["r1"]], survey_nodes=survey, survey_year=2016)
+    assert hood.references.tolist() == [g.index["r1"], g.index["r2"]]  # repeats removed, order kept
+    assert hood.n_neighbourhood == 8
+    assert hood.excluded == {"survey": 2, "citing_survey": 2, "after_survey": 1}
+    assert _ids(g, hood.candidates) == ["r1", "r2", "y2"] and hood.scores.tolist() == [1, 1, 1]
+    assert hood.n_unknown_year == 1 and (hood.cutoff_year, hood.cutoff_from) == (2016, "survey")
+    # no survey year: the newest reference year (2012) is the cutoff; s2 (2015) is still a survey node
+    fallback = neighbourhood(g, [g.index["r1"], g.index["r2"]], survey_nodes=survey)
+    assert (fallback.cutoff_year, fallback.cutoff_from) == (2012, "references")
+    assert fallback.excluded == {"survey": 2, "citing_survey": 2, "after_survey": 1}
+    off = neighbourhood(g, [g.index["r1"], g.index["r2"]], exclude_future=False)
+    assert (off.cutoff_year, off.cutoff_from, off.excluded, off.n_unknown_year) == (
+        None, "none", {"survey": 0, "citing_survey": 0, "after_survey": 0}, 2)
+
+
+def test_pack_blocks_gives_an_oversized_entry_a_cut_block_of_its_own():
+    long_abstract = " ".join(f"w{i}" for i in range(1, 21))  # entry: 3 + 20 = 23 words
+    g = CitationGraph([
+        _p("a", 2001, 1), Paper(id="big", title="Big one", year=2002, abstract=long_abstract.replace("w5 ", "w5\n  ")),
+        _p("b", 2003, 1), Paper(id="c", title="", year=2004, abstract="  "),
+    ])
+    words = TokenCounter("whitespace")
+    blocks = pack_blocks(g, [0, 1, 2, 3], budget=16, count_tokens=words)
+    # 23 words -> 20 -> 18 -> 16 (each cut keeps 90% of the words, rounded down) fits; b (8) and c (6) start afresh
+    assert [(_ids(g, b.nodes), b.first_year, b.last_year, b.tokens, b.n_cut) for b in blocks] == [
+        (["a"], 2001, 2001, 8, 0), (["big"], 2002, 2002, 16, 1), (["b", "c"], 2003, 2004, 14, 0)]
+    assert blocks[1].text == "Big one (2002): " + " ".join(f"w{i}" for i in range(1, 14))
+    assert blocks[2].text == "Paper b (2003): one two three four five\n[untitled record c] (2004): (no abstract)"
+    # a budget of one token leaves the first word alone
+    (one,) = pack_blocks(g, [1], budget=1, count_tokens=words)
+    assert (one.text, one.tokens, one.n_cut) == ("Big", 1, 1)
+    assert pack_blocks(g, [], budget=16, count_tokens=words) == []
+
+
+def test_pack_blocks_budget_is_inclusive_and_counted_on_the_joined_text():
+    g = CitationGraph([_p("a", 2001, 1), _p("b", 2002, 1), _p("c", 2003, 1)])
+    words = TokenCounter("whitespace")
+    # each entry is exactly 8 words = the budget: one full block each, none cut
+    blocks = pack_blocks(g, [0, 1, 2], budget=8, count_tokens=words)
+    assert [(_ids(g, b.nodes), b.tokens, b.n_cut) for b in blocks] == [(["a"], 8, 0), (["b"], 8, 0), (["c"], 8, 0)]
+    # counted in characters: "Paper a (2001): one two three four five" is 39, two entries and a newline 79
+    by_chars = pack_blocks(g, [0, 1, 2], budget=79, count_tokens=len)
+    assert [(_ids(g, b.nodes), b.tokens) for b in by_chars] == [(["a", "b"], 79), (["c"], 39)]
+    assert [len(b.nodes) for b in pack_blocks(g, [0, 1, 2], budget=78, count_tokens=len)] == [1, 1, 1]
+    # an entry over 20 characters loses words (90% of them each time, rounded down) until it fits:
+    # 39 -> 34 -> 29 -> 23 -> 19 characters
+    (cut,) = pack_blocks(g, [0], budget=20, count_tokens=len)
+    assert (cut.text, cut.tokens, cut.n_cut) == ("Paper a (2001): one", 19, 1)
+
+
+def test_pack_blocks_stops_cutting_at_one_word():
+    # a single word can still be over the budget (5 characters > 3): it is kept as it is, after a bounded number
+    # of counts (the cut must not loop on a word it cannot shorten)
+    g = CitationGraph([_p("a", 2001, 1)])
+    calls = []
+
+    def counted(text):
+        calls.append(text)
+        assert len(calls) < 50, "the cut does not terminate"
+        return len(text)
+
+    (block,) = pack_blocks(g, [0], budget=3, count_tokens=counted)
+    assert (block.text, block.tokens, block.n_cut) == ("Paper", 5, 1)
