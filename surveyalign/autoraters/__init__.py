@@ -21,11 +21,10 @@ import lazy_loader
 # Every submodule loads on first use (lazy_loader), so the CLI's `--help` imports none of them (issue 23).
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["calls", "citation_f1", "length", "litreview", "parsing", "prompts", "raters", "rubric",
+    submodules=["calls", "length", "litreview", "parsing", "prompts", "raters", "rubric",
                 "sections", "sxs"],
     submod_attrs={
         "calls": ["AutoraterJudge", "AutoraterRole", "CallAnswer", "PromptCall"],
-        "citation_f1": ["CITATION_F1_VARIANTS", "CitationF1", "CitationScore", "SideSummary", "citation_f1", "citation_f1_by_pair"],
         "length": ["FittedPrompt", "fit_prompt"],
         "litreview": ["LitReviewCheck", "LitReviewJudgement", "LitReviewParse", "Violation",
                       "check_litreview", "parse_litreview"],
@@ -39,6 +38,18 @@ __getattr__ = lazy_loader.attach(
         "sxs": ["FAILED", "FlipRate", "OUTCOMES", "SXS_RULES", "SxSOutcome", "position_flip_rate",
                 "sxs_outcome"],
     })[0]
+
+# `citation_f1` names both a submodule and its function: importing the submodule (lazily, from anywhere) would
+# rebind the package attribute to the module, so the function is bound here, once, after the submodule
+# (a light module: standard library only). tests/test_lazy_faces.py holds this for every package.
+from surveyalign.autoraters.citation_f1 import (
+    CITATION_F1_VARIANTS,
+    CitationF1,
+    CitationScore,
+    SideSummary,
+    citation_f1,
+    citation_f1_by_pair,
+)
 
 __all__ = [
     "AXES",

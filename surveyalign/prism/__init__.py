@@ -25,13 +25,12 @@ import lazy_loader
 # extraction calls pull in httpx and the backends, the readers lxml, the prior-work retrieval scikit-learn).
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["calls", "columns", "constructiveness", "depth", "flaws", "inputs", "novelty", "parsing",
+    submodules=["calls", "columns", "depth", "flaws", "inputs", "novelty", "parsing",
                 "pipeline", "prompts", "readers", "report", "retrieval", "run", "units"],
     submod_attrs={
         "calls": ["CallRequest", "Extractor"],
         "columns": ["constructiveness_by_review", "depth_by_review", "flaws_by_reviewer", "mean_over_reviews",
                     "novelty_by_review", "prioritisation_by_review"],
-        "constructiveness": ["CONSTRUCTIVE_MIN_SCORE", "constructiveness"],
         "depth": ["depth_of_analysis", "harmonic_mean"],
         "flaws": ["FUZZY_MIN_RATIO", "cps", "flaw_recall", "ncps", "quote_position"],
         "inputs": ["PaperSection", "REVIEW_SOURCES", "Review", "Submission"],
@@ -49,6 +48,11 @@ __getattr__ = lazy_loader.attach(
                   "GROUNDING_MAX", "NoveltyClaim", "PairVerdict", "REVIEW_SECTIONS", "ROLES",
                   "RankedCritique", "ReviewComment", "SEVERITY_WEIGHTS", "STANCES", "VERDICT_SCORES"],
     })[0]
+
+# `constructiveness` names both a submodule and its function: importing the submodule (lazily, from anywhere) would
+# rebind the package attribute to the module, so the function is bound here, once, after the submodule
+# (a light module: standard library only). tests/test_lazy_faces.py holds this for every package.
+from surveyalign.prism.constructiveness import CONSTRUCTIVE_MIN_SCORE, constructiveness
 
 __all__ = [
     "ADU",
