@@ -169,6 +169,51 @@ def test_crit_ka_summaries_compression_cache_and_length(tmp_path):
     assert {record["namespace"] for record in CallCache.load(tmp_path / "calls.jsonl")} == {"ka.summary"}
 
 
+def test_crit_ka_plan_sends_nothing_and_names_the_calls_crit_ka_makes(tmp_path):
+    """Summariser.plan: before the run, the summary calls crit_ka makes (same keys) and a compression bound with
+    summary_tokens stand-in words per summary and a stand-in text of L words; after it, the run's own calls and
+    text. A budget refusing the compression stops after the summaries (kept in the cache)."""
+    from surveyalign.calls.budget import CostCapReached
+
+    g = _graph()
+    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_nodes=[g.index["s"]],
+                         survey_year=2016)
+    words = TokenCounter("whitespace")
+    blocks = pack_blocks(g, crit_candidates(g, hood, alpha=75, beta=75).nodes, budget=16, count_tokens=words)
+    config = KAConfig(length=20, summary_tokens=10, tokenizer="whitespace")
+
+    class Budget:  # allows the summaries (and the compression bound with them), refuses the compression alone
+        def __init__(self):
+            self.asked, self.answered = [], []
+
+        def before(self, calls):
+            self.asked.append([c.stage for c in calls])
+            return len(self.asked) == 1
+
+        def after(self, calls):
+            self.answered += [c.stage for c in calls]
+
+    with CallCache.load(tmp_path / "calls.jsonl") as cache:
+        summariser = Summariser(_scripted(), config, words, cache)
+        before = summariser.plan(blocks)
+        assert before.stand_in and before.n_calls == 0 and not cache.records
+        assert [c.stage for c in before.planned_calls] == ["ka-summary", "ka-summary", "ka-compress"]
+        bound = before.planned_calls[-1].messages[0]["content"]
+        assert "[2010-2013] " + " ".join(["the"] * 10) + "\n[2015-2015] " in bound
+        assert before.text == " ".join(["the"] * 20) and before.tokens == 20
+        summariser.budget = Budget()
+        with pytest.raises(CostCapReached, match="compression"):
+            summariser.crit_ka(blocks)
+        assert summariser.budget.asked == [["ka-summary", "ka-summary", "ka-compress"], ["ka-compress"]]
+        assert summariser.budget.answered == ["ka-summary", "ka-summary"] and len(cache.records) == 2
+        summariser.budget = None
+        result = summariser.crit_ka(blocks)
+        after = summariser.plan(blocks)
+    assert {c.key for c in after.planned_calls} == set(cache.records) and len(cache.records) == 3
+    assert not after.stand_in and after.text == result.text and after.cut_to_length
+    assert [c.key for c in before.planned_calls[:2]] == [c.key for c in after.planned_calls[:2]]
+
+
 def test_crit_ka_failed_calls_are_kept_and_reported():
     g = _graph()
     hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_year=2016)

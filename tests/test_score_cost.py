@@ -122,3 +122,116 @@ def test_score_max_cost_refuses_an_unpriced_judge(tiny_model_dir, tmp_path, caps
                  "--max-new-tokens", "4", "--allow-no-knowledge", "--no-progress", "--max-cost", "1"])
     assert code == 2
     assert "--max-cost: no price for" in capsys.readouterr().err
+
+
+def _ka_graph(tmp_path):
+    """The markdown survey's two references and four more papers (R+), each with an abstract: Crit-KA keeps the
+    four that reach tau_c (75th percentile of R's citations) or tau_y (of R's years)."""
+    from surveyalign.documents import Paper
+    from surveyalign.knowledge import CitationGraph
+
+    def abstract(topic):
+        return f"We study {topic} for programs whose expected outputs are hard to state, and report what we found."
+
+    papers = [Paper(id="W1", title="Oracles in practice", year=2001, authors=["A. Writer"], citation_count=50,
+                    abstract=abstract("test oracles")),
+              Paper(id="W2", title="Metamorphic testing revisited", year=2010, authors=["B. Author"],
+                    citation_count=9, abstract=abstract("metamorphic relations")),
+              Paper(id="W3", title="Property-based oracles", year=2004, citation_count=30, reference_ids=["W1", "W2"],
+                    abstract=abstract("property checks")),
+              Paper(id="W4", title="Mutation analysis of oracles", year=2006, citation_count=12,
+                    reference_ids=["W1"], abstract=abstract("mutants")),
+              Paper(id="W5", title="Oracles for machine learning", year=2012, citation_count=60,
+                    reference_ids=["W2"], abstract=abstract("learned models")),
+              Paper(id="W6", title="Differential testing at scale", year=2015, citation_count=5,
+                    reference_ids=["W1"], abstract=abstract("differential runs"))]
+    return CitationGraph(papers).save(tmp_path / "graph.jsonl")
+
+
+def _ka_records(records):
+    return [r for r in records if r["namespace"] == "ka.summary"]
+
+
+def test_score_plans_and_caps_the_crit_ka_summariser(tiny_model_dir, tmp_path, capsys):
+    """The Crit-KA summariser's calls are in `--plan` (real prompts, completions bounded by each stage's
+    max_new_tokens, priced by its model) within 10% of the tokens counted afterwards (a scripted summariser that
+    writes up to its cap, tokens counted with the tiny tokenizer as a vLLM server does); `--max-cost` stops before
+    the summaries when they would pass it, counts them once made, and a higher cap finishes."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+
+    def summarise(body):  # answers with as many tokens as the request allows
+        n = body["max_tokens"]
+        return tok.decode(tok(" ".join(["trend"] * n), add_special_tokens=False)["input_ids"][:n]).strip()
+
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("as_of: '2026-12-03'\nmodels:\n  gpt-5.2: {input: 1000.0, output: 1000.0}\n"
+                      "  gpt-5-mini: {input: 1000.0, output: 1000.0}\n")
+    survey = write_markdown_survey(tmp_path / "md")
+    out = tmp_path / "reviews"
+    with FakeChatServer(replies=["Critical enough. $$$1$$$"], model="gpt-5.2") as judge_server, \
+            FakeChatServer(replies=summarise, model="gpt-5-mini", tokenizer=tok) as ka_server:
+        judge = tmp_path / "judge.yaml"
+        judge.write_text(f"name: api\nbackend:\n  kind: openai\n  options: {{model: gpt-5.2, base_url: "
+                         f"'{judge_server.base_url}', api_key_env: null, max_retries: 0}}\n"
+                         "  per_dimension: {criticalness: {model: gpt-5.2}}\n", encoding="utf-8")
+        ka = tmp_path / "ka.yaml"
+        ka.write_text(f"dimensions: [criticalness]\nexclude_future: false\nblock_tokens: 48\nsummary_tokens: 24\n"
+                      f"length: 40\ntokenizer: '{tiny_model_dir}'\nsummariser:\n  backend:\n    kind: openai\n"
+                      f"    options: {{model: gpt-5-mini, base_url: '{ka_server.base_url}', api_key_env: null, "
+                      "max_retries: 0}\n", encoding="utf-8")
+        args = ["score", str(survey), "--judge", str(judge), "--out", str(out), "--dimensions", "criticalness",
+                "--samples", "2", "--max-new-tokens", "16", "--graph", str(_ka_graph(tmp_path)), "--ka-config",
+                str(ka), "--no-progress", "--prices", str(prices)]
+        assert main([*args, "--plan"]) == 0
+        printed = capsys.readouterr().out
+        assert "not in this plan" not in printed and "plan: 2 call(s) to make" in printed
+        line = next(x for x in printed.splitlines() if "Crit-KA summariser:" in x)
+        found = re.search(r"(\d+) call\(s\) to make \(0 already answered\), tokens: ([\d,]+) prompt \(tokenizer\) "
+                          r"\+ ([\d,]+) completion \(max_new_tokens \(upper bound\)\) = ([\d,]+), \$([\d.,]+)", line)
+        assert found, line
+        n_ka, p_ka, c_ka, planned, ka_usd = (float(g.replace(",", "")) for g in found.groups())
+        judge_usd = float(re.search(r"estimated cost: \$([\d.,]+)", printed).group(1))
+        assert n_ka >= 3 and c_ka == (n_ka - 1) * 24 + 40  # block summaries at summary_tokens, one compression at L
+        assert ka_usd == pytest.approx(planned * 1000.0 / 1e6, abs=1e-4)
+        assert "stand-in Crit-KA text of 40 tokens" in printed and "in all (judge" in printed
+        assert not judge_server.requests and not ka_server.requests  # planning sends nothing
+
+        # a cap below the summaries' projection: nothing is sent, not even a summary
+        assert main([*args, "--max-cost", f"{0.5 * ka_usd:.6f}"]) == 4
+        err = capsys.readouterr().err
+        assert "stopped at the cost cap" in err and "(0 of 1 survey(s) reported)" in err
+        assert not ka_server.requests and not judge_server.requests
+
+        # room for the summaries, not for the judge: the summaries are made and counted, the judge is held back
+        assert main([*args, "--max-cost", f"{ka_usd + 0.5 * judge_usd:.6f}"]) == 4
+        err = " ".join(capsys.readouterr().err.split())
+        made = _ka_records(_records(out / "calls.jsonl"))
+        assert len(made) == n_ka == len(ka_server.requests) and not judge_server.requests
+        spent = sum(r["prompt_tokens"] + r["completion_tokens"] for r in made) * 1000.0 / 1e6
+        assert f"${spent:,.4f} spent" in err
+
+        assert main([*args, "--max-cost", "1000"]) == 0
+        records = _records(out / "calls.jsonl")
+        assert len(ka_server.requests) == n_ka and len(judge_server.requests) == 2  # nothing twice
+    made = _ka_records(records)
+    counted = sum(r["prompt_tokens"] + r["completion_tokens"] for r in made)
+    assert abs(planned - counted) <= 0.10 * counted, (planned, counted)
+    assert abs(p_ka - sum(r["prompt_tokens"] for r in made)) <= 0.10 * p_ka
+    review = json.loads((out / "oracles.json").read_text(encoding="utf-8"))
+    crit = review["dimensions"]["criticalness"]
+    assert crit["status"] == "scored" and crit["knowledge"]["used"] and crit["prompt"]["has_knowledge"]
+    with capsys.disabled():
+        print(f"Crit-KA summariser plan {planned:.0f} tokens vs counted {counted} "
+              f"({100 * (planned - counted) / counted:+.1f}%), {len(made)} calls")
+    assert main([*args, "--plan"]) == 0  # everything answered: nothing left to plan
+    assert f"Crit-KA summariser: 0 call(s) to make ({len(made)} already answered)" in capsys.readouterr().out
+
+    # a summariser without a price (a local server): tokens and GPU time only, counted 0 USD under a cap
+    ka.write_text(ka.read_text(encoding="utf-8").replace("model: gpt-5-mini", "model: tiny-local"), encoding="utf-8")
+    assert main([*args[:5], str(tmp_path / "local"), *args[6:], "--plan"]) == 0
+    printed = capsys.readouterr().out
+    assert f"Crit-KA summariser: {n_ka:.0f} call(s) to make (0 already answered)" in printed
+    assert f"= {planned:,.0f}, no price (tiny-local: GPU time only)" in printed
+    assert "(tiny-local) has no price: its calls count 0 USD under --max-cost" in printed

@@ -24,7 +24,8 @@ project folder (\\input/\\include resolved, macros expanded, bibliography kept),
 them. Writes OUT/<survey stem>.json, .md and .html (stem + a short content hash when two different surveys share
 a stem; a survey given twice is scored once, with a message), comparison.md/.html for several surveys; every call is kept
 in OUT/calls.jsonl, so re-running the same command resumes (answers that errored or could not be parsed are asked
-again; --keep-failed reuses them; the last line counts the answers reused, retried and made). --plan prints the calls, tokens, estimated cost and time before anything is sent; --max-cost USD stops sending
+again; --keep-failed reuses them; the last line counts the answers reused, retried and made). --plan prints the calls, tokens, estimated cost and time before anything is sent (the Crit-KA summariser's
+calls included); --max-cost USD stops sending
 when the projected total would pass USD (exit 4; a re-run with a higher cap continues). Each report gives the
 tokens and cost of every dimension (configs/prices.yaml, --prices FILE). Exit status 3 when a dimension was not scored or a
 survey file could not be read (a PDF over a document limit, an unreadable file: each named on one line while the
@@ -87,9 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_score)
 
 
-def _knowledge_source(args: argparse.Namespace, spec, cache, *, plan: bool = False):
-    """The KA source of ``--knowledge`` / ``--graph`` (``None``: none). ``plan``: no Crit-KA summariser (its
-    summaries are calls; ``--plan`` sends none), with a note saying so."""
+def _knowledge_source(args: argparse.Namespace, spec, cache):
+    """The KA source of ``--knowledge`` / ``--graph`` (``None``: none); the Crit-KA summariser shares ``cache``
+    (its calls are planned by ``--plan`` and counted by ``--max-cost`` with the judge's)."""
     from surveyalign.inference.knowledge import FileKnowledge, GraphKnowledge
 
     if args.knowledge and args.graph:
@@ -117,14 +118,9 @@ def _knowledge_source(args: argparse.Namespace, spec, cache, *, plan: bool = Fal
         raise ValueError(f"--graph: {where} needs {' and '.join(needs)}; {err}. Offline, use a KA config with a "
                          "local tokenizer folder (README: 'Knowledge augmentation offline')") from None
     summariser = None
-    if config.summariser is not None and not plan:
-        summariser = Summariser(config.summariser.build(), config, counter,
-                                cache)
-    source = GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
-    if plan and config.summariser is not None:
-        source.plan_note = ("Crit-KA summaries (the KA summariser's calls) are not in this plan: criticalness is "
-                            "planned as if its KA were unavailable")
-    return source
+    if config.summariser is not None:
+        summariser = Summariser(config.summariser.build(), config, counter, cache)
+    return GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
 
 
 def _base_options(spec, args: argparse.Namespace):
@@ -198,7 +194,7 @@ def _score(args: argparse.Namespace) -> int:
     prices = load_prices(override=args.prices)
     cache = CallCache.load(out / "calls.jsonl", keep_failed=args.keep_failed)
     reviews = []
-    judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache, plan=args.plan),
+    judge = SurveyAlignJudge(spec, cache=cache, knowledge=_knowledge_source(args, spec, cache),
                              allow_no_knowledge=args.allow_no_knowledge, prices=prices)
     stopped = None
     try:
@@ -206,17 +202,20 @@ def _score(args: argparse.Namespace) -> int:
         if args.plan or args.max_cost is not None:  # evaluate's estimate and cap (surveyalign.calls.spend)
             plan = plan_score(judge, documents, cache, prices)
             if args.plan:
-                for line in plan.lines(spent_usd(cache, plan.calls, prices)):
+                for line in plan.lines(spent_usd(cache, [*plan.calls, *plan.knowledge_calls], prices)):
                     make_console().print(line, markup=False, highlight=False)
                 return 0
             judge.budget = score_budget(args.max_cost, plan, cache, prices)
+            if getattr(judge.knowledge, "summariser", None) is not None:  # its summaries ask the same cap
+                judge.knowledge.summariser.budget = judge.budget.knowledge()
         for document, stem in zip(documents, stems):
             try:
                 review = judge.review(document, progress=not args.no_progress)
             except CostCapReached:
                 left = [*unanswered(cache, plan.todo, judge.judge.unusable),
-                        *(c for c in plan.synthesis_todo if cache.get(c.key) is None)]
-                stopped = judge.budget.cap.stop_message(left, "judge", cache.path)
+                        *(c for c in plan.synthesis_todo if cache.get(c.key) is None),
+                        *unanswered(cache, plan.knowledge_todo)]
+                stopped = judge.budget.cap.stop_message(left, "judge and Crit-KA", cache.path)
                 break
             paths = write_survey_report(review, out, stem)
             reviews.append(review)

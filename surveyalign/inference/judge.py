@@ -98,13 +98,15 @@ class SurveyAlignJudge:
             return dimension in self.spec.knowledge_dimensions
         return dimension in self.spec.adapters and dimension in KA_DIMENSIONS
 
-    def _knowledge(self, document: Document, dimension: str) -> KnowledgeRecord:
+    def _knowledge(self, document: Document, dimension: str, source: Any = None) -> KnowledgeRecord:
+        """The KA record of ``document`` on ``dimension`` (``source``: looks it up instead of :attr:`knowledge`,
+        e.g. without sending the summariser's calls under ``--plan``)."""
         if not self.needs_knowledge(dimension):  # trained on plain inputs: no KA is looked for
             return KnowledgeRecord(None, "none", required=False)
         if self.knowledge is None:
             record = KnowledgeRecord(None, "none", note="no knowledge source configured (--graph or --knowledge)")
         else:
-            record = self.knowledge(document, dimension)
+            record = (source or self.knowledge)(document, dimension)
         record.required = True
         record.used = bool(record.text)
         if not record.used:

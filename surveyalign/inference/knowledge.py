@@ -110,14 +110,26 @@ class GraphKnowledge:
         self.resolver = Resolver(graph.papers)
 
     def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
-        """Resolve the survey's references in the graph and build its KA text for ``dimension``."""
+        """Resolve the survey's references in the graph and build its KA text for ``dimension``.
+
+        Raises:
+            CostCapReached: the summariser's ``budget`` held its calls back (``score --max-cost``).
+        """
+        return self.plan(document, dimension, send=True)[0]
+
+    def plan(self, document: Document, dimension: str, *, send: bool = False) -> tuple[KnowledgeRecord, list[Any]]:
+        """The KA record of ``document`` for ``dimension`` and the summariser calls it takes (Crit-KA; answered or
+        not), sending nothing unless ``send``. Unsent, a Crit-KA whose calls are not all in the cache gets a
+        stand-in text of ``length`` tokens (``details["stand_in"]``): what the judge prompt will hold at most."""
         from surveyalign.knowledge.build import SurveyKAInput, build_survey_ka
 
         if dimension == "criticalness" and self.summariser is None:
-            return KnowledgeRecord(None, "graph", note="Crit-KA needs a summariser backend (KA config `summariser`)")
+            return KnowledgeRecord(None, "graph", note="Crit-KA needs a summariser backend (KA config `summariser`)"), []
         survey = SurveyKAInput(paper_id=document.source.stem, title=document.title, text=document.text)
         record = build_survey_ka(self.graph, self.resolver, survey, dimension, self.config,
-                                 summariser=self.summariser, counter=self.counter)
+                                 summariser=self.summariser, counter=self.counter,
+                                 plan=not send and dimension == "criticalness")
+        calls = record.pop("planned_calls", [])
         text = record.get("text") or None
         return KnowledgeRecord(text, "graph", note=None if text else record.get("reason"),
-                               details={k: v for k, v in record.items() if k != "text"})
+                               details={k: v for k, v in record.items() if k != "text"}), calls

@@ -11,8 +11,16 @@ The estimate is :func:`surveyalign.calls.spend.plan_calls` (the code ``evaluate`
   each as long as a judge answer. They are planned apart (:attr:`ScorePlan.synthesis`) because they are made only
   when the winning rationales differ.
 
-With a Crit-KA summariser configured, the KA summaries are calls too: ``--plan`` does not make them, so a
-dimension whose KA needs them is planned without its KA text (a line says so).
+* the Crit-KA summariser's calls (SurveyReview App. F.2; a graph with a KA config ``summariser``): one summary per
+  temporal block with its real prompt, then the compression (its real prompt once every summary is cached, else
+  a bound: ``summary_tokens`` per missing summary); completions bounded by each stage's ``max_new_tokens``
+  (``summary_tokens``, ``length``) until answers are cached; priced by the summariser's model (an unpriced local
+  summariser: tokens and GPU time only); prompt tokens counted with the summariser engine's tokenizer, else the KA
+  ``tokenizer``, else 4 characters per token. Cached calls are left out. A criticalness judge call whose Crit-KA
+  is not written yet is planned with a stand-in KA of ``length`` tokens (the most the compression gives).
+
+Under ``--max-cost`` the summariser asks the same cap before each stage (:meth:`ScoreBudget.knowledge`): the
+summaries with the compression bound, then the compression; what they cost is counted once answered.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from surveyalign.calls.spend import (
     make_cap,
     model_of_call,
     plan_calls,
+    spent_usd,
     unanswered,
 )
 from surveyalign.documents import Document
@@ -48,6 +57,8 @@ class ScorePlan:
         todo: the judge calls still to make; synthesis_todo: the merge calls still to make.
         estimate: ``call -> USD`` of one call; cached: judge calls already answered.
         notes: lines printed under the plan.
+        knowledge: the plan of the Crit-KA summariser's calls still to make (``None``: no summariser);
+            knowledge_calls: all of them, answered or not; knowledge_todo: those still to make.
     """
 
     judge: CallPlan
@@ -58,15 +69,33 @@ class ScorePlan:
     estimate: Any
     cached: int = 0
     notes: list[str] = field(default_factory=list)
+    knowledge: CallPlan | None = None
+    knowledge_calls: list[Call] = field(default_factory=list)
+    knowledge_todo: list[Call] = field(default_factory=list)
 
     def lines(self, spent_usd: float = 0.0) -> list[str]:
-        """The printed plan: the judge calls (as ``evaluate --plan``), then the synthesis bound."""
+        """The printed plan: the judge calls (as ``evaluate --plan``), the synthesis bound, the Crit-KA
+        summariser's calls and the total of all three."""
         out = self.judge.lines(spent_usd=spent_usd, cached_calls=self.cached)
         syn = self.synthesis
         if syn.calls:
             cost = "" if syn.cost_usd is None else f", up to ${syn.cost_usd:,.4f}"
             out.append(f"  synthesis: up to {syn.calls} call(s), up to {syn.total_tokens:,} tokens{cost} (made only "
                        "where a dimension's winning samples give different rationales)")
+        ka = self.knowledge
+        if ka is not None:
+            done = len({c.key for c in self.knowledge_calls}) - ka.calls
+            cost = (f"no price ({', '.join(ka.unpriced_models)}: GPU time only)" if ka.cost_usd is None
+                    else f"${ka.cost_usd:,.4f}")
+            when = "" if ka.seconds is None else f", about {ka.seconds / 60:,.1f} min"
+            out.append(f"  Crit-KA summariser: {ka.calls} call(s) to make ({done} already answered), tokens: "
+                       f"{ka.prompt_tokens:,} prompt ({ka.token_source}) + {ka.completion_tokens:,} completion "
+                       f"({ka.completion_source}) = {ka.total_tokens:,}, {cost}{when}")
+            parts = [p for p in (self.judge, syn, ka) if p.calls]
+            usd = [p.cost_usd for p in parts if p.cost_usd is not None]
+            out.append(f"  in all (judge + synthesis bound + Crit-KA summariser): {sum(p.calls for p in parts)} "
+                       f"call(s), {sum(p.total_tokens for p in parts):,} tokens"
+                       + (f", ${sum(usd):,.4f}" if usd else ""))
         return out + [f"  {n}" for n in self.notes]
 
 
@@ -78,8 +107,8 @@ def plan_score(judge: Any, documents: Sequence[Document], cache: CallCache, pric
     """The calls ``score`` will make for ``documents`` and their estimate; nothing is sent.
 
     Args:
-        judge: the :class:`~surveyalign.inference.judge.SurveyAlignJudge` (its knowledge source must not send
-            calls: the CLI leaves the Crit-KA summariser out under ``--plan``).
+        judge: the :class:`~surveyalign.inference.judge.SurveyAlignJudge` (a knowledge source with a ``plan``
+            method, :class:`~surveyalign.inference.knowledge.GraphKnowledge`, is asked without sending anything).
         documents: the surveys, in order.
         cache: ``OUT/calls.jsonl``.
         prices: the price table.
@@ -89,6 +118,17 @@ def plan_score(judge: Any, documents: Sequence[Document], cache: CallCache, pric
     """
     samples = judge.spec.samples
     means = answer_history(cache)[0]
+    ka_calls: dict[str, Call] = {}
+    stand_in: dict[str, int] = {}
+
+    def planned(document: Document, dim: str) -> Any:  # the KA record without sending the summariser's calls
+        record, mine = judge.knowledge.plan(document, dim)
+        ka_calls.update((c.key, c) for c in mine)
+        if record.details.get("stand_in"):
+            stand_in[dim] = stand_in.get(dim, 0) + 1
+        return record
+
+    source = planned if callable(getattr(judge.knowledge, "plan", None)) else None
     answer = round(min(means.get("judge", judge.settings.max_new_tokens), judge.settings.max_new_tokens))
     calls: list[Call] = []
     synth: list[Call] = []
@@ -97,7 +137,7 @@ def plan_score(judge: Any, documents: Sequence[Document], cache: CallCache, pric
     skipped: dict[str, int] = {}
     for document in documents:
         for dim in judge.spec.dimensions:
-            knowledge = judge._knowledge(document, dim)
+            knowledge = judge._knowledge(document, dim, source)
             if knowledge.required and not knowledge.used and not judge.allow_no_knowledge:
                 skipped[dim] = skipped.get(dim, 0) + 1
                 continue
@@ -131,11 +171,28 @@ def plan_score(judge: Any, documents: Sequence[Document], cache: CallCache, pric
     synth_keys = {c.key for c in synth_todo}
     notes = [f"{dim}: {n} survey(s) not planned (the adapter needs knowledge augmentation and none is available)"
              for dim, n in skipped.items()]
-    if getattr(judge.knowledge, "plan_note", None):
-        notes.append(judge.knowledge.plan_note)
-    return ScorePlan(judge_plan, syn_plan, [*calls, *synth], todo, synth_todo,
-                     lambda c: syn_estimate(c) if c.key in synth_keys else estimate(c),
-                     cached=len({c.key for c in calls}) - len(todo), notes=notes)
+    notes += [f"{dim}: {n} survey(s) planned with a stand-in Crit-KA text of {judge.knowledge.config.length} tokens "
+              "(the summaries are not all written yet)" for dim, n in stand_in.items()]
+    ka_plan, ka_estimate, ka_todo = None, None, []
+    summariser = getattr(judge.knowledge, "summariser", None)
+    if summariser is not None:
+        from surveyalign.knowledge.summarise import KA_NAMESPACE
+
+        ka_todo = unanswered(cache, list(ka_calls.values()))
+        ka_plan, ka_estimate = plan_calls(ka_todo, PromptCounter(
+            lambda c: getattr(c.backend, "tokenizer", None) or summariser.counter.tokenizer, ka_todo), cache, prices)
+        if ka_plan.unpriced_models:
+            notes.append(f"the Crit-KA summariser ({', '.join(ka_plan.unpriced_models)}) has no price: its calls "
+                         "count 0 USD under --max-cost (GPU time)")
+
+    def estimate_any(call: Call) -> float:
+        if ka_estimate is not None and call.namespace == KA_NAMESPACE:
+            return ka_estimate(call)
+        return syn_estimate(call) if call.key in synth_keys else estimate(call)
+
+    return ScorePlan(judge_plan, syn_plan, [*calls, *synth], todo, synth_todo, estimate_any,
+                     cached=len({c.key for c in calls}) - len(todo), notes=notes, knowledge=ka_plan,
+                     knowledge_calls=list(ka_calls.values()), knowledge_todo=ka_todo)
 
 
 def _as_scored(verdict: Any) -> Any:
@@ -168,6 +225,10 @@ class ScoreBudget:
         """Whether the dimension may be sent."""
         return self.cap.allows(calls, self.synthesis_usd)
 
+    def knowledge(self) -> _KnowledgeBudget:
+        """The same cap for the Crit-KA summariser (``Summariser.budget``): no synthesis bound added."""
+        return _KnowledgeBudget(self)
+
     def after(self, calls: Sequence[Call]) -> None:
         """Add the counted cost of the answers of ``calls`` not counted yet."""
         for call in calls:
@@ -179,13 +240,29 @@ class ScoreBudget:
             self.cap.add(call_cost(record, hit[1] if hit else None))
 
 
+class _KnowledgeBudget:
+    """:class:`ScoreBudget` as the Crit-KA summariser asks it: ``before(calls)`` (the calls alone fit under the
+    cap) and ``after(calls)`` (their counted cost is added)."""
+
+    def __init__(self, budget: ScoreBudget) -> None:
+        self.budget = budget
+
+    def before(self, calls: Sequence[Call]) -> bool:
+        return self.budget.cap.allows(calls)
+
+    def after(self, calls: Sequence[Call]) -> None:
+        self.budget.after(calls)
+
+
 def score_budget(max_cost: float, plan: ScorePlan, cache: CallCache, prices: PriceTable) -> ScoreBudget:
-    """The :class:`ScoreBudget` of ``--max-cost USD`` from a :func:`plan_score` result.
+    """The :class:`ScoreBudget` of ``--max-cost USD`` from a :func:`plan_score` result (it starts from what the
+    judge's and the summariser's answers in ``OUT/calls.jsonl`` cost; an unpriced summariser counts 0).
 
     Raises:
         ValueError: the judge's model has no price (a local engine), or the cap is not > 0.
     """
     cap = make_cap(max_cost, plan.calls, cache, prices, plan.estimate)
+    cap.spent_usd += spent_usd(cache, plan.knowledge_calls, prices)
     bound = max((plan.estimate(c) for c in plan.synthesis_todo), default=0.0)
     return ScoreBudget(cap, cache, prices, bound)
 

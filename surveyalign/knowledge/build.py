@@ -100,7 +100,7 @@ def survey_references(survey: SurveyKAInput) -> tuple[list[Any], str]:
 
 def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAInput, dimension: str,
                     config: KAConfig, *, summariser: Summariser | None = None,
-                    counter: TokenCounter | None = None) -> dict[str, Any]:
+                    counter: TokenCounter | None = None, plan: bool = False) -> dict[str, Any]:
     """Build one survey's KA record for ``dimension`` (Comp-KA or Crit-KA).
 
     Args:
@@ -111,6 +111,9 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
         config: the KA settings.
         summariser: required for Crit-KA.
         counter: the judge tokenizer (``tokens`` of the text are counted when given).
+        plan: Crit-KA only: send nothing (:meth:`Summariser.plan`): the record holds ``planned_calls`` (the
+            summariser's calls, answered or not) and ``stand_in`` (``text`` is a stand-in of ``length`` tokens
+            because some call is not answered in the cache yet). For ``--plan`` and ``--max-cost``.
 
     Returns:
         The record: ``paper_id``, ``dimension``, ``text``, ``reason`` (why ``text`` is empty, else ``None``),
@@ -169,7 +172,9 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
         if config.max_blocks is not None and len(blocks) > config.max_blocks:
             n_dropped = len(blocks) - config.max_blocks
             blocks = blocks[n_dropped:]
-        crit = summariser.crit_ka(blocks)
+        crit = summariser.plan(blocks) if plan else summariser.crit_ka(blocks)
+        if plan:
+            record.update(planned_calls=crit.planned_calls, stand_in=crit.stand_in)
         record.update(text=crit.text, n_kept=sum(len(b.nodes) for b in blocks), n_calls=crit.n_calls,
                       cache_hits=crit.cache_hits, errors=crit.errors,
                       crit={"tau_c": cand.tau_c, "tau_y": cand.tau_y, "n_C": len(cand.nodes),

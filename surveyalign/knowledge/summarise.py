@@ -5,6 +5,12 @@ via :func:`surveyalign.judge.cached_generate`) under a key made of the prompt's 
 identity (``describe()`` without operational settings such as concurrency), the namespace :data:`KA_NAMESPACE`
 and the settings, so a re-run makes only the calls it does not have (and counts the hits).
 Token counts use the judge's tokenizer (:class:`TokenCounter`).
+
+Planning and the cost cap (issue 22): :meth:`Summariser.plan` gives the calls :meth:`Summariser.crit_ka` would
+make, without sending any (the summary calls with their real prompts; the compression call with its real prompt
+once every summary is in the cache, else a bound: each missing summary stood in by ``summary_tokens`` tokens);
+with a ``budget`` set, :meth:`Summariser.crit_ka` asks it before each stage (``before(calls) -> bool``: the calls
+still to make, and for the summaries the compression bound too) and tells it what was answered (``after``).
 """
 
 from __future__ import annotations
@@ -14,12 +20,15 @@ from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
 from surveyalign.calls import (
+    Call,
     CallCache,
     backend_identity,
     cached_generate,
     make_call,
     stable_hash,
 )
+from surveyalign.calls.budget import CostCapReached
+from surveyalign.calls.spend import unanswered
 from surveyalign.documents import truncate_to_tokens
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
@@ -54,6 +63,16 @@ class TokenCounter:
             from transformers import AutoTokenizer
 
             self._tok = from_hub(AutoTokenizer.from_pretrained, tokenizer, "KA tokenizer")
+
+    @property
+    def tokenizer(self) -> Any | None:
+        """The loaded ``transformers`` tokenizer (``None`` for ``"whitespace"``)."""
+        return self._tok
+
+    def filler(self, tokens: int) -> str:
+        """A stand-in text of at most ``tokens`` tokens (about ``tokens``): what the plan puts where a text not
+        written yet will be (a block summary, the Crit-KA text)."""
+        return self.truncate(" ".join(["the"] * (2 * tokens)), tokens)[0]
 
     def _ids(self, text: str) -> list[Any]:
         if self._tok is None:
@@ -96,6 +115,10 @@ class CritKA:
         errors: one line per failed call (the block's interval or ``"compress"``).
         n_length_stops: answers that stopped at their token cap.
         cut_to_length: whether the compressed answer was cut to L tokens.
+        planned_calls: :meth:`Summariser.plan` only: the calls :meth:`Summariser.crit_ka` would make, answered
+            or not (the compression call is a bound when ``stand_in``).
+        stand_in: :meth:`Summariser.plan` only: some summary or the compression is not in the cache yet, so
+            ``text`` is a stand-in of ``length`` tokens.
     """
 
     text: str
@@ -106,6 +129,8 @@ class CritKA:
     errors: list[str] = field(default_factory=list)
     n_length_stops: int = 0
     cut_to_length: bool = False
+    planned_calls: list[Call] = field(default_factory=list)
+    stand_in: bool = False
 
 
 class Summariser:
@@ -117,6 +142,11 @@ class Summariser:
             each stage sets its own ``max_new_tokens``).
         counter: the judge tokenizer's :class:`TokenCounter`.
         cache: the ``calls.jsonl`` cache (``None``: no caching).
+
+    Attributes:
+        budget: consulted before each stage's calls are sent (``score --max-cost``): ``before(calls) -> bool``
+            (False: nothing is sent, :class:`~surveyalign.calls.budget.CostCapReached` is raised) and
+            ``after(calls)`` once they are answered; ``None``: no cap.
     """
 
     def __init__(self, backend: Backend, config: KAConfig, counter: TokenCounter,
@@ -126,14 +156,88 @@ class Summariser:
         self.counter = counter
         self.cache = cache
         self._base = config.summariser.generation if config.summariser is not None else GenerationSettings()
+        self.budget: Any = None
+        self._identity: dict[str, Any] | None = None
 
-    def _run(self, stage: str, prompts: list[str], max_new_tokens: int, result: CritKA) -> list[str | None]:
-        """Answer each prompt from the cache or the backend (one batch); ``None`` for a failed call."""
+    def _calls(self, stage: str, prompts: list[str], max_new_tokens: int) -> list[Call]:
+        """The calls answering ``prompts`` (keys as the cache stores them)."""
         settings = self._base.model_copy(update={"max_new_tokens": max_new_tokens})
-        identity = backend_identity(self.backend)
-        calls = [make_call(self.backend, settings, stage=stage, unit_id=stable_hash(prompt), namespace=KA_NAMESPACE,
-                           messages=[{"role": "user", "content": prompt}], identity=identity) for prompt in prompts]
-        answers: list[str | None] = [None] * len(prompts)
+        if self._identity is None:
+            self._identity = backend_identity(self.backend)
+        return [make_call(self.backend, settings, stage=stage, unit_id=stable_hash(prompt), namespace=KA_NAMESPACE,
+                          messages=[{"role": "user", "content": prompt}], identity=self._identity)
+                for prompt in prompts]
+
+    def _summary_calls(self, blocks: list[Block]) -> list[Call]:
+        cfg = self.config
+        return self._calls("ka-summary", [cfg.summary_prompt.format(
+            first_year=b.first_year, last_year=b.last_year, papers=b.text, max_tokens=cfg.summary_tokens)
+            for b in blocks], cfg.summary_tokens)
+
+    def _compress_call(self, notes: list[str]) -> Call:
+        cfg = self.config
+        return self._calls("ka-compress", [cfg.compress_prompt.format(summaries="\n".join(notes), length=cfg.length)],
+                           cfg.length)[0]
+
+    def _cached_text(self, call: Call) -> str | None:
+        """The cached answer of ``call`` as :meth:`_run` would use it: ``None`` when it is still to make (absent, or
+        failed and asked again), ``""`` for a kept failed answer."""
+        if self.cache is None or unanswered(self.cache, [call]):
+            return None
+        gen = self.cache.generation(call.key)
+        return "" if gen.error else gen.text or ""
+
+    def _guard(self, calls: list[Call], what: str) -> None:
+        """Ask the budget before sending ``calls``' unanswered ones (raise when they would pass the cap)."""
+        if self.budget is None:
+            return
+        todo = unanswered(self.cache, calls) if self.cache is not None else list(calls)
+        if todo and not self.budget.before(todo):
+            raise CostCapReached(f"Crit-KA {what}: {len(todo)} call(s) not sent (the cost cap)")
+
+    def plan(self, blocks: list[Block]) -> CritKA:
+        """What :meth:`crit_ka` would do with ``blocks``, sending nothing.
+
+        Returns:
+            A :class:`CritKA` with ``planned_calls`` (the summary calls, then the compression call: its real prompt
+            when every summary is cached, else a bound with ``summary_tokens`` stand-in tokens per missing
+            summary), ``blocks`` (summaries read from the cache), and ``text``: the Crit-KA text when every call is
+            answered in the cache, else (``stand_in``) a stand-in of ``length`` tokens; empty when there are no
+            blocks or every summary failed.
+        """
+        result = CritKA("")
+        if not blocks:
+            return result
+        cfg = self.config
+        calls = self._summary_calls(blocks)
+        notes = []
+        for block, call in zip(blocks, calls, strict=True):
+            summary = self._cached_text(call)
+            result.stand_in |= summary is None
+            if summary is None:
+                summary = self.counter.filler(cfg.summary_tokens)
+            ok = bool(summary.strip())
+            result.blocks.append({"years": [block.first_year, block.last_year], "n_papers": len(block.nodes),
+                                  "tokens": block.tokens, "summary_ok": ok, "summary": summary})
+            if ok:
+                notes.append(f"[{block.first_year}-{block.last_year}] {' '.join(summary.split())}")
+        result.planned_calls = list(calls)
+        if not notes:
+            return result
+        compress = self._compress_call(notes)
+        result.planned_calls.append(compress)
+        compressed = None if result.stand_in else self._cached_text(compress)
+        if compressed is None:
+            result.stand_in = True
+            compressed = self.counter.filler(cfg.length)
+        if compressed.strip():
+            result.text, result.cut_to_length = self.counter.truncate(compressed.strip(), cfg.length)
+            result.tokens = self.counter(result.text)
+        return result
+
+    def _run(self, stage: str, calls: list[Call], result: CritKA) -> list[str | None]:
+        """Answer each call from the cache or the backend (one batch); ``None`` for a failed call."""
+        answers: list[str | None] = [None] * len(calls)
         for i, answer in enumerate(cached_generate(calls, self.cache, batch_size=max(1, len(calls)))):
             gen = answer.generation
             if answer.cached:
@@ -144,6 +248,8 @@ class Summariser:
                 continue
             answers[i] = gen.text or ""
             result.n_length_stops += gen.finish_reason == "length"
+        if self.budget is not None:
+            self.budget.after(calls)
         return answers
 
     def crit_ka(self, blocks: list[Block]) -> CritKA:
@@ -155,14 +261,18 @@ class Summariser:
         Returns:
             The :class:`CritKA` (empty text and an error line when every block summary failed or the
             compression call failed; the failures are kept, never hidden).
+
+        Raises:
+            CostCapReached: with a ``budget``, a stage's calls would pass the cap (nothing of that stage was sent;
+                the summaries already answered stay in the cache).
         """
         result = CritKA("")
         if not blocks:
             return result
         cfg = self.config
-        prompts = [cfg.summary_prompt.format(first_year=b.first_year, last_year=b.last_year, papers=b.text,
-                                             max_tokens=cfg.summary_tokens) for b in blocks]
-        summaries = self._run("ka-summary", prompts, cfg.summary_tokens, result)
+        if self.budget is not None:  # the summaries and the bound of the compression that follows them
+            self._guard(self.plan(blocks).planned_calls, "summaries")
+        summaries = self._run("ka-summary", self._summary_calls(blocks), result)
         notes = []
         for block, summary in zip(blocks, summaries, strict=True):
             ok = summary is not None and bool(summary.strip())
@@ -174,8 +284,9 @@ class Summariser:
                 result.errors.append(f"summary of block [{block.first_year}-{block.last_year}] failed")
         if not notes:
             return result
-        compressed = self._run("ka-compress", [cfg.compress_prompt.format(summaries="\n".join(notes),
-                                                                          length=cfg.length)], cfg.length, result)[0]
+        compress = self._compress_call(notes)
+        self._guard([compress], "compression")
+        compressed = self._run("ka-compress", [compress], result)[0]
         if compressed is None or not compressed.strip():
             result.errors.append("compression call failed")
             return result
