@@ -61,7 +61,8 @@ def safe_output_name(raw: object, *, max_bytes: int = MAX_NAME_BYTES, fallback: 
 
     Rules: Unicode NFC; every run of characters other than letters, digits and ``. - _ + = @ ,`` becomes ``_``
     (so ``/``, ``\\``, ``:``, NUL, control characters and spaces never survive); leading and trailing ``.``, ``_``,
-    ``-`` and spaces are stripped; Windows device names get a ``_`` appended; a result longer than ``max_bytes``
+    ``-`` and spaces are stripped; a Windows device name gets a ``_`` after it (``CON`` -> ``CON_``, ``nul.txt`` ->
+    ``nul_.txt``: Windows reads ``NUL.txt`` as ``NUL``); a result longer than ``max_bytes``
     (UTF-8) is cut on a character boundary and gets ``-`` plus an 8-hex-digit hash of the *raw* name, so two long
     names that share a prefix stay distinct. An already-safe short name is returned unchanged (stable names).
 
@@ -83,8 +84,9 @@ def safe_output_name(raw: object, *, max_bytes: int = MAX_NAME_BYTES, fallback: 
     name = _UNSAFE_CHARS.sub("_", text).strip("._- ")
     if not name:
         name = f"{fallback}-{_short_hash(text)}" if text else fallback
-    if name.split(".")[0].lower() in _WINDOWS_RESERVED:
-        name += "_"
+    device, dot, rest = name.partition(".")
+    if device.lower() in _WINDOWS_RESERVED:  # "NUL.txt" is NUL too: the "_" goes after the device name
+        name = f"{device}_{dot}{rest}"
     if len(name.encode("utf-8")) > max_bytes:
         tail = f"-{_short_hash(text)}"
         head = name.encode("utf-8")[: max_bytes - len(tail)].decode("utf-8", "ignore").rstrip("._- ")
