@@ -151,10 +151,12 @@ def test_use_knowledge_mismatch_only_counts_where_units_have_knowledge(tiny_mode
     base = load_surveyreview(dataset_dir)
     with_ka = {name: base[name].add_column("knowledge", ["KA note"] * len(base[name])) for name in ("train", "test")}
     monkeypatch.setattr(units, "load_surveyreview", lambda path, dimension, split: with_ka[split])
+    monkeypatch.setattr(units, "split_files", lambda path, split: None)  # through datasets
     with pytest.raises(TrainingMismatchError, match=r"use_knowledge: trained with True, this evaluation uses False "
                                                     r"\(config key: knowledge_dimensions\)"):
         run_evaluation(_config(dataset_dir, tmp_path / "runs", tiny_model_dir, adapter, knowledge_dimensions=[]))
     monkeypatch.setattr(units, "load_surveyreview", lambda path, dimension, split: base[split])
+    monkeypatch.setattr(units, "split_files", lambda path, split: None)  # through datasets
     result = run_evaluation(_config(dataset_dir, tmp_path / "runs", tiny_model_dir, adapter, knowledge_dimensions=[],
                                     limit=1))
     entry = json.loads((result.run_dir / "run_config.json").read_text())["training_records"]["readability"]

@@ -140,3 +140,17 @@ def test_units_of_one_paper_share_its_text_and_one_prompt_per_dimension(dataset_
     unit = shared[0][-1]
     alone = fresh.prepare(unit.row["text"], unit.dimension, knowledge=unit.knowledge, title=unit.row.get("title"))
     assert alone.messages == unit.prompt.messages and alone.messages_hash == unit.prompt.messages_hash
+
+
+def test_split_rows_read_a_batch_at_a_time_are_the_datasets_rows(dataset_dir):
+    from surveyalign.data import load_surveyreview
+    from surveyalign.data.load import iter_split_rows, split_columns, split_files
+
+    for split in ("train", "validation", "test"):
+        files = split_files(dataset_dir, split)
+        assert files is not None
+        ds = load_surveyreview(dataset_dir, dimension="all", split=split)
+        rows = list(iter_split_rows(files, batch_size=3))  # several batches per file
+        assert len(rows) == len(ds) > 0
+        assert rows == list(ds)
+        assert split_columns(files) == ds.column_names

@@ -375,6 +375,7 @@ def test_knowledge_column_goes_into_the_configured_dimensions(dataset_dir, tmp_p
                                                         for i in range(len(base[name]))])
               for name in ("train", "test")}
     monkeypatch.setattr(units, "load_surveyreview", lambda path, dimension, split: splits[split])
+    monkeypatch.setattr(units, "split_files", lambda path, split: None)  # through datasets
     assert isinstance(splits["test"], Dataset)
 
     backend = ScriptedBackend(lambda m, s, i: "Fine. $$$-1$$$")

@@ -69,6 +69,81 @@ def load_surveyreview(path: str | os.PathLike, dimension: Dimension | str = ALL_
     return DatasetDict(splits)
 
 
+def split_files(path: str | os.PathLike, split: str) -> list[Path] | None:
+    """The parquet files of ``split`` in the ``all`` config of a built folder, in the order its README lists them.
+
+    Args:
+        path: a folder written by :func:`surveyalign.data.build_dataset`.
+        split: "train", "validation" or "test".
+
+    Returns:
+        The files (an empty list for a split without rows); ``None`` when the README declares no ``all`` config
+        with plain file paths (read such a folder with :func:`load_surveyreview`).
+
+    Raises:
+        FileNotFoundError: ``path`` is not a built folder.
+        ValueError: unknown split.
+    """
+    import yaml
+
+    folder = Path(path)
+    check_built_folder(folder)
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return None
+    meta = yaml.safe_load(text.split("---", 2)[1]) or {}
+    config = next((c for c in meta.get("configs", []) if isinstance(c, dict) and c.get("config_name") == ALL_CONFIG),
+                  None)
+    if config is None or not isinstance(config.get("data_files"), list):
+        return None
+    out: list[Path] = []
+    for entry in config["data_files"]:
+        if not isinstance(entry, dict):
+            return None
+        if entry.get("split") != split:
+            continue
+        files = entry.get("path")
+        files = [files] if isinstance(files, str) else files
+        if not isinstance(files, list) or any(not isinstance(f, str) or any(ch in f for ch in "*?[") for f in files):
+            return None
+        out += [folder / f for f in files]
+    return out if all(f.is_file() for f in out) else None
+
+
+def iter_split_rows(files: list[Path], columns: list[str] | None = None, batch_size: int = 64):
+    """The rows of ``files`` (from :func:`split_files`) as dicts, read a file at a time (arrow decodes a row group
+    whole; the built files hold one each) and handed over a batch at a time: never the whole split's texts at once,
+    and nothing kept in a cache folder (the evaluation of 14.5k units; issue 23). Same rows, values and order as
+    ``load_surveyreview(path, "all", split)``.
+
+    Args:
+        files: parquet files of one split.
+        columns: the columns to read (default: all).
+        batch_size: rows decoded at a time.
+
+    Yields:
+        One dict per row.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns):
+            yield from batch.to_pylist()
+        batch = None
+        # a file's row group is decoded whole; its buffers go back to the system before the next file is read
+        pa.default_memory_pool().release_unused()
+
+
+def split_columns(files: list[Path]) -> list[str]:
+    """Column names of a split's parquet files (the first file's schema; ``[]`` without files)."""
+    import pyarrow.parquet as pq
+
+    return list(pq.read_schema(files[0]).names) if files else []
+
+
 def load_train_scores(path: str | os.PathLike) -> dict[str, list[int]]:
     """The human scores of the ``train`` split per dimension (the majority / prior-sampling baselines' labels).
 
@@ -81,9 +156,14 @@ def load_train_scores(path: str | os.PathLike) -> dict[str, list[int]]:
     Raises:
         FileNotFoundError: ``path`` is not a built dataset folder.
     """
-    ds = load_surveyreview(path, dimension=ALL_CONFIG, split="train")
+    files = split_files(path, "train")
+    if files is not None:  # two columns of the train files: no conversion of the whole folder (issue 23: memory)
+        pairs = ((row["dimension"], row["score"]) for row in iter_split_rows(files, ["dimension", "score"], 4096))
+    else:
+        ds = load_surveyreview(path, dimension=ALL_CONFIG, split="train")
+        pairs = zip(ds["dimension"], ds["score"])
     out: dict[str, list[int]] = {}
-    for dim, score in zip(ds["dimension"], ds["score"]):
+    for dim, score in pairs:
         out.setdefault(dim, []).append(int(score))  # the build wrote canonical names
     return out
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.data import load_surveyreview, load_train_scores
+from surveyalign.data.load import iter_split_rows, split_columns, split_files
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.judge import PreparedPrompt
 from surveyalign.prompts import build_judge_prompt
@@ -65,20 +66,20 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
     root = Path(config.dataset)
     if not root.exists():
         raise FileNotFoundError(f"dataset folder not found: {root} (build one with `surveyalign data build`)")
-    ds = load_surveyreview(str(root), dimension="all", split=config.split)
-    present = set(ds.unique("dimension")) if len(ds) else set()
-    missing_dims = [d for d in config.dimensions if d not in present]
-    if missing_dims and len(ds):
-        have = [d for d in config.dimensions if d in present] or sorted(present)
-        raise ValueError(f"{root} ({config.split}): no units for dimension(s) {', '.join(missing_dims)}; "
-                         f"evaluate the dimensions that have units with --dimensions {','.join(have)} "
-                         f"(config key: dimensions)")
-    has_knowledge = "knowledge" in ds.column_names
+    files = split_files(root, config.split)
+    if files is None:  # a README without plain file lists: through datasets
+        ds = load_surveyreview(str(root), dimension="all", split=config.split)
+        rows, columns = iter(ds), ds.column_names
+    else:  # a batch of rows at a time, never the whole split's texts (issue 23: memory)
+        rows, columns = iter_split_rows(files), split_columns(files)
+    has_knowledge = "knowledge" in columns
 
     by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
     texts: dict[Any, str] = {}  # one survey text object per paper, shared by its units (issue 23: memory)
-    for row in ds:
+    present: set[str] = set()
+    for row in rows:
         dim = row["dimension"]
+        present.add(dim)
         if dim in by_dim and (config.limit is None or len(by_dim[dim]) < config.limit):
             text = row.get("text")
             if text:
@@ -86,6 +87,12 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
                 if shared == text:
                     row["text"] = shared
             by_dim[dim].append(row)
+    missing_dims = [d for d in config.dimensions if d not in present]
+    if missing_dims and present:
+        have = [d for d in config.dimensions if d in present] or sorted(present)
+        raise ValueError(f"{root} ({config.split}): no units for dimension(s) {', '.join(missing_dims)}; "
+                         f"evaluate the dimensions that have units with --dimensions {','.join(have)} "
+                         f"(config key: dimensions)")
 
     units: list[Unit] = []
     seen: set[str] = set()
