@@ -43,7 +43,8 @@ def test_finished_run_is_read_back_with_the_replays_results(dataset_dir, tmp_pat
     # asked again (another concurrency: operational, not part of the fingerprint): read back, not replayed
     again = run_evaluation(_config(dataset, tmp_path / "runs", concurrency=3))
     assert READ_BACK in _out(capsys)
-    resumed = {"torn_lines": 0, "cached": n, "made": 0, "errors": 0, "seconds": 0.0, "calls_per_s": None}
+    resumed = {"torn_lines": 0, "cached": n, "made": 0, "errors": 0, "seconds": 0.0, "calls_per_s": None,
+               "answers": {"reused": n, "retried": 0, "made": 0}}
     assert again.calls == resumed
     assert again.predictions == first.predictions
     assert again.counts == first.counts

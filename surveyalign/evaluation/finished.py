@@ -48,7 +48,7 @@ OPERATIONAL_CONFIG = frozenset({"concurrency", "batch_size", "progress", "fsync"
                                 "run_name", "resume"})
 #: The run folder files a finished record vouches for (size and modification time).
 _WATCHED = ("calls.jsonl", "predictions.jsonl", "metrics.json")
-_FORMAT = 1
+_FORMAT = 2
 
 
 def _strip(obj: Any) -> Any:
@@ -158,7 +158,7 @@ def confirm(rec: dict[str, Any], groups: dict[str, Any], judge_of_dim: dict[Any,
 
 
 def record(run_dir: Path, static: str, groups: dict[str, Any], judge_of_dim: dict[Any, str], *, n_calls: int,
-           torn_lines: int) -> None:
+           n_keys: int, torn_lines: int) -> None:
     """Write ``finished.json`` after the run folder's files are written.
 
     Args:
@@ -166,11 +166,12 @@ def record(run_dir: Path, static: str, groups: dict[str, Any], judge_of_dim: dic
         static: :func:`static_fingerprint` of the run (computed when it started).
         groups, judge_of_dim: the judge backends and which judges which dimension.
         n_calls: judge calls of the run (every one answered from the cache on a resume).
+        n_keys: their distinct keys (the answers a resume reuses: ``calls["answers"]["reused"]``).
         torn_lines: torn lines of ``calls.jsonl`` (counted again by every replay of it).
     """
     write_json(run_dir / FINISHED_FILE, {
         "format": _FORMAT, "static": static, "backends": backends_fingerprint(groups, judge_of_dim),
-        "calls": n_calls, "torn_lines": torn_lines, "files": {name: _stat(run_dir / name) for name in _WATCHED}})
+        "calls": n_calls, "keys": n_keys, "torn_lines": torn_lines, "files": {name: _stat(run_dir / name) for name in _WATCHED}})
 
 
 def rewrite_metrics(run_dir: Path, metrics: dict[str, Any]) -> None:
@@ -206,5 +207,6 @@ def read_back(run_dir: Path, rec: dict[str, Any]) -> tuple[list[dict[str, Any]],
     if not isinstance(metrics, dict) or not isinstance(run_config, dict):
         return None
     calls = {"torn_lines": int(rec.get("torn_lines") or 0), "cached": int(rec.get("calls") or 0), "made": 0,
-             "errors": 0, "seconds": 0.0, "calls_per_s": None}
+             "errors": 0, "seconds": 0.0, "calls_per_s": None,
+             "answers": {"reused": int(rec.get("keys") or 0), "retried": 0, "made": 0}}
     return predictions, metrics, run_config, calls

@@ -216,7 +216,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             todo, cached = judge_calls(config, units, judge, cache)
             all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
                                                                       unit_id=u.unit_id)]
-            n_judge_calls = len(all_calls)
+            n_judge_calls, n_judge_keys = len(all_calls), len({c.key for c in all_calls})
             rqs_all, rqs_todo, unwritten = [], [], set()
             if rqs_cfg is not None:  # exact for units already judged; the rest as if they will be scored
                 rqs_all, unwritten = plan_rqs_calls(units, assemble_predictions(config, units, judge, cache),
@@ -280,7 +280,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
         run_config["rqs_counts"] = stage_counts
     write_json(run_dir / "run_config.json", scrub(run_config))
     if static is not None and finished.reusable(predictions, config.retry_errors):
-        finished.record(run_dir, static, groups, judge_of_dim, n_calls=n_judge_calls, torn_lines=calls["torn_lines"])
+        finished.record(run_dir, static, groups, judge_of_dim, n_calls=n_judge_calls, n_keys=n_judge_keys,
+                        torn_lines=calls["torn_lines"])
 
     print_summary(console, config, metrics, predictions, counts, calls, stage_counts, run_dir,
                   prompt_length=prompt_length)
