@@ -377,7 +377,8 @@ class TransformersBackend(Backend):
         attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_rows],
                                  device=self.device)
         if self.shared_prefill:
-            input_ids, attention, cache_kwargs = shared_prefill(self.model, input_ids, attention, repeats)
+            input_ids, attention, cache_kwargs = shared_prefill(self.model, input_ids, attention, repeats,
+                                                                reserve=settings.max_new_tokens + 1)
         else:
             index = torch.repeat_interleave(torch.arange(len(jobs), device=self.device),
                                             torch.tensor(repeats, device=self.device))

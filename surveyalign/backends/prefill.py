@@ -6,6 +6,12 @@ before the forward pass: for K=5 and a 2,000-token survey prompt, 10,000 prompt 
 cache to the prompt's K rows, and hands ``generate`` the K rows with that cache, so only the last prompt token
 and the generated tokens are computed per row. Outputs are those of the repeated-prompt path (same tokens under
 the per-row seeded sampler of :mod:`surveyalign.backends.hf`; the tests check this).
+
+Decoding then appends one position per step. ``transformers``' ``DynamicCache`` appends with ``torch.cat``, which
+copies the whole cache at every step: K rows of a 2,000-token prompt are copied 32 times for 32 new tokens, the
+largest cost that grows with K on a small model (issue 23's profile: a third of the K=5 overhead). With
+``reserve`` the expanded cache is written once into buffers with room for the new tokens, and each step writes
+its position in place (:class:`_ReservedLayer`); the keys and values the attention sees are the same numbers.
 """
 
 from __future__ import annotations
@@ -39,7 +45,49 @@ def _new_cache(model: Any) -> Any:
         return DynamicCache()
 
 
-def shared_prefill(model: Any, input_ids: Any, attention_mask: Any, repeats: Sequence[int]
+def _reserved_layer_class():
+    """:class:`_ReservedLayer`, defined on first use (importing this module does not import transformers)."""
+    global _ReservedLayer
+    if _ReservedLayer is None:
+        from transformers.cache_utils import DynamicLayer
+
+        class ReservedLayer(DynamicLayer):
+            """A ``DynamicLayer`` whose keys/values are views of buffers with room for ``extra`` more positions.
+
+            ``update`` writes new positions in place while they fit; otherwise (or after another method replaced
+            the tensors, e.g. ``batch_select_indices``) it falls back to ``DynamicLayer.update`` (``torch.cat``).
+            """
+
+            def __init__(self, keys: Any, values: Any, extra: int) -> None:
+                super().__init__()
+                batch, heads, length, _ = keys.shape
+                self._k = keys.new_empty((batch, heads, length + extra, keys.shape[-1]))
+                self._v = values.new_empty((batch, heads, length + extra, values.shape[-1]))
+                self._k[:, :, :length] = keys
+                self._v[:, :, :length] = values
+                self.keys, self.values = self._k[:, :, :length], self._v[:, :, :length]
+                self.device = keys.device
+                self.is_initialized = True
+
+            def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+                if self.keys is None or self.keys.data_ptr() != self._k.data_ptr():
+                    return super().update(key_states, value_states, *args, **kwargs)
+                start, end = self.keys.shape[-2], self.keys.shape[-2] + key_states.shape[-2]
+                if end > self._k.shape[-2] or key_states.shape[0] != self._k.shape[0]:
+                    return super().update(key_states, value_states, *args, **kwargs)
+                self._k[:, :, start:end] = key_states
+                self._v[:, :, start:end] = value_states
+                self.keys, self.values = self._k[:, :, :end], self._v[:, :, :end]
+                return self.keys, self.values
+
+        _ReservedLayer = ReservedLayer
+    return _ReservedLayer
+
+
+_ReservedLayer: Any = None
+
+
+def shared_prefill(model: Any, input_ids: Any, attention_mask: Any, repeats: Sequence[int], *, reserve: int = 0
                    ) -> tuple[Any, Any, dict[str, Any]]:
     """Prefill each prompt row once and expand its KV cache to ``repeats[g]`` rows.
 
@@ -49,6 +97,8 @@ def shared_prefill(model: Any, input_ids: Any, attention_mask: Any, repeats: Seq
         attention_mask: ``(G, W)`` 0/1 tensor (0 on the left padding).
         repeats: samples wanted per prompt row, each >= 1; rows of the result are prompt-major
             (prompt 0's samples first).
+        reserve: positions to make room for in the cache (the tokens ``generate`` will add: the last prompt
+            token and ``max_new_tokens``); 0 keeps ``transformers``' growing cache.
 
     Returns:
         ``(ids, mask, cache_kwargs)``: ``ids``/``mask`` of shape ``(sum(repeats), W)`` and the keyword arguments
@@ -75,6 +125,11 @@ def shared_prefill(model: Any, input_ids: Any, attention_mask: Any, repeats: Seq
     with torch.inference_mode():
         model(input_ids=input_ids[:, :-1], attention_mask=attention_mask[:, :-1], position_ids=positions[:, :-1],
               use_cache=True, logits_to_keep=1, **{keyword: cache})
-    if any(r != 1 for r in repeats):
+    if reserve > 0 and all(type(layer).__name__ == "DynamicLayer" for layer in getattr(cache, "layers", [None])):
+        # the expansion and the reserved buffers in one copy per layer
+        layer_class = _reserved_layer_class()
+        select = index if any(r != 1 for r in repeats) else slice(None)
+        cache.layers = [layer_class(layer.keys[select], layer.values[select], reserve) for layer in cache.layers]
+    elif any(r != 1 for r in repeats):
         cache.batch_select_indices(index)
     return ids, mask, {keyword: cache}
