@@ -113,3 +113,28 @@ def test_four_adapters_on_one_base(tiny_model_dir, tiny_adapters, shared):
     with pytest.raises(ValueError, match="either adapter"):
         load_backend("transformers", model=str(tiny_model_dir), adapter=str(tiny_adapters["readability"]),
                      adapters={"structure": str(tiny_adapters["structure"])})
+
+
+def test_reserved_cache_holds_the_expanded_prompt_and_grows_in_place(shared):
+    """issue 23: ``reserve`` writes the expanded cache once into buffers; decoding fills them in place and falls back
+    to ``torch.cat`` past the reserve. The keys are those of the plain expansion (``batch_select_indices``)."""
+    import torch
+
+    from surveyalign.backends.prefill import cache_keyword, shared_prefill
+
+    ids = torch.tensor([[5, 6, 7, 8, 9], [0, 0, 7, 8, 9]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])
+    key = cache_keyword(shared.model)
+    plain_ids, plain_mask, plain = shared_prefill(shared.model, ids, mask, [2, 3])
+    got_ids, got_mask, reserved = shared_prefill(shared.model, ids, mask, [2, 3], reserve=2)
+    assert torch.equal(plain_ids, got_ids) and torch.equal(plain_mask, got_mask) and got_ids.shape == (5, 5)
+    for a, b in zip(plain[key].layers, reserved[key].layers):
+        assert type(b).__name__ == "ReservedLayer" and b.keys.shape == (5, a.keys.shape[1], 4, a.keys.shape[3])
+        assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+        buffer = b.keys.data_ptr()
+        step = torch.ones_like(a.keys[:, :, :1])
+        for n in range(3):  # two steps fit in the reserve, the third is appended with torch.cat
+            k, v = b.update(step * n, step * -n)
+            assert k.shape[2] == 5 + n and torch.equal(k[:, :, -1:], step * n) and torch.equal(v[:, :, -1:], step * -n)
+            assert torch.equal(k[:, :, :4], a.keys)
+            assert (k.data_ptr() == buffer) == (n < 2)

@@ -52,19 +52,23 @@ def _reserved_layer_class():
         from transformers.cache_utils import DynamicLayer
 
         class ReservedLayer(DynamicLayer):
-            """A ``DynamicLayer`` whose keys/values are views of buffers with room for ``extra`` more positions.
+            """A ``DynamicLayer`` whose keys/values are views of buffers with room for ``extra`` more positions;
+            built from the prefilled ``(G, heads, length, dim)`` tensors, row ``g`` repeated ``repeats[g]`` times.
 
             ``update`` writes new positions in place while they fit; otherwise (or after another method replaced
             the tensors, e.g. ``batch_select_indices``) it falls back to ``DynamicLayer.update`` (``torch.cat``).
             """
 
-            def __init__(self, keys: Any, values: Any, extra: int) -> None:
+            def __init__(self, keys: Any, values: Any, repeats: Sequence[int], extra: int) -> None:
                 super().__init__()
-                batch, heads, length, _ = keys.shape
-                self._k = keys.new_empty((batch, heads, length + extra, keys.shape[-1]))
-                self._v = values.new_empty((batch, heads, length + extra, values.shape[-1]))
-                self._k[:, :, :length] = keys
-                self._v[:, :, :length] = values
+                _, heads, length, _ = keys.shape
+                self._k = keys.new_empty((sum(repeats), heads, length + extra, keys.shape[-1]))
+                self._v = values.new_empty((sum(repeats), heads, length + extra, values.shape[-1]))
+                row = 0
+                for g, r in enumerate(repeats):  # prompt g's cache broadcast to its r rows: one copy, no temporary
+                    self._k[row : row + r, :, :length] = keys[g : g + 1]
+                    self._v[row : row + r, :, :length] = values[g : g + 1]
+                    row += r
                 self.keys, self.values = self._k[:, :, :length], self._v[:, :, :length]
                 self.device = keys.device
                 self.is_initialized = True
@@ -128,8 +132,7 @@ def shared_prefill(model: Any, input_ids: Any, attention_mask: Any, repeats: Seq
     if reserve > 0 and all(type(layer).__name__ == "DynamicLayer" for layer in getattr(cache, "layers", [None])):
         # the expansion and the reserved buffers in one copy per layer
         layer_class = _reserved_layer_class()
-        select = index if any(r != 1 for r in repeats) else slice(None)
-        cache.layers = [layer_class(layer.keys[select], layer.values[select], reserve) for layer in cache.layers]
+        cache.layers = [layer_class(layer.keys, layer.values, repeats, reserve) for layer in cache.layers]
     elif any(r != 1 for r in repeats):
         cache.batch_select_indices(index)
     return ids, mask, {keyword: cache}
