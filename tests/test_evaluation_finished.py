@@ -155,3 +155,37 @@ def test_split_rows_read_a_batch_at_a_time_are_the_datasets_rows(dataset_dir):
         assert len(rows) == len(ds) > 0
         assert rows == list(ds)
         assert split_columns(files) == ds.column_names
+
+
+def test_chunked_judge_stage_gives_the_whole_split_results(dataset_dir, tiny_model_dir, tmp_path, monkeypatch):
+    from surveyalign.evaluation import stream
+
+    def reply(messages, settings, sample_index):  # depends on the prompt only (not on how calls are batched)
+        return f"Noted.$$${(-1, 1, 2)[len(messages[-1]['content']) % 3]}$$$"
+
+    from surveyalign.backends.simple import ScriptedBackend
+
+    fields = {"limit": None, "tokenizer": str(tiny_model_dir), "max_length": 950}
+
+    def run(name: str):
+        backend = ScriptedBackend(reply)
+        return run_evaluation(_config(dataset_dir, tmp_path / name, **fields), backend=backend), backend
+
+    whole, whole_backend = run("whole")
+    assert len(whole.predictions) > 7
+    monkeypatch.setattr(stream, "CHUNK_UNITS", 3)
+    chunked, chunked_backend = run("chunked")
+    assert len(chunked_backend.calls) == len(whole_backend.calls) == whole.calls["made"]
+    assert chunked.predictions == whole.predictions
+    drop = ("seconds", "calls_per_s")
+    assert {k: v for k, v in chunked.calls.items() if k not in drop} == \
+        {k: v for k, v in whole.calls.items() if k not in drop}
+    pl = whole.metrics["harness"]["prompt_length"]
+    assert pl["n_shortened"] > 0  # the merge of the chunks' length summaries is exercised
+    assert chunked.metrics["harness"]["prompt_length"] == pl
+    assert {k: v for k, v in chunked.metrics.items() if k != "harness"} == \
+        {k: v for k, v in whole.metrics.items() if k != "harness"}
+    assert chunked.metrics["harness"]["cost"] == whole.metrics["harness"]["cost"]
+    # and the chunked run resumes like any other: nothing made again
+    again, again_backend = run("chunked")
+    assert again.calls["made"] == 0 and not again_backend.calls and again.predictions == whole.predictions

@@ -36,7 +36,7 @@ from surveyalign.calls.cost import cost_lines
 from surveyalign.calls.spend import answer_cost, model_of_call
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
-from surveyalign.evaluation import finished
+from surveyalign.evaluation import finished, stream
 from surveyalign.evaluation.adapters import check_training_records
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.identity import check_drift as rejudge
@@ -185,7 +185,9 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             finished.clear(run_dir)
             units, data_info = load_units(config)
             training_records = check_training_records(config, units, backend, console)
-        prompt_length = prepare_units(config, units, judge, sources, console)
+        chunked = stream.applies(config, units, groups, rqs=rqs_cfg is not None, plan_only=plan_only,
+                                 check_drift=check_drift)
+        prompt_length = None if chunked else prepare_units(config, units, judge, sources, console)
         rqs_judge = None
         if rqs_cfg is not None:
             rqs_judge = rqs_backend if rqs_backend is not None else build_backends(rqs_cfg.backend, [None])[0]["shared"]
@@ -213,42 +215,50 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 console.print(f"check-drift: re-judged {drift['n_rejudged']} stored unit(s): {drift['n_changed']} "
                               f"changed score, {drift['n_failed']} failed to answer or parse"
                               + (f" ({drift['note']})" if drift["note"] else ""))
-            todo, cached = judge_calls(config, units, judge, cache)
-            all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
-                                                                      unit_id=u.unit_id)]
-            n_judge_calls, n_judge_keys = len(all_calls), len({c.key for c in all_calls})
-            rqs_all, rqs_todo, unwritten = [], [], set()
-            if rqs_cfg is not None:  # exact for units already judged; the rest as if they will be scored
-                rqs_all, unwritten = plan_rqs_calls(units, assemble_predictions(config, units, judge, cache),
-                                                    {c.unit_id for c in todo}, rqs_judge, rqs_cfg.generation)
-                rqs_todo = cache.missing(rqs_all)[0]
-            plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
-                                      rqs_unwritten=unwritten)
-            if plan_only:
-                for line in plan.lines(spent_usd=spent_usd(cache, [*all_calls, *rqs_all], prices, model_of_call),
-                                       cached_calls=cached + len(rqs_all) - len(rqs_todo)):
-                    console.print(line, markup=False)
-                if unwritten:
-                    console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
-                                  "every unit is scored, each rationale as long as a judge answer)", markup=False)
-                return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": plan.to_dict()})
-            cap = make_cap(config, [*all_calls, *rqs_all], cache, prices, model_of_call, estimate)
-            cost_of = answer_cost(prices)
             batches: dict[str, Any] = {}
-            calls.update(cached=cached, made=len(todo))
-            calls["errors"], calls["seconds"], calls["calls_per_s"] = execute(
-                todo, config, cache, "judge", cap=cap, cost_of=cost_of, batches=batches)
-            _stop_if_incomplete(cap, batches, todo, cache, config, "judge", later=rqs_todo)
-            predictions = assemble_predictions(config, units, judge, cache)
-            if rqs_cfg is not None:
-                rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache)
-                calls.update(rqs_cached=rcached, rqs_made=len(rtodo))
-                calls["rqs_errors"], calls["rqs_seconds"], _ = execute(rtodo, config, cache, "rqs", cap=cap,
-                                                                       cost_of=cost_of, batches=batches)
-                _stop_if_incomplete(cap, batches, rtodo, cache, config, "rqs")
-                attach_ratings(units, predictions, rqs_judge, rqs_cfg.generation, cache)
-                all_calls += [c for c in rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation,
-                                                   CallCache(Path(run_dir / ".none")))[0]]
+            if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
+                out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
+                prompt_length = run_config["prompt_length"] = out["prompt_length"]
+                predictions, all_calls = out["predictions"], out["calls"]
+                n_judge_calls, n_judge_keys = len(all_calls), out["keys"]
+                calls.update(cached=out["cached"], made=out["made"], errors=out["errors"], seconds=out["seconds"],
+                             calls_per_s=out["calls_per_s"])
+            else:
+                todo, cached = judge_calls(config, units, judge, cache)
+                all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
+                                                                          unit_id=u.unit_id)]
+                n_judge_calls, n_judge_keys = len(all_calls), len({c.key for c in all_calls})
+                rqs_all, rqs_todo, unwritten = [], [], set()
+                if rqs_cfg is not None:  # exact for units already judged; the rest as if they will be scored
+                    rqs_all, unwritten = plan_rqs_calls(units, assemble_predictions(config, units, judge, cache),
+                                                        {c.unit_id for c in todo}, rqs_judge, rqs_cfg.generation)
+                    rqs_todo = cache.missing(rqs_all)[0]
+                plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
+                                          rqs_unwritten=unwritten)
+                if plan_only:
+                    for line in plan.lines(spent_usd=spent_usd(cache, [*all_calls, *rqs_all], prices, model_of_call),
+                                           cached_calls=cached + len(rqs_all) - len(rqs_todo)):
+                        console.print(line, markup=False)
+                    if unwritten:
+                        console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
+                                      "every unit is scored, each rationale as long as a judge answer)", markup=False)
+                    return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": plan.to_dict()})
+                cap = make_cap(config, [*all_calls, *rqs_all], cache, prices, model_of_call, estimate)
+                cost_of = answer_cost(prices)
+                calls.update(cached=cached, made=len(todo))
+                calls["errors"], calls["seconds"], calls["calls_per_s"] = execute(
+                    todo, config, cache, "judge", cap=cap, cost_of=cost_of, batches=batches)
+                _stop_if_incomplete(cap, batches, todo, cache, config, "judge", later=rqs_todo)
+                predictions = assemble_predictions(config, units, judge, cache)
+                if rqs_cfg is not None:
+                    rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache)
+                    calls.update(rqs_cached=rcached, rqs_made=len(rtodo))
+                    calls["rqs_errors"], calls["rqs_seconds"], _ = execute(rtodo, config, cache, "rqs", cap=cap,
+                                                                           cost_of=cost_of, batches=batches)
+                    _stop_if_incomplete(cap, batches, rtodo, cache, config, "rqs")
+                    attach_ratings(units, predictions, rqs_judge, rqs_cfg.generation, cache)
+                    all_calls += [c for c in rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation,
+                                                       CallCache(Path(run_dir / ".none")))[0]]
             if batches:
                 calls["batches"] = batches
             calls["answers"] = dict(cache.counts)  # reused / retried (cached failed) / made (issue 21 C)

@@ -1,0 +1,107 @@
+"""The judge stage a chunk of units at a time, so a large split never holds every prompt at once (issue 23).
+
+Every prompt carries its survey text (about 100 kB); 14.5k units would hold 4 prompts per paper for the whole run.
+:func:`judge_in_chunks` runs steps 2-4 of :mod:`surveyalign.evaluation.runner` (prompts, calls, predictions) on
+:data:`CHUNK_UNITS` units at a time and then lets go of their prompts' messages and survey texts, keeping the
+prediction records, the prompt bookkeeping and the calls' keys. Its outputs are those of the whole-split path:
+the same predictions in the same order, the same ``prompt_length`` summary and call counts.
+
+It applies (:func:`applies`) when nothing needs every prompt before the first call: no RQS stage (it reads the
+units' prompts after the judge stage), no ``--plan`` / ``--max-cost`` (they price every call first), no
+``--check-drift``, no provider batch API (one batch per run), and more units than one chunk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from typing import Any
+
+from surveyalign.calls import Call, CallCache
+from surveyalign.evaluation.config import EvalConfig
+from surveyalign.evaluation.lengths import prepare_units
+from surveyalign.evaluation.plan import execute, judge_calls
+from surveyalign.evaluation.predictions import assemble_predictions
+from surveyalign.evaluation.units import Unit
+from surveyalign.judge import Judge
+
+__all__ = ["CHUNK_UNITS", "applies", "judge_in_chunks"]
+
+#: Units per chunk: at K=4, 8,192 calls, 32 times the largest concurrency in use (256), so the ramp-down at the end
+#: of a chunk (at most one call latency with fewer calls in flight) costs about a thirtieth of the chunk's time;
+#: their prompts, about 2,048 / 2 x 100 kB (the reviews of one paper share one), stay near 100 MB.
+CHUNK_UNITS = 2048
+
+
+def applies(config: EvalConfig, units: list[Unit], groups: dict[str, Any], *, rqs: bool, plan_only: bool,
+            check_drift: int | None) -> bool:
+    """Whether the judge stage of this run goes a chunk at a time (see the module docstring)."""
+    return (not rqs and not plan_only and not check_drift and config.max_cost is None
+            and not any(getattr(b, "batch", False) for b in groups.values()) and len(units) > CHUNK_UNITS)
+
+
+def _merge(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """Add the ``prompt_length`` summary of one chunk to that of the chunks before it."""
+    for dim, entry in part["per_dimension"].items():
+        into = total["per_dimension"][dim]
+        for key in ("n_counted", "n_shortened", "removed_tokens", "n_too_long"):
+            into[key] += entry[key]
+        into["longest_prompt"] = max(into["longest_prompt"], entry["longest_prompt"])
+    total["n_shortened"] += part["n_shortened"]
+    total["n_too_long"] += part["n_too_long"]
+    return total
+
+
+def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources: dict[str, str | None],
+                    cache: CallCache, console: Any) -> dict[str, Any]:
+    """Prompts, calls and predictions of ``units``, :data:`CHUNK_UNITS` at a time.
+
+    Args:
+        config: the run configuration.
+        units: the units, in run order; each one's prompt messages and survey text are dropped once its chunk is
+            done (``unit.prompt`` keeps everything else).
+        judge: the run's judge.
+        sources: dimension -> where its ``max_length`` comes from.
+        cache: the run's call cache (answers appended as they arrive).
+        console: a ``rich`` console (the length warnings of the first chunk are printed, once).
+
+    Returns:
+        ``{"prompt_length", "predictions", "calls"}`` (the judge calls without their messages: keys, backends) and
+        ``"cached"``, ``"made"``, ``"errors"``, ``"seconds"``, ``"calls_per_s"``, ``"keys"`` (distinct call keys)
+        as the whole-split path counts them.
+    """
+    quiet = _quiet_console()
+    total: dict[str, Any] | None = None
+    predictions: list[dict[str, Any]] = []
+    light: list[Call] = []
+    keys: set[str] = set()
+    cached = made = errors = 0
+    seconds, timed = 0.0, True
+    for start in range(0, len(units), CHUNK_UNITS):
+        chunk = units[start:start + CHUNK_UNITS]
+        part = prepare_units(config, chunk, judge, sources, console if start == 0 else quiet)
+        total = part if total is None else _merge(total, part)
+        todo, n_cached = judge_calls(config, chunk, judge, cache)
+        n_errors, n_seconds, rate = execute(todo, config, cache, "judge")
+        cached, made, errors, seconds = cached + n_cached, made + len(todo), errors + n_errors, seconds + n_seconds
+        timed = timed and (rate is not None or not todo)
+        predictions += assemble_predictions(config, chunk, judge, cache)
+        bare: dict[int, Any] = {}
+        for unit in chunk:
+            for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id):
+                keys.add(call.key)
+                light.append(dataclasses.replace(call, messages=[]))
+            shared = id(unit.prompt)  # units of one paper share a prompt: one bare copy for them
+            if shared not in bare:
+                bare[shared] = dataclasses.replace(unit.prompt, messages=[])
+            unit.prompt = bare[shared]
+            unit.row["text"] = None
+    rate = round(made / seconds, 2) if made and seconds > 0 and timed else None
+    return {"prompt_length": total, "predictions": predictions, "calls": light, "cached": cached, "made": made,
+            "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys)}
+
+
+def _quiet_console() -> Any:
+    from rich.console import Console
+
+    return Console(file=io.StringIO())
