@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -188,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.terminate()
         server.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
     emit(figures)
     return 0
 
