@@ -13,7 +13,7 @@ from typing import Any
 
 from surveyalign.constants import Dimension, parse_dimension
 
-__all__ = ["bool_value", "dimension_list", "dimension_value", "int_at_least", "non_negative_float", "number_between",
+__all__ = ["add_cost_arguments", "bool_value", "dimension_list", "dimension_value", "int_at_least", "non_negative_float", "number_between",
            "positive_float", "positive_int", "probability"]
 
 
@@ -106,3 +106,28 @@ def dimension_list(text: str) -> list[Dimension]:
         raise argparse.ArgumentTypeError(f"expected comma-separated dimensions, got {text!r}")
     return list(dict.fromkeys(names))
 
+
+
+def add_cost_arguments(parser: argparse.ArgumentParser, *, kept: str = "the answers so far are kept",
+                       config_keys: bool = False) -> None:
+    """Adds the spending flags shared by ``evaluate`` and ``score`` (issue 22): ``--plan``, ``--max-cost``, ``--prices``.
+
+    Args:
+        parser: the command's parser; gets ``plan`` (bool), ``max_cost`` (float USD > 0 or None) and ``prices``
+            (a YAML path or None).
+        kept: what the help says survives a stop at the cap.
+        config_keys: the command also reads ``max_cost`` / ``prices`` from its YAML config: the help says the
+            flags override them.
+    """
+    def overrides(key: str) -> str:
+        return f" (overrides `{key}`)" if config_keys else ""
+
+    parser.add_argument("--plan", action="store_true",
+                        help="print the calls still to make, their prompt / completion tokens, estimated cost (price "
+                        "table configs/prices.yaml) and time, then stop: nothing is sent")
+    parser.add_argument("--max-cost", type=positive_float, metavar="USD",
+                        help=f"stop sending new calls when the projected total cost would pass USD: {kept}, exit 4 "
+                        f"with what is left; a re-run with a higher cap continues{overrides('max_cost')}")
+    parser.add_argument("--prices", metavar="FILE",
+                        help="price table merged over configs/prices.yaml, same shape (cost per dimension in the "
+                        f"reports){overrides('prices')}")

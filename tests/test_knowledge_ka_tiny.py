@@ -6,31 +6,13 @@ costs seconds: the mutation check of surveyalign/knowledge/ka.py (benchmarks/mut
 
 from __future__ import annotations
 
+from test_knowledge_ka import _graph  # the hand-made graph, one copy
+
 from surveyalign.backends import load_backend
 from surveyalign.calls import CallCache
-from surveyalign.documents import Paper
 from surveyalign.knowledge.config import KAConfig
-from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import crit_candidates, neighbourhood, pack_blocks
 from surveyalign.knowledge.summarise import Summariser, TokenCounter
-
-
-# the graph of tests/test_knowledge_ka.py
-def _p(pid, year, cites, refs=(), title=None):
-    return Paper(id=pid, title=title or f"Paper {pid}", year=year, citation_count=cites, reference_ids=list(refs),
-                 abstract="one two three four five", authors=[f"Author {pid}"])
-
-
-def _graph() -> CitationGraph:
-    # R = r1, r2, r3.  a: cites r1, r2 and is cited by r3 -> score 3.  b <-> r1 both ways -> score 1 (once).
-    # c -> r2, d -> r3: score 1.  r1 -> r2: R members inside R+ (score 1 each).  s: the survey (cites R).
-    # z cites the survey.  late (2030) cites r1.  e: unlinked.
-    return CitationGraph([
-        _p("r1", 2010, 100, ["r2", "b"]), _p("r2", 2012, 7), _p("r3", 2014, 30, ["a"]),
-        _p("a", 2015, 10, ["r1", "r2"]), _p("b", 2011, 50, ["r1"]), _p("c", 2013, 50, ["r2"]),
-        _p("d", 2009, 5, ["r3"]), _p("s", 2016, 3, ["r1", "r2", "r3"], title="The survey"),
-        _p("z", 2016, 1, ["s", "r1"]), _p("late", 2030, 999, ["r1"]), _p("e", 2000, 1),
-    ])
 
 
 def test_blocks_counted_with_the_judge_tokenizer(tiny_model_dir):

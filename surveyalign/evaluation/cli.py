@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from surveyalign.argtypes import dimension_list, positive_float, positive_int
+from surveyalign.argtypes import add_cost_arguments, dimension_list, positive_int
 from surveyalign.constants import SPLITS
 from surveyalign.models import max_length_arg
 
@@ -66,14 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "prompts for API backends)")
     p.add_argument("--concurrency", type=positive_int, help="requests in flight for API backends: exactly this many (overrides `concurrency` and the "
                    "backend's own `backend.options.concurrency`; default: that option, else 32)")
-    p.add_argument("--plan", action="store_true",
-                   help="print the calls still to make, their prompt / completion tokens, estimated cost (price table "
-                   "configs/prices.yaml) and time, then stop: nothing is sent")
-    p.add_argument("--max-cost", type=positive_float, metavar="USD",
-                   help="stop sending new calls when the projected total cost of the run would pass USD; the answers "
-                   "so far are kept, exit 4 with what is left; a re-run with a higher cap continues (overrides `max_cost`)")
-    p.add_argument("--prices", metavar="FILE",
-                   help="price table merged over configs/prices.yaml, same shape (overrides `prices`)")
+    add_cost_arguments(p, config_keys=True)
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"),

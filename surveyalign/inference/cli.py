@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from surveyalign.argtypes import (
+    add_cost_arguments,
     dimension_list,
     int_at_least,
     non_negative_float,
-    positive_float,
     positive_int,
 )
 from surveyalign.constants import DIMENSIONS
@@ -70,14 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="PDF text extractor (pypdf: default; the others are optional GPL/AGPL extras)")
     p.add_argument("--keep-failed", action="store_true", help="reuse cached answers that errored or could not be "
                    "parsed (default: a re-run asks them again)")
-    p.add_argument("--plan", action="store_true",
-                   help="print the calls still to make, their tokens, estimated cost (configs/prices.yaml) and time, "
-                   "then stop: nothing is sent")
-    p.add_argument("--max-cost", type=positive_float, metavar="USD",
-                   help="stop sending new calls when the projected total cost would pass USD: the answers so far are "
-                   "kept (finished surveys reported), exit 4 with what is left; a re-run with a higher cap continues")
-    p.add_argument("--prices", metavar="FILE",
-                   help="price table merged over configs/prices.yaml, same shape (the reports' cost per dimension)")
+    add_cost_arguments(p, kept="the answers so far are kept (finished surveys reported)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"), default=None,
                    help="local judges: load the base in 4-bit (NF4, bitsandbytes) or 8-bit; default auto: as the "
