@@ -13,6 +13,13 @@ from .schema import ALL_CONFIG, COLUMNS, arrow_schema
 #: String columns that repeat for every unit of a paper; written dictionary-encoded.
 _REPEATED = ("paper_id", "title", "text", "abstract", "source", "dimension")
 
+#: Rows per parquet row group. A reader decodes a row group's column whole: 128 rows keep one read of the text
+#: column near 13 MB (100 kB texts) where one group per file held the whole file's texts (issue 23: memory).
+ROW_GROUP_ROWS = 128
+
+#: Columns written with min / max statistics (all but the long texts).
+_STATISTICS = [c for c in COLUMNS if c not in ("text", "abstract")]
+
 
 def check_output(official: Path, out: Path, overwrite: bool) -> None:
     """Refuse to replace anything but an empty folder or an earlier build, or to write into the release.
@@ -43,21 +50,26 @@ def check_output(official: Path, out: Path, overwrite: bool) -> None:
                 )
 
 
-def write_files(out: Path, rows: dict[tuple[str, str], list[dict]]) -> None:
+def write_files(out: Path, rows: dict[tuple[str, str], list[dict]], row_group_size: int | None = None) -> None:
     """Write ``out/data/<dimension>/<split>.parquet`` for every non-empty (dimension, split), one file at a time.
 
     Each file's table is built straight from buffers (no per-value conversion, no pandas import), written and
     dropped before the next one is built, so at most one file's columns are held beside the rows (issue 23:
     the build's peak memory). Rows are sorted by (paper_id, review_id); the repeated string columns are stored
-    dictionary-encoded (one entry per distinct value, a paper's text once per file).
+    dictionary-encoded (one entry per distinct value, a paper's text once per row group). Each row group of
+    ``row_group_size`` rows is built and written on its own, with its own dictionaries: slicing one table would
+    write the whole file's dictionary (every text) into every row group.
 
     Args:
         out: the dataset folder being written.
         rows: ``{(dimension, split): rows}``.
+        row_group_size: rows per parquet row group (>= 1; default :data:`ROW_GROUP_ROWS`); readers decode one
+            group's column at a time.
     """
     import pyarrow.parquet as pq
 
     schema = arrow_schema()
+    size = row_group_size or ROW_GROUP_ROWS
     for dim in DIMENSIONS:
         (out / "data" / dim).mkdir(parents=True, exist_ok=True)
         for split in SPLITS:
@@ -65,9 +77,20 @@ def write_files(out: Path, rows: dict[tuple[str, str], list[dict]]) -> None:
             if not items:  # datasets cannot load an empty split: no file, the config omits the split
                 continue
             # store_schema=False: readers see plain strings (the dictionary is only the parquet encoding); the
-            # typed features come from the README's dataset_info
-            pq.write_table(_table(items, schema), out / "data" / dim / f"{split}.parquet", compression="zstd",
-                           compression_level=3, store_schema=False)
+            # typed features come from the README's dataset_info. No min / max statistics for the long texts:
+            # they would copy two texts per row group into the footer, which every reader parses
+            writer = None
+            try:
+                for start in range(0, len(items), size):
+                    table = _table(items[start:start + size], schema)
+                    if writer is None:
+                        writer = pq.ParquetWriter(out / "data" / dim / f"{split}.parquet", table.schema,
+                                                  compression="zstd", compression_level=3, store_schema=False,
+                                                  write_statistics=_STATISTICS)
+                    writer.write_table(table)
+            finally:
+                if writer is not None:
+                    writer.close()
 
 
 def _table(items: list[dict], schema):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from surveyalign.constants import DIMENSIONS, SPLITS, Dimension
 from surveyalign.paths import resource_path
@@ -112,29 +113,89 @@ def split_files(path: str | os.PathLike, split: str) -> list[Path] | None:
     return out if all(f.is_file() for f in out) else None
 
 
-def iter_split_rows(files: list[Path], columns: list[str] | None = None, batch_size: int = 64):
-    """The rows of ``files`` (from :func:`split_files`) as dicts, read a file at a time (arrow decodes a row group
-    whole; the built files hold one each) and handed over a batch at a time: never the whole split's texts at once,
-    and nothing kept in a cache folder (the evaluation of 14.5k units; issue 23). Same rows, values and order as
-    ``load_surveyreview(path, "all", split)``.
+def iter_split_rows(files: list[Path], columns: list[str] | None = None, batch_size: int = 64, *,
+                    where: bool = False):
+    """The rows of ``files`` (from :func:`split_files`) as dicts, read a file at a time and a row group at a time
+    (arrow decodes a row group's column whole; ``surveyalign data build`` writes groups of
+    :data:`surveyalign.data.files.ROW_GROUP_ROWS` rows) and handed over a batch at a time: never the whole split's
+    texts at once, and nothing kept in a cache folder (the evaluation of 14.5k units; issue 23). Same rows, values
+    and order as ``load_surveyreview(path, "all", split)``.
 
     Args:
         files: parquet files of one split.
         columns: the columns to read (default: all).
         batch_size: rows decoded at a time.
+        where: also yield each row's position, for :func:`read_column_at`.
 
     Yields:
-        One dict per row.
+        One dict per row; with ``where``, ``(file index, row index in that file, row)``.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for path in files:
+    for index, path in enumerate(files):
+        n = 0
         for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns):
-            yield from batch.to_pylist()
+            if where:
+                for row in batch.to_pylist():
+                    yield index, n, row
+                    n += 1
+            else:
+                yield from batch.to_pylist()
         batch = None
-        # a file's row group is decoded whole; its buffers go back to the system before the next file is read
+        # a row group is decoded whole; its buffers go back to the system before the next file is read
         pa.default_memory_pool().release_unused()
+
+
+def read_column_at(files: list[Path], positions: list[tuple[int, int]], column: str) -> dict[tuple[int, int], Any]:
+    """The values of ``column`` at the given rows of ``files``, reading only the row groups that hold them, one
+    group at a time (issue 23: the evaluation reads its survey texts a chunk of units at a time).
+
+    Args:
+        files: parquet files of one split (:func:`split_files`).
+        positions: ``(file index, row index in that file)`` pairs, as :func:`iter_split_rows` gives them with
+            ``where=True``; any order, repeats allowed.
+        column: the column to read.
+
+    Returns:
+        ``{(file index, row index): value}`` for every position asked.
+
+    Raises:
+        IndexError: a file index or row index outside ``files``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wanted: dict[int, list[int]] = {}
+    for f, r in positions:
+        wanted.setdefault(f, []).append(r)
+    out: dict[tuple[int, int], Any] = {}
+    for f in sorted(wanted):
+        if not 0 <= f < len(files):
+            raise IndexError(f"file index {f} outside the {len(files)} file(s) of the split")
+        handle = pq.ParquetFile(files[f])
+        rows = sorted(set(wanted[f]))
+        i = start = 0
+        for group in range(handle.num_row_groups):
+            end = start + handle.metadata.row_group(group).num_rows
+            need = []
+            while i < len(rows) and rows[i] < end:
+                need.append(rows[i])
+                i += 1
+            if need:
+                values = handle.read_row_group(group, columns=[column]).column(0)
+                for r in need:
+                    if r < 0:
+                        raise IndexError(f"row {r} of {files[f]}")
+                    out[(f, r)] = values[r - start].as_py()
+                values = None
+            start = end
+            if i == len(rows):
+                break
+        if i < len(rows):
+            raise IndexError(f"row {rows[i]} of {files[f]}, which has {start} row(s)")
+    pa.default_memory_pool().release_unused()
+    return out
 
 
 def split_columns(files: list[Path]) -> list[str]:

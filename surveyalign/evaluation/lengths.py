@@ -11,7 +11,7 @@ from typing import Any
 
 from surveyalign.constants import PROMPT_TOO_LONG
 from surveyalign.evaluation.config import EvalConfig
-from surveyalign.evaluation.units import Unit
+from surveyalign.evaluation.units import Unit, read_texts
 from surveyalign.judge import Judge
 
 __all__ = ["prepare_units"]
@@ -27,7 +27,8 @@ def prepare_units(config: EvalConfig, units: list[Unit], judge: Judge, sources: 
 
     Args:
         config: the run configuration.
-        units: the units (changed in place).
+        units: the units (changed in place; their survey texts are read from the split's files first,
+            :func:`surveyalign.evaluation.units.read_texts`).
         judge: the judge, with each dimension's ``max_length`` and tokenizer in its options.
         sources: dimension -> where its ``max_length`` comes from (``"config"``, ``"training record of DIR"``).
         console: a ``rich`` console for the warning.
@@ -51,8 +52,9 @@ def prepare_units(config: EvalConfig, units: list[Unit], judge: Judge, sources: 
             console.print(f"[yellow]{dim}: max_length={budget} is not applied: no tokenizer to count prompt "
                           "tokens with (API backend); set `tokenizer: FOLDER` (CLI: --tokenizer)[/]")
     # units with the same survey, dimension, knowledge and title (the reviews of one paper) get one prompt object:
-    # built, counted and hashed once (issue 23: memory and CPU); the texts are shared per paper (load_units), and
-    # each stays alive in its unit while this loop runs, so its id() names it
+    # built, counted and hashed once (issue 23: memory and CPU); the texts, read now for these units only, are
+    # shared per paper (read_texts), and each stays alive in its unit while this loop runs, so its id() names it
+    read_texts(units)
     prepared: dict[tuple[Any, ...], Any] = {}
     for unit in units:
         text, title = unit.row.get("text") or "", unit.row.get("title") or None

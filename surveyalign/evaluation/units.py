@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.data import load_surveyreview, load_train_scores
-from surveyalign.data.load import iter_split_rows, split_columns, split_files
+from surveyalign.data.load import iter_split_rows, read_column_at, split_columns, split_files
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.judge import PreparedPrompt
 from surveyalign.prompts import build_judge_prompt
 
-__all__ = ["Unit", "folder_fingerprint", "load_units", "template_hashes", "train_scores_or_none"]
+__all__ = ["Unit", "folder_fingerprint", "load_units", "read_texts", "template_hashes", "train_scores_or_none"]
 
 
 @dataclass
@@ -31,12 +31,17 @@ class Unit:
         dimension: canonical dimension name.
         knowledge: the knowledge block put before the survey (``None``: none for this unit).
         prompt: the prepared prompt (set by :func:`surveyalign.evaluation.lengths.prepare_units`).
+        text_at: where the survey text lies while ``row["text"]`` is ``None``: ``(files, file index, row index)``
+            for :func:`read_texts` (``None``: the row holds its text).
+        text_flag: whether the row has a survey text, known before the text is read (``None``: look at the row).
     """
 
     row: dict[str, Any]
     dimension: str
     knowledge: str | None = None
     prompt: PreparedPrompt | None = None
+    text_at: tuple[list[Path], int, int] | None = None
+    text_flag: bool | None = None
 
     @property
     def unit_id(self) -> str:
@@ -45,7 +50,9 @@ class Unit:
 
     @property
     def has_text(self) -> bool:
-        """True when the unit has a survey text (otherwise it is ``missing_text``)."""
+        """True when the unit has a survey text (otherwise it is ``missing_text``), read or not."""
+        if self.text_flag is not None:
+            return self.text_flag
         return bool((self.row.get("text") or "").strip())
 
 
@@ -57,7 +64,10 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
 
     Returns:
         ``(units, data_info)``: units in dimension order, then dataset order; ``data_info`` for ``run_config.json``
-        (path, split, unit counts, knowledge column, :func:`folder_fingerprint`).
+        (path, split, unit counts, knowledge column, :func:`folder_fingerprint`). Read from the split's parquet
+        files, the units hold no survey text yet (``row["text"]`` is ``None``; ``has_text`` is known): the judge
+        stage reads the texts of the units it prepares (:func:`read_texts`), a chunk at a time when it goes by
+        chunks, so the split's texts are never all held (issue 23: memory).
 
     Raises:
         FileNotFoundError: the dataset folder does not exist.
@@ -69,20 +79,24 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
     files = split_files(root, config.split)
     if files is None:  # a README without plain file lists: through datasets
         ds = load_surveyreview(str(root), dimension="all", split=config.split)
-        rows, columns = iter(ds), ds.column_names
-    else:  # a batch of rows at a time, never the whole split's texts (issue 23: memory)
-        rows, columns = iter_split_rows(files), split_columns(files)
+        rows, columns = ((None, None, row) for row in ds), ds.column_names
+    else:  # a batch of rows at a time; the texts are read again later, a chunk at a time (issue 23: memory)
+        rows, columns = iter_split_rows(files, where=True), split_columns(files)
     has_knowledge = "knowledge" in columns
 
     by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
     texts: dict[Any, str] = {}  # one survey text object per paper, shared by its units (issue 23: memory)
+    where: dict[int, tuple[tuple[list[Path], int, int], bool]] = {}  # id(row) -> (text_at, text_flag)
     present: set[str] = set()
-    for row in rows:
+    for file_index, row_index, row in rows:
         dim = row["dimension"]
         present.add(dim)
         if dim in by_dim and (config.limit is None or len(by_dim[dim]) < config.limit):
             text = row.get("text")
-            if text:
+            if file_index is not None:  # left in the file until the judge stage reads it
+                where[id(row)] = ((files, file_index, row_index), bool((text or "").strip()))
+                row["text"] = None
+            elif text:
                 shared = texts.setdefault(row.get("paper_id") or row["unit_id"], text)
                 if shared == text:
                     row["text"] = shared
@@ -102,7 +116,9 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
                 raise ValueError(f"{root} ({config.split}): unit_id {row['unit_id']!r} occurs twice")
             seen.add(row["unit_id"])
             knowledge = row.get("knowledge") if has_knowledge and dim in config.knowledge_dimensions else None
-            units.append(Unit(row=row, dimension=dim, knowledge=knowledge or None))
+            text_at, text_flag = where.get(id(row), (None, None))
+            units.append(Unit(row=row, dimension=dim, knowledge=knowledge or None, text_at=text_at,
+                              text_flag=text_flag))
 
     data_info = {
         "path": str(root.resolve()),
@@ -113,6 +129,32 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
         **folder_fingerprint(root),
     }
     return units, data_info
+
+
+def read_texts(units: list[Unit]) -> None:
+    """Put the survey text of every unit in ``units`` that does not hold it yet into its row (``row["text"]``),
+    reading only the row groups of the split's files that hold them; the units of one paper share one text object
+    (issue 23: memory, and one prompt per paper in :func:`surveyalign.evaluation.lengths.prepare_units`).
+
+    Args:
+        units: units from :func:`load_units`; those without ``text_at`` or already holding a text are left as they
+            are.
+    """
+    todo = [u for u in units if u.text_at is not None and u.row.get("text") is None]
+    sources: dict[int, list[Path]] = {}
+    for unit in todo:
+        sources.setdefault(id(unit.text_at[0]), unit.text_at[0])
+    texts: dict[Any, str] = {}
+    for key, files in sources.items():
+        mine = [u for u in todo if id(u.text_at[0]) == key]
+        values = read_column_at(files, [u.text_at[1:] for u in mine], "text")
+        for unit in mine:
+            text = values[unit.text_at[1:]]
+            if text:
+                shared = texts.setdefault(unit.row.get("paper_id") or unit.unit_id, text)
+                if shared == text:
+                    text = shared
+            unit.row["text"] = text
 
 
 def train_scores_or_none(dataset: str) -> dict[str, list[int]]:
