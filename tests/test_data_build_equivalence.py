@@ -26,8 +26,8 @@ from test_verbatim_reference import _reference_near
 
 from surveyalign.constants import DIMENSIONS, SPLITS
 from surveyalign.data import build_dataset, read_release, sample_release_dir
-from surveyalign.data.leakcheck import check_leaks, guard_texts
 from surveyalign.data.files import ROW_GROUP_ROWS
+from surveyalign.data.leakcheck import check_leaks, guard_texts
 from surveyalign.data.schema import COLUMNS, arrow_schema
 from surveyalign.documents import (
     MIN_SNIPPET_CHARS,

@@ -13,8 +13,7 @@ from surveyalign.evaluation import EvalConfig, run_evaluation
 @pytest.fixture(scope="module")
 def grouped_dir(tmp_path_factory) -> Path:
     """The sample release built with row groups of 2 rows (every file has several)."""
-    import surveyalign.data.files as files
-    from surveyalign.data import build_dataset, sample_release_dir
+    from surveyalign.data import build_dataset, files, sample_release_dir
 
     out = tmp_path_factory.mktemp("grouped") / "surveyreview"
     with pytest.MonkeyPatch.context() as mp:
@@ -74,13 +73,15 @@ def test_rows_read_at_their_positions_are_the_rows_read_in_order(grouped_dir):
 
 def test_units_read_by_chunks_are_the_whole_load_units_in_order(grouped_dir, dataset_dir, tmp_path):
     from surveyalign.data import load_surveyreview
-    from surveyalign.evaluation.units import load_units, read_texts
+    from surveyalign.evaluation.units import UNREAD_COLUMNS, load_units, read_texts
 
     config = _config(grouped_dir, tmp_path)
     units, info = load_units(config)
     assert all(u.row["text"] is None and u.text_at is not None for u in units)  # no text held after the load
-    expected = [dict(row) for dim in config.dimensions
+    expected = [{k: v for k, v in row.items() if k not in UNREAD_COLUMNS} for dim in config.dimensions
                 for row in load_surveyreview(dataset_dir, "all", "test") if row["dimension"] == dim]
+    assert set(expected[0]) == {"unit_id", "paper_id", "review_id", "source", "dimension", "score", "rationales",
+                                "title", "text"}
     assert [u.unit_id for u in units] == [r["unit_id"] for r in expected]
     assert [u.has_text for u in units] == [bool((r["text"] or "").strip()) for r in expected]
     assert info["units"] == len(expected)

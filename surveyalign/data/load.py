@@ -173,7 +173,9 @@ def read_column_at(files: list[Path], positions: list[tuple[int, int]], column: 
     for f in sorted(wanted):
         if not 0 <= f < len(files):
             raise IndexError(f"file index {f} outside the {len(files)} file(s) of the split")
-        handle = pq.ParquetFile(files[f])
+        # a dictionary-encoded column (a paper's text) comes back as its dictionary: one value object per distinct
+        # value of a row group, not one per row
+        handle = pq.ParquetFile(files[f], read_dictionary=[column])
         rows = sorted(set(wanted[f]))
         i = start = 0
         for group in range(handle.num_row_groups):
@@ -183,12 +185,26 @@ def read_column_at(files: list[Path], positions: list[tuple[int, int]], column: 
                 need.append(rows[i])
                 i += 1
             if need:
-                values = handle.read_row_group(group, columns=[column]).column(0)
-                for r in need:
-                    if r < 0:
-                        raise IndexError(f"row {r} of {files[f]}")
-                    out[(f, r)] = values[r - start].as_py()
-                values = None
+                values = handle.read_row_group(group, columns=[column]).column(0).combine_chunks()
+                if pa.types.is_dictionary(values.type):
+                    codes, known = values.indices, values.dictionary
+                    seen: dict[int, Any] = {}
+                    for r in need:
+                        if r < 0:
+                            raise IndexError(f"row {r} of {files[f]}")
+                        code = codes[r - start].as_py()
+                        if code is None:
+                            out[(f, r)] = None
+                        else:
+                            if code not in seen:
+                                seen[code] = known[code].as_py()
+                            out[(f, r)] = seen[code]
+                else:
+                    for r in need:
+                        if r < 0:
+                            raise IndexError(f"row {r} of {files[f]}")
+                        out[(f, r)] = values[r - start].as_py()
+                values = codes = known = seen = None
             start = end
             if i == len(rows):
                 break

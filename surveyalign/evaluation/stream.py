@@ -80,6 +80,8 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
     for start in range(0, len(units), CHUNK_UNITS):
         chunk = units[start:start + CHUNK_UNITS]
         part = prepare_units(config, chunk, judge, sources, console if start == 0 else quiet)
+        for unit in chunk:  # the prompts carry the texts from here on; the texts are read again if ever needed
+            unit.row["text"] = None
         total = part if total is None else _merge(total, part)
         todo, n_cached = judge_calls(config, chunk, judge, cache)
         n_errors, n_seconds, rate = execute(todo, config, cache, "judge")
@@ -95,10 +97,31 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
             if shared not in bare:
                 bare[shared] = dataclasses.replace(unit.prompt, messages=[])
             unit.prompt = bare[shared]
-            unit.row["text"] = None
+        chunk = bare = part = todo = None
+        _give_back()
     rate = round(made / seconds, 2) if made and seconds > 0 and timed else None
     return {"prompt_length": total, "predictions": predictions, "calls": light, "cached": cached, "made": made,
             "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys)}
+
+
+def _give_back() -> None:
+    """Hand the memory of a finished chunk's texts and prompts back to the system: glibc keeps freed blocks of
+    100 kB texts in its heap (its mmap threshold grows past them), so the resident size would keep the largest
+    chunk's footprint for the rest of the run (issue 23). A no-op where ``malloc_trim`` is missing."""
+    import ctypes
+    import ctypes.util
+
+    global _TRIM
+    if _TRIM is None:
+        try:
+            _TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM: Any = None
 
 
 def _quiet_console() -> Any:

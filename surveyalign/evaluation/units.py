@@ -14,12 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.data import load_surveyreview, load_train_scores
-from surveyalign.data.load import iter_split_rows, read_column_at, split_columns, split_files
+from surveyalign.data.load import (
+    iter_split_rows,
+    read_column_at,
+    split_columns,
+    split_files,
+)
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.judge import PreparedPrompt
 from surveyalign.prompts import build_judge_prompt
 
 __all__ = ["Unit", "folder_fingerprint", "load_units", "read_texts", "template_hashes", "train_scores_or_none"]
+
+
+#: Columns of a split's parquet files that no stage of an evaluation reads (about 8 kB a row in a full-size
+#: release): left in the files (issue 23: memory).
+UNREAD_COLUMNS = ("abstract", "references")
 
 
 @dataclass
@@ -65,9 +75,10 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
     Returns:
         ``(units, data_info)``: units in dimension order, then dataset order; ``data_info`` for ``run_config.json``
         (path, split, unit counts, knowledge column, :func:`folder_fingerprint`). Read from the split's parquet
-        files, the units hold no survey text yet (``row["text"]`` is ``None``; ``has_text`` is known): the judge
-        stage reads the texts of the units it prepares (:func:`read_texts`), a chunk at a time when it goes by
-        chunks, so the split's texts are never all held (issue 23: memory).
+        files, the rows leave out :data:`UNREAD_COLUMNS` and hold no survey text yet (``row["text"]`` is
+        ``None``; ``has_text`` is known): the judge stage reads the texts of the units it prepares
+        (:func:`read_texts`), a chunk at a time when it goes by chunks, so the split's texts are never all held
+        (issue 23: memory).
 
     Raises:
         FileNotFoundError: the dataset folder does not exist.
@@ -81,7 +92,8 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
         ds = load_surveyreview(str(root), dimension="all", split=config.split)
         rows, columns = ((None, None, row) for row in ds), ds.column_names
     else:  # a batch of rows at a time; the texts are read again later, a chunk at a time (issue 23: memory)
-        rows, columns = iter_split_rows(files, where=True), split_columns(files)
+        columns = [c for c in split_columns(files) if c not in UNREAD_COLUMNS]
+        rows = iter_split_rows(files, columns, where=True)
     has_knowledge = "knowledge" in columns
 
     by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
