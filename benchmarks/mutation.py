@@ -42,7 +42,8 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/documents/matching.py": ["tests/test_knowledge_resolve.py", "tests/test_documents_matching.py"],
     "surveyalign/paths.py": ["tests/test_security_names.py", "tests/test_unique_outputs.py", "tests/test_paths_names.py"],
     "surveyalign/scoring/ceiling.py": ["tests/test_scoring_ceiling.py", "tests/test_scoring_ceiling_edges.py"],
-    "surveyalign/calls/cost.py": ["tests/test_cost.py", "tests/test_budget.py", "tests/test_cost_summary_lines.py"],
+    "surveyalign/calls/cost.py": ["tests/test_cost.py", "tests/test_budget.py", "tests/test_cost_summary_lines.py",
+                                  "tests/test_cost_price_files.py"],
     "surveyalign/annotation/agreement.py": ["tests/test_annotation_agreement.py",
                                             "tests/test_annotation_agreement_edges.py"],
 }
@@ -124,6 +125,8 @@ IGNORED: dict[str, str] = {
        "last element is the last path segment either way" for i in (5, 8, 16, 19)},
     **{f"surveyalign.calls.cost.xǁPriceTableǁlookup__mutmut_{i}": "max without key=len: the candidates are all "
        "prefixes of one name, so the lexicographically largest is the longest" for i in (24, 26)},
+    "surveyalign.calls.cost.xǁModelPriceǁcost__mutmut_7": "a negative prompt count is refused by the next "
+        "clause anyway: cached (>= 0) > prompt (< 0)",
     # autoraters/sxs.py
     "surveyalign.autoraters.sxs.x_sxs_outcome__mutmut_12": "vote_for_a(call_ba, None): None is falsy like "
         "False (B shown first)",

@@ -92,8 +92,9 @@ def test_usage_counting_rounding_and_fallback_names():
     assert (d["calls_without_usage"], d["cost_usd"], d["cost_per_1000_units"]) == (0, 1e-06, 0.000233)
     assert s["total"]["calls_without_usage"] == 2 and set(s["by_dimension"]) == {"d", "-"}
     assert s["by_judge"]["unknown"]["calls"] == 2 and s["unpriced_models"] == ["unknown"]
-    custom = summarize_costs(records[:1], tiny, model_of=lambda r: "m", dimension_of=lambda r: "readability")
-    assert list(custom["by_dimension"]) == ["readability"]
+    custom = summarize_costs(records[:1] + [{"model": "m", "stage": "prism"}], tiny, model_of=lambda r: "m",
+                             dimension_of=lambda r: r.get("stage"))
+    assert list(custom["by_dimension"]) == ["d", "prism"]  # no stage: the record's own dimension
     two = {**s, "gpu_hours": {"a": 1.0, "b": 0.5}}
     assert cost_lines(two)[-1] == "  GPU-hours of local engines: a 1.0000; b 0.5000"
 
@@ -109,4 +110,5 @@ def test_prices_batch_defaults_zero_input_and_count_checks():
             plain.cost(*counts)
     assert PRICES.lookup("openai/judge-a")[0] == "judge-a"
     assert PRICES.lookup("hf/org/judge-a")[0] == "judge-a"  # only the last path segment is the model id
+    assert PRICES.lookup("hf/org/judge-b-2026-01-01")[0] == "judge-b"
     assert PRICES.lookup("judge-c") is None and PRICES.lookup("") is None
