@@ -44,6 +44,7 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/scoring/ceiling.py": ["tests/test_scoring_ceiling.py", "tests/test_scoring_ceiling_edges.py"],
     "surveyalign/calls/cost.py": ["tests/test_cost.py", "tests/test_budget.py", "tests/test_cost_summary_lines.py",
                                   "tests/test_cost_price_files.py"],
+    "surveyalign/calls/cache.py": ["tests/test_calls.py", "tests/test_calls_cached.py", "tests/test_calls_cache_records.py"],
     "surveyalign/annotation/agreement.py": ["tests/test_annotation_agreement.py",
                                             "tests/test_annotation_agreement_edges.py"],
 }
