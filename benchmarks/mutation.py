@@ -128,6 +128,18 @@ IGNORED: dict[str, str] = {
        "prefixes of one name, so the lexicographically largest is the longest" for i in (24, 26)},
     "surveyalign.calls.cost.xǁModelPriceǁcost__mutmut_7": "a negative prompt count is refused by the next "
         "clause anyway: cached (>= 0) > prompt (< 0)",
+    # calls/cache.py
+    **{f"surveyalign.calls.cache.x{fn}__mutmut_{i}": why for fn, i, why in (
+        ("__line", 3, "ensure_ascii=None is falsy like False"),
+        ("_stable_hash", 5, "ensure_ascii=None is falsy like False"),
+        ("_stable_hash", 19, "codec names are case-insensitive: 'UTF-8' is 'utf-8'"),
+        ("ǁCallCacheǁ_open", 35, "codec names are case-insensitive: 'UTF-8' is 'utf-8'"),
+        ("ǁCallCacheǁ_open", 8, "needs_newline None is falsy like False (new or empty file)"),
+        ("ǁCallCacheǁ_open", 23, "read(None) from one byte before the end reads that one byte, like read(1)"),
+        ("ǁCallCacheǁ_open", 24, "read(2) from one byte before the end reads that one byte, like read(1)"),
+        ("ǁCallCacheǁload", 1, "fsync on by default: only whether each line is forced to disk changes"),
+        ("ǁCallCacheǁload", 5, "fsync=None / left out: only whether each line is forced to disk changes"),
+        ("ǁCallCacheǁload", 8, "fsync=None / left out: only whether each line is forced to disk changes"))},
     # autoraters/sxs.py
     "surveyalign.autoraters.sxs.x_sxs_outcome__mutmut_12": "vote_for_a(call_ba, None): None is falsy like "
         "False (B shown first)",

@@ -84,3 +84,84 @@ def test_canonical_hash_and_backend_identity():
         pass
 
     assert backend_identity(Bare()) == {"backend": "Bare"}
+
+
+def test_failed_answers_keep_error_and_refusal_redacted(tmp_path):
+    secret = "sk-" + "b" * 40
+    failed = Generation(text="", finish_reason="content_filter", mean_logprob=None, error=f"HTTP 400 key {secret}",
+                        refusal="I cannot rate this review.")
+    with CallCache.load(tmp_path / "calls.jsonl") as cache:
+        cache.add(_call(), failed, 0.5)
+        cache.append({"key": "k2", "text": "café", "source": Path("runs/a")})  # non-JSON values by their str()
+    raw = (tmp_path / "calls.jsonl").read_text(encoding="utf-8")
+    assert secret not in raw and "café" in raw and '"source": "runs/a"' in raw  # UTF-8 kept, not \\u escapes
+    got = CallCache.load(tmp_path / "calls.jsonl").generation(_call().key)
+    assert got.refusal == "I cannot rate this review." and got.error.startswith("HTTP 400 key ")
+
+
+def test_appending_after_a_torn_last_line_and_into_new_folders(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    path.write_text('{"key": "k1", "text": "a"}', encoding="utf-8")  # killed mid-run: no final newline
+    with CallCache.load(path, fsync=True) as cache:
+        cache.add(_call(), FULL, 0.1)
+    assert [json.loads(line)["key"] for line in path.read_text(encoding="utf-8").splitlines()] == ["k1", _call().key]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    with CallCache.load(empty) as cache:
+        cache.add(_call(), FULL, 0.1)
+    assert empty.read_text(encoding="utf-8").count("\n") == 1 and not empty.read_text(encoding="utf-8").startswith("\n")
+    nested = tmp_path / "a" / "b" / "calls.jsonl"
+    with CallCache.load(nested) as cache:
+        cache.add(_call(), FULL, 0.1)
+    assert CallCache.load(nested).n_lines == 1
+
+
+def test_missing_counts_reuse_once_per_key_and_retries_rejected_answers(tmp_path):
+    good, bad = _call("good"), _call("bad")
+    with CallCache.load(tmp_path / "calls.jsonl") as cache:
+        cache.add(good, FULL, 0.1)
+        cache.add(bad, Generation(text="no score here", finish_reason="stop", mean_logprob=None), 0.1)
+    cache = CallCache.load(tmp_path / "calls.jsonl")
+    seen = []
+
+    def check(call, generation):
+        seen.append((call.unit_id, generation.text))
+        return None if "score" in generation.text and generation.text != "no score here" else "no score"
+
+    todo, cached = cache.missing([good, good, bad, _call("new")], check=check)
+    assert ([c.unit_id for c in todo], cached) == (["bad", "new"], 2)
+    assert cache.counts == {"reused": 1, "retried": 1, "made": 1}
+    assert ("good", "score: 2") in seen and ("bad", "no score here") in seen
+    assert cache.failure(bad, check) == "no score" and cache.failure(good) is None
+
+
+def test_direct_and_background_appends_are_redacted_and_newlines_exact(tmp_path):
+    secret = "sk-" + "c" * 40
+    path = tmp_path / "calls.jsonl"
+    path.write_text('{"key": "k0"}\n', encoding="utf-8")  # a complete last line: nothing to repair
+    cache = CallCache.load(path)
+    cache.append({"key": "k1", "error": f"HTTP 401 {secret}"})
+    with cache.background():
+        cache.append({"key": "k2", "error": f"HTTP 401 {secret}"})
+    cache.close()
+    cache.append({"key": "k3"})  # appending after close reopens the file
+    cache.close()
+    raw = path.read_text(encoding="utf-8")
+    assert secret not in raw and "\n\n" not in raw and raw.count("\n") == 4
+    assert cache.get("k1")["error"] == cache.get("k2")["error"] != f"HTTP 401 {secret}"
+    one = tmp_path / "one.jsonl"
+    one.write_text("{", encoding="utf-8")  # a one-byte torn line
+    with CallCache.load(one) as c:
+        c.append({"key": "k1"})
+    again = CallCache.load(one)
+    assert (again.n_lines, again.n_torn) == (1, 1)
+
+
+def test_reuse_is_counted_per_cached_key(tmp_path):
+    a, b = _call("a"), _call("b")
+    with CallCache.load(tmp_path / "calls.jsonl") as cache:
+        cache.add(a, FULL, 0.1)
+        cache.add(b, FULL, 0.1)
+    cache = CallCache.load(tmp_path / "calls.jsonl")
+    assert cache.missing([a]) == ([], 1) and cache.counts["reused"] == 1
+    assert cache.missing([b, a]) == ([], 2) and cache.counts["reused"] == 3
