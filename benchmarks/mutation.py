@@ -47,6 +47,7 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/calls/cache.py": ["tests/test_calls.py", "tests/test_calls_cached.py", "tests/test_calls_cache_records.py"],
     "surveyalign/annotation/agreement.py": ["tests/test_annotation_agreement.py",
                                             "tests/test_annotation_agreement_edges.py"],
+    "surveyalign/annotation/snippets.py": ["tests/test_annotation_snippets.py", "tests/test_annotation_units.py"],
 }
 
 # Equivalent mutants: mutmut name -> why no test can kill it. Excluded from the score, still printed.
@@ -93,6 +94,13 @@ IGNORED: dict[str, str] = {
        for i in (5, 7)},
     "surveyalign.annotation.agreement.x_alpha__mutmut_41": "alpha is NaN only when D_e = 0, i.e. one value "
         "among the pairable units, which returns None before krippendorff is called",
+    # annotation/snippets.py
+    "surveyalign.annotation.snippets.x_locate_snippet__mutmut_83": "rapidfuzz's partial_ratio_alignment without a "
+        "score_cutoff never returns None (a 0-score alignment even against an empty review)",
+    **{f"surveyalign.annotation.snippets.x_locate_snippet__mutmut_{i}": "< -> <= in the space trimming of the near "
+       "window: differs only when the window is all whitespace, i.e. rapidfuzz matched nothing of the snippet in the "
+       "raw review (a punctuation-only snippet found through quote normalisation); the window is empty either way"
+       for i in (87, 92)},
     # paths.py
     **{name: "codec names are case-insensitive: 'UTF-8' is 'utf-8'" for name in (
         "surveyalign.paths.x__content_hash__mutmut_9", "surveyalign.paths.x__short_hash__mutmut_8",
