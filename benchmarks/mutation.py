@@ -47,6 +47,7 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/calls/cache.py": ["tests/test_calls.py", "tests/test_calls_cached.py", "tests/test_calls_cache_records.py"],
     "surveyalign/annotation/agreement.py": ["tests/test_annotation_agreement.py",
                                             "tests/test_annotation_agreement_edges.py"],
+    "surveyalign/backends/batch_api.py": ["tests/test_batch_api_units.py", "tests/test_batches.py"],
     "surveyalign/annotation/snippets.py": ["tests/test_annotation_snippets.py", "tests/test_annotation_units.py"],
 }
 
@@ -94,6 +95,19 @@ IGNORED: dict[str, str] = {
        for i in (5, 7)},
     "surveyalign.annotation.agreement.x_alpha__mutmut_41": "alpha is NaN only when D_e = 0, i.e. one value "
         "among the pairable units, which returns None before krippendorff is called",
+    # backends/batch_api.py
+    "surveyalign.backends.batch_api.xǁOpenAIBatchAPIǁ_default_body__mutmut_15": "n = 2 in the default body: _line "
+        "sets n = 1 over every body, and the default body is only sent through _line",
+    "surveyalign.backends.batch_api.xǁOpenAIBatchAPIǁ_line__mutmut_13": "ensure_ascii=None is falsy like False",
+    "surveyalign.backends.batch_api.xǁOpenAIBatchAPIǁsubmit__mutmut_7": "codec names are case-insensitive: "
+        "'UTF-8' is 'utf-8'",
+    **{f"surveyalign.backends.batch_api.x{cls}find__mutmut_{i}": "page size of the SDK's list: its iterator "
+       "fetches the following pages itself, so every batch is visited with any limit"
+       for cls, nums in (("ǁOpenAIBatchAPIǁ", (1, 2)), ("ǁAnthropicBatchAPIǁ", (7, 8))) for i in nums},
+    **{f"surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁfind__mutmut_{i}": "the anthropic SDK parses "
+       "created_at into a datetime, so the float() branch is never taken" for i in (12, 13)},
+    "surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁfind__mutmut_20": "request_counts is a required field "
+        "of the SDK's MessageBatch model, never None",
     # annotation/snippets.py
     "surveyalign.annotation.snippets.x_locate_snippet__mutmut_83": "rapidfuzz's partial_ratio_alignment without a "
         "score_cutoff never returns None (a 0-score alignment even against an empty review)",

@@ -142,7 +142,8 @@ class OpenAIBatchAPI:
 
     Args:
         base_url: the API root (``https://api.openai.com/v1``; a local stand-in in tests).
-        api_key: the key (``None``: the SDK reads ``OPENAI_API_KEY``).
+        api_key: the key (``None``: the placeholder ``"unused"``, for a server that needs none; ``OPENAI_API_KEY``
+            is not read here: the caller reads its own key variable).
         model: the model id of every request.
         body: ``(messages, settings, sample) -> request body``; default: model, messages, temperature, top_p,
             ``max_tokens_field`` = max_new_tokens, seed = settings.seed + sample, n = 1 (the live OpenAI backend
@@ -277,7 +278,8 @@ class AnthropicBatchAPI:
 
     Args:
         base_url: the API root without ``/v1`` (``https://api.anthropic.com``; a trailing ``/v1`` is removed).
-        api_key: the key (``None``: the SDK reads ``ANTHROPIC_API_KEY``).
+        api_key: the key (``None``: the placeholder ``"unused"``, for a server that needs none; ``ANTHROPIC_API_KEY``
+            is not read here: the caller reads its own key variable).
         model: the model id; timeout, max_retries: the SDK's.
     """
 
