@@ -108,6 +108,13 @@ IGNORED: dict[str, str] = {
        "created_at into a datetime, so the float() branch is never taken" for i in (12, 13)},
     "surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁfind__mutmut_20": "request_counts is a required field "
         "of the SDK's MessageBatch model, never None",
+    "surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁstatus__mutmut_5": "request_counts is a required field "
+        "of the SDK's MessageBatch model, never None",
+    **{f"surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁresults__mutmut_{i}": "getattr default on an SDK "
+       "model: content blocks always have .type, thinking blocks .thinking, Usage both cache fields (None when "
+       "absent), so the default is never used" for i in (14, 23, 26, 29, 34, 46, 49, 52, 59, 62, 65)},
+    "surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁresults__mutmut_88": "a None stop_reason looked up as "
+        "'XXXX' instead of '': neither is in the table, so the default (None) comes back either way",
     # annotation/snippets.py
     "surveyalign.annotation.snippets.x_locate_snippet__mutmut_83": "rapidfuzz's partial_ratio_alignment without a "
         "score_cutoff never returns None (a 0-score alignment even against an empty review)",

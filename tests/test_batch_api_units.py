@@ -41,6 +41,9 @@ def test_openai_body_line_and_size():
     custom = OpenAIBatchAPI(base_url="http://127.0.0.1:9/v1", api_key="k", model="m1",
                             body=lambda m, s, k: {"model": "x", "n": 4, "k": k})
     assert json.loads(custom._line(_req("k2", sample=7)))["body"] == {"model": "x", "n": 1, "k": 7}
+    default = OpenAIBatchAPI(base_url="http://127.0.0.1:9/v1", api_key="k", model="m1")  # OpenAI's current name
+    assert json.loads(default._line(_req("k3")))["body"]["max_completion_tokens"] == 64
+    assert default.client.timeout == 120.0 and default.client.max_retries == 4
     # UTF-8 bytes, not escaped: "é" is 2 bytes, "e" 1 (escaped it would be 6)
     assert api.request_size(_req("k1", "café")) - api.request_size(_req("k1", "cafe")) == 1
     assert api.request_size(_req("k1")) == len(line.replace('"temperature": 0.5', '"temperature": 0.0')
@@ -313,7 +316,7 @@ def test_anthropic_results_with_thinking_cache_and_stop_reasons():
                       {"type": "text", "text": "Fine."}, {"type": "text", "text": "$$$1$$$"}], "max_tokens",
                 {"input_tokens": 4, "output_tokens": 6, "cache_read_input_tokens": 100,
                  "cache_creation_input_tokens": 20}),
-            msg("r", [], "refusal", {"input_tokens": 4, "output_tokens": 0}),
+            msg("r", [], "refusal", {"input_tokens": 0, "output_tokens": 0}),
             msg("p", [{"type": "text", "text": "x"}], "pause_turn", {"input_tokens": 1, "output_tokens": 1}),
             msg("s", [{"type": "text", "text": "y"}], "stop_sequence", {"input_tokens": 1, "output_tokens": 1}),
             {"custom_id": "e", "result": {"type": "errored", "error": {"type": "error", "error": {
@@ -326,7 +329,7 @@ def test_anthropic_results_with_thinking_cache_and_stop_reasons():
         assert (t.prompt_tokens, t.completion_tokens, t.cached_tokens) == (124, 6, 100)
         r = res["r"].generation
         assert (r.text, r.reasoning, r.finish_reason, r.refusal) == ("", None, "refusal", "refused")
-        assert (r.prompt_tokens, r.completion_tokens, r.cached_tokens) == (4, 0, 0)
+        assert (r.prompt_tokens, r.completion_tokens, r.cached_tokens) == (0, 0, 0)
         assert res["p"].generation.finish_reason == "pause_turn"  # not mapped: kept as the provider says
         assert res["s"].generation.finish_reason == "stop" and res["s"].generation.refusal is None
         assert res["e"].outcome == "errored"
