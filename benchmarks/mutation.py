@@ -113,6 +113,9 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁresults__mutmut_{i}": "getattr default on an SDK "
        "model: content blocks always have .type, thinking blocks .thinking, Usage both cache fields (None when "
        "absent), so the default is never used" for i in (14, 23, 26, 29, 34, 46, 49, 52, 59, 62, 65)},
+    **{f"surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁresults__mutmut_{i}": "getattr default on the SDK's "
+       "error models: an errored result's ErrorResponse always has .error, and every error type .type and "
+       ".message, so the default is never used" for i in (130, 136, 139, 142, 143, 146, 149, 152)},
     "surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁresults__mutmut_88": "a None stop_reason looked up as "
         "'XXXX' instead of '': neither is in the table, so the default (None) comes back either way",
     # annotation/snippets.py
