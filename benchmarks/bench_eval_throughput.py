@@ -6,7 +6,9 @@ semaphore of C, ``session.post(json=body)``, ``json.loads`` of the reply; nothin
 requests with the same prompts to the same server, interleaved with the harness runs. Figures are medians of
 ``--repeats`` runs (not bests), and the machine's load average is printed with them.
 
-Set-up: ``surveyalign.testing.chat_server`` in its own process; a synthetic release (``bench_data_build``'s
+Set-up: a 200 ms server in its own process (``--server lean``, the default: benchmarks/_lean_chat_server.py,
+aiohttp.web with a canned answer; ``--server stand-in``: the tests' ``surveyalign.testing.chat_server``, which
+records every request and is itself the bottleneck at C=256 on 2 cores); a synthetic release (``bench_data_build``'s
 generator, ``--papers`` papers of ``--text-kb`` kB) built into a dataset; ``run_evaluation`` with the openai
 backend, ``--samples`` samples per unit, fresh run folder per repeat. Figures:
 
@@ -44,10 +46,16 @@ from _figures import cpu_seconds, emit, figure, load_average, median
 REPLY = "The survey reads well, with a few long sentences.$$$-1$$$"
 
 
-def _start_server(delay: float) -> tuple[subprocess.Popen, str]:
-    """``python -m surveyalign.testing.chat_server --delay D`` in a child process; returns it and its base_url."""
+def _start_server(delay: float, kind: str = "lean") -> tuple[subprocess.Popen, str]:
+    """The answering server in a child process; returns it and its base_url.
+
+    ``lean``: benchmarks/_lean_chat_server.py (aiohttp.web, canned answer: the ceiling is the client's);
+    ``stand-in``: ``python -m surveyalign.testing.chat_server`` (the tests' server: records and counts every request).
+    """
+    command = ([sys.executable, str(Path(__file__).parent / "_lean_chat_server.py")] if kind == "lean"
+               else [sys.executable, "-m", "surveyalign.testing.chat_server"])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "surveyalign.testing.chat_server", "--delay", str(delay), "--reply", REPLY],
+        [*command, "--delay", str(delay), "--reply", REPLY],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     line = proc.stdout.readline().strip()
@@ -82,13 +90,15 @@ def minimal_client(base_url: str, bodies: list[dict], concurrency: int) -> tuple
 
 
 class _StageTimer:
-    """Wraps the runner's ``execute`` to read the CPU seconds of the judge call stage alone."""
+    """Wraps ``execute`` where the runner and the chunked path (evaluation/stream.py, runs over CHUNK_UNITS units)
+    call it, to read the CPU seconds of the judge call stage alone."""
 
     def __init__(self) -> None:
-        from surveyalign.evaluation import runner
+        from surveyalign.evaluation import runner, stream
 
         self.runner, self.inner, self.cpu = runner, runner.execute, 0.0
-        runner.execute = self
+        assert stream.execute is self.inner, "stream.py calls another execute: the timer would miss its calls"
+        runner.execute = stream.execute = self
 
     def __call__(self, calls, config, cache, stage, **kwargs):
         c0 = cpu_seconds()
@@ -96,7 +106,7 @@ class _StageTimer:
             return self.inner(calls, config, cache, stage, **kwargs)
         finally:
             if stage == "judge":
-                self.cpu = cpu_seconds() - c0
+                self.cpu += cpu_seconds() - c0  # summed over the chunks of one run; reset per run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text-kb", type=int, default=20, help="kB of text per paper (default 20)")
     parser.add_argument("--samples", type=int, default=4, help="K samples per unit (default 4)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per figure; medians are reported (default 3)")
+    parser.add_argument("--server", choices=("lean", "stand-in"), default="lean",
+                        help="answering server: lean (benchmarks/_lean_chat_server.py, aiohttp.web, canned answer; "
+                        "default) or stand-in (surveyalign.testing.chat_server, which records every request and is "
+                        "the bottleneck at C=256 on 2 cores)")
     args = parser.parse_args(argv)
 
     from bench_data_build import generate_release
@@ -119,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-eval-"))
     generate_release(work / "release", papers=args.papers, reviews=2 * args.papers, text_kb=args.text_kb)
     build_dataset(work / "release", work / "surveyreview")
-    server, base_url = _start_server(args.delay)
+    server, base_url = _start_server(args.delay, args.server)
     timer = _StageTimer()
     sink = Console(file=open(os.devnull, "w"))  # noqa: SIM115
 
@@ -139,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         bodies = [{"model": "fake", "messages": build_judge_prompt(r["dimension"], r["text"]).messages(),
                    "temperature": 0.7, "top_p": 1.0, "max_tokens": 64, "seed": k, "n": 1}
                   for r in rows for k in range(args.samples)]
-        print(f"{len(bodies)} calls per run ({len(rows)} units x K={args.samples}), server delay {args.delay:g} s; "
+        print(f"{len(bodies)} calls per run ({len(rows)} units x K={args.samples}), {args.server} server, delay "
+              f"{args.delay:g} s; "
               f"load average {load_average()}")
         fresh_cpu, resume_cpu = [], []
         for concurrency in args.concurrency:
@@ -148,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 rate, cpu = minimal_client(base_url, bodies, concurrency)
                 client.append(rate)
                 client_cpu.append(cpu)
+                timer.cpu = 0.0
                 c0 = cpu_seconds()
                 result = run_evaluation(config(f"c{concurrency}-{rep}", concurrency), console=sink)
                 whole = cpu_seconds() - c0
