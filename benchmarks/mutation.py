@@ -119,12 +119,14 @@ IGNORED: dict[str, str] = {
     "surveyalign.backends.batch_api.xǁAnthropicBatchAPIǁresults__mutmut_88": "a None stop_reason looked up as "
         "'XXXX' instead of '': neither is in the table, so the default (None) comes back either way",
     # annotation/snippets.py
-    "surveyalign.annotation.snippets.x_locate_snippet__mutmut_83": "rapidfuzz's partial_ratio_alignment without a "
+    "surveyalign.annotation.snippets.x_locate_snippet__mutmut_86": "rapidfuzz's partial_ratio_alignment without a "
         "score_cutoff never returns None (a 0-score alignment even against an empty review)",
+    "surveyalign.annotation.snippets.x_locate_snippet__mutmut_77": "the near score is None only for a snippet whose "
+        "matching form is empty, i.e. one without letters or digits, which returns 'missing' before the score",
     **{f"surveyalign.annotation.snippets.x_locate_snippet__mutmut_{i}": "< -> <= in the space trimming of the near "
-       "window: differs only when the window is all whitespace, i.e. rapidfuzz matched nothing of the snippet in the "
-       "raw review (a punctuation-only snippet found through quote normalisation); the window is empty either way"
-       for i in (87, 92)},
+       "window: differs only when the window is all whitespace, i.e. rapidfuzz matched nothing of a snippet that has "
+       "letters or digits at a score >= 90, which its alignment never gives; the window is empty either way"
+       for i in (90, 95)},
     # paths.py
     **{name: "codec names are case-insensitive: 'UTF-8' is 'utf-8'" for name in (
         "surveyalign.paths.x__content_hash__mutmut_9", "surveyalign.paths.x__short_hash__mutmut_8",

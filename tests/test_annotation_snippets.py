@@ -85,9 +85,9 @@ def test_missing_and_threshold_boundary():
     # nothing left after normalising (a soft hyphen): missing with score 0, not the matcher's None
     assert locate_snippet("\u00ad", "abc") == SnippetMatch("\u00ad", "missing", None, None, 0.0)
     assert locate_snippet("  ", REVIEW) == SnippetMatch("  ", "missing", None, None, 0.0)
-    # only punctuation: layout form found, but no letters to anchor a span: flagged, never verbatim
+    # only punctuation and not there as typed: no letters to anchor a span, missing (not "near" at score 100)
     m = locate_snippet('"', "say “hi”")
-    assert m.status == "near" and not m.verbatim
+    assert m.status == "missing" and not m.verbatim and m.start is None
 
 
 def test_json_round_trip_and_span_text():
@@ -107,3 +107,11 @@ def test_json_round_trip_and_span_text():
     assert span_text(REVIEW, SnippetMatch("x", "exact", 0, None)) is None
     assert span_text(REVIEW, SnippetMatch("x", "missing", 0, 3)) is None
     assert [s for s in ("exact", "layout", "near", "missing") if SnippetMatch("x", s).verbatim] == ["exact", "layout"]
+
+
+def test_a_snippet_without_letters_or_digits_is_missing_unless_exact():
+    # the review has curly quotes only: a straight quote is nowhere in it, and its normalised form is empty
+    assert locate_snippet('"', "say “hi”") == SnippetMatch('"', "missing", None, None, 0.0)
+    assert locate_snippet("--", "a - b").status == "missing"
+    # found as typed, it is a verbatim span like any other
+    assert locate_snippet("“", "say “hi”") == SnippetMatch("“", "exact", 4, 5, 100.0)

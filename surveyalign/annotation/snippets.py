@@ -96,11 +96,15 @@ def locate_snippet(snippet: str, review: str, *, threshold: float = NEAR_VERBATI
     at = review.find(wanted)
     if at >= 0:
         return SnippetMatch(snippet, "exact", at, at + len(wanted), 100.0)
+    pattern = _span_regex(wanted)
+    if pattern is None:
+        # no letter or digit: the layout-insensitive form is empty, so "near" would match anywhere at score 100
+        # with a window taken from the raw text ('"' against 'say “hi”' pointed at "say"): not locatable
+        return SnippetMatch(snippet, "missing")
     hit = layout_verbatim_hits([wanted], [review], min_chars=1)[0]
     if hit:
-        pattern = _span_regex(wanted)
-        m = pattern.search(review) if pattern else None
-        if m is None and pattern is not None:
+        m = pattern.search(review)
+        if m is None:
             m = re.compile(pattern.pattern, re.IGNORECASE).search(review)
         if m is not None:
             return SnippetMatch(snippet, "layout", m.start(), m.end(), 100.0)
