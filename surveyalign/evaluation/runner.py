@@ -33,7 +33,7 @@ from typing import Any
 from surveyalign.backends import preflight
 from surveyalign.calls import CallCache
 from surveyalign.calls.cost import cost_lines
-from surveyalign.calls.spend import answer_cost, model_of_call
+from surveyalign.calls.spend import answer_cost, model_of_call, spent_usd
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation import finished, stream
@@ -65,7 +65,6 @@ from surveyalign.evaluation.spend import (
     load_run_prices,
     make_cap,
     plan_run,
-    spent_usd,
 )
 from surveyalign.evaluation.summary import print_summary
 from surveyalign.evaluation.units import (

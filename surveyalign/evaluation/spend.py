@@ -26,10 +26,9 @@ from surveyalign.calls.budget import CallPlan, CostCap
 from surveyalign.calls.cost import PriceTable, load_prices, summarize_costs
 from surveyalign.calls.spend import PromptCounter, plan_calls
 from surveyalign.calls.spend import make_cap as _make_cap
-from surveyalign.calls.spend import spent_usd as _spent_usd
 from surveyalign.evaluation.config import EvalConfig
 
-__all__ = ["cost_summary", "load_run_prices", "make_cap", "plan_run", "spent_usd"]
+__all__ = ["cost_summary", "load_run_prices", "make_cap", "plan_run"]
 
 
 def load_run_prices(config: EvalConfig) -> PriceTable:
@@ -78,12 +77,6 @@ def plan_run(config: EvalConfig, todo: Sequence[Call], judge: Any, cache: CallCa
 
     return plan_calls(calls, counter, cache, prices, concurrency=config.concurrency, model_of=model_of,
                       extra_prompt=extra)
-
-
-def spent_usd(cache: CallCache, calls: Sequence[Call], prices: PriceTable,
-              model_of: Callable[[Any], str | None]) -> float:
-    """USD of the answers already in the cache for ``calls`` (:func:`surveyalign.calls.spend.spent_usd`)."""
-    return _spent_usd(cache, calls, prices, model_of)
 
 
 def make_cap(config: EvalConfig, all_calls: Sequence[Call], cache: CallCache, prices: PriceTable,
