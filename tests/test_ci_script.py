@@ -27,7 +27,7 @@ def _stub(folder: Path, name: str, body: str) -> None:
 
 def _run_ci(tmp_path: Path, make_body: str, prepare_body: str) -> subprocess.CompletedProcess:
     if shutil.which("bash") is None:
-        pytest.skip("bash is not installed")
+        pytest.skip("bash is not installed: .ci/run is a bash script (apt-get install bash)")
     repo = tmp_path / "repo"
     (repo / ".ci").mkdir(parents=True)
     shutil.copy(ROOT / ".ci" / "run", repo / ".ci" / "run")
