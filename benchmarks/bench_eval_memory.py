@@ -6,7 +6,9 @@ dataset folder, then runs ``run_evaluation`` with the ``constant`` backend over 
 (which neither generated nor built the data), ``--repeats`` times with a fresh run folder: medians of its peak RSS
 (``VmHWM`` in ``/proc/self/status``; ``ru_maxrss`` would keep the forking parent's peak across ``exec``), CPU and
 wall seconds, beside the peak RSS of a process that only imports what an evaluation imports. A last run in the
-same folder measures the resume of the finished run the same way (its CPU against the fresh runs' median).
+same folder measures the resume of the finished run the same way (its CPU against the fresh runs' median), and
+``--repeats`` runs of ``--plan`` over the same split in a fresh folder measure the plan's peak RSS (the cost known
+first must fit where the run fits: it goes a chunk of units at a time, ``surveyalign.evaluation.stream``).
 
     .venv/bin/python benchmarks/bench_eval_memory.py [--papers 1500] [--reviews 4030] [--text-kb 100] [--repeats 3]
 """
@@ -51,7 +53,11 @@ config = EvalConfig.from_dict({"name": "memory", "dataset": dataset, "split": "t
                                "run_name": "run", "progress": False, "bootstrap": 0, "samples_per_unit": samples,
                                "backend": {"kind": "constant", "options": {"score": -1}}})
 c0, t0 = time.process_time(), time.perf_counter()
-result = run_evaluation(config, console=Console(file=open(os.devnull, "w")))
+result = run_evaluation(config, console=Console(file=open(os.devnull, "w")), plan_only=mode == "plan")
+if mode == "plan":
+    print(json.dumps({"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0,
+                      "peak_rss_mb": peak_mb(), "plan": result.calls["plan"]}))
+    raise SystemExit(0)
 print(json.dumps({"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0,
                   "peak_rss_mb": peak_mb(),
                   "units": result.counts["total"], "calls": result.calls}))
@@ -98,6 +104,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {rep + 1}: {runs[-1]['units']} units, {runs[-1]['calls']['made']} calls: peak RSS "
                   f"{runs[-1]['peak_rss_mb']:.0f} MB, {runs[-1]['cpu_s']:.2f} s CPU, {runs[-1]['wall_s']:.2f} s wall; "
                   f"load {load_average()}", flush=True)
+        plans = []
+        for rep in range(args.repeats):
+            shutil.rmtree(work / "plans", ignore_errors=True)
+            plans.append(in_child(work / "surveyreview", work / "plans", "plan", args.samples))
+            print(f"--plan {rep + 1}: {plans[-1]['plan']['calls']} calls planned: peak RSS "
+                  f"{plans[-1]['peak_rss_mb']:.0f} MB, {plans[-1]['cpu_s']:.2f} s CPU; load {load_average()}", flush=True)
+        plan_peak = median(p["peak_rss_mb"] for p in plans)
         again = in_child(work / "surveyreview", work / "runs", "run", args.samples)
         assert again["calls"]["made"] == 0, again["calls"]
         peak = median(r["peak_rss_mb"] for r in runs)
@@ -109,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         emit([figure(f"evaluation peak RSS, {runs[0]['units']} units, constant judge (imports alone: {empty:.0f} MB)",
                      peak, f"<= {GOAL_MB:.0f} MB", peak <= GOAL_MB, unit=" MB"),
               figure(f"resume CPU / fresh run CPU, {runs[0]['units']} units, constant judge", share, "<= 0.15",
-                     share <= 0.15)])
+                     share <= 0.15),
+              figure(f"--plan peak RSS, {runs[0]['units']} units (the run's: {peak:.0f} MB)", plan_peak,
+                     f"<= {GOAL_MB:.0f} MB", plan_peak <= GOAL_MB, unit=" MB")])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -68,6 +68,38 @@ class CallPlan:
         """prompt + completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
+    def merged(self, other: CallPlan) -> CallPlan:
+        """The plan of this plan's calls and ``other``'s together (two disjoint lists of calls planned against
+        the same cache and prices: e.g. two chunks of units, ``surveyalign.evaluation.stream``).
+
+        Counts and tokens add; a cost or time is ``None`` only when it is ``None`` on both sides (no priced call,
+        no timed answer); per-dimension rows add in first-seen order; unpriced models and unverified prices are
+        the union; the token count says "4 characters per token" when either side counted that way; the
+        completion source is that of the side with calls (this plan's when both have some).
+
+        Returns:
+            A new :class:`CallPlan`; neither input changes.
+        """
+        def plus(a: float | None, b: float | None) -> float | None:
+            return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+
+        rows: dict[str, dict[str, Any]] = {d: dict(r) for d, r in self.by_dimension.items()}
+        for dim, row in other.by_dimension.items():
+            into = rows.setdefault(dim, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None})
+            for key in ("calls", "prompt_tokens", "completion_tokens"):
+                into[key] += row[key]
+            into["cost_usd"] = plus(into["cost_usd"], row["cost_usd"])
+        return CallPlan(
+            calls=self.calls + other.calls, prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=plus(self.cost_usd, other.cost_usd),
+            unpriced_models=sorted(set(self.unpriced_models) | set(other.unpriced_models)),
+            unverified_prices=sorted(set(self.unverified_prices) | set(other.unverified_prices)),
+            seconds=plus(self.seconds, other.seconds), by_dimension=rows,
+            token_source=other.token_source if self.token_source == "tokenizer" else self.token_source,
+            completion_source=other.completion_source if other.calls and not self.calls else self.completion_source,
+            prices_as_of=self.prices_as_of or other.prices_as_of)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready copy with ``total_tokens``."""
         from dataclasses import asdict
@@ -76,6 +108,11 @@ class CallPlan:
         out["total_tokens"] = self.total_tokens
         if self.cost_usd is not None:
             out["cost_usd"] = round(self.cost_usd, 6)
+        if self.seconds is not None:
+            out["seconds"] = round(self.seconds, 6)
+        for row in out["by_dimension"].values():  # to the micro-dollar, as the total (sums in another order agree)
+            if row["cost_usd"] is not None:
+                row["cost_usd"] = round(row["cost_usd"], 6)
         return out
 
     def lines(self, *, spent_usd: float | None = None, cached_calls: int = 0) -> list[str]:

@@ -186,7 +186,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             training_records = check_training_records(config, units, backend, console)
         chunked = stream.applies(config, units, groups, rqs=rqs_cfg is not None, plan_only=plan_only,
                                  check_drift=check_drift)
-        prompt_length = None if chunked else prepare_units(config, units, judge, sources, console)
+        plan_chunked = plan_only and stream.plan_applies(units, rqs=rqs_cfg is not None, check_drift=check_drift)
+        prompt_length = None if chunked or plan_chunked else prepare_units(config, units, judge, sources, console)
         rqs_judge = None
         if rqs_cfg is not None:
             rqs_judge = rqs_backend if rqs_backend is not None else build_backends(rqs_cfg.backend, [None])[0]["shared"]
@@ -215,6 +216,13 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                               f"changed score, {drift['n_failed']} failed to answer or parse"
                               + (f" ({drift['note']})" if drift["note"] else ""))
             batches: dict[str, Any] = {}
+            if plan_chunked:  # --plan a chunk of units at a time (stream.py)
+                out = stream.plan_in_chunks(config, units, judge, sources, cache, prices, console)
+                run_config["prompt_length"] = out["prompt_length"]
+                write_json(run_dir / "run_config.json", run_config)
+                for line in out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]):
+                    console.print(line, markup=False)
+                return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": out["plan"].to_dict()})
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
                 prompt_length = run_config["prompt_length"] = out["prompt_length"]
