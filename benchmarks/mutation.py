@@ -56,6 +56,8 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     # documents layer: references, LaTeX, sections, TEI, readers (round 5)
 
     # annotation (round 5)
+    "surveyalign/annotation/annotate.py": ["tests/test_annotation_units.py", "tests/test_annotation_pipeline.py",
+                                           "tests/test_annotation_annotate_edges.py"],
 
 }
 
@@ -68,6 +70,26 @@ IGNORED: dict[str, str] = {
     # documents layer: references, LaTeX, sections, TEI, readers (round 5)
 
     # annotation (round 5)
+    # annotation/annotate.py
+    **{f"surveyalign.annotation.annotate.x__unreadable__mutmut_{i}": "the check's reason is only tested against None "
+       "by the call cache (CallCache.failure / missing): any string, empty or not, marks the answer unusable"
+       for i in (5, 7, 8, 9)},
+    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_146": "error '' -> 'XXXX' when no sample parsed: "
+        "a sample is unparsed only when its error is non-empty, and a parsed sample without a label always names "
+        "its problem, so the fallback '' is never used",
+    **{f"surveyalign.annotation.annotate.x_annotate_reviews__mutmut_{i}": "make_call(identity=None or left out) "
+       "computes backend_identity(backend) itself: the same identity (passed only to call describe() once)"
+       for i in (30, 38)},
+    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_307": "ensure_ascii=None is falsy like False",
+    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_315": "codec names are case-insensitive: 'UTF-8' is "
+        "'utf-8'",
+    **{f"surveyalign.annotation.annotate.x_unique_reviews__mutmut_{i}": "fallback of unique_output_names: it names "
+       "inputs whose raw name has no safe character, but unique_reviews reads only keep / merged (content hashes)"
+       for i in (5, 8, 9, 10)},
+    "surveyalign.annotation.annotate.x_unique_reviews__mutmut_12": "by_id lists hold None instead of the index: "
+        "only their lengths are read",
+    "surveyalign.annotation.annotate.x_unique_reviews__mutmut_27": "codec names are case-insensitive: 'UTF-8' is "
+        "'utf-8'",
 
     # prism/flaws.py
     "surveyalign.prism.flaws.x_flaw_recall__mutmut_31": "weights C_i * n instead of C_i / n: every weighted "
