@@ -62,7 +62,8 @@ def test_latex_project_inputs_macros_citations_bibliography(tmp_path):
     assert [p.name for p in doc.files] == ["main.tex", "related.tex", "outlook.tex"]
     # the commented-out \input is not reported; the missing one is, with file and line
     assert len(doc.warnings) == 1
-    assert doc.warnings[0].startswith("main.tex line 19: \\input{absent_file} not found")
+    # line 20 as the file has it (the comment-only line above it counts)
+    assert doc.warnings[0].startswith("main.tex line 20: \\input{absent_file} not found")
     assert "commented_out" not in text
 
 

@@ -54,7 +54,7 @@ _DISCARD_ARGS = {"markboth": "{{", "markright": "{", "vspace": "*{", "hspace": "
                  "includegraphics": "*[[{", "nocite": "{", "addbibresource": "[{", "bibliography": "{",
                  "IEEEraisesectionheading": "{"}
 _DISCARD = ("label", "includegraphics", "maketitle", "bibliographystyle", "bibliography", "printbibliography",
-            "addbibresource", "tableofcontents", "listoffigures", "listoftables", "appendix", "nocite",
+            "addbibresource", "tableofcontents", "listoffigures", "listoftables", "appendix",
             "newpage", "clearpage", "vspace", "hspace", "centering", "IEEEpeerreviewmaketitle", "thanks",
             "IEEEraisesectionheading", "markboth", "pagestyle", "thispagestyle", "noindent", "usepackage",
             "graphicspath", "setlength", "newtheorem", *_NEWCOMMANDS)
@@ -173,7 +173,11 @@ def _group_inner(node: latexwalker.LatexNode | None) -> str:
 def _user_macros(preamble: str) -> list[_Macro]:
     """Macros the survey defines, read with pylatexenc's parser (``\\def`` by a brace matcher)."""
     macros: dict[str, _Macro] = {}
-    walker = latexwalker.LatexWalker(preamble, tolerant_parsing=True)
+    # pylatexenc knows the argument shape of \newcommand & co. but not of \DeclareRobustCommand: give it the same
+    context = latexwalker.get_default_latex_context_db()
+    context.add_context_category("surveyalign-definitions", prepend=True,
+                                 macros=[macrospec.MacroSpec("DeclareRobustCommand", "*{[[{")])
+    walker = latexwalker.LatexWalker(preamble, latex_context=context, tolerant_parsing=True)
     nodes, _, _ = walker.get_latex_nodes()
     for node in nodes:
         if not (node.isNodeType(latexwalker.LatexMacroNode) and node.macroname in _NEWCOMMANDS and node.nodeargd):
@@ -250,6 +254,12 @@ def _contexts(macros: list[_Macro], citations: _Citations, cited: list[str], num
                 cited.append(key)
         return "[" + ", ".join(str(citations.number(k)) for k in keys) + "]" if keys else ""
 
+    def nocite(n, l2tobj):
+        """\nocite{keys}: listed in the bibliography, nothing typeset (\nocite{*}: every entry, added later)."""
+        if n.nodeargd and _group_inner(n.nodeargd.argnlist[-1]).strip() != "*":
+            cite(n, l2tobj)
+        return ""
+
     def bibitem(n, l2tobj):
         key = _group_inner(n.nodeargd.argnlist[-1]).strip() if n.nodeargd else ""
         return f"\n\n[{citations.number(key)}]" if key else "\n\n"
@@ -277,6 +287,7 @@ def _contexts(macros: list[_Macro], citations: _Citations, cited: list[str], num
 
     text_macros = [latex2text.MacroTextSpec(m.name, simplify_repl=expand(m)) for m in macros]
     text_macros += [latex2text.MacroTextSpec(name, simplify_repl=cite) for name in _CITE_MACROS]
+    text_macros += [latex2text.MacroTextSpec("nocite", simplify_repl=nocite)]
     text_macros += [latex2text.MacroTextSpec(name, simplify_repl=heading(marks, name in _NUMBERED))
                     for name, marks in _HEADINGS.items()]
     text_macros += [latex2text.MacroTextSpec(name, simplify_repl=run_in) for name in _RUN_IN]

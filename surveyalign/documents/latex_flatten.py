@@ -13,6 +13,7 @@ repeated file on the include stack as a cycle.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,16 +55,30 @@ class FlatLatex:
     limited: int = 0
 
 
-def _strip_comments(text: str) -> str:
-    """Remove ``%`` comments; a line that was only a comment disappears with its line break (as in TeX)."""
-    out = []
-    for line in text.split("\n"):
+def _strip_comments(text: str) -> tuple[str, list[int], list[int]]:
+    """Remove ``%`` comments; a line that was only a comment disappears with its line break (as in TeX).
+
+    Returns:
+        The text without comments, and where each kept line piece starts in it with that piece's 1-based line
+        number in ``text`` (two ascending lists), so a warning can name the line as the file has it.
+    """
+    out: list[str] = []
+    starts: list[int] = []
+    numbers: list[int] = []
+    length = 0
+    for number, line in enumerate(text.split("\n"), start=1):
         match = _COMMENT_RE.search(line)
         if match is None:
-            out.append(line + "\n")
+            piece = line + "\n"
         elif line[:match.start()].strip():
-            out.append(line[:match.start()])  # TeX also eats the end of line after a comment
-    return "".join(out)
+            piece = line[:match.start()]  # TeX also eats the end of line after a comment
+        else:
+            continue
+        out.append(piece)
+        starts.append(length)
+        numbers.append(number)
+        length += len(piece)
+    return "".join(out), starts, numbers
 
 
 def _resolve_include(name: str, bases: list[Path], root: Path) -> tuple[Path | None, Path | None]:
@@ -125,10 +140,10 @@ def flatten_latex(main: Path | str, *, limits: DocumentLimits | None = None) -> 
     def splice(path: Path, text: str, stack: tuple[Path, ...], base_dirs: list[Path]) -> str:
         result.files.append(path)
         budget["chars"] -= len(text)
-        text = _strip_comments(text)
+        text, starts, numbers = _strip_comments(text)
 
         def replace(match: re.Match) -> str:
-            line = text.count("\n", 0, match.start()) + 1
+            line = numbers[bisect.bisect_right(starts, match.start()) - 1]
             if match.group("file") is not None:
                 directory = match.group("dir") or "."
                 target_dirs = [(b / directory).resolve() for b in base_dirs]

@@ -28,7 +28,7 @@ def _clean(text: str) -> str:
     """Collapse whitespace and strip the braces and stray markup that BibTeX / LaTeX leave in a field."""
     text = re.sub(r"\\(?:emph|textit|textbf|textsc|em|it|bf|url|href)\b\s*", "", text)
     text = text.replace("{", "").replace("}", "").replace("~", " ")
-    return re.sub(r"\s+", " ", text).strip().strip(",;")
+    return re.sub(r"\s+", " ", text).strip(" ,;")
 
 
 def _ids_in(text: str) -> tuple[str | None, str | None]:
@@ -161,7 +161,7 @@ def parse_reference_text(text: str, key: str, source: str = "markdown") -> Refer
             rest = body
         title = _first_sentence(re.sub(r"^\[?n\.\s?d\.\]?\.?\s*", "", rest))
     return Reference(key=key, title=_clean(title).rstrip("."), authors=_split_authors(authors_text.rstrip(". (:")),
-                     year=year_in_text(raw), doi=doi, arxiv_id=arxiv, raw=raw, source=source)
+                     year=year_in_text(_ARXIV_IN_TEXT.sub(" ", raw)), doi=doi, arxiv_id=arxiv, raw=raw, source=source)
 
 
 _REF_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?:\d+[.\s]*)?(references|bibliography|works cited|literature cited)"

@@ -159,7 +159,7 @@ def parse_bibtex(text: str, *, path: str | None = None) -> ReferenceList:
             authors=_bib_authors(fields.get("author", "")),
             year=year_in_text(fields.get("year", "") or fields.get("date", "")),
             doi=normalise_doi(fields.get("doi")) or doi,
-            arxiv_id=normalise_arxiv(fields.get("eprint")) or arxiv,
+            arxiv_id=normalise_arxiv(fields.get("eprint")) or normalise_arxiv(fields.get("arxiv")) or arxiv,
             venue=_clean(fields.get("journal") or fields.get("booktitle") or fields.get("publisher") or ""),
             raw=entry.raw if hasattr(entry, "raw") else "",
             source="bibtex",
@@ -185,12 +185,14 @@ def parse_latex_bibliography(latex: str, *, path: str | None = None) -> Referenc
     text = decode_latex_accents("\n".join(_COMMENT.sub("", line) for line in latex.splitlines()))
     refs: list[Reference] = []
     problems: list[str] = []
+    number = 0  # entries counted over every block, empty ones included
     for env in re.findall(r"\\begin\{thebibliography\}(.*?)(?:\\end\{thebibliography\}|\Z)", text, re.DOTALL):
         items = re.split(r"\\bibitem\s*(?:\[[^\]]*\])?\s*\{([^}]*)\}", env)
-        for number, (key, body) in enumerate(zip(items[1::2], items[2::2], strict=True), start=len(refs) + 1):
+        for key, body in zip(items[1::2], items[2::2], strict=True):
+            number += 1
             blocks = [block.strip() for block in re.split(r"\\newblock", body) if block.strip()]
             if not blocks:
-                problems.append(f"{path or 'latex'}: \\bibitem {key!r} (entry {number}) is empty")
+                problems.append(f"{path or 'latex'}: \\bibitem {key.strip()!r} (entry {number}) is empty")
                 continue
             if len(blocks) >= 2:
                 ref = parse_reference_text(" ".join(blocks), key.strip(), "latex")

@@ -1,0 +1,124 @@
+"""Edges of the LaTeX include splicer (issue 27): every include command, where names resolve and in which order,
+line numbers as the file has them (comment lines counted), and the depth, file and character limits at their
+boundaries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from surveyalign.documents import DocumentLimits, flatten_latex
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / "main.tex"
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_every_include_command_and_where_names_resolve(tmp_path):
+    main = _write(tmp_path, {
+        "main.tex": ("\\documentclass{article}\n\\begin{document}\n\\input{sec/one}\n\\import{chap/}{c1}\n"
+                     "\\subimport*{chap}{c2.tex}\n\\import{}{bare}\n\\input{exact.txt}\n\\input bare\n"
+                     "\\include{\"q name\"}\n\\subfile{subf}\n100\\% kept % cut\n\\end{document}\n"),
+        "sec/one.tex": "S1 text\n\\input{deep/leaf}\n\\input{sib}\n",
+        "sec/deep/leaf.tex": "LEAF\n", "sec/sib.tex": "SIB in sec\n", "sib.tex": "SIB in root\n",
+        "chap/c1.tex": "C1 \\input{c2}\n", "chap/c2.tex": "C2 text\n",
+        "exact.txt": "EXACT\n", "exact.txt.tex": "NOT THIS\n", "bare.tex": "BARE\n", "q name.tex": "QUOTED\n",
+        "subf.tex": "SUBF\n",
+    })
+    flat = flatten_latex(main)
+    assert flat.warnings == [] and flat.refused == [] and flat.limited == 0
+    # names resolve against the main file's folder first (sib.tex of the root), then the including file's folder
+    # (deep/leaf); \import's own includes resolve in its folder (chap/c2)
+    assert _lines(flat.text) == ["\\documentclass{article}", "\\begin{document}", "S1 text", "LEAF", "SIB in root",
+                                 "C1 ", "C2 text", "C2 text", "BARE", "EXACT", "BARE", "QUOTED", "SUBF",
+                                 "100\\% kept \\end{document}"]
+    assert [p.relative_to(tmp_path).as_posix() for p in flat.files] == [
+        "main.tex", "sec/one.tex", "sec/deep/leaf.tex", "sib.tex", "chap/c1.tex", "chap/c2.tex", "chap/c2.tex",
+        "bare.tex", "exact.txt", "bare.tex", "q name.tex", "subf.tex"]
+
+
+def test_comments_go_with_their_line_and_warnings_name_the_line_of_the_file(tmp_path):
+    main = _write(tmp_path, {
+        "main.tex": ("% header comment\n  % another\n\\documentclass{article}\n\\begin{document}\n"
+                     "text % trailing\n\\input{missing}\n\\input{sec/a}\n\\end{document}\n"),
+        "sec/a.tex": "% one\n%two\nA \\input{gone}\n",
+    })
+    flat = flatten_latex(main)
+    root = tmp_path.resolve()
+    assert flat.warnings == [
+        f"main.tex line 6: \\input{{missing}} not found (looked in {root}); its text is missing",
+        f"a.tex line 3: \\input{{gone}} not found (looked in {root}, {root / 'sec'}); its text is missing"]
+    # a comment-only line disappears with its line break; a trailing comment takes the line break with it
+    assert flat.text.startswith("\\documentclass{article}\n\\begin{document}\ntext \n\nA \n")
+
+
+def test_an_import_folder_that_does_not_exist(tmp_path):
+    main = _write(tmp_path, {"main.tex": "\\begin{document}\n\\import{nodir/}{x}\n\\end{document}\n"})
+    flat = flatten_latex(main)
+    assert flat.warnings == [(f"main.tex line 2: \\import{{nodir/}}{{x}} not found (looked in {tmp_path.resolve()}); "
+                             "its text is missing")]
+
+
+def _chain(tmp_path: Path) -> Path:
+    return _write(tmp_path, {"main.tex": "M \\input{a}\n", "a.tex": "A \\input{b}\n", "b.tex": "B \\input{c}\n",
+                             "c.tex": "C\n"})
+
+
+def test_depth_stop_at_the_limit(tmp_path):
+    main = _chain(tmp_path)
+    flat = flatten_latex(main, limits=DocumentLimits(latex_max_depth=2))  # main 0, a 1, b 2: c is too deep
+    assert _lines(flat.text) == ["M ", "A ", "B "]
+    assert flat.warnings == ["b.tex line 1: \\input{c} is nested 3 deep: depth stop (latex_max_depth=2); not spliced"]
+    assert _lines(flatten_latex(main, limits=DocumentLimits(latex_max_depth=3)).text) == ["M ", "A ", "B ", "C"]
+
+
+def test_file_limit_at_the_boundary(tmp_path):
+    main = _chain(tmp_path)
+    flat = flatten_latex(main, limits=DocumentLimits(latex_max_files=2))
+    assert _lines(flat.text) == ["M ", "A ", "B "] and flat.limited == 1
+    assert flat.warnings == [("b.tex line 1: \\input{c}: include limit reached (latex_max_files=2 splices); "
+                             "1 include(s) not spliced (set SURVEYALIGN_DOCUMENT_LIMITS to raise the limit)")]
+    assert flatten_latex(main, limits=DocumentLimits(latex_max_files=3)).warnings == []
+
+
+def test_only_the_first_limit_is_named_and_every_miss_is_counted(tmp_path):
+    main = _write(tmp_path, {"main.tex": "\\input{a}\n\\input{b}\n\\input{c}\n", "a.tex": "A\n", "b.tex": "B\n",
+                             "c.tex": "C\n"})
+    flat = flatten_latex(main, limits=DocumentLimits(latex_max_files=1))
+    assert _lines(flat.text) == ["A"] and flat.limited == 2
+    assert flat.warnings == [("main.tex line 2: \\input{b}: include limit reached (latex_max_files=1 splices); "
+                             "2 include(s) not spliced (set SURVEYALIGN_DOCUMENT_LIMITS to raise the limit)")]
+
+
+def test_character_limit_at_the_boundary(tmp_path):
+    main = _write(tmp_path, {"main.tex": "M \\input{a}\n", "a.tex": "AAAA\n"})  # 12 + 5 characters
+    assert _lines(flatten_latex(main, limits=DocumentLimits(latex_max_chars=17)).text) == ["M ", "AAAA"]
+    flat = flatten_latex(main, limits=DocumentLimits(latex_max_chars=16))
+    assert _lines(flat.text) == ["M "] and flat.limited == 1
+    assert flat.warnings == [("main.tex line 1: \\input{a}: character limit reached (latex_max_chars=16); "
+                             "1 include(s) not spliced (set SURVEYALIGN_DOCUMENT_LIMITS to raise the limit)")]
+    with pytest.raises(ValueError, match=r"main\.tex: longer than latex_max_chars=11 characters"):
+        flatten_latex(main, limits=DocumentLimits(latex_max_chars=11))
+
+
+def test_four_byte_characters_fill_the_budget_exactly(tmp_path):
+    # 3 characters of 4 bytes each: 12 bytes, read under a budget of 3 characters (the byte pre-check allows 4x)
+    main = _write(tmp_path, {"main.tex": "\U0001F600\U0001F600\n"})
+    assert main.stat().st_size == 9
+    assert flatten_latex(main, limits=DocumentLimits(latex_max_chars=3)).text == "\U0001F600\U0001F600\n\n"
+    main.write_text("\U0001F600\U0001F600\U0001F600", encoding="utf-8")
+    assert flatten_latex(main, limits=DocumentLimits(latex_max_chars=3)).text == "\U0001F600" * 3 + "\n"
+
+
+def test_missing_main_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"LaTeX main file .*nothing\.tex does not exist"):
+        flatten_latex(tmp_path / "nothing.tex")
