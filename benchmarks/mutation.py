@@ -54,6 +54,22 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     # documents layer: leakage, verbatim, snippet index, limits, fitting, reading (round 5)
 
     # documents layer: references, LaTeX, sections, TEI, readers (round 5)
+    "surveyalign/documents/references.py": ["tests/test_knowledge_references.py", "tests/test_documents_real_inputs.py",
+                                            "tests/test_knowledge_real_inputs.py",
+                                            "tests/test_documents_references_edges.py"],
+    "surveyalign/documents/ref_text.py": ["tests/test_knowledge_references.py", "tests/test_documents_real_inputs.py",
+                                          "tests/test_documents_ref_text_edges.py",
+                                          "tests/test_documents_references_edges.py"],
+    "surveyalign/documents/latex.py": ["tests/test_inference_readers.py", "tests/test_security_documents.py",
+                                       "tests/test_documents_latex_edges.py", "tests/test_documents_readers_edges.py"],
+    "surveyalign/documents/sections.py": ["tests/test_documents.py", "tests/test_documents_sections_edges.py"],
+    "surveyalign/documents/tei.py": ["tests/test_knowledge_references.py", "tests/test_knowledge_real_inputs.py",
+                                     "tests/test_documents_tei_edges.py", "tests/test_documents_references_edges.py"],
+    "surveyalign/documents/latex_flatten.py": ["tests/test_inference_readers.py", "tests/test_security_documents.py",
+                                               "tests/test_documents_latex_flatten_edges.py"],
+    "surveyalign/documents/readers.py": ["tests/test_inference_readers.py", "tests/test_documents.py",
+                                         "tests/test_documents_readers_edges.py", "tests/test_documents_real_inputs.py",
+                                         "tests/test_security_documents.py"],
 
     # annotation (round 5)
     "surveyalign/annotation/annotate.py": ["tests/test_annotation_units.py", "tests/test_annotation_pipeline.py",

@@ -161,3 +161,15 @@ def test_document_defaults():
     doc = Document(text="# T\n\nx\n", format="markdown", title="T", source=Path("t.md"))
     assert (doc.bibliography_path, doc.cited_keys, doc.files, doc.warnings) == (None, [], [], [])
     assert [s.heading for s in doc.sections] == ["T"]
+
+
+def test_format_sniffing_reads_a_fixed_head(tmp_path):
+    # a JATS root counts in the first 4096 bytes; a \documentclass in the first 200,000 characters
+    pad = "<!--" + "x" * (4096 - 9 - 7) + "-->"
+    (tmp_path / "in.xml").write_text(pad + "<article>", encoding="utf-8")  # ends at byte 4096
+    (tmp_path / "out.xml").write_text(pad + " <article>", encoding="utf-8")  # its '>' is byte 4097
+    tex_pad = "%" * 199_985 + "\n"
+    (tmp_path / "in.tex").write_text(tex_pad + "\\documentclass", encoding="utf-8")  # 200,000 characters
+    (tmp_path / "out.tex").write_text(tex_pad + " \\documentclass", encoding="utf-8")
+    assert len((tmp_path / "in.xml").read_bytes()) == 4096 and len((tmp_path / "in.tex").read_text()) == 200_000
+    assert [p.name for p in find_documents(tmp_path)] == ["in.tex", "in.xml"]

@@ -150,3 +150,50 @@ def test_author_year_lists_split_before_each_entry():
     # without ". YEAR. " the paragraphs are the entries
     refs = parse_markdown_references("## References\nPara one, no year.\n\nPara two.\n  \n")
     assert [r.raw for r in refs.references] == ["Para one, no year.", "Para two."]
+
+
+# -- what the first measurement left alive -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "title", "authors"), [
+    # a lead with a sentence end is no author list for an ACM year
+    ("Attention mechanisms in practice. Technical report. 2020. Internal.", "Attention mechanisms in practice", []),
+    ("Ann Leeds. Graph Networks. 2019. Springer.", "Graph Networks", ["Ann Leeds"]),
+    # "et al." is dropped before the names are judged
+    ("Lee A et al. Title here. Nature. 2019.", "Title here", ["Lee A"]),
+    ("Ann Lee, deep survey et al. Title. 2001.", "Ann Lee, deep survey et al", []),
+    ("Xu Li. Graph title. Venue, 2001.", "Graph title", ["Xu Li"]),
+    # a name has at most six words: a Title-Case title of seven is no author list
+    ("Deep Graph Networks For Large Scale Learning. In Proc. X, 2001.",
+     "Deep Graph Networks For Large Scale Learning", []),
+    ("Maria Ana de la Cruz Lopez. Title here. Venue, 2001.", "Title here", ["Maria Ana de la Cruz Lopez"]),
+    # particles count as capitals
+    ("Ann Lee and van der Berg. Title here. Venue, 2001.", "Title here", ["Ann Lee", "van der Berg"]),
+    # half the words capitalised (2 of 4), one of three, or two title words: no name
+    ("Ann Lee, Graphs in the Wild. Venue, 2001.", "Ann Lee, Graphs in the Wild", []),
+    ("Ann Lee, Graph neural nets. Venue, 2001.", "Ann Lee, Graph neural nets", []),
+    ("Ann Lee, the models. Venue, 2001.", "Ann Lee, the models", []),
+    # two lower-case words without a title word pass as a name
+    ("Ann Lee and yelong shen. Title here. Venue, 2001.", "Title here", ["Ann Lee", "yelong shen"]),
+    # a word without letters ("(ed.)") does not stop a name
+    ("Ann Lee (ed.). Title here. Venue, 2001.", "Title here", ["Ann Lee (ed.)"]),
+    # a two-letter name is kept
+    ("Ann Lee, Yu, and Bob Ray. Title here. Venue, 2001.", "Title here", ["Ann Lee", "Yu", "Bob Ray"]),
+    # a title at the very end loses its period only; names and titles ending in X keep it
+    ("Ann Lee. 2020. The rise of SpaceX.", "The rise of SpaceX", ["Ann Lee"]),
+    ("Ann Lee and Malcolm X. 2020. Title. Venue.", "Title", ["Ann Lee", "Malcolm X"]),
+    ('A. Author, "The rise of SpaceX," Journal, 2020.', "The rise of SpaceX", ["A. Author"]),
+    # the authors end right before the "(" of an APA year, also without a space
+    ("Lee J(2015). Title here. Venue.", "Title here", ["Lee J"]),
+])
+def test_name_rules_at_their_edges(text, title, authors):
+    ref = parse_reference_text(text, "k")
+    assert (ref.title, ref.authors) == (title, authors)
+
+
+def test_markdown_entries_are_markdown_and_years_after_line_breaks_split_entries():
+    numbered = parse_markdown_references("## References\n[1] A. One. T one. 2001.\n")
+    assert numbered.references[0].source == "markdown"
+    refs = parse_markdown_references("## References\nAnn Lee.\n  2020. Title one. Venue.\nBob Ray.\n  2021. Title two. "
+                                     "Venue.")
+    assert [(r.raw, r.source, r.year) for r in refs.references] == [
+        ("Ann Lee. 2020. Title one. Venue.", "markdown", 2020), ("Bob Ray. 2021. Title two. Venue.", "markdown", 2021)]

@@ -244,3 +244,94 @@ def test_pdf_without_a_reader_names_the_server_setting(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"suffix '\.docx'; known: \['\.bbl', '\.bib', '\.markdown', '\.md', "
                                          r"'\.tei', '\.tex', '\.txt', '\.xml'\]"):
         read_references(tmp_path / "x.DOCX")
+
+
+# -- what the first measurement left alive -----------------------------------------------------------------------
+
+def test_cited_keys_across_lines_comments_and_a_second_end():
+    tex = "\\cite{a,%\n b}\\citep{c,\n  d}\\end{document}\\cite{e}\\end{document}\\cite{f}"
+    assert cited_keys(tex) == ["a", "b", "c", "d"]
+    assert cited_keys(tex, include_comments=True) == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_bibtex_doi_and_arxiv_fields_the_text_search_cannot_read_alone():
+    refs = parse_bibtex(
+        # a SICI DOI (Wiley's older form) holds < and >, where a DOI found in running text stops
+        "@article{sici, doi={10.1002/(SICI)1097-4571(199806)49:8<693::AID-ASI4>3.0.CO;2-O}}\n"
+        # two DOIs in the field: the first is taken
+        "@article{two, doi={10.1000/first, 10.1000/second}}\n"
+        # eprint and arxiv fields with the class after the id
+        "@misc{ep, eprint={arXiv:2101.00001 [cs.CL]}}\n"
+        "@misc{ax, arxiv={arXiv:2102.00002 [cs.LG]}}\n")
+    got = {r.key: (r.doi, r.arxiv_id, r.title, r.authors) for r in refs.references}
+    assert got == {"sici": ("10.1002/(sici)1097-4571(199806)49:8<693::aid-asi4>3.0.co;2-o", None, "", []),
+                   "two": ("10.1000/first", None, "", []), "ep": (None, "2101.00001", "", []),
+                   "ax": (None, "2102.00002", "", [])}
+
+
+def test_bibtex_problem_on_the_first_line():
+    refs = parse_bibtex("@misc{a, title = {open\n@misc{b, title={B}}\n")
+    assert refs.problems == ["bibtex: line 1: entry could not be parsed (ParsingFailedBlock)"]
+    assert refs.keys() == ["b"]
+
+
+def test_latex_bibliography_two_blocks_sources_comments_and_trailing_x():
+    tex = (r"\begin{thebibliography}{3}" "\n"
+           r"\bibitem{two} Ann Lee and Malcolm X. \newblock Notes on LaTeX." "\n"
+           r"\bibitem{one} B. Two. Single block % a note" "\n"
+           r"  title. 2002." "\n"
+           r"\end{thebibliography}")
+    refs = parse_latex_bibliography(tex)
+    two, one = refs.references
+    assert (two.authors, two.title, two.venue, two.raw, two.source) == (
+        ["Ann Lee", "Malcolm X"], "Notes on LaTeX", "", "Ann Lee and Malcolm X. Notes on LaTeX.", "latex")
+    assert (one.raw, one.source, one.title) == ("B. Two. Single block title. 2002.", "latex", "Single block title")
+
+
+def test_jats_label_strip_title_end_path_and_error_source():
+    xml = ("<article><back><ref-list><ref><label>Xu, 2019</label><mixed-citation><article-title>The rise of "
+           "SpaceX.</article-title></mixed-citation></ref></ref-list></back></article>")
+    refs = parse_jats_references(xml, path="x.xml")
+    assert refs.keys() == ["Xu, 2019"] and refs.references[0].title == "The rise of SpaceX" and refs.path == "x.xml"
+    with pytest.raises(ValueError, match=r"<jats>"):
+        parse_jats_references("<article><unclosed></article>")
+    with pytest.raises(ValueError, match=r"bad\.xml"):
+        parse_jats_references("<article><unclosed></article>", path="bad.xml")
+
+
+def test_read_references_xml_paths_and_the_full_refusal(tmp_path):
+    jats = tmp_path / "article.xml"
+    jats.write_text(JATS, encoding="utf-8")
+    assert read_references(jats).path == str(jats)
+    tei = tmp_path / "refs.tei"
+    tei.write_text(TEI_ENTRY, encoding="utf-8")
+    assert read_references(tei).path == str(tei)
+    rss = tmp_path / "feed.xml"
+    rss.write_text("<rss/>", encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        read_references(rss)
+    assert str(err.value) == (f"{rss}: an XML file with root <rss> is not a reference format read here; known XML: "
+                              "GROBID TEI (<TEI>) and JATS articles (<article>)")
+    pdf = tmp_path / "s.pdf"
+    pdf.write_bytes(b"%PDF-1.4")
+    with pytest.raises(ValueError, match=r"and pass pdf_reader=surveyalign\.knowledge\.GrobidClient\(\)\.references$"):
+        read_references(pdf)
+
+
+@pytest.mark.parametrize("head", [
+    "<?note see <article>?>",  # markup inside a processing instruction
+    "<!--\n<article>\n-->",  # a comment over several lines
+    '<!DOCTYPE TEI [<!ENTITY x "<article>">]>',  # markup in the DOCTYPE's internal subset
+])
+def test_xml_root_skips_markup_that_is_no_element(tmp_path, head):
+    path = tmp_path / "refs.xml"
+    path.write_text(f"<?xml version='1.0'?>{head}<listBibl xmlns='http://www.tei-c.org/ns/1.0'>{TEI_ENTRY}"
+                    "</listBibl>", encoding="utf-8")
+    assert read_references(path).keys() == ["b0"]
+
+
+def test_xml_root_is_read_from_the_first_64_kb(tmp_path):
+    path = tmp_path / "late.xml"
+    path.write_bytes(b"<!--" + b"x" * (65535 - 7) + b"-->" + b"<TEI/>")  # '<' is byte 65,536, 'T' the next
+    with pytest.raises(ValueError, match=r"root <\?> is not a reference format"):
+        read_references(path)

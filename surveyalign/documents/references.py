@@ -115,7 +115,7 @@ def cited_keys(latex: str, *, include_comments: bool = False) -> list[str]:
     seen: set[str] = set()
     for group in _CITE.findall(text):
         for key in group.split(","):
-            key = key.strip()
+            key = _COMMENT.sub("", key).strip()  # "a,%<line end> b": a comment is no part of a key
             if key and key != "*" and key not in seen:
                 seen.add(key)
                 keys.append(key)
