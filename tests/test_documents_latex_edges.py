@@ -169,3 +169,139 @@ def test_a_heading_inside_a_macro_takes_no_number(tmp_path):
     main = _project(tmp_path, {"main.tex": ("\\newcommand{\\mysec}{\\section{Inside}}\n\\begin{document}\n"
                                             "\\section{One}\n\\mysec\n\\end{document}\n")})
     assert latex_to_markdown(main).text == "## 1 One\n\n## Inside\n"
+
+
+# -- what the first measurement left alive -----------------------------------------------------------------------
+
+ODD = r"""\documentclass{article}
+\newcommand\Xset{the set X}
+\newcommand{\wrap}[1]{[#1]}
+\newcommand{\both}{\wrap{in}}
+\newcommand{\opt}[2][]{<#1|#2>}
+\newcommand{\beq}{\begin{equation}}
+\newcommand{\eeq}{\end{equation}}
+\def\nest{a{b{c}}d}
+\def\esc{x\}}
+\def\broken{open
+\title[Short]{Long \wrap{T}}
+\begin{document}
+\label{top}Top \ref{top}.
+\Xset, \both, \opt{a}, \nest, \esc.
+\beq x = 1 \eeq
+Para one.
+
+~~Para two with \parencite{p1} and \Textcite{p2}.
+\begin{table}\end{table}\end{table}
+\begin{figure}\label{f1}\end{figure}\begin{figure}\label{f2}\end{figure}\ref{f2}
+\bibitem{} Empty.
+\paragraph
+\end{document}
+"""
+
+
+def test_definitions_that_open_environments_and_other_odd_sources(tmp_path):
+    main = _project(tmp_path, {"main.tex": ODD})
+    out = latex_to_markdown(main)
+    # \beq opens an equation it does not close: the definitions after it and the \title are still read (a LaTeX
+    # parser ran on to \end{equation} in the next definition and printed the preamble into the text)
+    assert out.title == "Long [T]"  # the long title, with a macro taking an argument
+    assert out.text == (
+        "# Long [T]\n\n"
+        # a \label before any section refers to nothing
+        "Top .\n"
+        # a name without braces (starting with X), a macro calling one with an argument, an empty optional default,
+        # nested braces and an escaped brace in \def; the unbalanced \def is no macro
+        "the set X, [in], <|a>, abcd, x}.\n\n"
+        "\\begin{equation}\nx = 1 Para one.\n\n"
+        # spaces at a paragraph start go; \parencite and \Textcite are citations
+        "Para two with [1] and [2].\n\n"
+        # a stray \end{table} is ignored; the second figure is figure 2
+        "2\n\n"
+        # a \bibitem with an empty key numbers nothing; a \paragraph without its argument is empty
+        "Empty.\n\n****\n")
+    assert out.cited_keys == ["p1", "p2"] and out.warnings == []
+
+
+def test_chapters_with_a_short_title_number_their_sections(tmp_path):
+    main = _project(tmp_path, {"main.tex": (
+        "\\documentclass{book}\n\\begin{document}\n\\chapter[Short]{Long Chapter}\n\\section{S}\\label{s}\n"
+        "\\begin{figure}\\caption{a}\\end{figure}\\begin{figure}\\caption{b}\\label{f2}\\end{figure}\n"
+        "See \\ref{s} and \\ref{f2}.\n\\end{document}\n")})
+    assert latex_to_markdown(main).text == ("## 1 Long Chapter\n\n## 1.1 S\n\nCaption: a\n\nCaption: b\n\n"
+                                            "See 1.1 and 2.\n")
+
+
+def test_bib_and_bbl_files_in_latin_1_are_read(tmp_path):
+    main = _project(tmp_path / "bib", {"main.tex": ("\\begin{document}\\cite{m}\\bibliography{missing,../outside,refs}"
+                                                    "\\end{document}")})
+    (tmp_path / "bib" / "refs.bib").write_bytes(b"@misc{m, title={M\xfcller graphs}}\n")
+    (tmp_path / "outside.bib").write_text("@misc{o, title={Out}}\n", encoding="utf-8")
+    out = latex_to_markdown(main)
+    # the names after one not found and after one refused are still read
+    assert out.text == "[1]\n\n## References\n\n[1] M\ufffdller graphs.\n"
+    assert [w.split(":")[1].strip() for w in out.warnings] == [("bibliography 'missing' not found (looked for missing.bib in "
+                                                               f"{(tmp_path / 'bib').resolve()})"),
+                                                               "bibliography '../outside' refused"]
+    bbl = _project(tmp_path / "bbl", {"main.tex": "\\begin{document}\\cite{m}\\bibliography{none}\\end{document}"})
+    (tmp_path / "bbl" / "main.bbl").write_bytes(b"\\begin{thebibliography}{1}\\bibitem{m} M\xfcller. T. 2001."
+                                                b"\\end{thebibliography}")
+    assert "[1] M\ufffdller. T. 2001." in latex_to_markdown(bbl).text
+
+
+def test_a_bib_name_that_links_outside_falls_back_to_the_bib_file(tmp_path):
+    (tmp_path / "outside").write_text("@misc{o, title={Out}}\n", encoding="utf-8")
+    main = _project(tmp_path / "proj", {"main.tex": "\\begin{document}\\cite{k}\\bibliography{refs}\\end{document}",
+                                        "refs.bib": "@misc{k, title={Inside}}\n"})
+    (tmp_path / "proj" / "refs").symlink_to(tmp_path / "outside")
+    out = latex_to_markdown(main)
+    assert out.text == "[1]\n\n## References\n\n[1] Inside.\n" and out.warnings == []
+
+
+def test_a_bbl_without_a_bibliography_command_is_not_read(tmp_path):
+    main = _project(tmp_path, {"main.tex": "\\begin{document}Hi \\cite{m}.\\end{document}",
+                               "main.bbl": "\\begin{thebibliography}{1}\\bibitem{m} M. T. 2001.\\end{thebibliography}"})
+    out = latex_to_markdown(main)
+    assert out.text == "Hi [1].\n" and out.bibliography is None and out.warnings == []
+
+
+def test_limits_reach_the_include_splicer(tmp_path):
+    from surveyalign.documents import DocumentLimits
+
+    main = _project(tmp_path, {"main.tex": "\\begin{document}\\input{a}\\input{b}\\end{document}", "a.tex": "A text\n",
+                               "b.tex": "B text\n"})
+    out = latex_to_markdown(main, limits=DocumentLimits(latex_max_files=1))
+    assert "A text" in out.text and "B text" not in out.text
+    assert out.warnings[0].startswith("main.tex line 1: \\input{b}: include limit reached")
+
+
+def test_document_bounds_are_the_first_begin_and_the_first_end(tmp_path):
+    main = _project(tmp_path, {"main.tex": (
+        "\\newcommand{\\stop}{\\end{document}}\n\\begin{document}\nBody \\verb|\\begin{document}| here.\n"
+        "\\end{document}\nOld draft.\n\\end{document}\n")})
+    text = latex_to_markdown(main).text
+    assert text.startswith("Body") and "here." in text and "Old draft" not in text
+
+
+def test_an_unclosed_environment_in_the_body_is_read_tolerantly(tmp_path):
+    main = _project(tmp_path, {"main.tex": "\\begin{document}\n\\begin{itemize}\\item one\n\\end{document}"})
+    assert "one" in latex_to_markdown(main).text
+
+
+def test_a_cite_without_argument_cites_nothing(tmp_path):
+    main = _project(tmp_path, {"main.tex": "\\begin{document}\nSee \\cite"})
+    out = latex_to_markdown(main)
+    assert out.text == "See\n" and out.cited_keys == []
+
+
+def test_exactly_eleven_missing_keys_are_cut_to_ten(tmp_path):
+    keys = ",".join("abcdefghijk")
+    main = _project(tmp_path, {"main.tex": f"\\begin{{document}}\\cite{{{keys}}}\\bibliography{{r}}\\end{{document}}",
+                               "r.bib": "@misc{z, title={Z}}\n"})
+    assert latex_to_markdown(main).warnings == [
+        "main.tex: 11 cited key(s) have no bibliography entry: a, b, c, d, e, f, g, h, i, j ..."]
+
+
+def test_the_title_is_looked_for_in_the_first_2000_characters_of_the_body(tmp_path):
+    pad = "x" * (2000 - len("\n") - len("\\title{AB"))
+    main = _project(tmp_path, {"main.tex": f"\\begin{{document}}\n{pad}\\title{{ABC}}\n\\end{{document}}"})
+    assert latex_to_markdown(main).title == "AB"  # cut after the 2000th character of the body

@@ -122,3 +122,49 @@ def test_four_byte_characters_fill_the_budget_exactly(tmp_path):
 def test_missing_main_file(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"LaTeX main file .*nothing\.tex does not exist"):
         flatten_latex(tmp_path / "nothing.tex")
+
+
+def test_refused_missing_and_cyclic_includes_leave_nothing_behind(tmp_path):
+    (tmp_path / "secret.tex").write_text("SECRET\n", encoding="utf-8")
+    main = _write(tmp_path / "proj", {"main.tex": "M1\n\\input{../secret}\nM2\n\\input{gone}\nM3\n\\input{a}\n",
+                                      "a.tex": "A \\input{main}\n"})
+    flat = flatten_latex(main)
+    # each file's text ends with its last line break plus one (its split lines are rejoined with one each); a
+    # splice is wrapped in line breaks
+    assert flat.text == "M1\n\nM2\n\nM3\n\nA \n\n\n\n\n"
+    root = (tmp_path / "proj").resolve()
+    assert flat.refused == [str((tmp_path / "secret").resolve())]
+    assert flat.warnings == [
+        (f"main.tex line 2: \\input{{../secret}} refused: resolves to {(tmp_path / 'secret').resolve()}, outside the "
+        f"project folder {root}; not read"),
+        f"main.tex line 4: \\input{{gone}} not found (looked in {root}); its text is missing",
+        "a.tex line 1: \\input{main} includes main.tex again (cycle); not spliced twice"]
+
+
+def test_a_name_that_links_outside_falls_back_to_the_tex_file(tmp_path):
+    (tmp_path / "outside").write_text("OUTSIDE\n", encoding="utf-8")
+    main = _write(tmp_path / "proj", {"main.tex": "\\input{intro}\n", "intro.tex": "INSIDE\n"})
+    (tmp_path / "proj" / "intro").symlink_to(tmp_path / "outside")
+    flat = flatten_latex(main)
+    assert _lines(flat.text) == ["INSIDE"] and flat.warnings == [] and flat.refused == []
+
+
+def test_names_ending_in_x_and_import_folders_first(tmp_path):
+    main = _write(tmp_path, {"main.tex": "\\input{chapterX}\n\\import{chap/}{c1}\n", "chapterX.tex": "CHAPTER X\n",
+                             "chapter.tex": "NOT THIS\n", "chap/c1.tex": "\\input{c2}\n", "chap/c2.tex": "C2 in chap\n",
+                             "c2.tex": "C2 in root\n"})
+    # \import's own includes look in its folder before the main file's
+    assert _lines(flatten_latex(main).text) == ["CHAPTER X", "C2 in chap"]
+
+
+def test_every_include_over_the_character_limit_is_counted(tmp_path):
+    main = _write(tmp_path, {"main.tex": "\\input{a}\\input{b}\n", "a.tex": "A" * 50, "b.tex": "B" * 50})
+    flat = flatten_latex(main, limits=DocumentLimits(latex_max_chars=40))
+    assert flat.limited == 2 and "AAA" not in flat.text
+    assert flat.warnings[-1].endswith("; 2 include(s) not spliced (set SURVEYALIGN_DOCUMENT_LIMITS to raise the limit)")
+
+
+def test_files_in_latin_1_are_read_with_replacement_characters(tmp_path):
+    main = _write(tmp_path, {"main.tex": "\\input{a}\n"})
+    (tmp_path / "a.tex").write_bytes(b"M\xfcller\n")
+    assert _lines(flatten_latex(main).text) == ["M\ufffdller"]

@@ -53,3 +53,10 @@ def test_tei_external_entities_are_not_read(tmp_path):
            "<biblStruct><analytic><title>&e;</title></analytic></biblStruct></TEI>")
     ref = parse_tei_references(xml).references[0]
     assert ref.title == "&e;" and "secret" not in ref.raw
+
+
+def test_tei_text_with_markup_inside_and_a_declared_encoding():
+    xml = ('<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0"><biblStruct><analytic>'
+           '<title level="a">Deep <hi rend="italic">residual</hi> learning</title></analytic></biblStruct></TEI>')
+    ref = parse_tei_references(xml).references[0]  # a str with an encoding declaration is read as its bytes
+    assert ref.title == "Deep residual learning"

@@ -40,7 +40,13 @@ _BIBLIOGRAPHY_RE = re.compile(r"\\(?:bibliography|addbibresource|addglobalbib)\s
 _BIBITEM_RE = re.compile(r"\\bibitem\s*(?:\[[^\]]*\])?\s*\{([^{}]+)\}")
 _THEBIB_RE = re.compile(r"\\begin\{thebibliography\}.*?\\end\{thebibliography\}", re.DOTALL)
 _NOCITE_ALL_RE = re.compile(r"\\nocite\s*\{\s*\*\s*\}")
-_DEF_RE = re.compile(r"\\def\s*\\([A-Za-z@]+)\s*\{")
+#: ``\\newcommand{\\name}[nargs][default]{`` (and its kin, starred or not, name braced or not) or ``\\def\\name{``.
+_DEFINITION_RE = re.compile(
+    r"\\(?P<cmd>newcommand|renewcommand|providecommand|DeclareRobustCommand)\*?\s*"
+    r"(?:\{\s*\\(?P<name>[A-Za-z@]+)\s*\}|\\(?P<bare>[A-Za-z@]+))\s*"
+    r"(?:\[\s*(?P<nargs>[^\]]*?)\s*\])?\s*(?:\[(?P<default>[^\]]*)\])?\s*\{"
+    r"|\\def\s*\\(?P<def>[A-Za-z@]+)\s*\{")
+_TITLE_RE = re.compile(r"\\title\s*(?:\[[^\]]*\])?\s*\{")
 _CITE_MACROS = ("cite", "citep", "citet", "citealp", "citealt", "citeauthor", "citeyear", "parencite", "textcite",
                 "autocite", "footcite", "supercite", "Cite", "Citep", "Citet", "Parencite", "Textcite", "Autocite",
                 "citenum")
@@ -120,7 +126,8 @@ class _Numbering:
     def __init__(self, body: str) -> None:
         self.labels: dict[str, str] = {}
         self.headings: list[str] = []
-        top = 0 if re.search(r"\\chapter\s*\{", body) else 1
+        # numbered chapters (short title or not) put the chapter number first; a starred one numbers nothing
+        top = 0 if re.search(r"\\chapter\s*(?:\[[^\]]*\])?\s*\{", body) else 1
         counters = [0] * len(_NUMBERED)
         current, floats, appendix = "", [], False
         float_counts = {"figure": 0, "table": 0}
@@ -131,7 +138,7 @@ class _Numbering:
                 level = _NUMBERED.index(m.group("sec"))
                 counters[level] += 1
                 counters[level + 1:] = [0] * (len(_NUMBERED) - level - 1)
-                parts = [str(c) for c in counters[top:level + 1]] or [str(counters[level])]
+                parts = [str(c) for c in counters[top:level + 1]]  # level >= top: a numbered chapter sets top 0
                 if appendix and parts[0].isdigit():
                     parts[0] = chr(ord("A") + int(parts[0]) - 1)
                 current = ".".join(parts)
@@ -171,32 +178,24 @@ def _group_inner(node: latexwalker.LatexNode | None) -> str:
 
 
 def _user_macros(preamble: str) -> list[_Macro]:
-    """Macros the survey defines, read with pylatexenc's parser (``\\def`` by a brace matcher)."""
+    """Macros the survey defines (``\\newcommand`` & co., argument-free ``\\def``), in source order, each body read by
+    a brace matcher: a body may open an environment it does not close (``\\newcommand{\\beq}{\\begin{equation}}``),
+    which a LaTeX parser would run on into the definitions after it."""
     macros: dict[str, _Macro] = {}
-    # pylatexenc knows the argument shape of \newcommand & co. but not of \DeclareRobustCommand: give it the same
-    context = latexwalker.get_default_latex_context_db()
-    context.add_context_category("surveyalign-definitions", prepend=True,
-                                 macros=[macrospec.MacroSpec("DeclareRobustCommand", "*{[[{")])
-    walker = latexwalker.LatexWalker(preamble, latex_context=context, tolerant_parsing=True)
-    nodes, _, _ = walker.get_latex_nodes()
-    for node in nodes:
-        if not (node.isNodeType(latexwalker.LatexMacroNode) and node.macroname in _NEWCOMMANDS and node.nodeargd):
+    for match in _DEFINITION_RE.finditer(preamble):
+        group = _balanced(preamble, match.end() - 1)
+        if group is None:
             continue
-        args = node.nodeargd.argnlist  # *, {\name}, [nargs], [default], {body}
-        if len(args) < 5 or args[1] is None or args[4] is None:
+        if match.group("def"):
+            macros[match.group("def")] = _Macro(match.group("def"), 0, None, group[0])
             continue
-        name = _group_inner(args[1]).strip().lstrip("\\")
+        name = match.group("name") or match.group("bare")
         try:
-            nargs = int(_group_inner(args[2]).strip()) if args[2] is not None else 0
+            nargs = int(match.group("nargs")) if match.group("nargs") is not None else 0
         except ValueError:
             nargs = 0
-        default = _group_inner(args[3]) if args[3] is not None else None
-        if name and (node.macroname != "providecommand" or name not in macros):
-            macros[name] = _Macro(name, nargs, default, _group_inner(args[4]))
-    for match in _DEF_RE.finditer(preamble):
-        group = _balanced(preamble, match.end() - 1)
-        if group is not None:
-            macros[match.group(1)] = _Macro(match.group(1), 0, None, group[0])
+        if match.group("cmd") != "providecommand" or name not in macros:
+            macros[name] = _Macro(name, nargs, match.group("default"), group[0])
     return list(macros.values())
 
 
@@ -401,10 +400,12 @@ def latex_to_markdown(main: Path | str, *, limits: DocumentLimits | None = None)
     cited: list[str] = []
     walker_db, converter = _contexts(macros, citations, cited, _Numbering(body))
     title = ""
-    for node in latexwalker.LatexWalker(preamble + body[:2000], latex_context=walker_db,
-                                        tolerant_parsing=True).get_latex_nodes()[0]:
-        if node.isNodeType(latexwalker.LatexMacroNode) and node.macroname == "title" and node.nodeargd:
-            title = " ".join(converter.nodelist_to_text(node.nodeargd.argnlist[-1:]).split())
+    head = preamble + body[:2000]
+    for match in _TITLE_RE.finditer(head):  # the last \\title wins, as in LaTeX
+        group = _balanced(head, match.end() - 1)
+        inner = group[0] if group is not None else head[match.end():]
+        nodes = latexwalker.LatexWalker(inner, latex_context=walker_db, tolerant_parsing=True).get_latex_nodes()[0]
+        title = " ".join(converter.nodelist_to_text(nodes).split())
     walker = latexwalker.LatexWalker(body, latex_context=walker_db, tolerant_parsing=True)
     markdown = converter.nodelist_to_text(walker.get_latex_nodes()[0])
     if _NOCITE_ALL_RE.search(body):
