@@ -173,3 +173,79 @@ def test_format_sniffing_reads_a_fixed_head(tmp_path):
     (tmp_path / "out.tex").write_text(tex_pad + " \\documentclass", encoding="utf-8")
     assert len((tmp_path / "in.xml").read_bytes()) == 4096 and len((tmp_path / "in.tex").read_text()) == 200_000
     assert [p.name for p in find_documents(tmp_path)] == ["in.tex", "in.xml"]
+
+
+# -- what the first measurement left alive -----------------------------------------------------------------------
+
+def test_files_in_latin_1_are_read_with_replacement_characters(tmp_path):
+    (tmp_path / "s.md").write_bytes(b"# M\xfcller survey\n\nText.\n")
+    (tmp_path / "main.tex").write_bytes(b"% M\xfcller\n\\documentclass{article}\n\\begin{document}\nText.\n"
+                                        b"\\end{document}\n")
+    assert [p.name for p in find_documents(tmp_path)] == ["main.tex", "s.md"]
+    assert read_document(tmp_path / "s.md").title == "M\ufffdller survey"
+
+
+def test_pdf_documents_keep_their_files_and_page_warnings(tmp_path):
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=11)
+    pdf.cell(0, 8, "A Survey of Empty Pages", new_x="LMARGIN", new_y="NEXT")
+    pdf.add_page()
+    path = tmp_path / "two.pdf"
+    pdf.output(str(path))
+    doc = read_document(path)
+    assert (doc.files, doc.source, doc.extractor) == ([path], path, "pypdf")
+    assert doc.warnings == ["two.pdf: 1 of 2 page(s) have no extractable text: 2"]
+
+
+def test_jats_without_sub_articles_and_its_source(tmp_path):
+    path = tmp_path / "a.xml"
+    path.write_text("<article><front><article-meta><title-group><article-title>Plain</article-title></title-group>"
+                    "</article-meta></front><body><p>Text.</p></body></article>", encoding="utf-8")
+    doc = read_document(path)
+    assert (doc.title, doc.source, doc.warnings) == ("Plain", path, [])
+
+
+def _two_inputs(root: Path) -> Path:
+    (root / "a.tex").write_text("A text\n", encoding="utf-8")
+    (root / "b.tex").write_text("B text\n", encoding="utf-8")
+    main = root / "main.tex"
+    main.write_text(MAIN + "\\input{a}\\input{b}\n\\end{document}\n", encoding="utf-8")
+    return main
+
+
+def test_limits_options_and_the_guard_reach_every_reader(tmp_path):
+    from surveyalign.documents import DocumentLimits
+
+    main = _two_inputs(tmp_path)
+    limits = DocumentLimits(latex_max_files=1)
+    for doc in (read_document(main, limits=limits), *read_documents([main], limits=limits),
+                *read_documents([main], limits=limits, errors=[])):
+        assert "A text" in doc.text and "B text" not in doc.text
+    record = tmp_path / "r.md"
+    record.write_text(MD + "\n## Open Peer Review\n\nReferee Report 1: fine.\n", encoding="utf-8")
+    assert "Referee Report" not in read_documents([record])[0].text  # the guard is on by default
+    for doc in (*read_documents([record], guard=False), *read_documents([record], guard=False, errors=[])):
+        assert "Referee Report" in doc.text
+    errors: list[str] = []
+    assert read_documents([record], pdf_extractor="ocr", errors=errors) == []
+    # a message that does not name the file gets its path in front
+    assert errors == [f"{record}: unknown PDF extractor 'ocr'; choose one of ['pypdf', 'pymupdf4llm', 'marker']"]
+    with pytest.raises(ValueError, match="unknown PDF extractor 'ocr'"):
+        read_documents([record], pdf_extractor="ocr")
+
+
+def test_latex_descriptions_and_reference_paths(tmp_path):
+    main = tmp_path / "main.tex"
+    main.write_text(MAIN + "\\begin{thebibliography}{1}\n\\bibitem{k} A. One. Item title. 2001.\n"
+                    "\\end{thebibliography}\n\\end{document}\n", encoding="utf-8")
+    assert read_document(main).references().path == str(main)
+    (tmp_path / "bib").mkdir()
+    bib_main = tmp_path / "bib" / "main.tex"
+    bib_main.write_text(MAIN + "\\bibliography{refs}\n\\end{document}\n", encoding="utf-8")
+    (tmp_path / "bib" / "refs.bib").write_text("@misc{k, title={T}}\n", encoding="utf-8")
+    described = read_document(bib_main).to_dict()
+    assert (described["bibliography_paths"], described["files"], described["n_cited_keys"]) == (
+        [str(tmp_path / "bib" / "refs.bib")], [str(bib_main.resolve())], 1)
