@@ -293,9 +293,9 @@ def test_jats_label_strip_title_end_path_and_error_source():
            "SpaceX.</article-title></mixed-citation></ref></ref-list></back></article>")
     refs = parse_jats_references(xml, path="x.xml")
     assert refs.keys() == ["Xu, 2019"] and refs.references[0].title == "The rise of SpaceX" and refs.path == "x.xml"
-    with pytest.raises(ValueError, match=r"<jats>"):
+    with pytest.raises(ValueError, match=r"^<jats>: not well-formed XML"):
         parse_jats_references("<article><unclosed></article>")
-    with pytest.raises(ValueError, match=r"bad\.xml"):
+    with pytest.raises(ValueError, match=r"^bad\.xml: not well-formed XML"):
         parse_jats_references("<article><unclosed></article>", path="bad.xml")
 
 
