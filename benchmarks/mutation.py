@@ -78,6 +78,8 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     # annotation (round 5)
     "surveyalign/annotation/annotate.py": ["tests/test_annotation_units.py", "tests/test_annotation_pipeline.py",
                                            "tests/test_annotation_annotate_edges.py"],
+    "surveyalign/annotation/adjudicate.py": ["tests/test_annotation_agreement.py", "tests/test_annotation_pipeline.py",
+                                             "tests/test_annotation_adjudicate_edges.py"],
 
 }
 
@@ -154,6 +156,19 @@ IGNORED: dict[str, str] = {
         "only their lengths are read",
     "surveyalign.annotation.annotate.x_unique_reviews__mutmut_27": "codec names are case-insensitive: 'UTF-8' is "
         "'utf-8'",
+    # annotation/adjudicate.py
+    **{f"surveyalign.annotation.adjudicate.x_final_labels__mutmut_{i}": "humans.get(unit) without a default: None "
+       "is falsy like [], so the unit goes to the LLM / not-annotated branch either way" for i in (18, 20)},
+    "surveyalign.annotation.adjudicate.x_final_labels__mutmut_71": "snippets kept when the label is None: no "
+        "annotator's label is None (_by_unit drops those), so no snippet was chosen and the list is empty anyway",
+    **{name: "codec names are case-insensitive: 'UTF-8' is 'utf-8'" for name in (
+        "surveyalign.annotation.adjudicate.x_read_decisions__mutmut_8",
+        "surveyalign.annotation.adjudicate.x_write_disagreements__mutmut_11")},
+    **{f"surveyalign.annotation.adjudicate.x_write_disagreements__mutmut_{i}": "newline=None / left out: it only "
+       "turns '\\n' into os.linesep, '\\n' on POSIX, so the csv module's '\\r\\n' rows are written unchanged"
+       for i in (3, 6)},
+    **{f"surveyalign.annotation.adjudicate.x_write_disagreements__mutmut_{i}": "r.get(k) without '' default: "
+       "csv.DictWriter writes None as an empty field, like ''" for i in (20, 22)},
 
     # prism/flaws.py
     "surveyalign.prism.flaws.x_flaw_recall__mutmut_31": "weights C_i * n instead of C_i / n: every weighted "
