@@ -197,3 +197,19 @@ def test_markdown_entries_are_markdown_and_years_after_line_breaks_split_entries
                                      "Venue.")
     assert [(r.raw, r.source, r.year) for r in refs.references] == [
         ("Ann Lee. 2020. Title one. Venue.", "markdown", 2020), ("Bob Ray. 2021. Title two. Venue.", "markdown", 2021)]
+
+
+@pytest.mark.parametrize(("text", "title", "authors", "year"), [
+    # the year opens the entry (the authors lost, or "———" styles after a converter): no authors
+    ("2020a. Graph Networks. Venue.", "Graph Networks", [], 2020),
+    ("(2015). Title apa first. Venue.", "Title apa first", [], 2015),
+    # a one-letter author (an organisation) still dates the entry; one-letter names are dropped from the list
+    ("X. 2023. Grok-1 model card. Online.", "Grok-1 model card", [], 2023),
+])
+def test_entries_that_open_with_their_year_or_a_one_letter_name(text, title, authors, year):
+    ref = parse_reference_text(text, "k")
+    assert (ref.title, ref.authors, ref.year) == (title, authors, year)
+
+
+def test_a_comma_before_an_acm_year_does_not_stop_the_names():
+    assert parse_reference_text("Ann Lee. Bob Ray, 2020. Title here. Venue.", "k").title == "Title here"

@@ -136,8 +136,10 @@ def parse_reference_text(text: str, key: str, source: str = "markdown") -> Refer
     title, authors_text = "", ""
     year_dot = re.search(r"(?:^|[.,]\s)((?:19|20)\d\d)[a-z]?\.(?:\s|$)", body)  # ACM / ACL: "Authors. 2020. Title."
     apa = re.search(r"\(((?:19|20)\d\d)[a-z]?\)[.,:]?\s", body)  # APA: "Authors (2020). Title."
+    # the year opens the entry ("2020a. Title.", "(2020). Title.": the authors lost) or follows what can be its authors
     dated = next((found for found in (year_dot, apa) if found is not None and body[found.end():].strip()
-                  and _author_lead(body[:found.start(1) - (1 if found is apa else 0)].rstrip(". ("))), None)
+                  and (found.start() == 0
+                       or _author_lead(body[:found.start(1) - (1 if found is apa else 0)].rstrip(". (")))), None)
     if quoted and (not dated or quoted.start() < dated.start()):
         title = quoted.group(1) or quoted.group(2)
         authors_text = body[:quoted.start()]
