@@ -174,6 +174,7 @@ def test_a_heading_inside_a_macro_takes_no_number(tmp_path):
 # -- what the first measurement left alive -----------------------------------------------------------------------
 
 ODD = r"""\documentclass{article}
+\def\broken{open
 \newcommand\Xset{the set X}
 \newcommand{\wrap}[1]{[#1]}
 \newcommand{\both}{\wrap{in}}
@@ -182,7 +183,6 @@ ODD = r"""\documentclass{article}
 \newcommand{\eeq}{\end{equation}}
 \def\nest{a{b{c}}d}
 \def\esc{x\}}
-\def\broken{open
 \title[Short]{Long \wrap{T}}
 \begin{document}
 \label{top}Top \ref{top}.
@@ -210,7 +210,8 @@ def test_definitions_that_open_environments_and_other_odd_sources(tmp_path):
         # a \label before any section refers to nothing
         "Top .\n"
         # a name without braces (starting with X), a macro calling one with an argument, an empty optional default,
-        # nested braces and an escaped brace in \def; the unbalanced \def is no macro
+        # nested braces and an escaped brace in \def; the unbalanced \def is no macro, and the definitions after
+        # it are still read
         "the set X, [in], <|a>, abcd, x}.\n\n"
         "\\begin{equation}\nx = 1 Para one.\n\n"
         # spaces at a paragraph start go; \parencite and \Textcite are citations
@@ -305,3 +306,22 @@ def test_the_title_is_looked_for_in_the_first_2000_characters_of_the_body(tmp_pa
     pad = "x" * (2000 - len("\n") - len("\\title{AB"))
     main = _project(tmp_path, {"main.tex": f"\\begin{{document}}\n{pad}\\title{{ABC}}\n\\end{{document}}"})
     assert latex_to_markdown(main).title == "AB"  # cut after the 2000th character of the body
+
+
+def test_a_macro_argument_without_braces_a_broken_title_and_a_file_left_open(tmp_path):
+    main = _project(tmp_path, {"main.tex": ("\\newcommand{\\wrap}[1]{[#1]}\n\\newcommand{\\Xset}{the set X}\n"
+                                            "\\title{Costs in $x}\n\\begin{document}\nA \\wrap\\Xset.\nHello world% note")})
+    out = latex_to_markdown(main)
+    # a one-token argument is the macro itself; a title with an unclosed $ is read tolerantly; a file without
+    # \end{document} ends with its last character
+    assert out.title == "Costs in $x"
+    assert out.text == "# Costs in $x\n\nA [the set X].\nHello world\n"
+
+
+def test_bbl_comments_join_lines_as_in_tex(tmp_path):
+    main = _project(tmp_path, {"main.tex": "\\begin{document}See \\cite{m}.\\bibliography{none}\\end{document}",
+                               "main.bbl": ("\\begin{thebibliography}{1}\n\\bibitem{m} M. Lee. Graphs %\n  in practice. "
+                                            "2001.\n% a comment line\n\\end{thebibliography}\n")})
+    out = latex_to_markdown(main)
+    assert out.text == "See [1].\n\n## References\n\n[1] M. Lee. Graphs   in practice. 2001.\n"
+    assert "comment" not in out.bibliography

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pylatexenc import latex2text, latexwalker, macrospec
 
-from surveyalign.documents.latex_flatten import flatten_latex
+from surveyalign.documents.latex_flatten import _strip_comments, flatten_latex
 from surveyalign.documents.limits import DocumentLimits
 from surveyalign.documents.papers import Reference
 from surveyalign.documents.references import parse_bibtex
@@ -391,7 +391,8 @@ def latex_to_markdown(main: Path | str, *, limits: DocumentLimits | None = None)
         entries, bib_paths, raw = _read_bib_files(bib_names, bases, warnings, main.name)
         bbl = main.resolve().with_suffix(".bbl")
         if not entries and bbl.is_file() and bbl.resolve().is_relative_to(bases[0]):  # no .bib: the compiled bibliography holds the same list
-            thebib_text = bbl.read_text(encoding="utf-8", errors="replace")
+            # comments go as in the .tex files: a line-end % joins the lines ("Graphs %" + "in practice")
+            thebib_text = _strip_comments(bbl.read_text(encoding="utf-8", errors="replace"))[0]
             body = body + "\n" + thebib_text
             thebib, bib_paths = _THEBIB_RE.search(body), [bbl]
             warnings.append(f"{main.name}: bibliography read from the compiled {bbl.name}")
