@@ -150,6 +150,9 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.documents.readers.x_{fn}__mutmut_{i}": "title None instead of '': both are falsy, fix_ligatures "
        "passes them through and read_document takes the title from the text" for fn, i in
        (("_read_markdown", 14), ("_read_pdf", 20))},
+    **{f"surveyalign.documents.readers.x_{fn}__mutmut_{i}": "the reader's title dropped (None): read_document then "
+       "reads it from the text's first '# ' heading, which the LaTeX and JATS readers wrote from that same title "
+       "(guarded alike)" for fn, i in (("_read_jats", 14), ("_read_latex", 8), ("read_document", 62))},
     "surveyalign.documents.readers.x__read_pdf__mutmut_14": "path None for an optional extractor: without pymupdf4llm "
         "/ marker installed (the test environment) the ImportError comes before the path is used",
     "surveyalign.documents.readers.x_read_document__mutmut_65": "fix_ligatures on a None bibliography returns it "
@@ -182,6 +185,16 @@ IGNORED: dict[str, str] = {
        for i in (32, 34, 37)},
     **{f"surveyalign.documents.latex.xǁ_Numberingǁ__init____mutmut_{i}": "the zeros put after the current level: "
        "a longer list only adds zeros after index 3, which is never read" for i in (49, 50)},
+    # documents/latex_flatten.py
+    **{f"surveyalign.documents.latex_flatten.x_flatten_latex__mutmut_{i}": "the first FlatLatex's text and files: "
+       "the text is always replaced by the spliced one, and files=[] is the default" for i in (9, 12, 13)},
+    "surveyalign.documents.latex_flatten.x_flatten_latex__mutmut_22": "5x instead of 4x the character budget in "
+        "bytes: UTF-8 has at most 4 bytes per character, so a file over 4x has too many characters anyway",
+    **{f"surveyalign.documents.latex_flatten.x_flatten_latex__mutmut_{i}": "encoding None / left out / 'UTF-8': the "
+       "locale encoding is UTF-8 where the tests run (and under the C locale, PEP 538/540); codec names are "
+       "case-insensitive" for i in (26, 28, 31)},
+    "surveyalign.documents.latex_flatten.x_flatten_latex__mutmut_80": "an \\import folder that is not a folder: "
+        "its file was found, so the folder exists",
     # documents/sections.py
     "surveyalign.documents.sections.x_find_headings__mutmut_4": "fences searched also when the text has no ```: "
         "there are none then, the same empty list",

@@ -226,7 +226,8 @@ def test_limits_options_and_the_guard_reach_every_reader(tmp_path):
         assert "A text" in doc.text and "B text" not in doc.text
     record = tmp_path / "r.md"
     record.write_text(MD + "\n## Open Peer Review\n\nReferee Report 1: fine.\n", encoding="utf-8")
-    assert "Referee Report" not in read_documents([record])[0].text  # the guard is on by default
+    for doc in (*read_documents([record]), *read_documents([record], errors=[])):  # the guard is on by default
+        assert "Referee Report" not in doc.text
     for doc in (*read_documents([record], guard=False), *read_documents([record], guard=False, errors=[])):
         assert "Referee Report" in doc.text
     errors: list[str] = []
@@ -249,3 +250,12 @@ def test_latex_descriptions_and_reference_paths(tmp_path):
     described = read_document(bib_main).to_dict()
     assert (described["bibliography_paths"], described["files"], described["n_cited_keys"]) == (
         [str(tmp_path / "bib" / "refs.bib")], [str(bib_main.resolve())], 1)
+
+
+def test_the_guard_takes_the_review_status_out_of_a_latex_title(tmp_path):
+    main = tmp_path / "main.tex"
+    main.write_text("\\documentclass{article}\n\\title{Survey of X [version 1; peer review: 2 approved]}\n"
+                    "\\begin{document}\nText.\n\\end{document}\n", encoding="utf-8")
+    doc = read_document(main)
+    assert (doc.title, doc.text, doc.leakage.status_lines) == ("Survey of X", "# Survey of X\n\nText.\n", 1)
+    assert read_document(main, guard=False).title == "Survey of X [version 1; peer review: 2 approved]"

@@ -185,6 +185,8 @@ def find_documents(folder: Path | str) -> list[Path]:
 
 def _guarded(document: Document) -> Document:
     document.text, document.leakage = strip_review_record(document.text)
+    if document.title:  # a \\title or JATS article-title can carry the status mark too
+        document.title = " ".join(strip_review_record(document.title)[0].split())
     if document.leakage.changed:
         document.warnings.append(
             f"leakage guard removed {document.leakage.status_lines} peer-review status line(s) and "
