@@ -50,6 +50,9 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/backends/batch_api.py": ["tests/test_batch_api_units.py", "tests/test_batches.py"],
     "surveyalign/annotation/snippets.py": ["tests/test_annotation_snippets.py", "tests/test_annotation_units.py"],
     # call layer and engines (round 5)
+    # (not tests/test_calls_concurrency.py: 19 s of FakeChatServer delays; its limit is pinned here by a fast test)
+    "surveyalign/calls/executor.py": ["tests/test_calls_executor_edges.py", "tests/test_calls.py",
+                                      "tests/test_calls_cached.py"],
     "surveyalign/calls/budget.py": ["tests/test_calls_budget_edges.py", "tests/test_budget.py", "tests/test_cost.py"],
 
     # documents layer: leakage, verbatim, snippet index, limits, fitting, reading (round 5)
@@ -91,6 +94,18 @@ DEFAULT_TESTS: dict[str, list[str]] = {
 # Equivalent mutants: mutmut name -> why no test can kill it. Excluded from the score, still printed.
 IGNORED: dict[str, str] = {
     # call layer and engines (round 5)
+    # calls/executor.py
+    **{f"surveyalign.calls.executor.x__groups__mutmut_{i}": "a backend without a name read as None or 'XXXX' "
+       "instead of '': none of them is 'vllm', so the fallback batch size is 8 either way" for i in (29, 35)},
+    "surveyalign.calls.executor.x__option__mutmut_20": "value >= 0: a 0 comes back instead of None, and every "
+        "caller reads the option through `or`, where 0 and None both fall to the next default",
+    **{f"surveyalign.calls.executor.xǁ_Counterǁ__call____mutmut_{i}": "refresh of the errors postfix (None, "
+       "True, left out): only whether the bar is redrawn now or at its next update; the final bar is the same"
+       for i in (11, 13, 14)},
+    **{f"surveyalign.calls.executor.xǁ_Counterǁ__init____mutmut_{i}": "tqdm display settings: dynamic_ncols "
+       "(None, False, left out) only matters on a terminal that is resized, smoothing (None, 1.1, left out) only "
+       "changes the shown rate; file=None or left out is tqdm's default, sys.stderr" for i in (12, 13, 14, 20, 21,
+                                                                                        22, 27, 28)},
     # calls/budget.py: CostCap.chunks and _regroup key a unit by (unit_id, stage), with a default for a call
     # that has no such attribute
     **{f"surveyalign.calls.budget.x{fn}__mutmut_{i}": "default of a missing unit_id / stage (None, 'XXXX' "
