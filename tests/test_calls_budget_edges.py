@@ -254,3 +254,49 @@ def test_the_smaller_step_keeps_the_stages_of_a_unit_apart():
     cap = CostCap(1.0, 0.0, lambda c: c.cost)
     assert [[(c.unit_id, c.stage) for c in ch] for ch in cap.chunks([judge, rqs], size=8)] == [[("u1", "judge")]]
     assert cap.held_back == 1
+
+
+def test_merged_plans_by_hand():
+    a = CallPlan(calls=1, prompt_tokens=10, completion_tokens=2, cost_usd=0.5, seconds=3.0, unpriced_models=["z", "a"],
+                 by_dimension={"readability": {"calls": 1, "prompt_tokens": 10, "completion_tokens": 2,
+                                               "cost_usd": 0.5}}, prices_as_of="")
+    b = CallPlan(calls=2, prompt_tokens=20, completion_tokens=4, cost_usd=0.25, seconds=1.5, unpriced_models=["a"],
+                 by_dimension={"readability": {"calls": 2, "prompt_tokens": 20, "completion_tokens": 4,
+                                               "cost_usd": None},
+                               "rqs": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None}},
+                 completion_source="mean of the 2 answers so far", prices_as_of="2026-12-01")
+    m = a.merged(b)
+    assert (m.calls, m.prompt_tokens, m.completion_tokens, m.cost_usd, m.seconds) == (3, 30, 6, 0.75, 4.5)
+    assert m.by_dimension == {"readability": {"calls": 3, "prompt_tokens": 30, "completion_tokens": 6,
+                                              "cost_usd": 0.5},
+                              "rqs": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None}}
+    assert m.unpriced_models == ["a", "z"] and m.unverified_prices == []
+    assert (m.token_source, m.completion_source, m.prices_as_of) == ("tokenizer", "max_new_tokens (upper bound)",
+                                                                     "2026-12-01")
+    assert b.by_dimension["readability"]["calls"] == 2 and b.by_dimension["rqs"]["cost_usd"] is None
+    counted = CallPlan(calls=1, token_source="4 characters per token").merged(CallPlan(calls=1))
+    assert counted.token_source == "4 characters per token"
+    assert CallPlan(prices_as_of="2026-01-01").merged(CallPlan(prices_as_of="2026-12-01")).prices_as_of == "2026-01-01"
+    assert CallPlan(cost_usd=None, seconds=None).merged(CallPlan(cost_usd=0.0, seconds=0.0)).cost_usd == 0.0
+    # the other side's row costs add, its unverified prices join, its way of counting tokens shows
+    row = {"calls": 1, "prompt_tokens": 1, "completion_tokens": 1}
+    x = CallPlan(calls=1, unverified_prices=["b"], by_dimension={"rqs": {**row, "cost_usd": 0.5}})
+    y = CallPlan(calls=1, unverified_prices=["a"], token_source="4 characters per token",
+                 by_dimension={"rqs": {**row, "cost_usd": 0.25}})
+    xy = x.merged(y)
+    assert xy.by_dimension["rqs"]["cost_usd"] == 0.75 and xy.unverified_prices == ["a", "b"]
+    assert xy.token_source == "4 characters per token"
+    # a side without calls takes the completion source of the side with them
+    later = CallPlan().merged(CallPlan(calls=2, completion_source="mean of the 4 answers so far"))
+    assert later.completion_source == "mean of the 4 answers so far"
+
+
+def test_to_dict_rounds_seconds_and_rows_to_six_digits():
+    plan = CallPlan(calls=1, seconds=1.23456789, cost_usd=None,
+                    by_dimension={"readability": {"calls": 1, "prompt_tokens": 1, "completion_tokens": 1,
+                                                  "cost_usd": 0.1234564999},
+                                  "rqs": {"calls": 1, "prompt_tokens": 1, "completion_tokens": 1, "cost_usd": None}})
+    d = plan.to_dict()
+    assert d["seconds"] == 1.234568 and d["cost_usd"] is None
+    assert d["by_dimension"]["readability"]["cost_usd"] == 0.123456 and d["by_dimension"]["rqs"]["cost_usd"] is None
+    assert plan.by_dimension["readability"]["cost_usd"] == 0.1234564999  # the plan itself keeps the full value
