@@ -56,6 +56,9 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/calls/budget.py": ["tests/test_calls_budget_edges.py", "tests/test_budget.py", "tests/test_cost.py"],
     "surveyalign/calls/cached.py": ["tests/test_calls_cached_edges.py", "tests/test_calls.py",
                                     "tests/test_calls_cached.py"],
+    # (the end-to-end --plan / --max-cost tests, test_evaluation_cost.py and test_score_cost.py, build the tiny
+    # model and the dataset: minutes per mutant)
+    "surveyalign/calls/spend.py": ["tests/test_calls_spend_edges.py"],
 
     # documents layer: leakage, verbatim, snippet index, limits, fitting, reading (round 5)
     **{m: ["tests/test_data_leakage.py", "tests/test_data_guard.py", "tests/test_verbatim_reference.py",
@@ -112,6 +115,11 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.calls.cached.x__in_order__mutmut_{i}": "the 'no answer' fallback is unreachable: run_calls "
        "hands every call it is given to on_result (a failure as a failed Generation), so each key has an answer"
        for i in range(3, 11)},
+    # calls/spend.py
+    "surveyalign.calls.spend.x_batched__mutmut_4": "getattr default None instead of False: bool() of either is False",
+    **{f"surveyalign.calls.spend.x_plan_calls__mutmut_{i}": "in flight 2 instead of 1 where no call is left (the "
+       "plan of no calls has no time) or where in_flight is never 0 (a backend's concurrency is read as 'or 1')"
+       for i in (52, 74)},
     # calls/budget.py: CostCap.chunks and _regroup key a unit by (unit_id, stage), with a default for a call
     # that has no such attribute
     **{f"surveyalign.calls.budget.x{fn}__mutmut_{i}": "default of a missing unit_id / stage (None, 'XXXX' "
