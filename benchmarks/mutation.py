@@ -65,6 +65,15 @@ DEFAULT_TESTS: dict[str, list[str]] = {
            "tests/test_data_build_equivalence.py", "tests/test_documents_leakage_edges.py",
            "tests/test_documents_verbatim_edges.py"]
        for m in ("surveyalign/documents/leakage.py", "surveyalign/documents/verbatim.py")},
+    "surveyalign/documents/snippet_index.py": ["tests/test_data_leakage.py", "tests/test_data_guard.py",
+                                               "tests/test_verbatim_reference.py", "tests/test_data_build_equivalence.py",
+                                               "tests/test_documents_verbatim_edges.py",
+                                               "tests/test_documents_snippet_index_edges.py"],
+    "surveyalign/documents/limits.py": ["tests/test_security_documents.py", "tests/test_documents_limits_edges.py"],
+    # (not tests/test_char_safe_shortening.py: it builds the tiny model, ~9 s, in every mutant's run)
+    "surveyalign/documents/fitting.py": ["tests/test_documents.py", "tests/test_documents_fitting_edges.py"],
+    "surveyalign/documents/reading.py": ["tests/test_survey_read.py", "tests/test_evaluation_read.py",
+                                         "tests/test_documents_reading_edges.py"],
 
     # documents layer: references, LaTeX, sections, TEI, readers (round 5)
     "surveyalign/documents/references.py": ["tests/test_knowledge_references.py", "tests/test_documents_real_inputs.py",
@@ -153,6 +162,84 @@ IGNORED: dict[str, str] = {
     "surveyalign.documents.verbatim.x_normalise_for_match__mutmut_35": "the hyphen pattern finds nothing in a text "
         "without '-'",
 
+    # documents/snippet_index.py: the indexes are prefilters whose every hit is confirmed exactly, so a change that
+    # only makes the hashes weaker (or a cache bigger) finds the same snippets
+    **{f"surveyalign.documents.snippet_index.x{fn}__mutmut_{i}": "np.errstate(over=None): numpy never warns on "
+       "integer array overflow, so the setting changes nothing" for fn, i in (("__buckets", 1), ("__chunk_hashes", 14),
+                                                                             ("__keys_at", 8), ("__powers", 19))},
+    **{f"surveyalign.documents.snippet_index.x__chunk_hashes__mutmut_{i}": "cumsum not written into prefix: every "
+       "run hashes 0, so every run passes the prefilter and the exact confirmation decides: same set"
+       for i in (18, 20)},
+    "surveyalign.documents.snippet_index.x__chunk_hashes__mutmut_22": "float bytes: the products pass 2**64 and "
+        "numpy casts the float prefix sums to 0 (x86-64), so every run hashes 0 and the exact confirmation decides",
+    "surveyalign.documents.snippet_index.x__chunk_hashes__mutmut_42": "max(..., 1): differs only for a text of "
+        "fewer than four words, whose hash list is empty either way (no run ends)",
+    "surveyalign.documents.snippet_index.x__key_of__mutmut_20": "anchor[i:i+9]: the 9th byte adds a multiple of "
+        "2**64 that the next masked multiplication drops (the last slice has 8 bytes)",
+    "surveyalign.documents.snippet_index.xǁVerbatimIndexǁ__init____mutmut_59": "the 9th byte of the first word adds a "
+        "multiple of 2**64 that the masked multiplication of _low_bits drops",
+    **{f"surveyalign.documents.snippet_index.x__powers__mutmut_{i}": "cache size only: at least the needed powers "
+       "are computed, with the same values" for i in (3, 9, 10, 11, 12, 13, 14, 16, 17, 18)},
+    **{f"surveyalign.documents.snippet_index.x__powers__mutmut_{i}": "numpy infers uint64 for _CHUNK_INV (> 2**63), "
+       "the dtype given" for i in (26, 29)},
+    **{f"surveyalign.documents.snippet_index.x__powers__mutmut_{i}": "[:-2]: one power less than computed, still at "
+       "least the longest buffer's length, the most any call indexes" for i in (43, 48)},
+    "surveyalign.documents.snippet_index.x_shared_chunk_candidates__mutmut_101": "a hash hit is taken unconfirmed "
+        "only on a 64-bit collision between two different four-word runs",
+    "surveyalign.documents.snippet_index.x_shared_chunk_candidates__mutmut_108": "the done set only skips "
+        "re-confirming a snippet that is already a candidate",
+    "surveyalign.documents.snippet_index.x_shared_chunk_candidates__mutmut_34": "one more power asked for: same "
+        "values",
+    **{name: "codec names are case-insensitive: 'UTF-8' is 'utf-8'" for name in (
+        "surveyalign.documents.snippet_index.x_shared_chunk_candidates__mutmut_15",
+        "surveyalign.documents.snippet_index.x_shared_chunk_candidates__mutmut_23",
+        "surveyalign.documents.snippet_index.xǁVerbatimIndexǁ__init____mutmut_20",
+        "surveyalign.documents.snippet_index.xǁVerbatimIndexǁfind__mutmut_6")},
+    **{f"surveyalign.documents.snippet_index.x_single_spaced__mutmut_{i}": "only joins more values, and joining the "
+       "words of a single-spaced value gives the value back" for i in (16, 17)},
+    **{f"surveyalign.documents.snippet_index.xǁVerbatimIndexǁ__init____mutmut_{i}": "bitmap of 2**23 entries: the "
+       "buckets (< 2**22) index it alike" for i in (12, 70)},
+    **{f"surveyalign.documents.snippet_index.xǁVerbatimIndexǁ__init____mutmut_{i}": "which anchor (after the first "
+       "or last space, 32 or 16 bytes) or the exact 'in' fallback a snippet gets: every anchor hit is confirmed by "
+       "exact comparison and the fallback is exact, so the hits are the same" for i in (25, 26, 27, 32, 33, 34, 37)},
+    **{f"surveyalign.documents.snippet_index.xǁVerbatimIndexǁ__init____mutmut_{i}": "sorted keys left to numpy's "
+       "dtype: int64 when all are < 2**63, compared with the uint64 keys through float64, which misplaces a key only "
+       "when two anchor keys round to the same float (within 2**11 of each other in 2**64)" for i in (76, 78)},
+    **{f"surveyalign.documents.snippet_index.xǁVerbatimIndexǁfind__mutmut_{i}": "a position this close to the end "
+       "(or a text of 8 or 9 bytes) holds no anchor: every anchor is >= 16 bytes and pos + length <= n drops it"
+       for i in (12, 13, 43, 44)},
+    "surveyalign.documents.snippet_index.xǁVerbatimIndexǁfind__mutmut_23": "np.ndarray's offset defaults to 0",
+    # documents/limits.py, fitting.py, reading.py
+    **{f"surveyalign.documents.fitting.x__cap__mutmut_{i}": "max() default: _cap is never called without texts "
+       "(no texts over the limit leave a budget <= 0, the emptied branch)" for i in (4, 6, 7)},
+    "surveyalign.documents.fitting.x__cap__mutmut_2": "lo = 1 differs only when cap 0 is right (fewer tokens left "
+        "than non-empty texts); cap 1 then renders over the limit and the retry lowers the budget to <= 0: every text "
+        "emptied, as cap 0 does",
+    "surveyalign.documents.fitting.x__cap__mutmut_13": "mid = (lo+hi+2)//2 still lies in (lo, hi] while lo < hi: "
+        "the binary search returns the same cap",
+    **{f"surveyalign.documents.fitting.x__cut_point__mutmut_{i}": "a scan from 1 instead of 0: regex applies the "
+       "grapheme rules with the text before pos as context, so it finds the same cluster ends" for i in (14, 16)},
+    "surveyalign.documents.fitting.x_truncate_to_tokens__mutmut_23": "keep < 0: at keep 0 the candidate is '', "
+        "0 tokens, which is <= limit (>= 0), so it is returned either way",
+    "surveyalign.documents.fitting.x__cut_point__mutmut_15": "the window scan starts after the cut and finds no "
+        "boundary; the scan from 0, which is always right, decides",
+    **{f"surveyalign.documents.fitting.x__cut_point__mutmut_{i}": "the window scan from the text start (pos None or "
+       "left out): the same clusters as the scan from 0, which always decides rightly" for i in (20, 24)},
+    **{f"surveyalign.documents.fitting.x__cut_point__mutmut_{i}": "endpos None or left out: the scan breaks at the "
+       "first cluster ending after the cut, which lies inside the window" for i in (21, 25)},
+    **{f"surveyalign.documents.fitting.x__cut_point__mutmut_{i}": "a found boundary always lies after the scan start "
+       "(a cluster is never empty), so 'boundary > scan or scan == 0' is true whenever a boundary is found; the "
+       "variants only send a window scan on to the scan from 0, which decides rightly" for i in (37, 38, 39, 40)},
+    "surveyalign.documents.fitting.x_fit_texts__mutmut_7": "total == limit goes on to cutting with a cap of the "
+        "longest text: nothing is cut and the same FittedTexts comes back",
+    "surveyalign.documents.fitting.x_fit_texts__mutmut_28": "a budget of exactly 0 gives cap 0: every text emptied "
+        "with the same counts as the emptied branch (or, over the limit, the retry reaches that branch)",
+    **{f"surveyalign.documents.fitting.x_fit_texts__mutmut_{i}": "t if n <= cap: a text of at most cap tokens is cut "
+       "at its full length by _cut_point, i.e. kept whole" for i in (59, 61)},
+    **{f"surveyalign.documents.fitting.x_fit_texts__mutmut_{i}": "zip strict dropped or None/False: the three "
+       "sequences are built from texts, always the same length" for i in (75, 79, 80, 94, 98, 99)},
+    "surveyalign.documents.fitting.x_fit_texts__mutmut_86": "an untouched text re-tokenised: n - n = 0 tokens "
+        "removed, the value of the skipped branch",
     # documents layer: references, LaTeX, sections, TEI, readers (round 5)
     # documents/ref_text.py
     **{f"surveyalign.documents.ref_text.x__author_year_entries__mutmut_{i}": "zip strict dropped or None/False: "
