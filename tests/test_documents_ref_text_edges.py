@@ -205,6 +205,7 @@ def test_markdown_entries_are_markdown_and_years_after_line_breaks_split_entries
     ("(2015). Title apa first. Venue.", "Title apa first", [], 2015),
     # a one-letter author (an organisation) still dates the entry; one-letter names are dropped from the list
     ("X. 2023. Grok-1 model card. Online.", "Grok-1 model card", [], 2023),
+    ("X(2015). Model card. Online.", "Model card", [], 2015),  # glued to an APA year
 ])
 def test_entries_that_open_with_their_year_or_a_one_letter_name(text, title, authors, year):
     ref = parse_reference_text(text, "k")
