@@ -325,3 +325,10 @@ def test_bbl_comments_join_lines_as_in_tex(tmp_path):
     out = latex_to_markdown(main)
     assert out.text == "See [1].\n\n## References\n\n[1] M. Lee. Graphs   in practice. 2001.\n"
     assert "comment" not in out.bibliography
+
+
+def test_our_argument_shapes_win_over_pylatexenc_defaults(tmp_path):
+    # pylatexenc knows \citeyear without natbib's star: read with its shape, '*' became the key and '{k}' text
+    main = _project(tmp_path, {"main.tex": "\\begin{document}\nSee \\citeyear*{k}.\n\\end{document}\n"})
+    out = latex_to_markdown(main)
+    assert (out.text, out.cited_keys) == ("See [1].\n", ["k"])
