@@ -289,7 +289,7 @@ IGNORED: dict[str, str] = {
        (("_read_markdown", 14), ("_read_pdf", 20))},
     **{f"surveyalign.documents.readers.x_{fn}__mutmut_{i}": "the reader's title dropped (None): read_document then "
        "reads it from the text's first '# ' heading, which the LaTeX and JATS readers wrote from that same title "
-       "(guarded alike)" for fn, i in (("_read_jats", 14), ("_read_latex", 8), ("read_document", 62))},
+       "(guarded alike)" for fn, i in (("_read_jats", 14), ("_read_latex", 8), ("read_document", 62), ("_guarded", 3))},
     "surveyalign.documents.readers.x__read_pdf__mutmut_14": "path None for an optional extractor: without pymupdf4llm "
         "/ marker installed (the test environment) the ImportError comes before the path is used",
     "surveyalign.documents.readers.x_read_document__mutmut_65": "fix_ligatures on a None bibliography returns it "
