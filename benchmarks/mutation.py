@@ -100,6 +100,7 @@ DEFAULT_TESTS: dict[str, list[str]] = {
                                              "tests/test_annotation_adjudicate_edges.py"],
     "surveyalign/annotation/identify.py": ["tests/test_annotation_units.py", "tests/test_annotation_pipeline.py",
                                            "tests/test_annotation_fetched.py", "tests/test_annotation_identify_edges.py"],
+    "surveyalign/annotation/sources.py": ["tests/test_annotation_pipeline.py", "tests/test_annotation_sources_edges.py"],
     "surveyalign/annotation/collect.py": ["tests/test_annotation_pipeline.py", "tests/test_annotation_fetched.py",
                                           "tests/test_annotation_collect_edges.py"],
 
@@ -432,6 +433,36 @@ IGNORED: dict[str, str] = {
        for i in (3, 6)},
     **{f"surveyalign.annotation.identify.x_write_verification__mutmut_{i}": "row.get(k) without '' default: "
        "csv.DictWriter writes None as an empty field, like ''" for i in (20, 22)},
+    # annotation/sources.py
+    "surveyalign.annotation.sources.x__invitations__mutmut_12": "separator of the joined invitations: they are only "
+        "searched for 'meta_review' / 'official_review' and cut at their last '/', which no separator changes",
+    **{f"surveyalign.annotation.sources.x{fn}__mutmut_{i}": "codec names are case-insensitive: 'UTF-8' is 'utf-8'"
+       for fn, i in (("__load_json", 4), ("_read_plain", 6))},
+    **{f"surveyalign.annotation.sources.x__local__mutmut_{i}": "a tag holds at most one '}' (after its namespace), "
+       "so any split at '}' ends with the local name" for i in (4, 5, 7)},
+    **{f"surveyalign.annotation.sources.x__sub_article_meta__mutmut_{i}": "a missing year / month / day read as "
+       "'XXXX' instead of '': not digits either, so the part is left out the same way" for i in (28, 35, 54)},
+    "surveyalign.annotation.sources.x__sub_article_meta__mutmut_70": "a related article without a link read as "
+        "'XXXX' instead of '': no F1000Research DOI in either, so no version",
+    "surveyalign.annotation.sources.x_read_f1000_jats__mutmut_14": "an article without DOI searched as 'XXXX' "
+        "instead of '': no F1000Research DOI in either",
+    "surveyalign.annotation.sources.x_read_f1000_jats__mutmut_92": "a report without title searched as 'XXXX' "
+        "instead of '': no 'version N' in either",
+    **{f"surveyalign.annotation.sources.x_read_f1000_jats__mutmut_{i}": "meta is read from the same XML as "
+       "parse_jats' sub-articles and keyed by the same id attribute ('' when absent), so every report's id is "
+       "found and its entry always has a date: the defaults are never used" for i in (86, 88, 130, 132, 135)},
+    "surveyalign.annotation.sources.x_read_moprd__mutmut_109": "lstrip('XXvVXX'): a version number never starts "
+        "with an X, so it strips the same leading v / V",
+    **{f"surveyalign.annotation.sources.x_read_moprd__mutmut_{i}": "a report without role read as 'None' or "
+       "'XXXX' instead of '': not 'editor' either" for i in (134, 136, 139)},
+    "surveyalign.annotation.sources.x_read_moprd__mutmut_148": "a report without text field read from None instead "
+        "of '': _join_fields gives '' for both",
+    **{f"surveyalign.annotation.sources.x{fn}__mutmut_{i}": "kind='review' left out: it is ReviewRecord's default"
+       for fn, i in (("_read_moprd", 179), ("_read_plain", 43))},
+    **{f"surveyalign.annotation.sources.x{fn}__mutmut_{i}": "version=1 left out: it is ReviewRecord's default"
+       for fn, i in (("_read_openreview", 217), ("_read_plain", 45))},
+    **{f"surveyalign.annotation.sources.x_read_openreview__mutmut_{i}": "rsplit('/') with no or another maxsplit: "
+       "the last element is the last path segment either way" for i in (153, 156, 231, 236)},
     # annotation/collect.py
     **{f"surveyalign.annotation.collect.x_collect_reviews__mutmut_{i}": "default of provenance.get('element'): every "
        "reader sets the element of each review, so it is never used" for i in (118, 120, 123, 127, 129, 132, 142,
@@ -447,7 +478,6 @@ IGNORED: dict[str, str] = {
     "surveyalign.annotation.collect.x_collect_reviews__mutmut_292": "codec names are case-insensitive: 'UTF-8' is "
         "'utf-8'",
     "surveyalign.annotation.collect.x_collect_reviews__mutmut_284": "ensure_ascii=None is falsy like False",
-
     # prism/flaws.py
     "surveyalign.prism.flaws.x_flaw_recall__mutmut_31": "weights C_i * n instead of C_i / n: every weighted "
         "recall is sum(hit) / sum(weight), unchanged when all weights are scaled by n^2; weights are not returned",

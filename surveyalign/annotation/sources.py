@@ -61,10 +61,6 @@ class SourceFile:
     raw_id: str = ""
 
 
-def _text(el: ET.Element | None) -> str:
-    return " ".join("".join(el.itertext()).split()) if el is not None else ""
-
-
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
