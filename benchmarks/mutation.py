@@ -104,6 +104,9 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/annotation/collect.py": ["tests/test_annotation_pipeline.py", "tests/test_annotation_fetched.py",
                                           "tests/test_annotation_collect_edges.py"],
     "surveyalign/annotation/release.py": ["tests/test_annotation_pipeline.py", "tests/test_annotation_release_edges.py"],
+    # (not tests/test_annotation_labelstudio_server.py: it starts a real Label Studio server, minutes per run)
+    "surveyalign/annotation/labelstudio.py": ["tests/test_annotation_agreement.py", "tests/test_annotation_pipeline.py",
+                                              "tests/test_annotation_labelstudio_edges.py"],
 
 }
 
@@ -491,6 +494,12 @@ IGNORED: dict[str, str] = {
        "'utf-8'" for i in (149, 201, 320, 335)},
     "surveyalign.annotation.release.x_write_release__mutmut_211": "'and' -> 'or' in the label count: final_labels "
         "gives a label to every released rule and None to every other, so both tests agree",
+    # annotation/labelstudio.py
+    **{f"surveyalign.annotation.labelstudio.x{fn}__mutmut_{i}": "codec names are case-insensitive: 'UTF-8' is "
+       "'utf-8'" for fn, i in (("_import_export", 12), ("_write_project", 17), ("_write_project", 37))},
+    **{f"surveyalign.annotation.labelstudio.x_write_project__mutmut_{i}": "the labeling config is pure ASCII (our "
+       "tags, dimension names, labels and colours): the same bytes in any encoding" for i in (10, 12)},
+    "surveyalign.annotation.labelstudio.x_write_project__mutmut_28": "ensure_ascii=None is falsy like False",
 
     # prism/flaws.py
     "surveyalign.prism.flaws.x_flaw_recall__mutmut_31": "weights C_i * n instead of C_i / n: every weighted "
