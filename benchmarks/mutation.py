@@ -59,6 +59,7 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     # (the end-to-end --plan / --max-cost tests, test_evaluation_cost.py and test_score_cost.py, build the tiny
     # model and the dataset: minutes per mutant)
     "surveyalign/calls/spend.py": ["tests/test_calls_spend_edges.py"],
+    "surveyalign/calls/batches.py": ["tests/test_calls_batches_edges.py", "tests/test_batches.py"],
 
     # documents layer: leakage, verbatim, snippet index, limits, fitting, reading (round 5)
     **{m: ["tests/test_data_leakage.py", "tests/test_data_guard.py", "tests/test_verbatim_reference.py",
@@ -129,6 +130,14 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.calls.cached.x__in_order__mutmut_{i}": "the 'no answer' fallback is unreachable: run_calls "
        "hands every call it is given to on_result (a failure as a failed Generation), so each key has an answer"
        for i in range(3, 11)},
+    # calls/batches.py
+    **{f"surveyalign.calls.batches.x{fn}__mutmut_{i}": "codec names are case-insensitive: 'UTF-8' is 'utf-8'"
+       for fn, i in (("ǁBatchLogǁ__init__", 9), ("ǁBatchLogǁappend", 23))},
+    "surveyalign.calls.batches.xǁBatchLogǁappend__mutmut_32": "ensure_ascii=None is falsy like False",
+    "surveyalign.calls.batches.x__adopt_or_abandon__mutmut_18": "a failed lookup read as '' instead of None: both "
+        "are 'not found'",
+    "surveyalign.calls.batches.x_run_batches__mutmut_134": "monotonic() > deadline instead of >=: the clock has "
+        "moved on since the deadline was set (a submission, a status poll), so equality is never seen",
     # calls/spend.py
     "surveyalign.calls.spend.x_batched__mutmut_4": "getattr default None instead of False: bool() of either is False",
     **{f"surveyalign.calls.spend.x_plan_calls__mutmut_{i}": "in flight 2 instead of 1 where no call is left (the "
