@@ -70,7 +70,7 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
     """
     quiet = _quiet_console()
     total: dict[str, Any] | None = None
-    plan: CallPlan | None = None
+    plan = CallPlan()  # the plan of no call: merged with the first chunk's, it is that plan
     planned: set[str] = set()
     cached, spent = 0, 0.0
     for start in range(0, len(units), CHUNK_UNITS):
@@ -85,8 +85,7 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
         planned.update(c.key for c in todo)
         cached += n_cached
         spent += spent_usd(cache, calls, prices, model_of_call)
-        chunk_plan = plan_run(config, todo, judge, cache, prices, model_of_call)[0]
-        plan = chunk_plan if plan is None else plan.merged(chunk_plan)
+        plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call)[0])
         bare: dict[int, Any] = {}
         for unit in chunk:  # as judge_in_chunks: one bare prompt per shared prompt, messages dropped
             shared = id(unit.prompt)
@@ -95,8 +94,7 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
             unit.prompt = bare[shared]
         chunk = bare = part = calls = todo = None
         _give_back()
-    return {"plan": plan if plan is not None else CallPlan(), "cached": cached, "spent_usd": spent,
-            "prompt_length": total}
+    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": total}
 
 
 def _merge(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
