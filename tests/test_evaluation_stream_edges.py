@@ -80,21 +80,32 @@ def test_chunked_served_run_counts_times_and_resumes_like_the_whole_split(datase
         return out
 
     monkeypatch.setattr(stream, "judge_in_chunks", spy)
+    timings: list[tuple[int, float, float | None]] = []
+    execute = stream.execute
+
+    def timed(todo, *args, **kwargs):
+        got = execute(todo, *args, **kwargs)
+        timings.append((len(todo), got[1], got[2]))
+        return got
+
+    monkeypatch.setattr(stream, "execute", timed)
 
     def run(name: str, chunk: int):
         monkeypatch.setattr(stream, "CHUNK_UNITS", chunk)
         with FakeChatServer(replies=_reply, model="m", fail_first=3, fail_status=400) as server:
             backend = {"kind": "openai", "options": {"model": "m", "base_url": server.base_url, "api_key_env": None,
                                                      "concurrency": 1, "max_retries": 0}}
-            first = run_evaluation(_config(dataset_dir, tmp_path / name, backend=backend, limit=None))
-            again = run_evaluation(_config(dataset_dir, tmp_path / name, backend=backend, limit=None))
-        return first, again
+            config = _config(dataset_dir, tmp_path / name, backend=backend, limit=None)
+            first, again = run_evaluation(config), run_evaluation(config)
+            (tmp_path / name / "run" / "finished.json").unlink()  # not read back: every answer replayed
+            replayed = run_evaluation(config)
+        return first, again, replayed
 
-    whole, whole_again = run("whole", 100_000)
-    assert not seen
-    chunked, chunked_again = run("chunked", 3)
+    whole, whole_again, whole_replayed = run("whole", 100_000)
+    assert not seen and not timings
+    chunked, chunked_again, chunked_replayed = run("chunked", 3)
     n_units = _n_units(dataset_dir)
-    assert len(seen) == 2 and n_units > 6
+    assert len(seen) == 3 and n_units > 6
     assert whole.calls["errors"] == chunked.calls["errors"] == 3  # the server's first three answers
     assert chunked.calls["made"] == whole.calls["made"] == 2 * n_units
     drop = ("seconds", "calls_per_s")
@@ -104,10 +115,21 @@ def test_chunked_served_run_counts_times_and_resumes_like_the_whole_split(datase
     assert chunked_again.calls["made"] == whole_again.calls["made"] == 3
     assert chunked_again.calls["cached"] == whole_again.calls["cached"] == 2 * n_units - 3
     assert chunked_again.predictions == whole_again.predictions
-    # timed like the whole split: seconds of the judge stage to the millisecond, a rate over the calls made
-    seconds, rate = chunked.calls["seconds"], chunked.calls["calls_per_s"]
-    assert 0 < seconds < 60 and round(seconds, 3) == seconds
-    assert rate is not None and round(rate, 2) == rate and rate == pytest.approx(2 * n_units / seconds, rel=0.01)
+    # timed like the whole split: the chunks' seconds summed, to the millisecond; the rate over the calls made
+    n_chunks = -(-n_units // 3)
+    first_run = timings[:n_chunks]
+    assert sum(n for n, _, _ in first_run) == 2 * n_units and all(r is not None for _, _, r in first_run)
+    total = sum(t for _, t, _ in first_run)
+    assert seen[0]["out"]["seconds"] == round(total, 3)
+    assert seen[0]["out"]["calls_per_s"] == round(2 * n_units / total, 2)
+    # the resume: chunks with nothing to ask are not untimed, so the three retried calls still give a rate
+    resumed = timings[n_chunks:2 * n_chunks]
+    assert sum(n for n, _, _ in resumed) == 3 and any(n == 0 for n, _, _ in resumed)
+    assert seen[1]["out"]["calls_per_s"] is not None and whole_again.calls["calls_per_s"] is not None
+    # all answers replayed from the cache: nothing made, no rate
+    assert chunked_replayed.calls["made"] == whole_replayed.calls["made"] == 0
+    assert seen[2]["out"]["calls_per_s"] is None and whole_replayed.calls["calls_per_s"] is None
+    assert chunked_replayed.predictions == whole_replayed.predictions
     assert all(r["stage"] == "judge" for r in _lines(tmp_path / "chunked" / "run" / "calls.jsonl"))
     # what the chunks let go of
     out, units = seen[0]["out"], seen[0]["units"]
@@ -126,7 +148,8 @@ def test_length_warning_once_per_dimension_in_chunks(dataset_dir, tmp_path, monk
     monkeypatch.setattr(stream, "CHUNK_UNITS", 3)
     warning = "max_length=950 is not applied: no tokenizer"
     backend = ScriptedBackend(lambda messages, settings, k: "Fine.$$$1$$$")
-    run_evaluation(_config(dataset_dir, tmp_path, limit=None, max_length=950), backend=backend)
+    result = run_evaluation(_config(dataset_dir, tmp_path, limit=None, max_length=950), backend=backend)
+    assert result.calls["made"] > 0 and result.calls["calls_per_s"] is None  # a scripted judge does no work to time
     judged = " ".join(capsys.readouterr().out.split())
     capsys.readouterr()
     run_evaluation(_config(dataset_dir, tmp_path / "plan", limit=None, max_length=950), backend=backend,
@@ -153,8 +176,23 @@ def test_plan_counts_failed_answers_like_the_whole_split(dataset_dir, tmp_path, 
     config = _config(dataset_dir, tmp_path, limit=None, retry_errors=retry_errors)
     whole = run_evaluation(config, backend=ScriptedBackend(_bad_for_some), plan_only=True).calls["plan"]
     monkeypatch.setattr(stream, "CHUNK_UNITS", 3)
+    units: list = []
+    prepare = stream.prepare_units
+
+    def spy(config, chunk, *args):
+        units.extend(chunk)
+        return prepare(config, chunk, *args)
+
+    monkeypatch.setattr(stream, "prepare_units", spy)
     chunked = run_evaluation(config, backend=ScriptedBackend(_bad_for_some), plan_only=True).calls["plan"]
     assert chunked == whole
+    # what the plan's chunks let go of: texts, and messages (one bare prompt per shared prompt, its own dimension)
+    assert len(units) == _n_units(dataset_dir) and all(unit.row["text"] is None for unit in units)
+    assert all(unit.prompt.messages == [] and unit.prompt.dimension == unit.dimension for unit in units)
+    shared: dict[tuple, set[int]] = {}
+    for i, unit in enumerate(units):
+        shared.setdefault((i // 3, unit.row["paper_id"], unit.dimension), set()).add(id(unit.prompt))
+    assert all(len(ids) == 1 for ids in shared.values()) and len({id(u.prompt) for u in units}) == len(shared)
     asked_again = unreadable if retry_errors else 0
     assert whole["calls"] == 2 * _n_units(dataset_dir) - len(records) + asked_again
 
@@ -174,17 +212,21 @@ def test_prompts_too_long_are_counted_over_every_chunk(dataset_dir, tiny_model_d
     assert length == whole.metrics["harness"]["prompt_length"]
     assert length["n_too_long"] == n_units == sum(e["n_too_long"] for e in length["per_dimension"].values())
     assert chunked.calls["made"] == 0 and not backend.calls
+    planned = run_evaluation(_config(dataset_dir, tmp_path / "plan", **fields), backend=backend, plan_only=True)
+    assert json.loads((planned.run_dir / "run_config.json").read_text())["prompt_length"] == length
 
 
 # ------------------------------------------------------------------------------------------------ _give_back
 
 
 def test_give_back_trims_the_heap_through_glibc(monkeypatch):
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("this Python does not run on glibc, the C library with malloc_trim: nothing to hand back")
     monkeypatch.setattr(stream, "_TRIM", None)
     stream._give_back()
-    if not stream._TRIM:
-        pytest.skip("malloc_trim is not in this C library (glibc has it): nothing to hand back, nothing to test")
-    assert stream._TRIM.__name__ == "malloc_trim"
+    assert callable(stream._TRIM) and stream._TRIM.__name__ == "malloc_trim"
     pads: list[int] = []
     monkeypatch.setattr(stream, "_TRIM", lambda pad: pads.append(pad) or 1)
     stream._give_back()
