@@ -234,3 +234,12 @@ def test_give_back_trims_the_heap_through_glibc(monkeypatch):
     monkeypatch.setattr(stream, "_TRIM", False)  # a C library without it: a no-op, tried once
     stream._give_back()
     assert stream._TRIM is False
+    import ctypes
+
+    def no_library(*args, **kwargs):
+        raise OSError("no C library here")
+
+    monkeypatch.setattr(stream, "_TRIM", None)
+    monkeypatch.setattr(ctypes, "CDLL", no_library)
+    stream._give_back()  # the library cannot be opened: remembered as missing, nothing called
+    assert stream._TRIM is False
