@@ -277,3 +277,29 @@ def test_plain_text_and_unsupported_suffix(tmp_path, monkeypatch):
     assert (empty.reviews, empty.skipped, empty.survey.source) == ([], ["b.txt: empty file"], "unknown")
     with pytest.raises(ValueError, match=r"unsupported review file \(expected .xml JATS"):
         read_source(_write(folder / "c.csv", "a"))
+
+
+def test_jats_reports_without_ids_keep_their_own_dates_and_versions(tmp_path):
+    # two referee reports without an id: each keeps its own date and version (both read as the last one's before)
+    subs = [
+        _sub("", "ref-report", _date(2020, 1, 2) + _related("10.12688/f1000research.90.1"), "Referee report",
+             "<p>Report one.</p>"),
+        _sub("", "ref-report", _date(2021, 3, 4) + _related("10.12688/f1000research.90.2"), "Referee report",
+             "<p>Report two.</p>"),
+    ]
+    sf = read_source(_write(tmp_path / "noid.xml", _article("10.12688/f1000research.90.3", subs)))
+    assert [(r.text, r.date, r.version) for r in sf.reviews] == [("Report one.", "2020-01-02", 1),
+                                                                 ("Report two.", "2021-03-04", 2)]
+
+
+def test_jats_report_date_is_its_own_not_a_nested_responses(tmp_path):
+    # a report without a date holding the authors' dated response: the report has no date; the response is listed
+    # after it (as parse_jats lists it) and the next report keeps its own date
+    response = _sub("r1a", "reply", _date(2022, 6, 1), "Author response", "<p>Thanks.</p>")
+    report = _sub("r1", "ref-report", _related("10.12688/f1000research.91.1"), "Referee report",
+                  "<p>Undated report.</p>").replace("</sub-article>", response + "</sub-article>")
+    later = _sub("r2", "ref-report", _date(2023, 2, 3), "Referee report", "<p>Dated report.</p>")
+    sf = read_source(_write(tmp_path / "nested.xml", _article("10.12688/f1000research.91.2", [report, later])))
+    assert [(r.text, r.date, r.version) for r in sf.reviews] == [("Undated report.", "", 1),
+                                                                 ("Dated report.", "2023-02-03", 2)]
+    assert sf.skipped == ["sub-article 1 (r1a): type 'reply', not a referee report"]

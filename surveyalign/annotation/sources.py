@@ -65,27 +65,44 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _sub_article_meta(xml: bytes) -> dict[str, dict[str, str]]:
-    """``{sub-article id: {"date", "version"}}`` read from the JATS XML (date of the report, version reviewed)."""
-    out: dict[str, dict[str, str]] = {}
-    root = ET.fromstring(xml)
-    for el in root.iter():
-        if _local(el.tag) != "sub-article":
-            continue
-        meta = {"date": "", "version": ""}
-        for child in el.iter():
-            name = _local(child.tag)
-            if name == "pub-date" and not meta["date"]:
-                parts = {(_local(c.tag)): (c.text or "").strip() for c in child}
-                if parts.get("year", "").isdigit():
-                    meta["date"] = "-".join([parts["year"]] + [parts[k].zfill(2) for k in ("month", "day")
-                                                               if parts.get(k, "").isdigit()])
-            if name == "related-article" and not meta["version"]:
-                href = next((v for k, v in child.attrib.items() if k.endswith("href")), "")
-                m = _F1000_DOI.search(href)
-                if m and m.group(2):
-                    meta["version"] = m.group(2)
-        out[el.attrib.get("id", "")] = meta
+def _sub_article_meta(xml: bytes) -> list[tuple[str, dict[str, str]]]:
+    """``[(sub-article id, {"date", "version"})]`` read from the JATS XML (date of the report, version reviewed),
+    one per sub-article in the order :func:`surveyalign.documents.parse_jats` lists them (the ``<sub-article>`` /
+    ``<response>`` children of the article and, after each, its own, depth first), so that reports without an
+    ``id`` (or sharing one) are told apart by position. A report's date and version are read from its own
+    elements, not from the reports or responses nested in it."""
+    from surveyalign.documents.jats import SUB_ARTICLE_TAGS
+
+    out: list[tuple[str, dict[str, str]]] = []
+
+    def own(el: ET.Element):  # el's descendants, without those of the sub-articles nested in it
+        for child in el:
+            if _local(child.tag) in SUB_ARTICLE_TAGS:
+                continue
+            yield child
+            yield from own(child)
+
+    def walk(parent: ET.Element) -> None:
+        for el in parent:
+            if _local(el.tag) not in SUB_ARTICLE_TAGS:
+                continue
+            meta = {"date": "", "version": ""}
+            for child in own(el):
+                name = _local(child.tag)
+                if name == "pub-date" and not meta["date"]:
+                    parts = {(_local(c.tag)): (c.text or "").strip() for c in child}
+                    if parts.get("year", "").isdigit():
+                        meta["date"] = "-".join([parts["year"]] + [parts[k].zfill(2) for k in ("month", "day")
+                                                                   if parts.get(k, "").isdigit()])
+                if name == "related-article" and not meta["version"]:
+                    href = next((v for k, v in child.attrib.items() if k.endswith("href")), "")
+                    m = _F1000_DOI.search(href)
+                    if m and m.group(2):
+                        meta["version"] = m.group(2)
+            out.append((el.attrib.get("id", ""), meta))
+            walk(el)
+
+    walk(ET.fromstring(xml))
     return out
 
 
@@ -119,7 +136,8 @@ def read_f1000_jats(path: Path) -> SourceFile:
         if not sub.text.strip():
             out.skipped.append(f"{where}: empty report")
             continue
-        info = meta.get(sub.id, {})
+        # by position, as parse_jats lists them; no metadata if the two readers ever disagree on the element
+        info = meta[index][1] if index < len(meta) and meta[index][0] == sub.id else {}
         title_version = _VERSION_IN_TITLE.search(sub.title or "")
         version = int(info.get("version") or (title_version.group(1) if title_version else article_version))
         out.reviews.append(ReviewRecord(
