@@ -478,16 +478,16 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.annotation.sources.x__local__mutmut_{i}": "a tag holds at most one '}' (after its namespace), "
        "so any split at '}' ends with the local name" for i in (4, 5, 7)},
     **{f"surveyalign.annotation.sources.x__sub_article_meta__mutmut_{i}": "a missing year / month / day read as "
-       "'XXXX' instead of '': not digits either, so the part is left out the same way" for i in (28, 35, 54)},
-    "surveyalign.annotation.sources.x__sub_article_meta__mutmut_70": "a related article without a link read as "
+       "'XXXX' instead of '': not digits either, so the part is left out the same way" for i in (29, 36, 55)},
+    "surveyalign.annotation.sources.x__sub_article_meta__mutmut_71": "a related article without a link read as "
         "'XXXX' instead of '': no F1000Research DOI in either, so no version",
     "surveyalign.annotation.sources.x_read_f1000_jats__mutmut_14": "an article without DOI searched as 'XXXX' "
         "instead of '': no F1000Research DOI in either",
-    "surveyalign.annotation.sources.x_read_f1000_jats__mutmut_92": "a report without title searched as 'XXXX' "
+    "surveyalign.annotation.sources.x_read_f1000_jats__mutmut_95": "a report without title searched as 'XXXX' "
         "instead of '': no 'version N' in either",
-    **{f"surveyalign.annotation.sources.x_read_f1000_jats__mutmut_{i}": "meta is read from the same XML as "
-       "parse_jats' sub-articles and keyed by the same id attribute ('' when absent), so every report's id is "
-       "found and its entry always has a date: the defaults are never used" for i in (86, 88, 130, 132, 135)},
+    **{f"surveyalign.annotation.sources.x_read_f1000_jats__mutmut_{i}": "the fallback for a report the metadata "
+       "walk lists otherwise: both walks list the article's sub-articles / responses depth first from the same XML, "
+       "so the index is in range, the ids agree and the entry has a date" for i in (89, 133, 138)},
     "surveyalign.annotation.sources.x_read_moprd__mutmut_109": "lstrip('XXvVXX'): a version number never starts "
         "with an X, so it strips the same leading v / V",
     **{f"surveyalign.annotation.sources.x_read_moprd__mutmut_{i}": "a report without role read as 'None' or "

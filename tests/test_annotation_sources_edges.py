@@ -297,7 +297,8 @@ def test_jats_report_date_is_its_own_not_a_nested_responses(tmp_path):
     # after it (as parse_jats lists it) and the next report keeps its own date
     response = _sub("r1a", "reply", _date(2022, 6, 1), "Author response", "<p>Thanks.</p>")
     report = _sub("r1", "ref-report", _related("10.12688/f1000research.91.1"), "Referee report",
-                  "<p>Undated report.</p>").replace("</sub-article>", response + "</sub-article>")
+                  "<p>Undated report.</p>")
+    report = report.replace("<front-stub>", response + "<front-stub>", 1)  # nested first: its own elements follow
     later = _sub("r2", "ref-report", _date(2023, 2, 3), "Referee report", "<p>Dated report.</p>")
     sf = read_source(_write(tmp_path / "nested.xml", _article("10.12688/f1000research.91.2", [report, later])))
     assert [(r.text, r.date, r.version) for r in sf.reviews] == [("Undated report.", "", 1),
