@@ -487,7 +487,7 @@ IGNORED: dict[str, str] = {
         "instead of '': no 'version N' in either",
     **{f"surveyalign.annotation.sources.x_read_f1000_jats__mutmut_{i}": "the fallback for a report the metadata "
        "walk lists otherwise: both walks list the article's sub-articles / responses depth first from the same XML, "
-       "so the index is in range, the ids agree and the entry has a date" for i in (89, 133, 138)},
+       "so the index is in range, the ids agree and the entry has a date" for i in (86, 88, 89, 133, 135, 138)},
     "surveyalign.annotation.sources.x_read_moprd__mutmut_109": "lstrip('XXvVXX'): a version number never starts "
         "with an X, so it strips the same leading v / V",
     **{f"surveyalign.annotation.sources.x_read_moprd__mutmut_{i}": "a report without role read as 'None' or "
