@@ -62,6 +62,8 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     # model and the dataset: minutes per mutant)
     "surveyalign/calls/spend.py": ["tests/test_calls_spend_edges.py"],
     "surveyalign/calls/batches.py": ["tests/test_calls_batches_edges.py", "tests/test_batches.py"],
+    "surveyalign/calls/http.py": ["tests/test_calls_http_edges.py", "tests/test_calls.py",
+                                  "tests/test_knowledge_clients.py"],
     # the checks before Ray starts and the worker body only (466 mutants: 83 killed, 153 survive in the Ray-starting
     # part of RayBackend.__init__ and the adapter branch of the worker, 228 have no fast test): the driver's
     # generate / agenerate / dispatch / close run only with Ray workers, in tests/test_ray_engine.py (slow: a local
@@ -154,6 +156,21 @@ IGNORED: dict[str, str] = {
     # backends/ray_backend.py
     **{f"surveyalign.backends.ray_backend.xǁ_EngineWorkerǁfacts__mutmut_{i}": "getattr default None instead of {}: "
        "read through 'or {}', so a missing attribute is {} either way" for i in (25, 37)},
+    # calls/http.py
+    "surveyalign.calls.http.xǁ_Retryableǁ__init____mutmut_1": "the internal retry signal's exception text: only "
+        "its detail attribute is ever read",
+    **{f"surveyalign.calls.http.xǁPoliteClientǁ_count_retry__mutmut_{i}": "tenacity calls before_sleep only "
+       "with its next action set, so the 0.0 branch is never taken" for i in (7, 8)},
+    "surveyalign.calls.http.xǁPoliteClientǁ__init____mutmut_22": "rstrip('XX/XX') strips trailing 'X' and '/' "
+        "characters: it differs from rstrip('/') only for an API root ending in a capital X",
+    "surveyalign.calls.http.xǁ_RateLimitedTransportǁ__init____mutmut_13": "the first request's slot at 1.0 instead "
+        "of 0.0: the monotonic clock is far past both, so the first request never waits",
+    "surveyalign.calls.http.xǁPoliteClientǁrequest__mutmut_54": "HTTP header names are case-insensitive (httpx "
+        "Headers): 'RETRY-AFTER' finds 'Retry-After'",
+    "surveyalign.calls.http.xǁPoliteClientǁ_connect_or_fail__mutmut_14": "range(1, tries + 2): the try numbered "
+        "tries already returns or raises, so the loop never reaches the extra one",
+    **{f"surveyalign.calls.http.xǁPoliteClientǁ_connect_or_fail__mutmut_{i}": "the closing 'no try was made' "
+       "raise is unreachable: the loop makes at least one try and each returns or raises" for i in (34, 35, 36)},
     # calls/batches.py
     **{f"surveyalign.calls.batches.x{fn}__mutmut_{i}": "codec names are case-insensitive: 'UTF-8' is 'utf-8'"
        for fn, i in (("ǁBatchLogǁ__init__", 9), ("ǁBatchLogǁappend", 23))},
