@@ -77,3 +77,28 @@ def tiny_adapters(tiny_model_dir, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny-adapters")
     return {dim: train_constant_adapter(tiny_model_dir, root / dim, dim, seed=i)
             for i, dim in enumerate(ANSWERS)}
+
+
+@pytest.fixture
+def far_east(monkeypatch):
+    """The machine's clock set to UTC+14 (POSIX TZ string: no time-zone database needed); restored afterwards."""
+    import time
+
+    monkeypatch.setenv("TZ", "XYZ-14")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.fixture
+def tqdm_thread_lock(monkeypatch):
+    """tqdm's default write lock holds a multiprocessing lock shared across fork(), and its monitor thread takes it
+    every 10 s: a process forked from this one (mutmut forks one per mutant) can inherit it held and block on the
+    first progress bar. The test gets a thread lock of its own and no monitor thread (``usefixtures``)."""
+    import threading
+
+    from surveyalign.calls import executor
+
+    monkeypatch.setattr(executor.tqdm, "_lock", threading.RLock(), raising=False)
+    monkeypatch.setattr(executor.tqdm, "monitor_interval", 0)

@@ -9,7 +9,6 @@ import datetime as dt
 import io
 import json
 import re
-import time
 
 import pytest
 
@@ -151,16 +150,6 @@ def test_records_grouped_rounds_files_and_provenance(tmp_path, monkeypatch):
     write_release(out, [BATS, F1000], [R_A, R_D], FINALS, split="train", agreement={"t": table})
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.json")) == [
         "articles/articles_part1.json", "provenance.json", "raw/train_samples.json", "train/grouped_trainset.json"]
-
-
-@pytest.fixture
-def far_east(monkeypatch):
-    """The machine's clock set to UTC+14 (POSIX TZ string: no time-zone database needed)."""
-    monkeypatch.setenv("TZ", "XYZ-14")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def test_created_in_utc_and_a_release_without_labels(tmp_path, far_east):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 
 import pytest
 
@@ -153,16 +152,6 @@ def test_openreview_kinds_text_ratings_and_skips(tmp_path):
     assert sf.reviews[0].provenance == {"file": "forum.json", "format": "openreview", "element": "note#rev0"}
     assert sf.skipped == ["note 3 (r9): no review text", "note 9 (?): decision is not a review or meta-review",
                           "note 10 (c1): note is not a review or meta-review"]
-
-
-@pytest.fixture
-def far_east(monkeypatch):
-    """The machine's clock set to UTC+14 (POSIX TZ string: no time-zone database needed)."""
-    monkeypatch.setenv("TZ", "XYZ-14")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def test_openreview_dates_are_utc_days(tmp_path, far_east):

@@ -25,15 +25,7 @@ from surveyalign.calls import (
 _IDENTITY = {"backend": "test"}
 
 
-@pytest.fixture(autouse=True)
-def _tqdm_without_process_locks(monkeypatch):
-    """tqdm's default write lock holds a multiprocessing lock shared across fork(), and its monitor thread takes it
-    every 10 s: a process forked from this one (mutmut forks one per mutant) can inherit it held and block on the
-    first progress bar. Each test process gets a thread lock of its own and no monitor thread."""
-    from surveyalign.calls import executor
-
-    monkeypatch.setattr(executor.tqdm, "_lock", threading.RLock(), raising=False)
-    monkeypatch.setattr(executor.tqdm, "monitor_interval", 0)
+pytestmark = pytest.mark.usefixtures("tqdm_thread_lock")  # conftest.py: mutmut forks this process
 
 
 def _calls(backend, count, *, samples=1, settings=None, stage="judge"):
