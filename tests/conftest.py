@@ -102,3 +102,12 @@ def tqdm_thread_lock(monkeypatch):
 
     monkeypatch.setattr(executor.tqdm, "_lock", threading.RLock(), raising=False)
     monkeypatch.setattr(executor.tqdm, "monitor_interval", 0)
+
+
+@pytest.fixture
+def ascii_locale(monkeypatch):
+    """A machine whose locale encoding is ASCII (``io.text_encoding`` answers "ascii" for an unnamed encoding):
+    files written and read by the code under test must be UTF-8 all the same."""
+    import io
+
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)

@@ -6,7 +6,6 @@ trimmed and lower-cased (SurveyReview §4.3, App. A.2)."""
 from __future__ import annotations
 
 import csv
-import io
 
 import pytest
 
@@ -122,13 +121,7 @@ def _write(path, text):
     return path
 
 
-def _ascii_locale(monkeypatch):
-    """A machine whose locale encoding is ASCII: the files must be UTF-8 all the same."""
-    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)
-
-
-def test_read_decisions_rows_names_and_errors(tmp_path, monkeypatch):
-    _ascii_locale(monkeypatch)
+def test_read_decisions_rows_names_and_errors(tmp_path, ascii_locale):
     path = _write(tmp_path / "d.csv", "review_id,dimension,labels,final,note\n"
                                       "r1,readability,a=+1; b=-1,+1,\n"
                                       "r1,structure,a=0; b=-1,,undecided\n"
@@ -150,8 +143,7 @@ def test_read_decisions_rows_names_and_errors(tmp_path, monkeypatch):
         read_decisions(tmp_path / "none.csv")
 
 
-def test_write_disagreements_columns_and_round_trip(tmp_path, monkeypatch):
-    _ascii_locale(monkeypatch)
+def test_write_disagreements_columns_and_round_trip(tmp_path, ascii_locale):
     path = tmp_path / "disagreements.csv"
     zoe = [_human("r0", "zoë", structure=_dim(1)), _human("r0", "b", structure=_dim(-1))]
     write_disagreements(path, [*disagreements(HUMAN + zoe), {"review_id": "r9", "dimension": "structure"}])

@@ -5,7 +5,6 @@ asks again only the unreadable answer, and the ids of repeated or clashing revie
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -193,9 +192,7 @@ def test_titles_go_into_the_prompt():
     assert "Reviewed survey:" not in second
 
 
-def test_output_files_and_a_rerun_asks_again_only_the_unreadable_answer(tmp_path, monkeypatch):
-    # a machine whose locale encoding is ASCII: the files are UTF-8 all the same
-    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)
+def test_output_files_and_a_rerun_asks_again_only_the_unreadable_answer(tmp_path, ascii_locale):
     out = tmp_path / "runs" / "annotated"  # parents created
     naive = "A naïve reading of the field. " + PARTIAL
     readable = json.dumps({"readability": {"label": -1, "snippets": ["A naïve reading of the field."]}},

@@ -7,7 +7,6 @@ re-run into the same folder (SurveyReview §4.1)."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -73,9 +72,7 @@ def _inputs(tmp_path):
     return reviews, texts
 
 
-def test_collect_numbers_merges_matches_texts_and_checks_leaks(tmp_path, monkeypatch):
-    # a machine whose locale encoding is ASCII: the files are UTF-8 all the same
-    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)
+def test_collect_numbers_merges_matches_texts_and_checks_leaks(tmp_path, ascii_locale):
     reviews, texts = _inputs(tmp_path)
     out = tmp_path / "runs" / "collected"
     result = collect_reviews([reviews], confirmed={"10.7717/PEERJ.8120", "Moprd-8120", "f1", " 9", "8121", "", "-"},

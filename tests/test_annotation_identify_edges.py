@@ -6,7 +6,6 @@ screen, and the verification file's counts (SurveyReview §4.1)."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 
 import pytest
@@ -28,13 +27,7 @@ def _write(path, text):
     return path
 
 
-def _ascii_locale(monkeypatch):
-    """A machine whose locale encoding is ASCII: the files must be UTF-8 all the same."""
-    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)
-
-
-def test_read_candidates_csv_jsonl_json_and_fallback_fields(tmp_path, monkeypatch):
-    _ascii_locale(monkeypatch)
+def test_read_candidates_csv_jsonl_json_and_fallback_fields(tmp_path, ascii_locale):
     csv_path = _write(tmp_path / "c.csv", "id,title,abstract,source,doi\n"
                                           " 11 , A survey of bats , Chauves-souris : étude. , F1000 , 10.1/x \n"
                                           "12,Bat calls,,,\n")
@@ -178,8 +171,7 @@ def test_custom_keywords_joined_and_files_without_a_judge(tmp_path):
     assert (tmp_path / "a" / "b" / "verification.csv").is_file() and not (tmp_path / "a" / "b" / "calls.jsonl").exists()
 
 
-def test_identify_files_and_a_rerun_asks_again_only_the_unreadable_screen(tmp_path, monkeypatch):
-    _ascii_locale(monkeypatch)
+def test_identify_files_and_a_rerun_asks_again_only_the_unreadable_screen(tmp_path, ascii_locale):
     out = tmp_path / "runs" / "identified"
     cands = [Candidate("1", "Sleep staging: a review", "Wearables.", "f1000"),
              Candidate("2", "Café culture: a survey", "", "moprd")]
@@ -208,8 +200,7 @@ def test_identify_files_and_a_rerun_asks_again_only_the_unreadable_screen(tmp_pa
     assert [r["llm_verdict"] for r in again.rows] == ["yes", "no"]
 
 
-def test_verification_counts_yes_spellings_and_columns(tmp_path, monkeypatch):
-    _ascii_locale(monkeypatch)
+def test_verification_counts_yes_spellings_and_columns(tmp_path, ascii_locale):
     path = tmp_path / "verification.csv"
     rows = [{"id": " a ", "confirmed": "YES", "substantive_reviews": "y"},
             {"id": "b", "confirmed": "x", "substantive_reviews": " True "},

@@ -6,7 +6,6 @@ every error with its task (SurveyReview §4.3)."""
 
 from __future__ import annotations
 
-import io
 import json
 import xml.etree.ElementTree as ET
 
@@ -57,13 +56,7 @@ def _ann(review_id):
         "criticalness": {"label": -3, "snippets": []}}}
 
 
-def _ascii_locale(monkeypatch):
-    """A machine whose locale encoding is ASCII: the files must be UTF-8 all the same."""
-    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)
-
-
-def test_export_tasks_predictions_and_unplaced_snippets(tmp_path, monkeypatch):
-    _ascii_locale(monkeypatch)
+def test_export_tasks_predictions_and_unplaced_snippets(tmp_path, ascii_locale):
     reviews = [ReviewRecord("r1", "p1", "moprd", TEXT), ReviewRecord("r2", "p2", "f1000", "Other.")]
     tasks = export_tasks(reviews, [_ann("r1")], titles={"p1": "Chauves-souris : étude"}, model_version="gpt-x")
     assert tasks[0]["data"] == {"review": TEXT, "review_id": "r1", "paper_id": "p1", "source": "moprd",
@@ -108,8 +101,7 @@ def _span(start, end, *labels, text=None):
     return {"type": "labels", "from_name": "rationale", "value": value}
 
 
-def test_import_export_counts_every_problem(tmp_path, monkeypatch):
-    _ascii_locale(monkeypatch)
+def test_import_export_counts_every_problem(tmp_path, ascii_locale):
     result = [
         _choice("readability", "-1"), _choice("structure", "+1", "+2"), _choice("comprehensiveness", "5"),
         _choice("novelty", "+1"), {"type": "choices", "from_name": "criticalness"},

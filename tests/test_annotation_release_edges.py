@@ -6,7 +6,6 @@ annotator line (SurveyReview §4, App. A-B)."""
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import re
 
@@ -60,9 +59,7 @@ def _read(path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def test_records_grouped_rounds_files_and_provenance(tmp_path, monkeypatch):
-    # a machine whose locale encoding is ASCII: the files are UTF-8 all the same
-    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)
+def test_records_grouped_rounds_files_and_provenance(tmp_path, ascii_locale):
     out = tmp_path / "release"
     (out / "raw").mkdir(parents=True)
     (out / "raw" / "train_samples.json").write_text("[]")  # stale: this release has no train split

@@ -5,7 +5,6 @@ report fallbacks and errors; plain text; the reader chosen by suffix (SurveyRevi
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -246,9 +245,7 @@ def test_a_json_object_that_is_not_a_history_is_refused(tmp_path):
         read_source(_write(tmp_path / "s.json", '"text"'))
 
 
-def test_plain_text_and_unsupported_suffix(tmp_path, monkeypatch):
-    # a machine whose locale encoding is ASCII: the files are read as UTF-8 all the same
-    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: "ascii" if encoding is None else encoding)
+def test_plain_text_and_unsupported_suffix(tmp_path, ascii_locale):
     folder = tmp_path / "lit2024"
     folder.mkdir()
     direct = read_plain(_write(folder / "z.txt", "Très bien."))
