@@ -128,15 +128,15 @@ IGNORED: dict[str, str] = {
        "(find_library of another name, or CDLL(None), which holds libc's symbols too): the same malloc_trim"
        for n in (3, 4, 6, 7, 8, 9)},
     "surveyalign.evaluation.stream.x_applies__mutmut_14": "getattr's default None is falsy like False",
-    **{f"surveyalign.evaluation.stream.x_{f}__mutmut_{n}": "the chunk's names bound to '' instead of None: "
-       "either lets go of the chunk's objects" for f, n in (("judge_in_chunks", 108), ("plan_in_chunks", 97))},
-    "surveyalign.evaluation.stream.x_judge_in_chunks__mutmut_120": "seconds >= 0 with calls made: execute's wall "
+    **{f"surveyalign.evaluation.stream.x_{f}__mutmut_{n}": "the chunk's calls bound to '' instead of None: "
+       "either lets go of them" for f, n in (("judge_in_chunks", 74), ("plan_in_chunks", 63))},
+    "surveyalign.evaluation.stream.x_judge_in_chunks__mutmut_86": "seconds >= 0 with calls made: execute's wall "
         "time over calls made is never 0",
-    "surveyalign.evaluation.stream.x_judge_in_chunks__mutmut_140": "round(seconds, 4): execute returns seconds "
+    "surveyalign.evaluation.stream.x_judge_in_chunks__mutmut_107": "round(seconds, 4): execute returns seconds "
         "rounded to the millisecond, so their sum has no fourth decimal",
     **{f"surveyalign.evaluation.stream.x_judge_in_chunks__mutmut_{n}": "execute's stage is the progress bar's "
-       "label (progress is off in the tests; the records take their stage from the calls)" for n in (59, 64, 65)},
-    "surveyalign.evaluation.stream.x_plan_in_chunks__mutmut_71": "spent_usd's model_of defaults to model_of_call",
+       "label (progress is off in the tests; the records take their stage from the calls)" for n in (35, 40, 41)},
+    "surveyalign.evaluation.stream.x_plan_in_chunks__mutmut_47": "spent_usd's model_of defaults to model_of_call",
     # calls/executor.py
     **{f"surveyalign.calls.executor.x__groups__mutmut_{i}": "a backend without a name read as None or 'XXXX' "
        "instead of '': none of them is 'vllm', so the fallback batch size is 8 either way" for i in (29, 35)},

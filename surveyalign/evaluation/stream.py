@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Iterator
 from typing import Any
 
 from surveyalign.calls import Call, CallCache, CallPlan
@@ -68,17 +69,11 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
         "prompt_length": the prompt-length summary}``: the numbers the whole-split path prints (a call key met
         in an earlier chunk is planned once, as :meth:`CallCache.missing` makes it once).
     """
-    quiet = _quiet_console()
-    total: dict[str, Any] | None = None
+    lengths: list[dict[str, Any]] = []
     plan = CallPlan()  # the plan of no call: merged with the first chunk's, it is that plan
     planned: set[str] = set()
     cached, spent = 0, 0.0
-    for start in range(0, len(units), CHUNK_UNITS):
-        chunk = units[start:start + CHUNK_UNITS]
-        part = prepare_units(config, chunk, judge, sources, console if start == 0 else quiet)
-        for unit in chunk:
-            unit.row["text"] = None
-        total = part if total is None else _merge(total, part)
+    for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         calls = [c for u in chunk for c in judge.calls_for(u.prompt, config.samples_per_unit, unit_id=u.unit_id)]
         todo, n_cached = cache.missing(calls, retry_errors=config.retry_errors, check=judge.unusable)
         todo = [c for c in todo if c.key not in planned]
@@ -86,15 +81,36 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
         cached += n_cached
         spent += spent_usd(cache, calls, prices, model_of_call)
         plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call)[0])
+        calls = todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
+    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0]}
+
+
+def _prepared_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources: dict[str, str | None],
+                     console: Any, lengths: list[dict[str, Any]]) -> Iterator[list[Unit]]:
+    """``units`` :data:`CHUNK_UNITS` at a time, each chunk's prompts prepared and its survey texts dropped (the
+    prompts carry them; they are read again if ever needed). Once the caller is done with a chunk, its prompts lose
+    their messages (units sharing a prompt, the reviews of one paper, share one bare copy) and the freed memory is
+    handed back. The length warnings of the first chunk go to ``console``, the others nowhere; the chunks'
+    prompt-length summaries are added up in ``lengths[0]``."""
+    quiet = _quiet_console()
+    for start in range(0, len(units), CHUNK_UNITS):
+        chunk = units[start:start + CHUNK_UNITS]
+        part = prepare_units(config, chunk, judge, sources, console if start == 0 else quiet)
+        for unit in chunk:
+            unit.row["text"] = None
+        if lengths:
+            _merge(lengths[0], part)
+        else:
+            lengths.append(part)
+        yield chunk
         bare: dict[int, Any] = {}
-        for unit in chunk:  # as judge_in_chunks: one bare prompt per shared prompt, messages dropped
+        for unit in chunk:
             shared = id(unit.prompt)
             if shared not in bare:
                 bare[shared] = dataclasses.replace(unit.prompt, messages=[])
             unit.prompt = bare[shared]
-        chunk = bare = part = calls = todo = None
+        chunk = bare = part = None
         _give_back()
-    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": total}
 
 
 def _merge(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
@@ -127,37 +143,25 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
         ``"cached"``, ``"made"``, ``"errors"``, ``"seconds"``, ``"calls_per_s"``, ``"keys"`` (distinct call keys)
         as the whole-split path counts them.
     """
-    quiet = _quiet_console()
-    total: dict[str, Any] | None = None
+    lengths: list[dict[str, Any]] = []
     predictions: list[dict[str, Any]] = []
     light: list[Call] = []
     keys: set[str] = set()
     cached = made = errors = 0
     seconds, timed = 0.0, True
-    for start in range(0, len(units), CHUNK_UNITS):
-        chunk = units[start:start + CHUNK_UNITS]
-        part = prepare_units(config, chunk, judge, sources, console if start == 0 else quiet)
-        for unit in chunk:  # the prompts carry the texts from here on; the texts are read again if ever needed
-            unit.row["text"] = None
-        total = part if total is None else _merge(total, part)
+    for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         todo, n_cached = judge_calls(config, chunk, judge, cache)
         n_errors, n_seconds, rate = execute(todo, config, cache, "judge")
         cached, made, errors, seconds = cached + n_cached, made + len(todo), errors + n_errors, seconds + n_seconds
         timed = timed and (rate is not None or not todo)
         predictions += assemble_predictions(config, chunk, judge, cache)
-        bare: dict[int, Any] = {}
         for unit in chunk:
             for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id):
                 keys.add(call.key)
                 light.append(dataclasses.replace(call, messages=[]))
-            shared = id(unit.prompt)  # units of one paper share a prompt: one bare copy for them
-            if shared not in bare:
-                bare[shared] = dataclasses.replace(unit.prompt, messages=[])
-            unit.prompt = bare[shared]
-        chunk = bare = part = todo = None
-        _give_back()
+        todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
     rate = round(made / seconds, 2) if made and seconds > 0 and timed else None
-    return {"prompt_length": total, "predictions": predictions, "calls": light, "cached": cached, "made": made,
+    return {"prompt_length": lengths[0], "predictions": predictions, "calls": light, "cached": cached, "made": made,
             "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys)}
 
 
