@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["MAX_NAME_BYTES", "OutputNames", "OutsideFolderError", "output_path_inside", "resolve_inside",
-           "resource_path", "safe_output_name", "unique_output_names"]
+__all__ = ["MAX_NAME_BYTES", "OutputNames", "OutsideFolderError", "content_sha256", "name_beside_earlier",
+           "output_path_inside", "resolve_inside", "resource_path", "safe_output_name", "unique_output_names"]
 
 
 def resource_path(*parts: str) -> Path:
@@ -124,9 +124,41 @@ class OutputNames:
         return lines
 
 
-def _content_hash(content: str | bytes) -> str:
+def content_sha256(content: str | bytes) -> str:
+    """SHA-256 hex digest of an input's content (text as UTF-8): the hash output names carry and reports record."""
     data = content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()
+
+
+_content_hash = content_sha256
+
+
+def name_beside_earlier(name: str, digest: str, earlier: dict | None, *, source: str | None = None) -> str | None:
+    """The name an input takes when an earlier run's output already holds ``name`` (issue 21 A, across runs).
+
+    A run into a folder that holds a report of another input (``score a/survey.md`` yesterday, ``score
+    b/survey.md`` today, same ``--out``) must not replace it. The earlier output records its input's content
+    hash (``sha256``) and ``source``: it belongs to the same input when either matches (a re-run, or the same
+    file edited since), else the new input gets ``name`` plus 8 hex digits of its own hash (16 when ``name``
+    already ends with those 8), stable across runs.
+
+    Args:
+        name: the stem chosen for this run (:func:`unique_output_names`).
+        digest: the input's :func:`content_sha256`.
+        earlier: what the earlier output records of its input (``{"sha256", "source"}``); ``None``: no earlier
+            output holds ``name``; ``{}``: one does but says nothing readable about its input (another input's).
+        source: the input's path as recorded in reports (``str(path)``).
+
+    Returns:
+        ``None`` when ``name`` can be (re)used, else the other name to write under.
+    """
+    if earlier is None:
+        return None
+    if earlier.get("sha256") == digest or (source is not None and earlier.get("source") == source):
+        return None
+    if name.endswith(f"-{digest[:8]}"):  # already named by its hash (a collision inside the run): the longer hash
+        return f"{name[:-9]}-{digest[:16]}"
+    return f"{safe_output_name(name, max_bytes=MAX_NAME_BYTES - 9)}-{digest[:8]}"
 
 
 def unique_output_names(raw_names: Sequence[object], contents: Sequence[str | bytes], *,

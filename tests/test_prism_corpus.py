@@ -117,3 +117,20 @@ def test_prism_corpus_cli_errors(tmp_path, capsys):
     assert main(["prism", "paper.md", "--corpus", str(tmp_path), "--judge", str(judge_yaml)]) == 2
     assert "replaces PAPER and REVIEWS" in capsys.readouterr().err
     assert main(["prism", "--judge", str(judge_yaml)]) == 2
+
+
+@pytest.mark.parametrize("options", ["{replies: []}", "{replies: ['no JSON here'], cycle: true}"])
+def test_prism_corpus_with_every_extraction_failing_exits_3(tmp_path, capsys, options):
+    """Issue 21 B: the corpus run exited 0 when every paper's every extraction failed (all metrics empty)."""
+    judge_yaml = tmp_path / "j.yaml"
+    judge_yaml.write_text(f"backend: {{kind: scripted, options: {options}}}\nnovelty: {{enabled: false}}\n")
+    root = _corpus(tmp_path / "corpus")
+    out = tmp_path / "run"
+    assert main(["prism", "--corpus", str(root), "--judge", str(judge_yaml), "--out", str(out), "--no-progress",
+                 "--bootstrap", "10"]) == 3
+    err = capsys.readouterr().err
+    assert "no usable extraction in stage(s) adu, novelty_claims, flaws, comments in any paper" in err
+    counts = json.loads((out / "corpus.json").read_text())["extraction_counts"]
+    # p1: 3 reviews, p2: 2, p3: 1 -> 6 answers per stage, none parsed (p4 has no review: not scored)
+    assert {stage: (c["answers"], c["parsed"]) for stage, c in counts.items()} == {
+        "adu": (6, 0), "novelty_claims": (6, 0), "flaws": (6, 0), "comments": (6, 0)}

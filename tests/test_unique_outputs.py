@@ -190,3 +190,77 @@ def test_fetch_texts_gives_every_forum_its_own_pdf_name():
     slash, underscore = pdf_stem("a/b", url), pdf_stem("a_b", url)
     assert slash.startswith("a_b-") and underscore == "a_b" and slash != underscore
     assert pdf_stem("a/b", url) == slash  # stable across runs
+
+
+def test_name_beside_earlier_values():
+    from surveyalign.paths import content_sha256, name_beside_earlier
+
+    digest = content_sha256("a")  # ca978112...
+    assert name_beside_earlier("survey", digest, None) is None  # nothing there yet
+    assert name_beside_earlier("survey", digest, {"sha256": digest, "source": "x/survey.pdf"}) is None  # a re-run
+    assert name_beside_earlier("survey", digest, {"sha256": "0" * 64, "source": "a/survey.md"},
+                               source="a/survey.md") is None  # the same file, edited since
+    assert name_beside_earlier("survey", digest, {"sha256": "0" * 64, "source": "b/survey.md"},
+                               source="a/survey.md") == "survey-ca978112"
+    assert name_beside_earlier("survey", digest, {}) == "survey-ca978112"  # unreadable earlier report
+    assert name_beside_earlier("survey-ca978112", digest, {"sha256": "1" * 64}) == "survey-ca978112ca1bbdca"
+
+
+def test_score_into_a_folder_holding_another_surveys_report_keeps_both(tmp_path, capsys):
+    """Two runs into one --out: ``score a/survey.md`` then ``score b/survey.md`` used to replace the first report."""
+    first, second = tmp_path / "a" / "survey.md", tmp_path / "b" / "survey.md"
+    first.parent.mkdir()
+    second.parent.mkdir()
+    first.write_text("# Survey of oracles\n\n## Intro\n\nTest oracles decide pass or fail.\n", encoding="utf-8")
+    second.write_text("# Survey of fuzzers\n\n## Intro\n\nFuzzers generate inputs.\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--no-progress", "--samples", "1", "--dimensions", "readability"]
+    with FakeChatServer() as server:
+        judge = str(_judge(tmp_path, server))
+        assert main(["score", str(first), "--judge", judge, *args]) == 0
+        assert main(["score", str(second), "--judge", judge, *args]) == 0
+        capsys.readouterr()
+        assert main(["score", str(first), "--judge", judge, *args]) == 0  # a re-run finds its own report again
+    import hashlib
+
+    from surveyalign.documents import read_document
+
+    stem = "survey-" + hashlib.sha256(read_document(second).text.encode()).hexdigest()[:8]
+    assert json.loads((out / "survey.json").read_text())["survey"]["title"] == "Survey of oracles"
+    assert json.loads((out / f"{stem}.json").read_text())["survey"]["title"] == "Survey of fuzzers"
+    assert sorted(p.name for p in out.glob("*.json")) == sorted(["survey.json", f"{stem}.json"])
+    assert "holds the report of another survey" not in capsys.readouterr().err
+    record = json.loads((out / "survey.json").read_text())["survey"]
+    assert record["sha256"] == hashlib.sha256(read_document(first).text.encode()).hexdigest()
+
+
+def test_prism_never_reuses_the_folder_of_another_papers_run(tmp_path, capsys, monkeypatch):
+    """Two papers with one id (two ``paper.md``): the second used to resume into, and overwrite, the first's folder."""
+    from surveyalign.prism.readers import read_paper
+    from surveyalign.prism.report import paper_sha256
+
+    monkeypatch.chdir(tmp_path)
+    for folder, title in (("a", "Graph networks"), ("b", "Message passing")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "paper.md").write_text(f"# {title}\n\n## Intro\n\nWe study {title.lower()}.\n",
+                                                   encoding="utf-8")
+        (tmp_path / folder / "review.txt").write_text("The method is sound but the baselines are weak.",
+                                                      encoding="utf-8")
+    judge = str(_prism_judge(tmp_path, "{replies: []}"))
+
+    def prism(folder: str, *extra: str) -> int:
+        return main(["prism", f"{folder}/paper.md", f"{folder}/review.txt", "--judge", judge, "--no-progress", *extra])
+
+    assert prism("a") == 3 and prism("b") == 3 and prism("a") == 3  # no usable extraction with this judge
+    digest = paper_sha256(read_paper(tmp_path / "b" / "paper.md"))
+    err = capsys.readouterr().err
+    assert f"runs/prism/paper holds the PRISM run of another paper with id 'paper'; this run goes to " \
+           f"runs/prism/paper-{digest[:8]}" in err and err.count("holds the PRISM run") == 1
+    first = json.loads((tmp_path / "runs/prism/paper/paper.json").read_text())
+    second = json.loads((tmp_path / f"runs/prism/paper-{digest[:8]}/paper.json").read_text())
+    assert (first["title"], second["title"]) == ("Graph networks", "Message passing")
+    assert second["sha256"] == digest and first["sha256"] == paper_sha256(read_paper(tmp_path / "a" / "paper.md"))
+    assert prism("b", "--out", "runs/prism/paper") == 2  # an explicit folder of another paper: refused
+    assert "runs/prism/paper/paper.json holds the PRISM run of another paper (paper); pass another --out" in \
+        capsys.readouterr().err
+    assert json.loads((tmp_path / "runs/prism/paper/paper.json").read_text())["title"] == "Graph networks"

@@ -22,7 +22,8 @@ dimension, K samples per dimension at temperature T (seeds seed..seed+K-1, recor
 log-probability tie-break, and one merged rationale per dimension. Inputs: markdown, a LaTeX main file or
 project folder (\\input/\\include resolved, macros expanded, bibliography kept), PDF (pypdf), or a folder of
 them. Writes OUT/<survey stem>.json, .md and .html (stem + a short content hash when two different surveys share
-a stem; a survey given twice is scored once, with a message), comparison.md/.html for several surveys; every call is kept
+a stem, or when OUT holds an earlier report of another survey under that stem; a survey given twice is scored
+once, with a message), comparison.md/.html for several surveys; every call is kept
 in OUT/calls.jsonl, so re-running the same command resumes (answers that errored or could not be parsed are asked
 again; --keep-failed reuses them; the last line counts the answers reused, retried and made). --plan prints the calls, tokens, estimated cost and time before anything is sent (the Crit-KA summariser's
 calls included); --max-cost USD stops sending
@@ -152,6 +153,38 @@ def _stems(documents):
                                reserved=RUN_FILE_STEMS)
 
 
+def _beside_earlier_reports(out: Path, documents, stems: list[str]) -> tuple[list[str], list[str]]:
+    """Report stems that never replace an earlier run's report of another survey in ``out`` (issue 21 A).
+
+    ``OUT/<stem>.json`` written by an earlier run records its survey's ``sha256`` and ``source``; when neither
+    matches (``score a/survey.md`` then ``score b/survey.md`` into one folder) this survey is written under its
+    stem plus a short content hash instead (:func:`surveyalign.paths.name_beside_earlier`).
+
+    Returns:
+        ``(stems, messages)``: one stem per document and one line per renamed one.
+    """
+    import json
+
+    from surveyalign.paths import content_sha256, name_beside_earlier
+
+    names, messages = [], []
+    for document, stem in zip(documents, stems, strict=True):
+        report = out / f"{stem}.json"
+        earlier = None
+        if report.exists():
+            try:
+                earlier = json.loads(report.read_text(encoding="utf-8")).get("survey") or {}
+            except (OSError, ValueError, AttributeError):
+                earlier = {}
+            earlier = earlier if isinstance(earlier, dict) else {}
+        other = name_beside_earlier(stem, content_sha256(document.text), earlier, source=str(document.source))
+        if other is not None:
+            messages.append(f"{document.source}: {report} holds the report of another survey "
+                            f"({earlier.get('source') or 'unknown source'}); written as {other}")
+        names.append(other or stem)
+    return names, messages
+
+
 def _score(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -184,6 +217,9 @@ def _score(args: argparse.Namespace) -> int:
     for line in names.messages([str(d.source) for d in documents]):
         console.print(line, markup=False, highlight=False)
     documents, stems = [documents[i] for i in names.keep], [names.names[i] for i in names.keep]
+    stems, renamed = _beside_earlier_reports(out, documents, stems)
+    for line in renamed:
+        console.print(line, markup=False, highlight=False)
     prices = load_prices(override=args.prices)
     cache = CallCache.load(out / "calls.jsonl", keep_failed=args.keep_failed)
     reviews = []

@@ -39,6 +39,7 @@ from surveyalign.inference.synthesis import (
 )
 from surveyalign.judge import DimensionOptions, Judge, Judgement, JudgeRequest
 from surveyalign.models import read_training_record, resolve_max_length
+from surveyalign.paths import content_sha256
 
 __all__ = ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"]
 
@@ -126,8 +127,8 @@ class SurveyAlignJudge:
             progress: show the progress bar (stderr).
 
         Returns:
-            The review record (JSON-serialisable): ``survey`` (the document's description), ``judge`` (the
-            spec's settings), ``dimensions`` ({dimension: score, status, reason, rationale, synthesis, votes,
+            The review record (JSON-serialisable): ``survey`` (the document's description and the ``sha256`` of
+            its text), ``judge`` (the spec's settings), ``dimensions`` ({dimension: score, status, reason, rationale, synthesis, votes,
             n_samples, n_voted, n_unparsed, n_errors, vote_share, tie_break, samples (seed, score, rationale,
             text, finish_reason, mean_logprob, error, parse_error), knowledge, prompt, read (chars_read,
             chars_total, tokens_read, tokens_total, cut, cut_at_char, counted, max_length, context: how much of
@@ -145,7 +146,7 @@ class SurveyAlignJudge:
             bar.close()
         statuses = [d["status"] for d in dims.values()]
         return {
-            "survey": document.to_dict(),
+            "survey": {**document.to_dict(), "sha256": content_sha256(document.text)},  # whose report (issue 21 A)
             "judge": self.describe(),
             "dimensions": dims,
             "summary": {"n_dimensions": len(dims), "n_scored": statuses.count("scored"),

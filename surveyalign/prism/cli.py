@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -26,7 +27,8 @@ whose answer errored or could not be parsed; --keep-failed reuses those),
 reviews/<id>.json, paper.json, comparison.md / comparison.json (each system against the mean of the human
 reviewers, with the project page's figures beside it), extraction.json (every unparseable answer, default and
 left-out item) and run_config.json. Two different reviews with one id (two review.txt files) are scored as
-id-<hash>; a review given twice is scored once.
+id-<hash>; a review given twice is scored once. A folder holding another paper's run is never reused: the default
+folder becomes runs/prism/<paper id>-<hash>, an explicit --out is refused.
 
 Exit status: 0; 2 for bad input; 3 when a stage produced no usable result (every answer of a stage failed to
 parse or errored: its metrics would be empty for every review).
@@ -116,6 +118,53 @@ def _unique_reviews(reviews: list) -> tuple[list, list[str]]:
     return out, messages
 
 
+def _run_folder(given: str | None, paper) -> tuple[Path, str | None]:
+    """The run folder of one paper: ``--out``, else ``runs/prism/<paper id>``, never another paper's (issue 21 A).
+
+    A folder whose ``paper.json`` records another paper (other content, by :func:`~surveyalign.prism.report.
+    paper_sha256`) is never reused: the default folder becomes ``runs/prism/<paper id>-<short hash>``; an explicit
+    ``--out`` is refused.
+
+    Returns:
+        ``(folder, message)``: the message says why the default folder moved (``None`` when it did not).
+
+    Raises:
+        ValueError: ``--out`` holds the run of another paper.
+    """
+    from surveyalign.paths import name_beside_earlier
+    from surveyalign.prism.report import paper_sha256
+
+    digest = paper_sha256(paper)
+
+    def earlier(folder: Path) -> dict | None:
+        if not (folder / "paper.json").exists():
+            return None
+        try:
+            record = json.loads((folder / "paper.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(record, dict):
+            return {}
+        # a paper.json of an earlier version without the hash: the same paper when id and title agree
+        same = "sha256" not in record and (record.get("paper_id"), record.get("title")) == (paper.paper_id, paper.title)
+        return {"sha256": digest if same else record.get("sha256"), "source": record.get("paper_id")}
+
+    if given:
+        found = earlier(Path(given))
+        if name_beside_earlier("paper", digest, found) is not None:
+            raise ValueError(f"{Path(given) / 'paper.json'} holds the PRISM run of another paper "
+                             f"({(found or {}).get('source') or 'unknown'}); pass another --out (or leave it out: "
+                             "each paper gets its own folder under runs/prism/)")
+        return Path(given), None
+    name = safe_output_name(paper.paper_id, fallback="paper")
+    other = name_beside_earlier(name, digest, earlier(Path("runs") / "prism" / name))
+    if other is None:
+        return Path("runs") / "prism" / name, None
+    message = (f"runs/prism/{name} holds the PRISM run of another paper with id {paper.paper_id!r}; this run goes "
+               f"to runs/prism/{other}")
+    return Path("runs") / "prism" / other, message
+
+
 def _corpus(args: argparse.Namespace, config) -> int:
     from surveyalign.prism.corpus import render_corpus_markdown, run_corpus
 
@@ -132,6 +181,11 @@ def _corpus(args: argparse.Namespace, config) -> int:
     for line in result["skipped_records"]:
         print(f"not a review, skipped: {line}", file=sys.stderr)
     print(f"{len(result['papers'])} papers scored, {len(result['failed'])} not; wrote {', '.join(result['files'].values())}")
+    empty = [stage for stage, c in result["extraction_counts"].items() if c.get("answers") and not c.get("parsed")]
+    if empty:
+        print(f"surveyalign prism: no usable extraction in stage(s) {', '.join(empty)} in any paper (every answer "
+              f"failed; see {out / 'papers'}/<paper>/extraction.json)", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -159,7 +213,9 @@ def _prism(args: argparse.Namespace) -> int:
     reviews, renamed = _unique_reviews(reviews)
     for line in renamed:
         print(line, file=sys.stderr)
-    out = Path(args.out) if args.out else Path("runs") / "prism" / safe_output_name(paper.paper_id, fallback="paper")
+    out, moved = _run_folder(args.out, paper)
+    if moved:
+        print(moved, file=sys.stderr)
     run = run_prism(paper, reviews, config, out, progress=not args.no_progress,
                     command=["surveyalign", "prism", *sys.argv[2:]], keep_failed=args.keep_failed)
     print(format_comparison(comparison_rows(run.scores)), end="")

@@ -92,6 +92,7 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
 
     Returns:
         ``{"papers": [ids], "failed": {paper: reason}, "skipped_records": [...], "systems": [names],
+        "extraction_counts": {stage: {"answers", "parsed", ...} summed over the scored papers},
         "metrics": [[key, label]], "table": {system: {metric: aggregate}}, "per_paper": {system: {metric: {paper:
         value}}}, "reference": REFERENCE_FIGURES, "files": {...}}``.
 
@@ -102,6 +103,7 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
     out = Path(out_dir)
     (out / "papers").mkdir(parents=True, exist_ok=True)
     papers, failed, skipped = [], {}, []
+    extraction: dict[str, dict[str, int]] = {}  # stage -> counts summed over the scored papers
     per_paper: dict[str, dict[str, dict[str, float | None]]] = {}
     keys = [k for k, _ in HEADLINE_METRICS]
     for folder in corpus_papers(root):
@@ -117,6 +119,10 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
             failed[pid] = f"{type(err).__name__}: {err}"
             continue
         papers.append(pid)
+        for stage, counts in run.units.log.counts.items():
+            total = extraction.setdefault(stage, {})
+            for name, value in counts.items():
+                total[name] = total.get(name, 0) + value
         groups: dict[str, dict[str, Any]] = {}
         for rid, s in run.scores.items():
             groups.setdefault(HUMAN if s["source"] == "human" else str(s["label"]), {})[rid] = s
@@ -129,6 +135,7 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
     systems = sorted(per_paper, key=lambda s: (s != HUMAN, s))
     table = aggregate_over_papers({s: per_paper[s] for s in systems}, papers, n_resamples=n_resamples, seed=seed)
     result = {"papers": papers, "failed": failed, "skipped_records": skipped, "systems": systems,
+              "extraction_counts": extraction,
               "metrics": [list(m) for m in HEADLINE_METRICS], "table": table, "per_paper": per_paper,
               "reference": REFERENCE_FIGURES, "resamples": n_resamples, "seed": seed,
               "surveyalign_version": __version__}

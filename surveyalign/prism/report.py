@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from surveyalign.paths import unique_output_names
+from surveyalign.paths import content_sha256, unique_output_names
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.constructiveness import constructiveness
 from surveyalign.prism.depth import depth_of_analysis
@@ -18,7 +18,7 @@ from surveyalign.prism.novelty import novelty_scores
 from surveyalign.prism.pipeline import PaperUnits
 from surveyalign.prism.units import RankedCritique
 
-__all__ = ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison", "score_reviews",
+__all__ = ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison", "paper_sha256", "score_reviews",
            "write_run"]
 
 #: The metrics of the comparison table: (key in a review's scores, label).
@@ -157,6 +157,12 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def paper_sha256(paper: Submission) -> str:
+    """SHA-256 of what PRISM reads of a paper (title, abstract, body): recorded in ``paper.json`` so a run folder
+    says whose run it holds (issue 21 A)."""
+    return content_sha256(json.dumps([paper.title, paper.abstract, paper.text], ensure_ascii=False))
+
+
 def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
               scores: Mapping[str, Mapping[str, Any]], run_config: Mapping[str, Any]) -> dict[str, Path]:
     """Write the run folder: ``reviews/<id>.json`` (the safe id; + a short hash when two ids make one name), ``paper.json``, ``comparison.md`` / ``.json``,
@@ -181,7 +187,7 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
     rows = comparison_rows(scores)
     pool = [_jsonable(f) for f in units.pool]
     paper_record = {
-        "paper_id": paper.paper_id, "title": paper.title, "submission_date": str(paper.submission_date or ""),
+        "paper_id": paper.paper_id, "sha256": paper_sha256(paper), "title": paper.title, "submission_date": str(paper.submission_date or ""),
         "submission_year": paper.submission_year, "n_reviews": len(reviews),
         "paper_chars": len(paper.text), "validation_chars": min(len(paper.text), run_config.get("max_paper_chars", 0)),
         "n_human": sum(r.source == "human" for r in reviews), "flaw_pool": pool,
