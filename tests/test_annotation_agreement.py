@@ -206,3 +206,17 @@ def test_a_real_label_studio_export_with_three_annotators():
                                         {u: v["2"] for u, v in labels.items()}), n_boot=0)
     overall = table["rows"]["overall"]
     assert (overall["units"], overall["disagreements"], overall["distance"]["one_level"]) == (8, 1, 1)
+
+
+def test_confusion_matrices_rendered_by_hand():
+    from surveyalign.annotation import render_confusion
+
+    md = render_confusion(agreement_table({"structure": PAIRS["structure"]}, n_boot=0), "A vs B")
+    lines = md.splitlines()
+    assert lines[:6] == ["#### A vs B: confusion matrices (rows: first, columns: second)", "", "Structure:", "",
+                         "| first \\ second | -3 | -2 | -1 | 0 | +1 | +2 |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    # structure: (-1,-1), (-1,-2), (2,1), (0,-1), (-3,-1)
+    assert lines[6:12] == ["| -3 | 0 | 0 | 1 | 0 | 0 | 0 |", "| -2 | 0 | 0 | 0 | 0 | 0 | 0 |",
+                           "| -1 | 0 | 1 | 1 | 0 | 0 | 0 |", "| 0 | 0 | 0 | 1 | 0 | 0 | 0 |",
+                           "| +1 | 0 | 0 | 0 | 0 | 0 | 0 |", "| +2 | 0 | 0 | 0 | 0 | 1 | 0 |"]
+    assert lines[13] == "Overall:" and lines[17:23] == lines[6:12]  # one dimension: overall is the same matrix

@@ -220,3 +220,17 @@ def render_table(table: dict[str, Any], title: str) -> str:
                      f"{fmt(row['alpha_interval'])}{ci(row, 'alpha_interval')} | {d['one_level']} | {d['two_levels']} "
                      f"| {d['three_levels']} | {d['with_not_mentioned']} | {d['with_unjudgeable']} |")
     return "\n".join(lines) + "\n"
+
+
+def render_confusion(table: dict[str, Any], title: str) -> str:
+    """The confusion matrices of a table (per dimension and overall) as markdown: rows are the first annotation's
+    labels (the first human, or the LLM), columns the second's (the second human, or the final human label), over
+    the six labels -3, -2, -1, 0, +1, +2."""
+    names = [label_name(x) for x in LABELS]
+    lines = [f"#### {title}: confusion matrices (rows: first, columns: second)", ""]
+    for row_name, row in table["rows"].items():
+        lines += [f"{row_name.capitalize()}:", "", "| first \\ second | " + " | ".join(names) + " |",
+                  "|" + " --- |" * (len(names) + 1)]
+        lines += [f"| {a} | " + " | ".join(str(row["confusion"][a][b]) for b in names) + " |" for a in names]
+        lines.append("")
+    return "\n".join(lines)

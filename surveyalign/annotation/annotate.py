@@ -8,7 +8,8 @@ with the winning label, each checked against the review (:func:`~surveyalign.ann
 
 Failures are kept: a review whose every call failed has status ``api_error``; a dimension no sample labelled
 has label None with status ``parse_failed`` and the reasons; snippets not verbatim in the review are flagged
-(``near`` / ``missing``) and counted, never stored as verbatim.
+(``near`` / ``missing``), counted and listed in the report (``flagged_snippets``: review, dimension, status, the
+annotator's text, the closest window's offsets), never stored as verbatim.
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
     result = AnnotateResult()
     label_counts = {d: Counter() for d in DIMENSIONS}
     snippet_counts = Counter()
+    flagged: list[dict[str, Any]] = []
     statuses = Counter()
     cached = sum(a.cached for a in answers)
     for i, review in enumerate(reviews):
@@ -184,6 +186,9 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
             matches = [{**m.to_json(), "span": span_text(review.text, m)} for m in located]
             for m in matches:
                 snippet_counts[m["status"]] += 1
+                if not m["verbatim"]:  # listed for a person: where the closest window is, if any
+                    flagged.append({"review_id": review.review_id, "dimension": dim, "status": m["status"],
+                                    "text": m["text"], "start": m["start"], "end": m["end"], "score": m["score"]})
             if label not in (0,) and not matches:
                 problems.append(f"{dim}: label {label} given without a snippet")
             label_counts[dim][label] += 1
@@ -211,6 +216,7 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
                                      for d in DIMENSIONS},
         "snippets": {s: snippet_counts[s] for s in SNIPPET_STATUSES},
         "snippets_flagged": snippet_counts["near"] + snippet_counts["missing"],
+        "flagged_snippets": flagged,
         "prompt_version": PROMPT_VERSION,
         "guideline_version": GUIDELINE_VERSION,
         "judge": judge or identity,
