@@ -163,3 +163,23 @@ def test_review_files_and_texts_folder(tmp_path):
     assert sorted(found) == ["f1", "moprd8120"] and found["f1"][1] == "F-1.md"
     with pytest.raises(FileNotFoundError, match="texts folder .*none does not exist"):
         read_texts(tmp_path / "none")
+
+
+def test_titles_and_abstracts_a_review_file_lacks_come_from_the_candidates(tmp_path):
+    reviews, _ = _inputs(tmp_path)
+    (reviews / "plain" / "lit" / "résumé.txt").unlink()
+    candidates = [  # as data identify writes candidates.jsonl: id, title, abstract, doi (matched by id or DOI)
+        {"id": "lit", "title": "Literature on owls: a review", "abstract": "We review owl studies.", "doi": ""},
+        {"id": "f-1", "title": "Not used: the forum has its title", "abstract": "Not used either.",
+         "doi": "10.1/F1"},  # matched (F1), but the forum gives title and abstract: only its missing DOI is taken
+        {"id": "unrelated", "title": "Nothing to do with these files"}]
+    stage3 = {"file": "verification.csv", "total": {"rows": 3, "confirmed": 2}, "per_source": {}}
+    result = collect_reviews([reviews / "plain", reviews / "forum.json"], candidates=candidates,
+                             verification=stage3)
+    plain = next(s for s in result.surveys if s.paper_id == "unknown-lit")
+    assert (plain.title, plain.abstract, plain.doi) == ("Literature on owls: a review", "We review owl studies.", "")
+    forum = next(s for s in result.surveys if s.paper_id == "openreview-F1")
+    assert (forum.title, forum.abstract, forum.doi) == ("Pruning: a survey", "We survey pruning.", "10.1/F1")
+    assert result.report["surveys_completed_from_candidates"] == 2
+    assert result.report["verification"] == stage3
+    assert collect_reviews([reviews / "plain"]).report["verification"] is None

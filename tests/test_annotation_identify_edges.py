@@ -225,3 +225,24 @@ def test_verification_counts_yes_spellings_and_columns(tmp_path, ascii_locale):
                                                 "no_substantive_reviews": 0})
     with pytest.raises(ValueError, match=r"missing column\(s\) \['confirmed', 'substantive_reviews'\]"):
         read_verification(_write(tmp_path / "cols.csv", "id,note\na,\n"))
+
+
+def test_verification_counts_per_source(tmp_path):
+    from surveyalign.annotation import verification_counts
+
+    path = tmp_path / "verification.csv"
+    write_verification(path, [{"id": "1", "source": "f1000", "confirmed": "yes", "substantive_reviews": "yes"},
+                              {"id": "2", "source": "f1000", "confirmed": "no"},
+                              {"id": "3", "source": " OpenReview ", "confirmed": "yes", "substantive_reviews": "no"},
+                              {"id": "4", "source": "", "confirmed": "", "substantive_reviews": ""},
+                              {"id": "5", "source": "openreview", "confirmed": "y", "substantive_reviews": "y"}])
+    zero = {"rows": 0, "confirmed": 0, "rejected": 0, "unchecked": 0, "no_substantive_reviews": 0}
+    assert verification_counts(path) == {
+        "file": "verification.csv",
+        "total": {"rows": 5, "confirmed": 2, "rejected": 1, "unchecked": 1, "no_substantive_reviews": 1},
+        "per_source": {"f1000": {**zero, "rows": 2, "confirmed": 1, "rejected": 1},
+                       "openreview": {**zero, "rows": 2, "confirmed": 1, "no_substantive_reviews": 1},
+                       "unknown": {**zero, "rows": 1, "unchecked": 1}}}  # a row without source
+    assert verification_counts(path)["total"] == read_verification(path)[1]
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['substantive_reviews'\]"):
+        verification_counts(_write(tmp_path / "cols.csv", "id,confirmed\na,yes\n"))

@@ -21,6 +21,7 @@ from typing import Any
 
 from surveyalign.documents import DOCUMENT_SUFFIXES, find_verbatim, read_document
 
+from .fetched import is_fetch_output, read_fetched_texts
 from .records import ReviewRecord, SurveyRecord, review_uid, write_jsonl
 from .sources import SourceFile, read_source
 
@@ -89,7 +90,8 @@ def _sentences(text: str) -> list[str]:
 
 def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] | None = None,
                     texts: str | os.PathLike | None = None, text_source: str = "unknown",
-                    out: str | os.PathLike | None = None) -> CollectResult:
+                    out: str | os.PathLike | None = None, candidates: Sequence[dict[str, Any]] = (),
+                    verification: dict[str, Any] | None = None) -> CollectResult:
     """Read, filter and number the review reports (see the module docstring).
 
     Args:
@@ -97,9 +99,16 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
         confirmed: ids of the confirmed surveys (candidate ids or DOIs, compared without case and punctuation);
             None keeps every paper.
         texts: folder of survey texts named ``<paper id>.md`` (or ``.txt``, ``.tex``, ``.pdf``) for papers whose
-            file carries no text (OpenReview, MOPRD, plain text).
+            file carries no text (OpenReview, MOPRD, plain text); or the output of ``surveyalign data fetch-texts``
+            (:func:`~surveyalign.annotation.fetched.read_fetched_texts`: texts found by DOI, forum or uid). A
+            paper is matched by its candidate id, its DOI, then its paper key.
         text_source: source of plain-text reports.
         out: output folder (``surveys.jsonl``, ``reviews.jsonl``, ``collect_report.json``); None = in memory.
+        candidates: the candidate rows of ``surveyalign data identify`` (``candidates.jsonl``: ``id``, ``title``,
+            ``abstract``, ``doi``): a paper whose review file gives no title / abstract / DOI (plain-text reports,
+            a forum without abstract) takes them from its candidate, matched by id or DOI; counted in the report.
+        verification: stage-3 counts (:func:`~surveyalign.annotation.identify.verification_counts`), kept as the
+            report's ``verification``.
 
     Returns:
         A :class:`CollectResult`.
@@ -111,7 +120,15 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
     files = review_files(paths)
     sources: list[SourceFile] = [read_source(f, text_source=text_source) for f in files]
     wanted = {_norm_id(c) for c in confirmed} if confirmed is not None else None
-    text_files = read_texts(texts) if texts else {}
+    if texts and is_fetch_output(texts):
+        text_files = read_fetched_texts(texts)  # converted and guarded by fetch-texts
+    else:
+        text_files = read_texts(texts) if texts else {}
+    by_candidate: dict[str, dict[str, Any]] = {}
+    for row in candidates:
+        for name in (row.get("id"), row.get("doi")):
+            if name and _norm_id(str(name)):
+                by_candidate.setdefault(_norm_id(str(name)), row)
     surveys: dict[str, SurveyRecord] = {}
     by_paper: dict[str, list[ReviewRecord]] = defaultdict(list)
     per_source: dict[str, Counter] = defaultdict(Counter)
@@ -137,11 +154,22 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
         s = surveys[s.paper_id]
         s.candidate_id = s.candidate_id or sf.raw_id
         by_paper[s.paper_id].extend(sf.reviews)
+    from_candidates = 0
     for s in surveys.values():
         if not s.text and text_files:
-            hit = text_files.get(_norm_id(s.candidate_id)) or text_files.get(_norm_id(s.paper_id))
+            hit = next((text_files[k] for k in (_norm_id(s.candidate_id), _norm_id(s.doi), _norm_id(s.paper_id))
+                        if k and k in text_files), None)
             if hit:
-                s.text, s.text_from = hit[0], f"texts:{hit[1]}"
+                s.text = hit[0]
+                s.text_from = hit[1] if hit[1].startswith("fetch-texts:") else f"texts:{hit[1]}"
+        row = by_candidate.get(_norm_id(s.candidate_id)) or by_candidate.get(_norm_id(s.doi))
+        if row:
+            filled = False
+            for name in ("title", "abstract", "doi"):
+                if not getattr(s, name) and str(row.get(name) or "").strip():
+                    setattr(s, name, str(row[name]).strip())
+                    filled = True
+            from_candidates += filled
     reviews: list[ReviewRecord] = []
     duplicates = 0
     for paper in sorted(by_paper):
@@ -190,6 +218,8 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
         "files_not_confirmed": not_confirmed,
         "duplicate_reports": duplicates,
         "reviews_found_in_survey_text": leaks,
+        "surveys_completed_from_candidates": from_candidates,
+        "verification": verification,
     }
     if out is not None:
         out = Path(out)

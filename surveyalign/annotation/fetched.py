@@ -169,3 +169,57 @@ def read_fetched_candidates(path: str | os.PathLike) -> tuple[list[Candidate], d
     report = {"kind": "fetch-texts", "path": p.name, "records": records, "candidates": len(candidates),
               "per_status": dict(sorted(statuses.items())), "skipped": skipped, "fetch_report": fetch_report}
     return candidates, report
+
+
+def _norm(value: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(value).lower())
+
+
+def read_fetched_texts(path: str | os.PathLike) -> dict[str, tuple[str, str]]:
+    """Survey texts from ``fetch-texts`` output, for ``surveyalign data collect --texts`` (SurveyReview §4.1).
+
+    ``fetch-texts`` has already converted each text to markdown without referee reports and applied the leakage
+    guard. Every converted paper's text is found under each of its names, compared without case and punctuation
+    (as ``collect`` compares paper ids): its DOI and OpenReview forum (the candidate ids of
+    :func:`read_fetched_candidates`), its fetch key, its uids and the paper key a MOPRD uid encodes.
+
+    Args:
+        path: the output folder (or one of its files: ``fetch_report.json``, ``fetch_state.jsonl``, a shard).
+
+    Returns:
+        ``{normalised name: (markdown, "fetch-texts:<key or uid>")}``; a name two papers share keeps the first
+        (fetch keys, then uids, in sorted order).
+
+    Raises:
+        FileNotFoundError: no such path.
+        ValueError: a file that is not valid JSON, a state line without key, a shard that is not ``{uid: text}``.
+    """
+    from surveyalign.data.readers import paper_key_from_uid
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"texts path {p} does not exist")
+    folder = p if p.is_dir() else p.parent
+    shards = [p] if _SHARD_RE.match(p.name) else sorted((folder / "articles").glob(SHARD_GLOB))
+    texts = _read_shards(shards)
+    state = _read_state(folder / FETCH_STATE) if not _SHARD_RE.match(p.name) and (folder / FETCH_STATE).is_file() else {}
+    out: dict[str, tuple[str, str]] = {}
+
+    def add(names: list[str], text: str, where: str) -> None:
+        for name in names:
+            if _norm(name):
+                out.setdefault(_norm(name), (text, where))
+
+    for key in sorted(state):
+        rec = state[key]
+        uids = [str(u) for u in rec.get("uids") or []]
+        text = rec.get("text") or next((texts[u] for u in uids if u in texts), "")
+        if rec.get("status") != "converted" or not isinstance(text, str) or not text.strip():
+            continue
+        ident = rec.get("identifier") if isinstance(rec.get("identifier"), dict) else {}
+        names = [str(ident.get("doi") or ""), str(ident.get("forum") or ""), key, *uids]
+        add(names + [paper_key_from_uid(u) or "" for u in uids], text, f"fetch-texts:{key}")
+    for uid in sorted(texts):
+        if texts[uid].strip():
+            add([uid, paper_key_from_uid(uid) or ""], texts[uid], f"fetch-texts:{uid}")
+    return out

@@ -239,6 +239,37 @@ def write_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]) 
         writer.writerows({k: row.get(k, "") for k in VERIFICATION_COLUMNS} for row in rows)
 
 
+def _verification_statuses(path: str | os.PathLike) -> list[tuple[dict[str, str], str]]:
+    """Every row of ``verification.csv`` with its status: confirmed, rejected, unchecked or no_substantive_reviews.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file lacks the ``id`` / ``confirmed`` / ``substantive_reviews`` columns.
+    """
+    path = Path(path)
+    rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    need = {"id", "confirmed", "substantive_reviews"}
+    if rows and not need <= set(rows[0]):
+        raise ValueError(f"{path}: missing column(s) {sorted(need - set(rows[0]))}")
+    out = []
+    for row in rows:
+        confirmed = (row.get("confirmed") or "").strip().lower()
+        substantive = (row.get("substantive_reviews") or "").strip().lower()
+        if not confirmed:
+            status = "unchecked"
+        elif confirmed not in _YES:
+            status = "rejected"
+        elif substantive not in _YES:
+            status = "no_substantive_reviews"
+        else:
+            status = "confirmed"
+        out.append((row, status))
+    return out
+
+
+_VERIFICATION_COUNTS = ("rows", "confirmed", "rejected", "unchecked", "no_substantive_reviews")
+
+
 def read_verification(path: str | os.PathLike) -> tuple[set[str], dict[str, int]]:
     """The candidates a person confirmed: ``confirmed`` and ``substantive_reviews`` both yes.
 
@@ -250,23 +281,32 @@ def read_verification(path: str | os.PathLike) -> tuple[set[str], dict[str, int]
         FileNotFoundError: no such file.
         ValueError: the file lacks the ``id`` / ``confirmed`` / ``substantive_reviews`` columns.
     """
-    path = Path(path)
-    rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
-    need = {"id", "confirmed", "substantive_reviews"}
-    if rows and not need <= set(rows[0]):
-        raise ValueError(f"{path}: missing column(s) {sorted(need - set(rows[0]))}")
+    rows = _verification_statuses(path)
     counts = Counter(rows=len(rows))
-    ids: set[str] = set()
-    for row in rows:
-        confirmed = (row.get("confirmed") or "").strip().lower()
-        substantive = (row.get("substantive_reviews") or "").strip().lower()
-        if not confirmed:
-            counts["unchecked"] += 1
-        elif confirmed not in _YES:
-            counts["rejected"] += 1
-        elif substantive not in _YES:
-            counts["no_substantive_reviews"] += 1
-        else:
-            counts["confirmed"] += 1
-            ids.add(row["id"].strip())
-    return ids, {k: counts[k] for k in ("rows", "confirmed", "rejected", "unchecked", "no_substantive_reviews")}
+    counts.update(status for _, status in rows)
+    ids = {row["id"].strip() for row, status in rows if status == "confirmed"}
+    return ids, {k: counts[k] for k in _VERIFICATION_COUNTS}
+
+
+def verification_counts(path: str | os.PathLike) -> dict[str, Any]:
+    """Stage 3 of §4.1 in numbers: the :func:`read_verification` counts in all and per source.
+
+    Args:
+        path: ``verification.csv`` as filled by a person (rows without a ``source`` cell count as "unknown").
+
+    Returns:
+        ``{"file": file name, "total": counts, "per_source": {source: counts}}`` with the counts of
+        :func:`read_verification` (sources sorted).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file lacks the ``id`` / ``confirmed`` / ``substantive_reviews`` columns.
+    """
+    per_source: dict[str, Counter] = defaultdict(Counter)
+    total: Counter = Counter()
+    for row, status in _verification_statuses(path):
+        for c in (per_source[(row.get("source") or "").strip().lower() or "unknown"], total):
+            c["rows"] += 1
+            c[status] += 1
+    return {"file": Path(path).name, "total": {k: total[k] for k in _VERIFICATION_COUNTS},
+            "per_source": {s: {k: c[k] for k in _VERIFICATION_COUNTS} for s, c in sorted(per_source.items())}}
