@@ -55,6 +55,11 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert (collected["surveys"], collected["reviews"]) == (4, 8)
     assert collected["files_not_confirmed"] == ["unconfirmed_9999.json (moprd-9999)"]
     assert len(collected["skipped_records"]) == 4 and collected["reviews_found_in_survey_text"] == []
+    # stage 3 in numbers, per source: the person confirmed the 4 proposed papers and rejected the 2 others
+    assert collected["verification"]["total"] == {"rows": 6, "confirmed": 4, "rejected": 2, "unchecked": 0,
+                                                  "no_substantive_reviews": 0}
+    assert collected["verification"]["per_source"]["moprd"] == {"rows": 2, "confirmed": 1, "rejected": 1,
+                                                                "unchecked": 0, "no_substantive_reviews": 0}
     reviews = read_reviews(tmp_path / "collected")
     assert [r.review_id for r in reviews] == [
         "f1000-5501-1-r1", "f1000-5501-1-r2", "moprd-8120-1-r1", "moprd-8120-2-r1", "openreview-fOr3st-1-r1",
@@ -80,6 +85,13 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert (crit["status"], crit["verbatim"], crit["span"]) == ("near", False, None)  # flagged, never verbatim
     comp = annotations["openreview-fOr3st-1-r1"]["dimensions"]["comprehensiveness"]["snippets"]
     assert [s["status"] for s in comp] == ["exact", "missing"]
+    # the flagged snippets are listed for a person, with the closest window's offsets when there is one
+    flagged = {(f["review_id"], f["dimension"], f["status"]): f for f in ann_report["flagged_snippets"]}
+    assert sorted(flagged) == [("f1000-5501-1-r2", "criticalness", "near"),
+                               ("openreview-fOr3st-1-r1", "comprehensiveness", "missing")]
+    near = flagged[("f1000-5501-1-r2", "criticalness", "near")]
+    assert (near["start"], near["end"]) == (crit["start"], crit["end"]) and near["start"] is not None
+    assert flagged[("openreview-fOr3st-1-r1", "comprehensiveness", "missing")]["start"] is None
     text = by_id["openreview-fOr3st-1-r1"].text
     assert text[comp[0]["start"]:comp[0]["end"]] == comp[0]["text"]
     # a re-run resumes from calls.jsonl: no call is made
@@ -130,6 +142,12 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert hh["overall"]["distance"]["one_level"] == 2 and hh["overall"]["distance"]["two_levels"] == 0  # -1/+1 adjacent
     assert hh["overall"]["distance"]["with_not_mentioned"] == 1
     assert tables["LLM vs human"]["rows"]["overall"]["units"] == 29  # 3 units unresolved until decided
+    report_md = (tmp_path / "agreement" / "agreement.md").read_text()
+    assert "#### human vs human: confusion matrices" in report_md and "#### LLM vs human: confusion matrices" in report_md
+    # overall human vs human: 29 agreements on the diagonal, the three changed choices off it
+    overall = report_md.split("#### human vs human")[1].split("Overall:")[1].split("####")[0]
+    cells = [[int(c) for c in line.strip("| ").split(" | ")[1:]] for line in overall.strip().splitlines()[2:8]]
+    assert sum(cells[i][i] for i in range(6)) == 29 and sum(map(sum, cells)) == 32
     decisions = tmp_path / "agreement" / "disagreements.csv"
     rows = list(csv.DictReader(decisions.read_text().splitlines()))
     assert [(r["review_id"], r["dimension"]) for r in rows] == [
@@ -151,6 +169,17 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert prov["final_label_rules"] == {"agreed": 29, "third_decision": 3}
     assert prov["identification"]["total"]["proposed"] == 4 and prov["human_annotators"] == ["1", "b@example.org"]
     assert prov["agreement"]["human vs human"]["rows"]["overall"]["disagreements"] == 3
+    assert prov["sources"]["moprd"] == {"candidates": 2, "keyword_match": 2, "screened": 2, "llm_yes": 1,
+                                        "proposed": 1, "confirmed": 1, "papers": 1, "reviews": 2, "reviews_written": 2}
+    assert (prov["guideline_version"], prov["prompt_version"]) == ("surveyalign-annotation-1", "annotate-v1")
+    assert prov["annotator_model"]["description"]["backend"]["kind"] == "scripted"
+    # the rule behind every final label, and who gave which label (the LLM's beside the people's)
+    finals = {(x["review_id"], x["dimension"]): x for x in
+              map(json.loads, (release / "final_labels.jsonl").read_text().splitlines())}
+    assert len(finals) == 32 and sum(x["rule"] == "third_decision" for x in finals.values()) == 3
+    decided = finals[("unknown-lit2024-1-r1", "readability")]
+    assert (decided["label"], decided["rule"], decided["released"]) == (0, "third_decision", True)
+    assert decided["labels"]["b@example.org"] == "0" and set(decided["labels"]) == {"1", "b@example.org", "llm"}
     assert "## Annotation" in (release / "ANNOTATION.md").read_text()
     raw = [r for f in sorted((release / "raw").glob("*.json")) for r in json.loads(f.read_text())]
     assert len(raw) == 8
@@ -181,6 +210,8 @@ def test_pipeline_end_to_end(tmp_path, capsys):
             in section) and "replies" not in section  # the judge's options stay in provenance.json
     assert "- Human verification in Label Studio by 2 annotator(s)." in section
     assert "- How each final label was decided: agreed 29, third_decision 3" in section
+    assert ("- Identification: 6 candidate papers, 5 with a title keyword, 5 screened by the LLM (4 yes), 4 proposed, "
+            "4 confirmed by a person.") in section
     assert "### human vs human" in section and "### LLM vs human" in section
     overall = next(line for line in section.splitlines() if line.startswith("| Overall | 32 | 3 | 9.38%"))
     assert overall.count("|") == 12

@@ -105,8 +105,12 @@ def test_records_grouped_rounds_files_and_provenance(tmp_path, ascii_locale):
         "surveyalign_version": surveyalign.__version__,
         "guideline_version": "surveyalign-annotation-1",
         "files": ["raw/test_samples.json", "test/grouped_testset.json", "articles/articles_part1.json"],
+        "final_labels_file": "final_labels.jsonl",
         "papers": 3,
         "papers_per_source": {"f1000": 2, "moprd": 1},
+        # without data identify's report: what the release holds per source (R_D of f1000-77, R_A and R_B written)
+        "sources": {"f1000": {"papers": 2, "reviews": 2, "reviews_written": 1},
+                    "moprd": {"papers": 1, "reviews": 3, "reviews_written": 2}},
         "papers_without_text": ["f1000-50", "f1000-77"],
         "reviews": 5,
         "reviews_written": 3,
@@ -128,6 +132,21 @@ def test_records_grouped_rounds_files_and_provenance(tmp_path, ascii_locale):
     }
     written = _read(out / "provenance.json")
     assert written.pop("created") and written == prov
+    # every unit's final label with its rule, sorted by unit; released only when written into the sample files
+    lines = [json.loads(x) for x in (out / "final_labels.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(x["review_id"], x["dimension"], x["label"], x["rule"], x["released"]) for x in lines] == [
+        ("f1000-77-1-r1", "criticalness", -2, "single_annotator", True),
+        ("f1000-77-1-r1", "readability", 1, "agreed", True),
+        ("moprd-8120-1-r1", "criticalness", 2, "third_decision", True),
+        ("moprd-8120-1-r1", "readability", -1, "agreed", True),
+        ("moprd-8120-1-r1", "structure", 0, "single_annotator", True),
+        ("moprd-8120-1-r2", "readability", None, "not_annotated", False),
+        ("moprd-8120-1-r2", "structure", None, "unresolved", False),
+        ("moprd-8120-2-r1", "comprehensiveness", -3, "agreed", True),
+        ("moprd-8120-2-r1", "readability", 1, "llm_unverified", True)]
+    assert lines[2] == {"review_id": "moprd-8120-1-r1", "dimension": "criticalness", "label": 2,
+                        "rule": "third_decision", "released": True, "annotators": [], "labels": {},
+                        "snippets": ["one"]}
     prov_text = (out / "provenance.json").read_text(encoding="utf-8")
     assert prov_text.startswith('{\n  "surveyalign_version"') and '"relu par Zoë"' in prov_text
     assert '"Chauves-souris : revue générale"' in (out / "test" / "grouped_testset.json").read_text(encoding="utf-8")
@@ -156,7 +175,11 @@ def test_created_in_utc_and_a_release_without_labels(tmp_path, far_east):
     assert before <= created <= dt.datetime.now(dt.UTC)  # UTC, not the machine's time zone
     assert (prov["files"], prov["reviews_written"], prov["reviews_without_final_label"]) == ([], 0, ["f1000-50-1-r1"])
     assert sorted(p.name for p in (tmp_path / "new" / "release").iterdir()) == ["ANNOTATION.md", "articles",
-                                                                              "provenance.json"]
+                                                                              "final_labels.jsonl", "provenance.json"]
+    # every unit decided is listed, none released: R_E has no label and the other units' reviews are not in it
+    lines = [json.loads(x) for x in (tmp_path / "new" / "release" / "final_labels.jsonl").read_text().splitlines()]
+    assert len(lines) == len(FINALS) and not any(x["released"] for x in lines)
+    assert prov["sources"] == {"f1000": {"papers": 1, "reviews": 1, "reviews_written": 0}}
 
 
 def test_split_and_paper_errors(tmp_path):
@@ -213,3 +236,34 @@ def test_annotator_line_and_card_without_a_judge():
     card = card_section(prov, {})
     assert "- Pre-annotation: none recorded (prompt `n/a`)" in card
     assert "- Human verification in Label Studio by 0 annotator(s)." in card and card.endswith("agreed 3\n\n")
+
+
+def test_sources_identification_line_and_who_gave_which_label(tmp_path):
+    # data identify's per-source counts and the person's check (collect's report) go into provenance["sources"]
+    extra = {"identification": {
+        "per_source": {"f1000": {"candidates": 5, "keyword_match": 3, "screened": 3, "llm_yes": 2, "llm_no": 1,
+                                 "proposed": 2},
+                       "openreview": {"candidates": 4, "keyword_match": 1, "screened": 1, "llm_failed": 1}},
+        "total": {"candidates": 9, "keyword_match": 4, "screened": 4, "llm_yes": 2, "proposed": 2}},
+        "collection": {"verification": {"total": {"confirmed": 1},
+                                        "per_source": {"f1000": {"rows": 5, "confirmed": 1}}}}}
+    given = {("f1000-77-1-r1", "readability"): {"b": 1, "a": 1, "llm": 2}}
+    prov = write_release(tmp_path, [F1000], [R_D], FINALS, split="test", provenance=extra, given=given)
+    assert prov["sources"] == {
+        "f1000": {"candidates": 5, "keyword_match": 3, "screened": 3, "llm_yes": 2, "proposed": 2, "confirmed": 1,
+                  "papers": 1, "reviews": 1, "reviews_written": 1},
+        # candidates of a source with no confirmed paper are still counted, every stage at 0 where absent
+        "openreview": {"candidates": 4, "keyword_match": 1, "screened": 1, "llm_yes": 0, "proposed": 0,
+                       "confirmed": 0, "papers": 0, "reviews": 0, "reviews_written": 0}}
+    card = (tmp_path / "ANNOTATION.md").read_text(encoding="utf-8").splitlines()
+    assert card[4:6] == [("- Identification: 9 candidate papers, 4 with a title keyword, 4 screened by the LLM "
+                          "(2 yes), 2 proposed, 1 confirmed by a person."),
+                         "- Papers: 1 (f1000 1); reviews: 1 (1 with a final label)."]
+    lines = [json.loads(x) for x in (tmp_path / "final_labels.jsonl").read_text().splitlines()]
+    assert [(x["dimension"], x["labels"]) for x in lines if x["review_id"] == "f1000-77-1-r1"] == [
+        ("criticalness", {}), ("readability", {"a": "+1", "b": "+1", "llm": "+2"})]
+    # without the person's check the card says nothing about it, and no "confirmed" count is made up
+    del extra["collection"]
+    prov = write_release(tmp_path, [F1000], [R_D], FINALS, split="test", provenance=extra)
+    assert "confirmed" not in prov["sources"]["f1000"]
+    assert (tmp_path / "ANNOTATION.md").read_text().splitlines()[4].endswith("4 screened by the LLM (2 yes), 2 proposed.")

@@ -48,15 +48,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "MOPRD / PeerJ, plain text)",
                        description="Read review files or folders (F1000Research JATS XML with referee reports, "
                        "OpenReview forum JSON, MOPRD / PeerJ review-history JSON, plain-text reports in "
-                       "<paper id>/<name>.txt), keep the papers confirmed in the verification file, number the "
-                       "reviewers, attach survey texts (JATS, or --texts DIR/<paper id>.md|.tex|.pdf; leakage guard "
-                       "on) and write OUT/surveys.jsonl, OUT/reviews.jsonl, OUT/collect_report.json. Example: "
+                       "<paper id>/<name>.txt), keep the papers confirmed in the verification file (titles and "
+                       "abstracts a review file lacks come from the candidates.jsonl beside it), number the "
+                       "reviewers, attach survey texts (JATS, --texts DIR/<paper id>.md|.tex|.pdf, or --texts the "
+                       "output folder of `data fetch-texts`; leakage guard on) and write OUT/surveys.jsonl, "
+                       "OUT/reviews.jsonl, OUT/collect_report.json (counts per source and of the verification). "
+                       "Example: "
                        "surveyalign data collect reviews/ --verification identified/verification.csv --texts texts/ "
                        "--out collected/")
     p.add_argument("paths", nargs="+", metavar="PATH", help="review files or folders")
     p.add_argument("--verification", metavar="CSV", help="verification.csv with 'confirmed' and "
                    "'substantive_reviews' filled (default: keep every paper)")
-    p.add_argument("--texts", metavar="DIR", help="survey texts named by paper id")
+    p.add_argument("--texts", metavar="DIR", help="survey texts named by paper id, or the output folder of `data "
+                   "fetch-texts` (texts found by DOI, OpenReview forum or uid)")
     p.add_argument("--text-source", choices=_SOURCES, default="unknown", help="source of plain-text reports")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.set_defaults(handler=_collect)
@@ -100,8 +104,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        description="Decide each unit's final label (annotators agree, one annotator, a third "
                        "person's decision from disagreements.csv, or with --allow-llm the LLM's label where no "
                        "person labelled; the rule is recorded) and write OUT/raw/*_samples.json, "
-                       "OUT/{train,test}/grouped_*set.json, OUT/articles/articles_part*.json, OUT/provenance.json "
-                       "and OUT/ANNOTATION.md. `surveyalign data build --official OUT` reads it unchanged. Example: "
+                       "OUT/{train,test}/grouped_*set.json, OUT/articles/articles_part*.json, "
+                       "OUT/final_labels.jsonl (each unit's label, rule and who gave which label), OUT/provenance.json "
+                       "(sources, counts per stage and source, annotator model, guideline, agreement) and "
+                       "OUT/ANNOTATION.md (the dataset card's section). `surveyalign data build --official OUT` reads it unchanged. Example: "
                        "surveyalign data release --collected collected/ --human export.json --llm annotated/ "
                        "--decisions agreement/disagreements.csv --agreement agreement/agreement.json --out release/")
     p.add_argument("--collected", required=True, metavar="DIR", help="output folder of `data collect`")
@@ -171,15 +177,19 @@ def _identify(args: argparse.Namespace) -> int:
 
 def _collect(args: argparse.Namespace) -> int:
     from .collect import collect_reviews
-    from .identify import read_verification
+    from .identify import read_verification, verification_counts
+    from .records import read_jsonl
 
     try:
-        confirmed = None
+        confirmed, stage3, candidates = None, None, []
         if args.verification:
             confirmed, counts = read_verification(args.verification)
+            stage3 = verification_counts(args.verification)
             print("verification: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+            listed = Path(args.verification).with_name("candidates.jsonl")  # written beside it by `data identify`
+            candidates = list(read_jsonl(listed)) if listed.is_file() else []
         result = collect_reviews(args.paths, confirmed=confirmed, texts=args.texts, text_source=args.text_source,
-                                 out=args.out)
+                                 out=args.out, candidates=candidates, verification=stage3)
     except (ValueError, FileNotFoundError) as err:
         return _fail(str(err))
     rep = result.report
@@ -222,6 +232,12 @@ def _annotate(args: argparse.Namespace) -> int:
         print(CallCache.counts_line(rep["answers"]))
     print("snippets: " + ", ".join(f"{k} {v}" for k, v in rep["snippets"].items())
           + f" ({rep['snippets_flagged']} flagged: not verbatim in their review)")
+    for f in rep["flagged_snippets"][:5]:
+        where = f"offsets {f['start']}-{f['end']}" if f["start"] is not None else "no offsets"
+        print(f"  flagged {f['status']}: {f['review_id']} {f['dimension']} ({where}, score {f['score']}): "
+              f"{f['text'][:80]!r}")
+    if len(rep["flagged_snippets"]) > 5:
+        print(f"  ... {len(rep['flagged_snippets']) - 5} more in {Path(args.out) / 'annotate_report.json'}")
     print(f"wrote {Path(args.out) / 'annotations.jsonl'} and the Label Studio project in "
           f"{Path(args.out) / 'label_studio'}")
     labelled = rep["review_status"]["ok"] + rep["review_status"]["partial"]
@@ -247,6 +263,7 @@ def _agreement(args: argparse.Namespace) -> int:
     from .agreement import (
         agreement_table,
         pair_labels,
+        render_confusion,
         render_table,
         sample_units,
         unit_labels,
@@ -306,8 +323,10 @@ def _agreement(args: argparse.Namespace) -> int:
     (out / "agreement.json").write_text(json.dumps({"tables": tables, "import": import_report,
                                                     "sample_units": len(sample)}, indent=2) + "\n")
     text = "\n".join(render_table(t, name) for name, t in tables.items())
-    (out / "agreement.md").write_text(text)
+    (out / "agreement.md").write_text(text + "".join("\n" + render_confusion(t, name) for name, t in tables.items()),
+                                      encoding="utf-8")
     print(text)
+    print(f"confusion matrices in {out / 'agreement.md'}")
     print(f"{len(rows)} disagreement(s) listed in {out / 'disagreements.csv'} for a third decision "
           f"({len(decisions)} decided)")
     return 0 if tables else _fail("no unit was labelled by two annotators (or by the LLM and a person)", 3)
@@ -315,6 +334,7 @@ def _agreement(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace) -> int:
     from .adjudicate import final_labels, read_decisions
+    from .agreement import unit_labels
     from .records import read_jsonl, read_reviews, read_surveys
     from .release import write_release
 
@@ -338,13 +358,17 @@ def _release(args: argparse.Namespace) -> int:
     extra.update({"final_labels": final_report, "human_annotators": import_report.get("annotators", sorted(
         {h.get("annotator", "?") for h in human})), "label_studio_import": import_report,
         "annotator_model": {"description": pre.get("judge")}, "prompt_version": pre.get("prompt_version")})
+    given = unit_labels(human)
+    for unit, by in unit_labels(llm).items():  # the LLM's label beside the people's, under "llm"
+        given.setdefault(unit, {}).setdefault("llm", by.get("llm", next(iter(by.values()))))
     try:
         prov = write_release(args.out, surveys, reviews, finals, split=args.split, seed=args.seed,
-                             test_fraction=args.test_fraction, provenance=extra, agreement=agreement)
+                             test_fraction=args.test_fraction, provenance=extra, agreement=agreement, given=given)
     except ValueError as err:
         return _fail(str(err))
     print(f"wrote {prov['reviews_written']} reviews of {prov['papers']} papers to {args.out} "
           f"({', '.join(prov['files'])}); final labels: "
           + ", ".join(f"{k} {v}" for k, v in final_report["rules"].items()))
+    print(f"each unit's final label, its rule and who gave which label: {Path(args.out) / prov['final_labels_file']}")
     print(f"build it with: surveyalign data build --official {args.out} --out DATASET_DIR")
     return 0 if prov["reviews_written"] else _fail("no unit has a final label; nothing to release", 3)

@@ -5,7 +5,10 @@ The folder reads back with ``surveyalign data build --official OUT`` unchanged::
     OUT/raw/train_samples.json, OUT/raw/test_samples.json          one record per review (version)
     OUT/train/grouped_trainset.json, OUT/test/grouped_testset.json  one record per reviewer of a paper (versions merged)
     OUT/articles/articles_part<N>.json                              {paper key: survey markdown}
-    OUT/provenance.json                                             sources, counts, annotators, agreement, rules
+    OUT/final_labels.jsonl                                          one line per unit: label, the rule that decided
+                                                                    it, who gave which label, released or not
+    OUT/provenance.json                                             sources, counts per stage and source, annotator
+                                                                    model, guideline, agreement tables, rules
     OUT/ANNOTATION.md                                               the dataset card's annotation section
 
 A record: ``{"uid", "paper_title", "paper_abstract", "review_content", "source", "paper_title_zh",
@@ -32,6 +35,7 @@ from typing import Any
 from surveyalign import __version__
 from surveyalign.constants import DIMENSIONS
 from surveyalign.data import split_papers
+from surveyalign.data.readers import FINAL_LABELS_FILE
 
 from .adjudicate import RELEASED_RULES
 from .agreement import render_table
@@ -41,12 +45,15 @@ from .records import (
     SurveyRecord,
     label_name,
     review_uid,
+    write_jsonl,
 )
 
 #: Split choices of :func:`write_release`.
 RELEASE_SPLITS: tuple[str, ...] = ("paper-level", "test", "train")
 #: Survey texts per articles shard.
 SHARD_SIZE = 100
+#: Per-source counts of ``data identify`` carried into the provenance's ``sources``.
+_IDENTIFY_COUNTS: tuple[str, ...] = ("candidates", "keyword_match", "screened", "llm_yes", "proposed")
 
 
 def _record(uid: str, survey: SurveyRecord | None, source: str, content: str, result: list[dict[str, Any]]
@@ -65,10 +72,52 @@ def _result(finals: dict[tuple[str, str], dict[str, Any]], review_id: str) -> li
     return out
 
 
+def source_counts(papers: dict[str, str], reviews: Sequence[ReviewRecord], written: set[str],
+                  provenance: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Per source, what each stage kept: the identification counts of ``data identify`` (``candidates``,
+    ``keyword_match``, ``screened``, ``llm_yes``, ``proposed``; present when ``provenance["identification"]`` is),
+    the person's check (``confirmed``; when ``provenance["collection"]["verification"]`` is), then the release's
+    ``papers``, ``reviews`` and ``reviews_written``.
+
+    Args:
+        papers: ``{paper key: source}`` of the released papers.
+        reviews: every collected review.
+        written: the uids of the reviews written with a final label.
+        provenance: the extra provenance entries of :func:`write_release`.
+
+    Returns:
+        ``{source: {count name: int}}``, sources sorted.
+    """
+    ident = (provenance.get("identification") or {}).get("per_source") or {}
+    verified = ((provenance.get("collection") or {}).get("verification") or {}).get("per_source") or {}
+    out: dict[str, dict[str, int]] = {}
+    for source in sorted(set(ident) | set(verified) | set(papers.values()) | {r.source for r in reviews}):
+        row = {k: int(ident[source].get(k, 0)) for k in _IDENTIFY_COUNTS} if source in ident else {}
+        if verified:
+            row["confirmed"] = int((verified.get(source) or {}).get("confirmed", 0))
+        row.update(papers=sum(s == source for s in papers.values()),
+                   reviews=sum(r.source == source for r in reviews),
+                   reviews_written=sum(r.source == source and r.review_id in written for r in reviews))
+        out[source] = row
+    return out
+
+
+def _final_rows(finals: dict[tuple[str, str], dict[str, Any]], written: set[tuple[str, str]],
+                given: dict[tuple[str, str], dict[str, int]]) -> list[dict[str, Any]]:
+    rows = []
+    for (rid, dim), f in sorted(finals.items()):
+        rows.append({"review_id": rid, "dimension": dim, "label": f["label"], "rule": f["rule"],
+                     "released": (rid, dim) in written, "annotators": list(f.get("annotators", [])),
+                     "labels": {who: label_name(x) for who, x in sorted((given.get((rid, dim)) or {}).items())},
+                     "snippets": list(f.get("snippets", []))})
+    return rows
+
+
 def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], reviews: Sequence[ReviewRecord],
                   finals: dict[tuple[str, str], dict[str, Any]], *, split: str = "paper-level", seed: int = 42,
                   test_fraction: float = 0.25, provenance: dict[str, Any] | None = None,
-                  agreement: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+                  agreement: dict[str, dict[str, Any]] | None = None,
+                  given: dict[tuple[str, str], dict[str, int]] | None = None) -> dict[str, Any]:
     """Write the release folder (see the module docstring) and return its provenance.
 
     Args:
@@ -83,6 +132,8 @@ def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], revie
             annotator model, adjudication report).
         agreement: ``{title: agreement table}`` (:func:`surveyalign.annotation.agreement_table`) for the
             provenance and the card section.
+        given: ``{(review_id, dimension): {annotator: label}}``, the labels each annotator gave (people and
+            ``"llm"``), written beside each final label in ``final_labels.jsonl``.
 
     Returns:
         The provenance dict written to ``provenance.json``.
@@ -103,6 +154,7 @@ def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], revie
             {p: by_paper[p].source for p in papers}, seed=seed, test_fraction=test_fraction).items()}
     else:
         assignment = {p: split for p in papers}
+    provenance = provenance or {}
     raw: dict[str, list[dict[str, Any]]] = defaultdict(list)
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     without_labels: list[str] = []
@@ -145,6 +197,9 @@ def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], revie
         path.write_text(json.dumps({k: texts[k] for k in keys[n:n + SHARD_SIZE]}, indent=1, ensure_ascii=False)
                         + "\n", encoding="utf-8")
         files.append(path.relative_to(out).as_posix())
+    written = {(rec["uid"], item["dimension"].lower()) for recs in raw.values() for rec in recs
+               for item in rec["result"]}
+    write_jsonl(out / FINAL_LABELS_FILE, _final_rows(finals, written, given or {}))
     labels = Counter()
     rules = Counter()
     for (rid, dim), f in finals.items():
@@ -156,8 +211,11 @@ def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], revie
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "guideline_version": GUIDELINE_VERSION,
         "files": files,
+        "final_labels_file": FINAL_LABELS_FILE,
         "papers": len(papers),
         "papers_per_source": dict(sorted(Counter(by_paper[p].source for p in papers).items())),
+        "sources": source_counts({p: by_paper[p].source for p in papers}, reviews, {u for u, _ in written},
+                                 provenance),
         "papers_without_text": sorted(p for p in papers if p not in texts),
         "reviews": len(reviews),
         "reviews_written": sum(len(v) for v in raw.values()),
@@ -168,7 +226,7 @@ def write_release(out: str | os.PathLike, surveys: Sequence[SurveyRecord], revie
         "labels": {d: {label_name(x): labels[(d, label_name(x))] for x in (-3, -2, -1, 0, 1, 2)} for d in DIMENSIONS},
         "excluded_from_training_and_evaluation": "labels 0 (not mentioned) and -3 (unjudgeable), dropped by "
                                                  "`surveyalign data build`",
-        **(provenance or {}),
+        **provenance,
         "agreement": agreement or {},
     }
     (out / "provenance.json").write_text(json.dumps(prov, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -200,6 +258,18 @@ def annotator_line(description: dict[str, Any] | None) -> str:
     return ", ".join(parts)
 
 
+def _identification_lines(prov: dict[str, Any]) -> list[str]:
+    """The card's line on §4.1 (empty when the release was made without ``data identify``'s report)."""
+    total = (prov.get("identification") or {}).get("total")
+    if not total:
+        return []
+    confirmed = ((prov.get("collection") or {}).get("verification") or {}).get("total", {}).get("confirmed")
+    return [f"- Identification: {total.get('candidates', 0)} candidate papers, {total.get('keyword_match', 0)} "
+            f"with a title keyword, {total.get('screened', 0)} screened by the LLM ({total.get('llm_yes', 0)} yes), "
+            f"{total.get('proposed', 0)} proposed"
+            + (f", {confirmed} confirmed by a person" if confirmed is not None else "") + "."]
+
+
 def card_section(prov: dict[str, Any], agreement: dict[str, dict[str, Any]]) -> str:
     """The dataset card's annotation section (markdown) from a release's provenance and agreement tables."""
     judge = prov.get("annotator_model") or {}
@@ -209,6 +279,7 @@ def card_section(prov: dict[str, Any], agreement: dict[str, dict[str, Any]]) -> 
         f"review does not mention the dimension; -3: its verdict cannot be told; both are left out of training and "
         f"evaluation) with the review sentences that support the label (guideline `{prov['guideline_version']}`)."),
         "",
+        *_identification_lines(prov),
         (f"- Papers: {prov['papers']} ({', '.join(f'{k} {v}' for k, v in prov['papers_per_source'].items())}); "
         f"reviews: {prov['reviews']} ({prov['reviews_written']} with a final label)."),
         (f"- Pre-annotation: {annotator_line(judge.get('description'))} (prompt "

@@ -51,7 +51,9 @@ FETCH_REPORT_FILE = "fetch_report.json"
 FETCH_STATE_FILE = "fetch_state.jsonl"
 #: The provenance file `surveyalign data release` writes into a release it makes (surveyalign.annotation).
 PROVENANCE_FILE = "provenance.json"
-TOOL_REPORT_FILES = ("build_report.json", FETCH_REPORT_FILE, FETCH_STATE_FILE, PROVENANCE_FILE)
+#: Each unit's final label with the rule that decided it, written by `surveyalign data release` beside the release.
+FINAL_LABELS_FILE = "final_labels.jsonl"
+TOOL_REPORT_FILES = ("build_report.json", FETCH_REPORT_FILE, FETCH_STATE_FILE, PROVENANCE_FILE, FINAL_LABELS_FILE)
 _TEXT_FIELDS = ("paper_text", "paper_content", "paper_markdown", "text", "markdown")
 
 
