@@ -308,7 +308,8 @@ def test_k_samples_vote_with_logprob_tie_break(dataset_dir, tmp_path):
 
 
 def test_rqs_stage_counts_zero_as_a_score(dataset_dir, tmp_path):
-    """The consistency judge's 0.0 is a score; an untagged answer is a failure; both are cached."""
+    """The consistency judge's 0.0 is a score; an untagged answer is a failure, cached but asked again on a re-run
+    (unless retry_errors is off)."""
     from surveyalign.backends.simple import ScriptedBackend
 
     answers = ["Nothing in common. <consistency>0.0</consistency>", "Same points. <consistency>1.0</consistency>",
@@ -322,14 +323,20 @@ def test_rqs_stage_counts_zero_as_a_score(dataset_dir, tmp_path):
     assert values == [0.0, 1.0, None, 0.0, 1.0, None, 0.0, 1.0]
     assert [p.get("consistency_error") is not None for p in result.predictions] == [v is None for v in values]
     assert result.calls["rqs_made"] == 8
+    assert result.calls["answers"] == {"reused": 0, "retried": 0, "made": 16}  # 8 judge answers + 8 ratings
     # RQ per dimension: read (0+1)/2, struct 0/1 (one failed), comp 1/1, crit (0+1)/2 -> RQS 0.5
     assert result.metrics["rqs"] == pytest.approx(0.5)
     first_msg = judge.calls[0][0][0]["content"]
     assert result.predictions[0]["reference_rationales"][0] in first_msg
 
-    again = run_evaluation(cfg, rqs_backend=ScriptedBackend(answers, cycle=True))
-    assert again.calls["rqs_made"] == 0 and again.calls["rqs_cached"] == 8
-    assert [p["consistency"] for p in again.predictions] == values
+    # a re-run asks the 2 untagged ratings again (issue 21 C: a failed answer is not replayed), in unit order
+    again = run_evaluation(cfg, rqs_backend=(fixed := ScriptedBackend(answers, cycle=True)))
+    assert again.calls["rqs_made"] == 2 and again.calls["rqs_cached"] == 6 and len(fixed.calls) == 2
+    assert [p["consistency"] for p in again.predictions] == [0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    assert again.calls["answers"] == {"reused": 8 + 6, "retried": 2, "made": 0}  # 8 judge answers + 6 ratings
+    kept = run_evaluation(cfg.model_copy(update={"retry_errors": False}),
+                          rqs_backend=(unused := ScriptedBackend(answers, cycle=True)))
+    assert kept.calls["rqs_made"] == 0 and kept.calls["rqs_cached"] == 8 and not unused.calls
 
 
 def test_run_config_never_holds_the_api_key(dataset_dir, tmp_path, monkeypatch):

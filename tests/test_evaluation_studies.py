@@ -151,3 +151,31 @@ def test_meta_eval_label_studio_round_trip(tmp_path, capsys):
     res = json.loads(out.read_text())
     assert res["raters"] == ["a@lab", "b@lab", "c@lab"]
     assert res["human_human"]["mean_pearson"] == pytest.approx(2.3 / 3) and res["judge"]["spearman"] == pytest.approx(0.8)
+
+
+def test_rqs_judges_rerun_asks_unreadable_ratings_again_and_counts(tmp_path):
+    """Issue 21 C: a rating without a valid <consistency> tag was replayed from OUT/<judge>/calls.jsonl for ever."""
+    config = _config(tmp_path).model_copy(update={"jury": None})
+    state = {"fixed": False}
+
+    def judges():
+        def make(name):
+            def reply(messages, settings, index):
+                if not state["fixed"]:
+                    return "I cannot rate this."
+                system, unit = re.search(r"system (S\d) unit u(\d)", messages[-1]["content"]).groups()
+                return f"Rated. <consistency>{VOTES[name][system][int(unit)]}</consistency>"
+            return load_backend("scripted", replies=reply)
+        return {j: make(j) for j in ("J1", "J2", "J3")}
+
+    with pytest.raises(ValueError, match="no RQS judge rated any unit"):
+        run_rqs_judges(config, backends=judges())
+    state["fixed"] = True  # the judges were fixed: the same judges, the same keys
+    fixed = judges()
+    res = run_rqs_judges(config, backends=fixed)
+    assert all(len(b.calls) == 6 for b in fixed.values())  # every unreadable rating asked again
+    assert res["answers"] == {j: {"reused": 0, "retried": 6, "made": 0} for j in ("J1", "J2", "J3")}
+    assert res["rqs"]["S1"]["J1"] == pytest.approx(0.3)
+    again = judges()
+    assert run_rqs_judges(config, backends=again)["answers"]["J2"] == {"reused": 6, "retried": 0, "made": 0}
+    assert not any(b.calls for b in again.values())

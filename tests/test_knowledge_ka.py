@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from surveyalign.backends import load_backend
+from surveyalign.backends import Generation, load_backend
 from surveyalign.calls import CallCache
 from surveyalign.documents import Paper
 from surveyalign.knowledge import Resolver
@@ -18,7 +18,7 @@ from surveyalign.knowledge.ka import (
     neighbourhood,
     pack_blocks,
 )
-from surveyalign.knowledge.summarise import Summariser, TokenCounter
+from surveyalign.knowledge.summarise import Summariser, TokenCounter, empty_answer
 
 
 def _p(pid, year, cites, refs=(), title=None):
@@ -139,14 +139,16 @@ def test_crit_percentiles_candidates_and_blocks():
     assert [b.n_cut for b in cut] == [1, 1, 1] and all(b.tokens <= 5 for b in cut)
 
 
+def _summary_reply(messages, settings, index):
+    text = messages[0]["content"]
+    if text.startswith("The notes below"):
+        return "compressed: " + " ".join(["word"] * 50)
+    first = text.split("between ")[1].split(" and")[0]
+    return f"summary from {first}"
+
+
 def _scripted():
-    def reply(messages, settings, index):
-        text = messages[0]["content"]
-        if text.startswith("The notes below"):
-            return "compressed: " + " ".join(["word"] * 50)
-        first = text.split("between ")[1].split(" and")[0]
-        return f"summary from {first}"
-    return load_backend("scripted", replies=reply)
+    return load_backend("scripted", replies=_summary_reply)
 
 
 def test_crit_ka_summaries_compression_cache_and_length(tmp_path):
@@ -421,3 +423,36 @@ def test_pack_blocks_stops_cutting_at_one_word():
 
     (block,) = pack_blocks(g, [0], budget=3, count_tokens=counted)
     assert (block.text, block.tokens, block.n_cut) == ("Paper", 5, 1)
+
+
+def test_crit_ka_empty_summaries_are_asked_again_on_a_rerun(tmp_path):
+    """Issue 21 C: an empty summary (a failed block) used to be replayed from calls.jsonl on every re-run."""
+    g = _graph()
+    hood = neighbourhood(g, [g.index[r] for r in ("r1", "r2", "r3")], survey_nodes=[g.index["s"]],
+                         survey_year=2016)
+    words = TokenCounter("whitespace")
+    blocks = pack_blocks(g, crit_candidates(g, hood, alpha=75, beta=75).nodes, budget=16, count_tokens=words)
+    config = KAConfig(length=20, tokenizer="whitespace")
+    state = {"fixed": False}
+
+    def reply(messages, settings, index):  # one backend identity before and after the fix
+        return _summary_reply(messages, settings, index) if state["fixed"] else "   "
+
+    def summariser(cache):
+        return Summariser(load_backend("scripted", replies=reply), config, words, cache)
+
+    with CallCache.load(tmp_path / "calls.jsonl") as cache:
+        broken = summariser(cache).crit_ka(blocks)
+    assert broken.text == "" and broken.errors == ["summary of block [2010-2013] failed",
+                                                   "summary of block [2015-2015] failed"]
+    state["fixed"] = True
+    with CallCache.load(tmp_path / "calls.jsonl") as cache:
+        fixed = summariser(cache).crit_ka(blocks)
+        assert cache.counts == {"reused": 0, "retried": 2, "made": 1}  # 2 summaries again + the compression
+    assert fixed.errors == [] and fixed.text.startswith("compressed: word")
+    with CallCache.load(tmp_path / "calls.jsonl", keep_failed=True) as cache:  # score --keep-failed
+        state["fixed"] = False
+        kept = summariser(cache).crit_ka(blocks)
+        assert cache.counts == {"reused": 3, "retried": 0, "made": 0} and kept.text == fixed.text
+    assert empty_answer(None, Generation(" \n", "stop", None)) == "empty answer"
+    assert empty_answer(None, Generation("x", "stop", None)) is None

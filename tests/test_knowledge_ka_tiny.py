@@ -46,5 +46,12 @@ def test_crit_ka_through_the_transformers_backend_on_the_tiny_model(tiny_model_d
     assert made == len(blocks) + (1 if any(b["summary_ok"] for b in result.blocks) else 0)
     assert len(result.errors) == sum(not b["summary_ok"] for b in result.blocks) + (not result.text and made > len(blocks))
     assert result.tokens <= 12 and result.tokens == (counter(result.text) if result.text else 0)
-    again = Summariser(backend, config, counter, CallCache.load(tmp_path / "calls.jsonl")).crit_ka(blocks)
+    # resumed with the failed (empty) answers of the random model kept: nothing asked again
+    kept = CallCache.load(tmp_path / "calls.jsonl", keep_failed=True)
+    again = Summariser(backend, config, counter, kept).crit_ka(blocks)
     assert (again.n_calls, again.text) == (0, result.text)
+    # without keep_failed, every empty summary is asked again (issue 21 C), the others reused
+    failed = sum(not b["summary_ok"] for b in result.blocks)
+    retry = CallCache.load(tmp_path / "calls.jsonl")
+    Summariser(backend, config, counter, retry).crit_ka(blocks)
+    assert retry.counts["retried"] >= failed and retry.counts["reused"] >= len(blocks) - failed

@@ -102,10 +102,11 @@ class PromptCounter:
         return self.messages_tokens(call)
 
 
-def unanswered(cache: CallCache, calls: Sequence[Call], check: Any = None) -> list[Call]:
+def unanswered(cache: CallCache, calls: Sequence[Call], check: Any = None, *, retry_errors: bool = True) -> list[Call]:
     """The calls of ``calls`` a cached caller would still make (absent from the cache, or failed there and asked
-    again: :meth:`CallCache.missing`'s rule), one per key, without counting them in the cache's reuse counts."""
-    retry = not cache.keep_failed
+    again: :meth:`CallCache.missing`'s rule, ``retry_errors`` included), one per key, without counting them in the
+    cache's reuse counts (for plans and estimates)."""
+    retry = retry_errors and not cache.keep_failed
     out: dict[str, Call] = {}
     for call in calls:
         if call.key in out:

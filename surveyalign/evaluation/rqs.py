@@ -36,6 +36,7 @@ __all__ = [
     "rqs_calls",
     "rqs_counts",
     "rqs_template_hash",
+    "rqs_unusable",
 ]
 
 #: The six admissible consistency scores (App. G).
@@ -172,9 +173,19 @@ def _call(unit: Unit, prediction: dict[str, Any], backend: Backend, settings: Ge
                      messages=_messages(unit, prediction), identity=identity)
 
 
+def rqs_unusable(call: Call, generation: Any) -> str | None:
+    """Why a cached rating answer gives no rating (truncated, refused, no valid ``<consistency>`` tag), else
+    ``None``: the call layer's check (:meth:`surveyalign.calls.CallCache.missing`), so such an answer is asked
+    again on a re-run like an error, not replayed (issue 21 C). Errors are the cache's own rule."""
+    parsed = parse_generation(generation, parse=parse_rqs_rating)
+    return None if parsed.score is not None else f"parse_failed: {parsed.error}"
+
+
 def rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], backend: Backend, settings: GenerationSettings,
-              cache: CallCache) -> tuple[list[Call], int]:
-    """The rating calls of every scored unit not yet answered in the cache (an error answer is asked again).
+              cache: CallCache, *, retry_errors: bool = True) -> tuple[list[Call], int]:
+    """The rating calls of every scored unit not yet usably answered in the cache: an answer that errored or
+    gave no rating (:func:`rqs_unusable`) is asked again unless ``retry_errors`` is off or the cache keeps failed
+    answers; counted in ``cache.counts`` (reused / retried / made).
 
     Args:
         units: the units, in prediction order.
@@ -182,13 +193,15 @@ def rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], backend: Bac
         backend: the RQS judge.
         settings: its generation settings.
         cache: the run's call cache.
+        retry_errors: ask failed ratings again (``evaluate``'s ``retry_errors``; default on).
 
     Returns:
         ``(calls to make, number answered from the cache)``.
     """
     identity = backend_identity(backend)
     return cache.missing([_call(unit, pred, backend, settings, identity)
-                          for unit, pred in zip(units, predictions) if pred["status"] == SCORED])
+                          for unit, pred in zip(units, predictions) if pred["status"] == SCORED],
+                         retry_errors=retry_errors, check=rqs_unusable)
 
 
 def plan_rqs_calls(units: list[Unit], predictions: list[dict[str, Any]], pending: set[str], backend: Backend,

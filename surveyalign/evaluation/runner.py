@@ -33,7 +33,7 @@ from typing import Any
 from surveyalign.backends import preflight
 from surveyalign.calls import CallCache
 from surveyalign.calls.cost import cost_lines
-from surveyalign.calls.spend import answer_cost, model_of_call, spent_usd
+from surveyalign.calls.spend import answer_cost, model_of_call, spent_usd, unanswered
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation import finished, stream
@@ -52,6 +52,7 @@ from surveyalign.evaluation.rqs import (
     plan_rqs_calls,
     rqs_calls,
     rqs_counts,
+    rqs_unusable,
 )
 from surveyalign.evaluation.rundir import (
     RunLock,
@@ -239,7 +240,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 if rqs_cfg is not None:  # exact for units already judged; the rest as if they will be scored
                     rqs_all, unwritten = plan_rqs_calls(units, assemble_predictions(config, units, judge, cache),
                                                         {c.unit_id for c in todo}, rqs_judge, rqs_cfg.generation)
-                    rqs_todo = cache.missing(rqs_all)[0]
+                    # a plan, not a run: not counted in the answers reused / retried / made
+                    rqs_todo = unanswered(cache, rqs_all, rqs_unusable, retry_errors=config.retry_errors)
                 plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
                                           rqs_unwritten=unwritten)
                 if plan_only:
@@ -258,7 +260,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 _stop_if_incomplete(cap, batches, todo, cache, config, "judge", later=rqs_todo)
                 predictions = assemble_predictions(config, units, judge, cache)
                 if rqs_cfg is not None:
-                    rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache)
+                    rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache,
+                                               retry_errors=config.retry_errors)
                     calls.update(rqs_cached=rcached, rqs_made=len(rtodo))
                     calls["rqs_errors"], calls["rqs_seconds"], _ = execute(rtodo, config, cache, "rqs", cap=cap,
                                                                            cost_of=cost_of, batches=batches)

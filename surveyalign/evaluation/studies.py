@@ -157,7 +157,8 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
 
     Returns:
         The :func:`surveyalign.scoring.multi_judge_rankings` result plus ``counts`` ({judge: {system: {"rated",
-        "failed"}}}), ``jury`` (its name and method, or None) and ``output_dir``; also written to
+        "failed"}}}), ``answers`` ({judge: {"reused", "retried", "made"}}: a rating that errored or could not be
+        read is asked again on a re-run), ``jury`` (its name and method, or None) and ``output_dir``; also written to
         ``OUT/rqs_judges.json`` with every rating in ``OUT/ratings.jsonl``.
 
     Raises:
@@ -176,6 +177,7 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
     units = {name: _units_of(recs, _titles(Path(config.systems[name]))) for name, recs in records.items()}
     ratings: dict[str, dict[str, dict[str, float | None]]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
+    answers: dict[str, dict[str, int]] = {}  # per RQS judge: reused / retried / made (issue 21 C)
     built = []
     with RunLock(out / ".lock"):
         try:
@@ -200,6 +202,7 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
                     got = ratings[judge.name][system]
                     counts[judge.name][system] = {"rated": sum(v is not None for v in got.values()),
                                                   "failed": sum(v is None for v in got.values())}
+                answers[judge.name] = dict(cache.counts)
                 cache.close()
         finally:
             for b in built:
@@ -220,7 +223,7 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
                                                        scale="ratings")[0]
         ratings[jury["name"]] = combined
     result = multi_judge_rankings(records, ratings, n_resamples=config.bootstrap, seed=config.seed)
-    result.update(counts=counts, jury=jury, output_dir=str(out), finished=now())
+    result.update(counts=counts, answers=answers, jury=jury, output_dir=str(out), finished=now())
     write_jsonl(out / "ratings.jsonl", [{"judge": j, "system": s, "unit_id": u, "consistency": v}
                                         for j, per in ratings.items() for s, m in per.items() for u, v in m.items()])
     write_json(out / "rqs_judges.json", result)

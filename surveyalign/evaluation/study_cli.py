@@ -136,6 +136,10 @@ def _rqs_judges(args: argparse.Namespace) -> int:
             if c["failed"]:
                 console.print(f"{jname} on {s}: {c['failed']} unit(s) without a rating (parse failure or API error; "
                               f"left out of RQS)")
+    from surveyalign.calls import CallCache
+
+    for jname, got in res["answers"].items():
+        console.print(f"{jname}: {CallCache.counts_line(got)}", markup=False, highlight=False)
     print(f"wrote {Path(res['output_dir']) / 'rqs_judges.json'}")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2), encoding="utf-8")

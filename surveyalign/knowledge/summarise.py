@@ -34,7 +34,7 @@ from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
 from surveyalign.models.paths import from_hub
 
-__all__ = ["KA_NAMESPACE", "CritKA", "Summariser", "TokenCounter"]
+__all__ = ["KA_NAMESPACE", "CritKA", "Summariser", "TokenCounter", "empty_answer"]
 
 #: The call-cache namespace of every Crit-KA summary call (keeps them apart from other callers' calls).
 KA_NAMESPACE = "ka.summary"
@@ -133,6 +133,13 @@ class CritKA:
     stand_in: bool = False
 
 
+def empty_answer(call: Call, generation: Any) -> str | None:
+    """The summariser's reader for the call layer (issue 21 C): an answer with no text (an empty summary is a
+    failed block, an empty compression a failed Crit-KA) is asked again on a re-run, not replayed from the cache
+    (``score --keep-failed`` keeps it); errors are the cache's own rule."""
+    return None if (generation.text or "").strip() else "empty answer"
+
+
 class Summariser:
     """Runs the two Crit-KA stages with one backend, a call cache and the judge's token counter.
 
@@ -182,7 +189,7 @@ class Summariser:
     def _cached_text(self, call: Call) -> str | None:
         """The cached answer of ``call`` as :meth:`_run` would use it: ``None`` when it is still to make (absent, or
         failed and asked again), ``""`` for a kept failed answer."""
-        if self.cache is None or unanswered(self.cache, [call]):
+        if self.cache is None or unanswered(self.cache, [call], empty_answer):
             return None
         gen = self.cache.generation(call.key)
         return "" if gen.error else gen.text or ""
@@ -191,7 +198,7 @@ class Summariser:
         """Ask the budget before sending ``calls``' unanswered ones (raise when they would pass the cap)."""
         if self.budget is None:
             return
-        todo = unanswered(self.cache, calls) if self.cache is not None else list(calls)
+        todo = unanswered(self.cache, calls, empty_answer) if self.cache is not None else list(calls)
         if todo and not self.budget.before(todo):
             raise CostCapReached(f"Crit-KA {what}: {len(todo)} call(s) not sent (the cost cap)")
 
@@ -238,7 +245,8 @@ class Summariser:
     def _run(self, stage: str, calls: list[Call], result: CritKA) -> list[str | None]:
         """Answer each call from the cache or the backend (one batch); ``None`` for a failed call."""
         answers: list[str | None] = [None] * len(calls)
-        for i, answer in enumerate(cached_generate(calls, self.cache, batch_size=max(1, len(calls)))):
+        for i, answer in enumerate(cached_generate(calls, self.cache, batch_size=max(1, len(calls)),
+                                                   check=empty_answer)):
             gen = answer.generation
             if answer.cached:
                 result.cache_hits += 1
