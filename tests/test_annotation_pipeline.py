@@ -142,6 +142,14 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert hh["overall"]["distance"]["one_level"] == 2 and hh["overall"]["distance"]["two_levels"] == 0  # -1/+1 adjacent
     assert hh["overall"]["distance"]["with_not_mentioned"] == 1
     assert tables["LLM vs human"]["rows"]["overall"]["units"] == 29  # 3 units unresolved until decided
+    # the same report on the seeded plan's units only (--sample-file): its 8 units, all double-annotated here
+    assert main(["data", "agreement", "--human", str(tmp_path / "export.json"), "--sample-file",
+                 str(tmp_path / "plan" / "double_annotation_sample.json"), "--bootstrap", "0", "--out",
+                 str(tmp_path / "on_plan")]) == 0
+    on_plan = json.loads((tmp_path / "on_plan" / "agreement.json").read_text())
+    assert on_plan["sample_units"] == 8 and list(on_plan["tables"]) == ["human vs human"]
+    assert [on_plan["tables"]["human vs human"]["rows"][d]["units"] for d in ("readability", "structure",
+            "comprehensiveness", "criticalness", "overall")] == [2, 2, 2, 2, 8]
     report_md = (tmp_path / "agreement" / "agreement.md").read_text()
     assert "#### human vs human: confusion matrices" in report_md and "#### LLM vs human: confusion matrices" in report_md
     # overall human vs human: 29 agreements on the diagonal, the three changed choices off it

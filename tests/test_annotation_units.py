@@ -119,7 +119,10 @@ def test_annotation_prompts_are_in_our_own_words():
     fixture = Path(__file__).parent / "fixtures" / "own_words" / "surveyreview_6grams.txt.gz"
     paper = set(gzip.decompress(fixture.read_bytes()).decode().split())
     prov = {"guideline_version": "g", "papers": 1, "papers_per_source": {"f1000": 1}, "reviews": 2,
-            "reviews_written": 2, "final_label_rules": {"agreed": 3}}
+            "reviews_written": 2, "final_label_rules": {"agreed": 3},
+            "identification": {"total": {"candidates": 3, "proposed": 1}},
+            "collection": {"verification": {"total": {"confirmed": 1}}}}
+    assert "- Identification: 3 candidate papers" in card_section(prov, {})
     for text in (build_annotation_messages("review text", title="t")[0]["content"],
                  build_screen_messages("t", "a")[0]["content"], labeling_config(), card_section(prov, {})):
         assert not grams(text) & paper
