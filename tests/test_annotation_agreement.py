@@ -59,6 +59,12 @@ def test_table_counts_by_hand():
                                                "with_not_mentioned": 0, "with_unjudgeable": 0}
     assert rows["structure"]["distance"] == {"one_level": 2, "two_levels": 0, "three_levels": 0,
                                              "with_not_mentioned": 1, "with_unjudgeable": 1}
+    # the numeric reading: readability 1 vs -1 differs by 2; structure -1/-2 and 2/1 by 1 (0 and -3 left out)
+    assert rows["readability"]["score_difference"] == {"1": 0, "2": 1, "3": 0, "4": 0}
+    assert rows["structure"]["score_difference"] == {"1": 2, "2": 0, "3": 0, "4": 0}
+    assert rows["overall"]["score_difference"] == {"1": 2, "2": 1, "3": 0, "4": 0}
+    assert agreement_table({"criticalness": [(-2, 2), (2, -1), (-2, 1)]}, n_boot=0)["rows"]["criticalness"][
+        "score_difference"] == {"1": 0, "2": 0, "3": 2, "4": 1}
     assert rows["structure"]["confusion"]["-3"]["-1"] == 1 and rows["structure"]["confusion"]["+2"]["+1"] == 1
     assert sum(sum(r.values()) for r in rows["overall"]["confusion"].values()) == 9
     lo, hi = rows["overall"]["ci"]["rate"]

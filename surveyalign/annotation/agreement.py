@@ -12,7 +12,8 @@ Our choices where the paper is silent (recorded in every table under ``rules``):
   confusion matrix count all six labels.
 * distance of a disagreement: on the benchmark levels -2 < -1 < +1 < +2, one, two or three levels apart; a
   disagreement involving 0 or -3 is counted apart (``with_not_mentioned`` / ``with_unjudgeable``). The paper's
-  70 disagreements were 48 one-level and 22 two-level.
+  70 disagreements were 48 one-level and 22 two-level; it does not say whether -1 against +1 is one level or two,
+  so ``score_difference`` also counts |a - b| on the numbers (1 to 4) for disagreements between benchmark labels.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ RULES = {
     "alpha_values": "alpha over -2,-1,0,+1,+2 (0 between -1 and +1); -3 is a missing value for alpha",
     "disagreement": "labels differ, over all six labels",
     "distance": "levels apart on -2<-1<+1<+2; disagreements involving 0 or -3 counted apart",
+    "score_difference": "the other reading of a level: |a - b| on the numbers, for disagreements between two of "
+                        "-2,-1,+1,+2 (so -1 against +1 is 2)",
     "bootstrap": "percentile interval, units resampled with replacement within each table",
 }
 
@@ -127,9 +130,13 @@ def _stats(pairs: Sequence[tuple[int, int]]) -> dict[str, Any]:
         d = distance(a, b)
         if d:
             buckets[d] += 1
+    differences = {str(k): 0 for k in (1, 2, 3, 4)}
+    for a, b in pairs:
+        if a != b and a in LEVELS and b in LEVELS:
+            differences[str(abs(a - b))] += 1
     return {"units": n, "disagreements": dis, "rate": round(dis / n, 6) if n else None,
             "alpha_ordinal": alpha(pairs, "ordinal"), "alpha_interval": alpha(pairs, "interval"),
-            "distance": buckets}
+            "distance": buckets, "score_difference": differences}
 
 
 def _confusion(pairs: Sequence[tuple[int, int]]) -> dict[str, dict[str, int]]:
