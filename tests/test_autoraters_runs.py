@@ -355,8 +355,8 @@ def test_autorate_report_says_how_much_of_the_papers_was_read(tiny_model_dir, tm
     reply = ["--backend", "scripted", "--option", f"replies={json.dumps([json.dumps(LITREVIEW)])}", "--no-progress",
              "--venue", "ICLR 2025"]
     assert main(["autorate", "litreview", str(MD), *reply, "--output-dir", str(tmp_path / "whole")]) == 0
-    assert ("Paper texts read: whole in every call (no --max-length: a server may refuse a prompt longer than its "
-            "context).") in (tmp_path / "whole" / "result.md").read_text()
+    assert ("Paper texts read: whole in every call (no --max-length and no known model context: a server may "
+            "refuse a prompt longer than its context).") in (tmp_path / "whole" / "result.md").read_text()
     assert main(["autorate", "litreview", str(MD), *reply, "--output-dir", str(tmp_path / "cut"), "--max-length",
                  "3100", "--max-new-tokens", "64", "--tokenizer", str(tiny_model_dir)]) == 0  # prompt 3,255 tokens
     result = json.loads((tmp_path / "cut" / "result.json").read_text())
@@ -364,6 +364,39 @@ def test_autorate_report_says_how_much_of_the_papers_was_read(tiny_model_dir, tm
     assert cut > 0
     assert (f"Paper texts read: cut to fit --max-length in 1 of 1 call(s), {cut:,} tokens cut in all (the ends of "
             "the texts).") in (tmp_path / "cut" / "result.md").read_text()
+    assert result["read"] == {"n_calls": 1, "n_checked": 1, "n_cut": 1, "tokens_cut": cut, "n_refused": 0,
+                              "limits": ["max_length"]}
+
+
+def test_autorate_api_judge_never_sends_a_prompt_over_its_context(tmp_path):
+    """Issue 21 D: without --max-length an API judge's context (the backend option max_model_len, or the server's
+    /v1/models entry) decides: a prompt whose characters / 4 estimate passes it is refused with the numbers and
+    nothing is sent; one that fits goes whole and the report says so. The litreview prompt of paper.md holds 8,641
+    characters: about 2,161 tokens."""
+    from surveyalign.testing import FakeChatServer
+
+    def run(context: int) -> tuple[int, int, dict]:
+        with FakeChatServer(replies=[json.dumps(LITREVIEW)]) as server:
+            code = main(["autorate", "litreview", str(MD), "--backend", "openai", "--model", "fake-judge",
+                         "--base-url", server.base_url, "--option", f"max_model_len={context}", "--no-progress",
+                         "--venue", "ICLR 2025", "--max-new-tokens", "500", "--output-dir", str(tmp_path / str(context))])
+            return code, len(server.requests), json.loads((tmp_path / str(context) / "result.json").read_text())
+
+    code, sent, result = run(2661)  # 2,161 + 500 = 2,661: just fits
+    assert (code, sent) == (0, 1) and result["papers"][0]["call"]["length"] == {
+        "prompt_tokens": 2161, "cut_tokens": [0], "reason": None, "limit": "context", "counted": "characters"}
+    assert ("Paper texts read: whole in all 1 call(s) (they fit the model context (max_model_len)).") in \
+        (tmp_path / "2661" / "result.md").read_text()
+    code, sent, result = run(2660)
+    assert (code, sent) == (3, 0)  # refused before sending: no usable answer, exit 3
+    assert result["read"] == {"n_calls": 1, "n_checked": 1, "n_cut": 0, "tokens_cut": 0, "n_refused": 1,
+                              "limits": ["context"]}
+    assert result["papers"][0]["call"]["length"]["reason"] == (
+        "prompt too long for the model context: the prompt has 8,641 characters (about 2,161 tokens at 4 characters "
+        "per token) + max_new_tokens=500 exceed the model context (max_model_len) of 2,660 tokens; pass --max-length "
+        "with --tokenizer to cut the paper texts, or shorten them (no call made)")
+    assert ("Paper texts read: none: 1 of 1 call(s) refused: longer than the model context (max_model_len) (nothing "
+            "sent; the reason is in result.json).") in (tmp_path / "2660" / "result.md").read_text()
 
 
 def test_autorate_user_errors(tmp_path, capsys):

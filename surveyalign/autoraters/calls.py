@@ -23,7 +23,7 @@ from surveyalign.calls import (
     cached_generate,
     make_call,
 )
-from surveyalign.judge import TOO_LONG_TEXT
+from surveyalign.judge import CHARS_PER_TOKEN, TOO_LONG_TEXT, model_context
 from surveyalign.models import check_max_length
 from surveyalign.models.paths import from_hub
 from surveyalign.prompts import answer_failure
@@ -121,7 +121,11 @@ class AutoraterJudge:
         batch_size: prompts per ``generate`` call for local backends (default: the backend's own, else 8).
         progress: show a progress bar.
         max_length: token budget of prompt + answer; longer prompts get the ends of their paper texts cut
-            (:func:`~surveyalign.autoraters.length.fit_prompt`). ``None``: no cut (a server may then refuse).
+            (:func:`~surveyalign.autoraters.length.fit_prompt`). ``None``: the model's context when the backend
+            knows it (a local model's, an API server's ``max_model_len`` option or ``/v1/models`` entry: issue
+            21 D): with a tokenizer the texts are cut by the same rule to fit it, without one a prompt whose
+            characters / 4 estimate passes it is refused with the numbers (no call made); never sent whole past a
+            known context. No known context: sent whole.
         tokenizer: the tokenizer counting tokens for ``max_length`` (object or folder); default: the backend's
             own ``tokenizer`` (local backends).
 
@@ -156,11 +160,13 @@ class AutoraterJudge:
         self.batch_size = batch_size
         self.progress = progress
         self._identity: dict[str, Any] | None = None
+        self._context: int | None | bool = False  # False: not asked yet
 
     def describe(self) -> dict[str, Any]:
         """Backend description, settings and prompt version, for the output's provenance."""
         return {"backend": self.backend.describe(), "settings": self.settings.model_dump(),
                 "prompt_version": PROMPT_VERSION, "max_length": self.max_length,
+                "context": self.context() if self.max_length is None else None,
                 "tokenizer": None if self.tokenizer is None else getattr(self.tokenizer, "name_or_path", None)}
 
     def _call(self, call: PromptCall) -> Call:
@@ -208,9 +214,36 @@ class AutoraterJudge:
             answers[call.key] = (answer.generation, answer.cached)
         return [CallAnswer.of(call.key, *answers[call.key], fit) for call, fit in zip(planned, fitted, strict=True)]
 
+    def context(self) -> int | None:
+        """The model context in tokens (:func:`surveyalign.judge.model_context`, asked once), ``None`` when unknown
+        or when the backend does not answer from a model (a scripted judge)."""
+        if self._context is False:
+            answers = getattr(self.backend, "answers_from_model", True)
+            self._context = model_context(self.backend) if answers else None
+        return self._context  # type: ignore[return-value]
+
     def _fit(self, call: PromptCall) -> FittedPrompt | None:
-        """The length rule applied to ``call`` (``None`` when it is off or the call has no texts)."""
-        if self.max_length is None or not call.texts or call.build is None:
+        """The length rule applied to ``call`` (``None`` when it is off: no ``max_length`` and no known context,
+        or the call has no texts)."""
+        if not call.texts or call.build is None:
             return None
-        return fit_prompt(call.build, call.texts, self.tokenizer, self.max_length, self.settings.max_new_tokens,
-                          enable_thinking=self.settings.enable_thinking)
+        max_new = self.settings.max_new_tokens
+        if self.max_length is not None:
+            return fit_prompt(call.build, call.texts, self.tokenizer, self.max_length, max_new,
+                              enable_thinking=self.settings.enable_thinking)
+        context = self.context()
+        if context is None:
+            return None
+        tokenizer = self.tokenizer if self.tokenizer is not None else getattr(self.backend, "tokenizer", None)
+        if tokenizer is not None and not isinstance(tokenizer, str):
+            return fit_prompt(call.build, call.texts, tokenizer, context, max_new,
+                              enable_thinking=self.settings.enable_thinking, limit="context")
+        chars = sum(len(m.get("content") or "") for m in call.messages)
+        estimate = -(-chars // CHARS_PER_TOKEN)
+        if estimate + max_new <= context:
+            return FittedPrompt(call.messages, estimate, (0,) * len(call.texts), limit="context", counted="characters")
+        return FittedPrompt(None, estimate, (), limit="context", counted="characters", reason=(
+            f"{TOO_LONG_TEXT}: the prompt has {chars:,} characters (about {estimate:,} tokens at {CHARS_PER_TOKEN} "
+            f"characters per token) + max_new_tokens={max_new} exceed the model context (max_model_len) of "
+            f"{context:,} tokens; pass --max-length with --tokenizer to cut the paper texts, or shorten them "
+            "(no call made)"))

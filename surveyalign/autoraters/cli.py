@@ -56,7 +56,8 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
                    "(default: the backend's own, else 8)")
     g.add_argument("--max-length", type=max_length_arg, metavar="TOKENS",
                    help="token budget of prompt + answer: longer prompts get the ends of their paper texts cut, the "
-                   "longer paper first (default: no cut; a server may then refuse the prompt, which is reported)")
+                   "longer paper first (default: the model's context when known, e.g. an API server's max_model_len: "
+                   "texts cut to fit it with a tokenizer, a prompt over it refused without one; unknown: no cut)")
     g.add_argument("--tokenizer", metavar="DIR", help="tokenizer counting tokens for --max-length (needed for API "
                    "backends; local backends use their own)")
     p.add_argument("--output-dir", type=Path, help="folder for result.json, result.md and calls.jsonl "
@@ -211,8 +212,9 @@ def _inputs(paths: list[Path]) -> list[dict[str, Any]]:
 def _finish(args: argparse.Namespace, out_dir: Path, result: dict[str, Any], paths: list[Path], readable: int,
             total: int, cache=None) -> int:
     from surveyalign import __version__
-    from surveyalign.autoraters.report import markdown_report
+    from surveyalign.autoraters.report import markdown_report, reading_summary
 
+    result["read"] = reading_summary(result)  # how much of the paper texts the judge read (issue 21 D)
     result["run"] = {"command": ["surveyalign", *sys.argv[1:]] if sys.argv[1:2] == ["autorate"] else None,
                      "surveyalign_version": __version__, "inputs": _inputs(paths), "n_readable_answers": readable,
                      "n_answers": total, "answers": dict(cache.counts) if cache is not None else None}

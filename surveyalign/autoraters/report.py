@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["citation_f1_missing", "markdown_report", "reading_line"]
+__all__ = ["citation_f1_missing", "markdown_report", "reading_line", "reading_summary"]
 
 
 def _cell(value: Any) -> str:
@@ -191,26 +191,56 @@ def _lengths(value: Any) -> list[dict[str, Any] | None]:
     return []
 
 
-def reading_line(result: dict[str, Any]) -> str:
-    """How much of the paper texts the judge read over the result's calls (issue 21 D).
+def reading_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """How much of the paper texts the judge read over the result's calls, as numbers (issue 21 D; the ``read``
+    block of ``result.json``).
 
     Args:
         result: an autorater result; each call's record holds ``length`` (``{"prompt_tokens", "cut_tokens",
-            "reason"}`` of :func:`~surveyalign.autoraters.length.fit_prompt`, ``None`` without ``--max-length``).
+            "reason", "limit", "counted"}`` of the length rule, ``None`` when no budget applied).
 
     Returns:
-        e.g. ``"Paper texts read: cut to fit --max-length in 1 of 2 call(s), 5,210 tokens cut in all (the ends of
-        the texts)."`` or ``"Paper texts read: whole in every call (no --max-length: a server may refuse a prompt
-        longer than its context)."``.
+        ``{"n_calls", "n_checked", "n_cut", "tokens_cut", "n_refused", "limits"}``: calls, calls checked against a
+        budget, calls whose texts were cut, tokens cut in all, calls refused (too long, nothing sent), and which
+        budgets applied (``"max_length"``: ``--max-length``; ``"context"``: the model's ``max_model_len``).
     """
     lengths = _lengths(result)
     fitted = [x for x in lengths if x]
-    if not fitted:
-        return ("Paper texts read: whole in every call (no --max-length: a server may refuse a prompt longer than "
-                "its context).")
-    cut = [x for x in fitted if any(x.get("cut_tokens") or [])]
-    tokens = sum(sum(x.get("cut_tokens") or []) for x in cut)
-    if not cut:
-        return f"Paper texts read: whole in all {len(lengths)} call(s) (they fit --max-length)."
-    return (f"Paper texts read: cut to fit --max-length in {len(cut)} of {len(lengths)} call(s), {tokens:,} tokens "
-            "cut in all (the ends of the texts).")
+    refused = [x for x in fitted if x.get("reason")]
+    cut = [x for x in fitted if not x.get("reason") and any(x.get("cut_tokens") or [])]
+    return {"n_calls": len(lengths), "n_checked": len(fitted), "n_cut": len(cut),
+            "tokens_cut": sum(sum(x.get("cut_tokens") or []) for x in cut), "n_refused": len(refused),
+            "limits": sorted({x.get("limit") or "max_length" for x in fitted})}
+
+
+def reading_line(result: dict[str, Any]) -> str:
+    """How much of the paper texts the judge read over the result's calls (issue 21 D; :func:`reading_summary`).
+
+    Args:
+        result: an autorater result (see :func:`reading_summary`).
+
+    Returns:
+        e.g. ``"Paper texts read: cut to fit --max-length in 1 of 2 call(s), 5,210 tokens cut in all (the ends of
+        the texts)."``, ``"Paper texts read: whole in all 2 call(s) (they fit the model context (max_model_len))."``
+        or ``"Paper texts read: whole in every call (no --max-length and no known model context: a server may
+        refuse a prompt longer than its context)."``.
+    """
+    read = reading_summary(result)
+    if not read["n_checked"]:
+        return ("Paper texts read: whole in every call (no --max-length and no known model context: a server may "
+                "refuse a prompt longer than its context).")
+    budget = " / ".join({"max_length": "--max-length", "context": "the model context (max_model_len)"}[x]
+                        for x in read["limits"])
+    n, sent = read["n_calls"], read["n_calls"] - read["n_refused"]
+    refused = (f"{read['n_refused']} of {n} call(s) refused: longer than {budget} (nothing sent; the reason is in "
+               "result.json).")
+    if not sent:
+        return f"Paper texts read: none: {refused}"
+    if read["n_cut"]:
+        line = (f"Paper texts read: cut to fit {budget} in {read['n_cut']} of {n} call(s), {read['tokens_cut']:,} "
+                "tokens cut in all (the ends of the texts).")
+    elif read["n_refused"]:
+        line = f"Paper texts read: whole in the {sent} call(s) sent (they fit {budget})."
+    else:
+        line = f"Paper texts read: whole in all {n} call(s) (they fit {budget})."
+    return f"{line} {refused}" if read["n_refused"] else line

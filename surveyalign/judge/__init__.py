@@ -7,7 +7,7 @@ Public surface::
         Judgement, SampleRecord, PreparedPrompt,      # what a judgement holds
         read_sample,                                  # one backend answer -> SampleRecord
         decide, vote_samples, majority_vote, Vote, VoteFn,
-        TOO_LONG_TEXT,
+        TOO_LONG_TEXT, CHARS_PER_TOKEN, model_context,   # the model context of a backend, the estimate without one
     )
 
 ``Judge(backend).judge(survey, dimension) -> Judgement``: build the prompt, apply the training length rule,
@@ -15,7 +15,14 @@ call the backend K times through the call layer (:mod:`surveyalign.calls`: cache
 namespace), parse, vote. Sub-modules: ``judge`` (Judge), ``records`` (what a judgement holds), ``voting``.
 """
 
-from surveyalign.judge.judge import TOO_LONG_TEXT, DimensionOptions, Judge, JudgeRequest
+from surveyalign.judge.judge import (
+    CHARS_PER_TOKEN,
+    TOO_LONG_TEXT,
+    DimensionOptions,
+    Judge,
+    JudgeRequest,
+    model_context,
+)
 from surveyalign.judge.records import (
     Judgement,
     PreparedPrompt,
@@ -25,6 +32,7 @@ from surveyalign.judge.records import (
 from surveyalign.judge.voting import Vote, VoteFn, decide, majority_vote, vote_samples
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "TOO_LONG_TEXT",
     "DimensionOptions",
     "Judge",
@@ -36,6 +44,7 @@ __all__ = [
     "VoteFn",
     "decide",
     "majority_vote",
+    "model_context",
     "read_sample",
     "vote_samples",
 ]

@@ -55,7 +55,7 @@ TOO_LONG_TEXT = "prompt too long for the model context"
 CHARS_PER_TOKEN = 4
 
 
-def _context_length(backend: Any) -> int | None:
+def model_context(backend: Any) -> int | None:
     """The model context (tokens) of a backend: ``max_positions`` (transformers), vLLM's ``max_model_len``, or
     the ``openai`` backend's ``max_model_len`` (its option, or what the server lists in ``/v1/models``); ``None``
     when unknown."""
@@ -187,7 +187,7 @@ class Judge:
 
     def context_for(self, dimension: Dimension) -> int | None:
         """The model context (tokens) of ``dimension``'s backend, ``None`` when unknown."""
-        return self.context_length or _context_length(self.backend_for(dimension))
+        return self.context_length or model_context(self.backend_for(dimension))
 
     def settings_for(self, sample: int) -> GenerationSettings:
         """The settings of sample ``sample``: ``settings`` with seed ``settings.seed + sample``."""
