@@ -11,6 +11,7 @@ import re
 import pytest
 from survey_fixtures import MARKDOWN, write_markdown_survey
 
+from surveyalign.calls.cost import load_prices
 from surveyalign.cli import main
 from surveyalign.testing import FakeChatServer
 
@@ -228,10 +229,24 @@ def test_score_plans_and_caps_the_crit_ka_summariser(tiny_model_dir, tmp_path, c
     assert main([*args, "--plan"]) == 0  # everything answered: nothing left to plan
     assert f"Crit-KA summariser: 0 call(s) to make ({len(made)} already answered)" in capsys.readouterr().out
 
-    # a summariser without a price (a local server): tokens and GPU time only, counted 0 USD under a cap
+    # a summariser without a price (a local server): tokens and GPU time only; a cap is refused as for an unpriced
+    # judge (its calls would count 0 USD and could pass the cap unseen), naming the model and the price files
     ka.write_text(ka.read_text(encoding="utf-8").replace("model: gpt-5-mini", "model: tiny-local"), encoding="utf-8")
-    assert main([*args[:5], str(tmp_path / "local"), *args[6:], "--plan"]) == 0
-    printed = capsys.readouterr().out
+    local = [*args[:5], str(tmp_path / "local"), *args[6:]]
+    assert main([*local, "--plan"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
     assert f"Crit-KA summariser: {n_ka:.0f} call(s) to make (0 already answered)" in printed
     assert f"= {planned:,.0f}, no price (tiny-local: GPU time only)" in printed
-    assert "(tiny-local) has no price: its calls count 0 USD under --max-cost" in printed
+    files = ", ".join(load_prices(override=prices).files)
+    assert (f"the Crit-KA summariser (tiny-local) has no price (GPU time only): --max-cost refuses to run until it "
+            f"has one in {files} (add it with --prices FILE)") in printed
+    with FakeChatServer(replies=summarise, model="tiny-local", tokenizer=tok) as ka_server, \
+            FakeChatServer(replies=["Critical enough. $$$1$$$"], model="gpt-5.2") as judge_server:
+        ka.write_text(re.sub(r"base_url: '[^']+'", f"base_url: '{ka_server.base_url}'", ka.read_text("utf-8")),
+                      encoding="utf-8")
+        judge.write_text(re.sub(r"base_url: '[^']+'", f"base_url: '{judge_server.base_url}'",
+                                judge.read_text("utf-8")), encoding="utf-8")
+        assert main([*local, "--max-cost", "1000"]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"--max-cost: no price for tiny-local in {files}; add it with --prices FILE" in err
+        assert not ka_server.requests and not judge_server.requests  # refused before anything is sent

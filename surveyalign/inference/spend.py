@@ -15,7 +15,7 @@ The estimate is :func:`surveyalign.calls.spend.plan_calls` (the code ``evaluate`
   temporal block with its real prompt, then the compression (its real prompt once every summary is cached, else
   a bound: ``summary_tokens`` per missing summary); completions bounded by each stage's ``max_new_tokens``
   (``summary_tokens``, ``length``) until answers are cached; priced by the summariser's model (an unpriced local
-  summariser: tokens and GPU time only); prompt tokens counted with the summariser engine's tokenizer, else the KA
+  summariser: tokens and GPU time only, and ``--max-cost`` is refused as for an unpriced judge); prompt tokens counted with the summariser engine's tokenizer, else the KA
   ``tokenizer``, else 4 characters per token. Cached calls are left out. A criticalness judge call whose Crit-KA
   is not written yet is planned with a stand-in KA of ``length`` tokens (the most the compression gives).
 
@@ -38,7 +38,6 @@ from surveyalign.calls.spend import (
     make_cap,
     model_of_call,
     plan_calls,
-    spent_usd,
     unanswered,
 )
 from surveyalign.documents import Document
@@ -182,8 +181,9 @@ def plan_score(judge: Any, documents: Sequence[Document], cache: CallCache, pric
         ka_plan, ka_estimate = plan_calls(ka_todo, PromptCounter(
             lambda c: getattr(c.backend, "tokenizer", None) or summariser.counter.tokenizer, ka_todo), cache, prices)
         if ka_plan.unpriced_models:
-            notes.append(f"the Crit-KA summariser ({', '.join(ka_plan.unpriced_models)}) has no price: its calls "
-                         "count 0 USD under --max-cost (GPU time)")
+            notes.append(f"the Crit-KA summariser ({', '.join(ka_plan.unpriced_models)}) has no price (GPU time "
+                         f"only): --max-cost refuses to run until it has one in {', '.join(prices.files)} (add it "
+                         "with --prices FILE)")
 
     def estimate_any(call: Call) -> float:
         if ka_estimate is not None and call.namespace == KA_NAMESPACE:
@@ -256,13 +256,16 @@ class _KnowledgeBudget:
 
 def score_budget(max_cost: float, plan: ScorePlan, cache: CallCache, prices: PriceTable) -> ScoreBudget:
     """The :class:`ScoreBudget` of ``--max-cost USD`` from a :func:`plan_score` result (it starts from what the
-    judge's and the summariser's answers in ``OUT/calls.jsonl`` cost; an unpriced summariser counts 0).
+    judge's and the summariser's answers in ``OUT/calls.jsonl`` cost).
+
+    A cap is never passed silently: every model the run calls, the Crit-KA summariser's included, must have a price
+    (a call without one would count 0 USD and could pass the cap unseen).
 
     Raises:
-        ValueError: the judge's model has no price (a local engine), or the cap is not > 0.
+        ValueError: the judge's or the summariser's model has no price (a local engine: its cost is GPU time;
+            the message names the models and the price files), or the cap is not > 0.
     """
-    cap = make_cap(max_cost, plan.calls, cache, prices, plan.estimate)
-    cap.spent_usd += spent_usd(cache, plan.knowledge_calls, prices)
+    cap = make_cap(max_cost, [*plan.calls, *plan.knowledge_calls], cache, prices, plan.estimate)
     bound = max((plan.estimate(c) for c in plan.synthesis_todo), default=0.0)
     return ScoreBudget(cap, cache, prices, bound)
 
