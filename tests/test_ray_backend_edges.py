@@ -1,8 +1,9 @@
 """The Ray engine's checks before any worker starts, and the worker body on its own (surveyalign/backends/
 ray_backend.py): engines, worker counts and engine options refused in one line; ``engine: vllm-data`` takes options
 by name, refuses quantization and drops the actor-only options; ``_EngineWorker`` builds the engine, describes it,
-reports its facts, checks settings and generates with or without an adapter name (no Ray instance needed: the
-tests with Ray workers are tests/test_ray_engine.py, slow)."""
+reports its facts, checks settings and generates with or without an adapter name; a cluster address (``address:``
+or ``RAY_ADDRESS``) where nothing listens, or without a port, stops at once in one line naming it (no Ray instance
+needed: the tests with Ray workers are tests/test_ray_engine.py, slow)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,64 @@ def test_the_worker_runs_the_engines_settings_check():
     worker.check_settings(GenerationSettings(enable_thinking=False).model_dump())
     with pytest.raises(ValueError, match="enable_thinking=true cannot reach the server"):
         worker.check_settings(GenerationSettings(enable_thinking=True).model_dump())
+
+
+def _closed_port() -> int:
+    """A TCP port on 127.0.0.1 where nothing listens (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_an_address_where_no_cluster_listens_stops_at_once_naming_it(monkeypatch, scheme):
+    import time
+
+    import ray
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    address = f"{scheme}127.0.0.1:{_closed_port()}"
+    t0 = time.monotonic()
+    with pytest.raises(ValueError) as err:
+        load_backend("ray", model="/models/m", workers=1, address=address)
+    assert time.monotonic() - t0 < 10  # not Ray's minutes of retries
+    message = str(err.value)
+    assert message.startswith(f"ray backend: no Ray cluster answers at {address} (backend option address): ")
+    assert message.endswith("start one (`ray start --head`, slurm/ray_cluster.slurm) or unset it for a local "
+                            "instance")
+    assert not ray.is_initialized()  # nothing started, nothing connected
+
+
+def test_ray_address_from_the_environment_is_used_and_named(monkeypatch, tmp_path, dataset_dir, capsys):
+    """RAY_ADDRESS (no ``address:`` in the config) is the cluster tried; through `evaluate` it is one line, exit 2."""
+    import yaml
+
+    from surveyalign.cli import main
+
+    address = f"127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    with pytest.raises(ValueError, match=rf"^ray backend: no Ray cluster answers at {address} \(RAY_ADDRESS\): "):
+        load_backend("ray", model="/models/m", workers=1)
+    config = tmp_path / "ray.yaml"
+    config.write_text(yaml.safe_dump({"name": "ray", "dataset": str(dataset_dir), "output_dir": str(tmp_path),
+                                      "run_name": "ray", "progress": False, "limit": 1,
+                                      "backend": {"kind": "ray", "options": {"model": "/models/m", "workers": 1}}}))
+    assert main(["evaluate", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"surveyalign evaluate: backend: ray backend: no Ray cluster answers at {address} "
+                          "(RAY_ADDRESS): ") and err.count("\n") == 1
+    # the config's address wins over RAY_ADDRESS
+    other = f"127.0.0.1:{_closed_port()}"
+    with pytest.raises(ValueError, match=rf"at {other} \(backend option address\)"):
+        load_backend("ray", model="/models/m", workers=1, address=other)
+
+
+@pytest.mark.parametrize("address", ["nowhere", "host:port", ":6379", "ray://"])
+def test_an_address_without_host_and_port_is_refused(monkeypatch, address):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ValueError) as err:
+        load_backend("ray", model="/models/m", workers=1, address=address)
+    assert str(err.value) == (f"ray backend: address {address!r} (backend option address) is not auto, HOST:PORT or "
+                              "ray://HOST:PORT")

@@ -111,3 +111,68 @@ def test_driver_killed_mid_run_rerun_repeats_no_finished_call(tiny_model_dir, da
     assert result.calls["cached"] == len(first) and result.calls["made"] == 16 - len(first)
     assert all(counts[key] == 1 for key in first)  # no finished call was made again
     assert len(counts) == 16 and result.counts["total"] == 8
+
+
+_DRIVER = """
+import json, sys
+import ray
+from surveyalign.backends import GenerationSettings, load_backend
+
+prompts = json.loads(sys.argv[2])
+backend = load_backend("ray", model=sys.argv[1], workers=1, engine_options={"device": "cpu"})
+try:
+    out = backend.generate(prompts, GenerationSettings(temperature=0.7, max_new_tokens=6, seed=3), n=2)
+    facts = {"ray": backend.describe()["ray"], "gcs": ray.get_runtime_context().gcs_address}
+finally:
+    backend.close()
+facts["still_connected"] = ray.is_initialized()
+facts["answers"] = [[[g.text, g.prompt_tokens, g.completion_tokens] for g in row] for row in out]
+print(json.dumps(facts))
+"""
+
+
+def test_connects_to_a_running_cluster_by_ray_address(tiny_model_dir, tmp_path):
+    """A Ray head started apart (`ray start --head`, as slurm/ray_cluster.slurm does) is used through RAY_ADDRESS by
+    a driver process: the worker runs there and answers as the in-process engine does for the same seeds, token
+    counts included (the tokenizer's); closing the backend disconnects the driver and leaves the cluster running.
+    The head asks for a token (Ray >= 2.5x): head and driver share RAY_AUTH_MODE / RAY_AUTH_TOKEN as
+    slurm/ray_cluster.slurm sets them (Ray reads them when imported: hence a driver process of its own)."""
+    import secrets
+    import socket
+    import tempfile
+
+    from surveyalign.backends import GenerationSettings, load_backend
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # keeps /tmp/ray/ray_current_cluster untouched
+    said = tmp_path / "head.log"
+    with said.open("wb") as log:
+        head = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
+                                 f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+                                 f"--temp-dir={temp_dir}"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    prompts = [[{"role": "user", "content": "Rate the structure of this survey."}],
+               [{"role": "user", "content": "Rate its references."}]]
+    try:
+        deadline = time.monotonic() + 300
+        while "Ray runtime started" not in said.read_text(errors="replace"):  # GCS and raylet both up
+            assert head.poll() is None and time.monotonic() < deadline, "the Ray head never started"
+            time.sleep(0.5)
+        driver = subprocess.run([sys.executable, "-c", _DRIVER, str(tiny_model_dir), json.dumps(prompts)],
+                                env={**env, "RAY_ADDRESS": f"127.0.0.1:{port}"}, capture_output=True, text=True,
+                                timeout=600, check=False)
+        assert driver.returncode == 0, driver.stderr[-3000:]
+        facts = json.loads(driver.stdout.strip().splitlines()[-1])
+        assert head.poll() is None  # the cluster keeps running after the driver disconnected
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)  # the head and the processes it started (its own session)
+        head.wait()
+    assert facts["ray"] == {"workers": 1, "address": f"127.0.0.1:{port}"} and facts["gcs"].endswith(f":{port}")
+    assert facts["still_connected"] is False
+    local = load_backend("transformers", model=str(tiny_model_dir), device="cpu").generate(
+        prompts, GenerationSettings(temperature=0.7, max_new_tokens=6, seed=3), n=2)
+    assert facts["answers"] == [[[g.text, g.prompt_tokens, g.completion_tokens] for g in row] for row in local]
+    assert all(row[0][1] > 0 and row[0][2] > 0 for row in facts["answers"])  # tokens counted, prompt once per row

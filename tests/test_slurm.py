@@ -5,8 +5,10 @@ style), every command parses with accelerate's own launch parser; `train plan` s
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,20 @@ def test_train_plan_across_nodes(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "needs 16 GPU(s) (2 node(s) x 8) with at least" in out and "fits: H200 141GB" in out
     assert main([*argv, "--nodes", "2", "--num-processes", "4"]) == 2
+
+
+def test_ray_cluster_shares_one_auth_token_and_never_prints_it(monkeypatch):
+    """Ray >= 2.5x heads ask for a token: the script exports RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN for the
+    head, the worker nodes and the driver (a given one is kept, else one is made); the dry run prints neither."""
+    script = (REPO / "slurm" / "ray_cluster.slurm").read_text(encoding="utf-8")
+    assert "export RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}" in script and "export RAY_AUTH_TOKEN" in script
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "feedfacecafe0123")
+    out = slurm.dry_run("ray-cluster", nodes=2, gpus_per_node=8, extra=["surveyalign", "evaluate"])
+    assert "feedfacecafe0123" not in out and "RAY_AUTH" not in out
+    monkeypatch.delenv("RAY_AUTH_TOKEN")
+    lines = ('source <(sed -n "/^export RAY_AUTH_MODE/,/^export RAY_AUTH_TOKEN/p" slurm/ray_cluster.slurm); '
+             'echo "$RAY_AUTH_MODE $RAY_AUTH_TOKEN"')
+    proc = subprocess.run(["bash", "-c", lines], cwd=REPO,
+                          capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]})
+    mode, token = proc.stdout.split()
+    assert mode == "token" and len(token) == 64 and int(token, 16) >= 0  # 32 random bytes, hex

@@ -14,8 +14,12 @@ worker (``max_task_retries``); a call whose worker cannot come back is recorded 
 resume. A killed driver loses only the calls in flight.
 
 Cluster: ``address`` (or ``RAY_ADDRESS``) connects to a running cluster (``slurm/ray_cluster.slurm``); without
-one a local Ray instance with ``workers x num_cpus`` CPUs is started and shut down on :meth:`close`. ``ray`` is an
-optional extra (``pip install 'surveyalign[ray]'``), imported when the backend is built.
+one a local Ray instance with ``workers x num_cpus`` CPUs is started and shut down on :meth:`close`. A
+``HOST:PORT`` or ``ray://HOST:PORT`` address is tried with one TCP connection first (:func:`check_address`): when
+nothing listens there the backend stops at once with the address and where it came from, instead of Ray retrying
+for minutes; a connected driver only disconnects on :meth:`close` (the cluster keeps running). The workers get the
+driver's ``PYTHONPATH`` and Hugging Face offline settings in both cases. ``ray`` is an optional extra
+(``pip install 'surveyalign[ray]'``), imported when the backend is built.
 """
 
 from __future__ import annotations
@@ -33,7 +37,53 @@ from surveyalign.backends.base import (
     check_request,
 )
 
-__all__ = ["RayBackend"]
+__all__ = ["RayBackend", "check_address"]
+
+#: The driver's environment variables the workers get (our code, and offline Hugging Face settings).
+WORKER_ENV = ("PYTHONPATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM", "HF_HOME")
+
+
+def check_address(address: str, origin: str, timeout_s: float = 5.0) -> None:
+    """Check that something listens at a Ray cluster ``address`` before ``ray.init`` tries it for minutes.
+
+    Args:
+        address: ``"auto"`` (Ray finds a cluster started on this machine itself; not checked), ``"HOST:PORT"`` (the
+            head's GCS port, 6379 by default) or ``"ray://HOST:PORT"`` (Ray Client, 10001 by default).
+        origin: where the address came from (``"RAY_ADDRESS"`` or ``"backend option address"``), named in errors.
+        timeout_s: seconds to wait for the TCP connection (> 0).
+
+    Raises:
+        ValueError: the address has no port, or nothing accepts a connection there (one line with the address,
+            its origin and the socket error).
+    """
+    import socket
+
+    if address == "auto":
+        return
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, _, port = rest.rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"ray backend: address {address!r} ({origin}) is not auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        raise ValueError(f"ray backend: no Ray cluster answers at {address} ({origin}): {err}; start one "
+                         "(`ray start --head`, slurm/ray_cluster.slurm) or unset it for a local instance") from None
+
+
+def _connect_error(address: str | None, origin: str, err: BaseException) -> str:
+    """One line for a failed ``ray.init`` on a cluster: Ray's message, its cause's first line, and for a refused
+    token the settings a driver needs (Ray >= 2.5x starts ``ray start --head`` clusters with token
+    authentication, which a driver given an explicit address does not use unless told)."""
+    causes, cause = [str(err)], err.__cause__
+    while cause is not None and len(causes) < 4:
+        causes.append(f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1] if str(cause).strip() else ''}")
+        cause = cause.__cause__
+    text = "; ".join(causes)
+    if "auth" in text.lower():
+        text += ("; the cluster uses token authentication: set RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN, "
+                 "or ~/.ray/auth_token on this machine), as slurm/ray_cluster.slurm does")
+    return f"ray backend: cannot connect to the Ray cluster at {address} ({origin}): {text}"
 
 
 class _EngineWorker:
@@ -143,19 +193,25 @@ class RayBackend(Backend):
             options["adapters"] = dict(adapters)
         self.engine = engine
         self.n_workers = int(workers)
+        origin = "backend option address" if address else "RAY_ADDRESS"
         self.address = address or os.environ.get("RAY_ADDRESS") or None
+        if self.address == "local":  # Ray's word for "start a new local instance": ours without an address
+            self.address = None
         self._owns_ray = False
         if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "ignore_reinit_error": True}
+            kwargs: dict[str, Any] = {"log_to_driver": False, "ignore_reinit_error": True,
+                                      "runtime_env": {"env_vars": {k: v for k, v in os.environ.items()
+                                                                   if k in WORKER_ENV}}}
             if self.address:
+                check_address(self.address, origin)
                 kwargs["address"] = self.address
             else:
-                kwargs["num_cpus"] = max(1, round(self.n_workers * num_cpus))
-                kwargs["runtime_env"] = {"env_vars": {k: v for k, v in os.environ.items()
-                                                      if k in ("PYTHONPATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
-                                                               "TOKENIZERS_PARALLELISM", "HF_HOME")}}
-            ray.init(**kwargs)
+                kwargs.update(address="local", include_dashboard=False,
+                              num_cpus=max(1, round(self.n_workers * num_cpus)))
+            try:
+                ray.init(**kwargs)
+            except ConnectionError as err:
+                raise ValueError(_connect_error(self.address, origin, err)) from None
             self._owns_ray = True
         actor = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
                            max_task_retries=max_restarts)(_EngineWorker)
@@ -326,7 +382,8 @@ class RayBackend(Backend):
             start += len(item[0])
 
     def close(self) -> None:
-        """Kill the workers, and shut the local Ray instance down when this backend started it."""
+        """Kill the workers, and shut the local Ray instance down when this backend started it (a cluster this
+        backend connected to keeps running: the driver only disconnects)."""
         try:
             import ray
         except ImportError:  # pragma: no cover
