@@ -93,6 +93,19 @@ def test_max_cost_stops_and_a_higher_cap_finishes(dataset_dir, tmp_path, capsys)
     assert main(["report", str(tmp_path / "cap"), "--html", str(html)]) == 0
     out = capsys.readouterr().out
     assert "Tokens and cost" in out and f"{total['cost_usd']:,.4f}" in out
+    # a row per dimension (tokens, USD, USD per 1,000 of its units) and per model, each from the counted records
+    table = [" ".join(line.replace("│", " ").split()) for line in out.splitlines()]
+    by_dim = metrics["harness"]["cost"]["by_dimension"]
+    assert len(by_dim) == 4
+    for dim, row in by_dim.items():
+        mine = [r for r in records if r["namespace"] == dim]
+        p_tok, c_tok = sum(r["prompt_tokens"] for r in mine), sum(r["completion_tokens"] for r in mine)
+        usd = (p_tok + c_tok) * 1000.0 / 1e6
+        assert row["units"] == 2 and row["cost_per_1000_units"] == pytest.approx(usd * 500, rel=1e-6)
+        assert (f"{dim} {len(mine)} 0 {p_tok:,} {c_tok:,} {usd:,.4f} {usd * 500:,.2f} – 2026-12-01"
+                in table), (dim, [line for line in table if "2026-12-01" in line])
+    assert (f"model gpt-5.2 8 0 {total['prompt_tokens']:,} {total['completion_tokens']:,} {total['cost_usd']:,.4f} "
+            f"{total['cost_usd'] * 125:,.2f} – 2026-12-01") in table
     page = html.read_text()
     assert "tokens and cost" in page and f"${total['cost_usd']:,.4f}" in page
 

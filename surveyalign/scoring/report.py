@@ -375,8 +375,11 @@ def render_costs(costs: Mapping[str, Mapping[str, Any] | None]) -> Table | None:
         costs: ``{judge name: cost summary (surveyalign.calls.summarize_costs + gpu_hours) or None}``.
 
     Returns:
-        A table: calls (of them in provider batches), prompt and completion tokens, cost in USD, USD per 1,000
-        units, GPU-hours of local engines, the price table's date; ``-`` where a run has no price.
+        A table: one row per run (its total), then one per dimension (``  <dimension>``: the dimension's calls,
+        the RQS ratings under ``rqs``) and one per model that answered (``  model <id>``: the judge, the RQS
+        judge); columns: calls (of them in provider batches), prompt and completion tokens, cost in USD, USD per
+        1,000 units (of the dimension, or of the run), GPU-hours of local engines, the price table's date; ``-``
+        where there is no price.
     """
     rows = {name: c for name, c in costs.items() if c}
     if not rows:
@@ -385,12 +388,20 @@ def render_costs(costs: Mapping[str, Mapping[str, Any] | None]) -> Table | None:
     for col in ("judge", "calls", "batch", "prompt tokens", "completion tokens", "USD", "USD / 1,000 units",
                 "GPU-hours", "prices as of"):
         table.add_column(col, justify="left" if col == "judge" else "right")
-    for name, c in rows.items():
-        total = c.get("total") or {}
-        cost, per = total.get("cost_usd"), total.get("cost_per_1000_units")
-        hours = sum((c.get("gpu_hours") or {}).values())
-        table.add_row(name, str(total.get("calls", 0)), str(total.get("batch_calls", 0)),
-                      f"{total.get('prompt_tokens', 0):,}", f"{total.get('completion_tokens', 0):,}",
+
+    def add(label: str, totals: Mapping[str, Any], hours: float | None, as_of: str) -> None:
+        cost, per = totals.get("cost_usd"), totals.get("cost_per_1000_units")
+        table.add_row(label, str(totals.get("calls", 0)), str(totals.get("batch_calls", 0)),
+                      f"{totals.get('prompt_tokens', 0):,}", f"{totals.get('completion_tokens', 0):,}",
                       _DASH if cost is None else f"{cost:,.4f}", _DASH if per is None else f"{per:,.2f}",
-                      f"{hours:.4f}" if hours else _DASH, str((c.get("prices") or {}).get("as_of", _DASH)))
+                      f"{hours:.4f}" if hours else _DASH, as_of)
+
+    for name, c in rows.items():
+        as_of = str((c.get("prices") or {}).get("as_of", _DASH))
+        hours = c.get("gpu_hours") or {}
+        add(name, c.get("total") or {}, sum(hours.values()), as_of)
+        for dim, totals in (c.get("by_dimension") or {}).items():
+            add(f"  {dim}", totals, None, as_of)
+        for model, totals in (c.get("by_judge") or {}).items():
+            add(f"  model {model}", totals, hours.get(model), as_of)
     return table
