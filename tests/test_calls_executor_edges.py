@@ -21,6 +21,7 @@ from surveyalign.calls import (
     run_calls,
     run_coroutine,
 )
+from surveyalign.calls.executor import overlapping_requests
 
 _IDENTITY = {"backend": "test"}
 
@@ -149,6 +150,16 @@ def test_requests_in_flight(asked, attrs, expected):
     got, on_result = _collect()
     run_calls(_calls(backend, 40), on_result, concurrency=asked)
     assert backend.max_in_flight == expected and len(got) == 40
+
+
+@pytest.mark.parametrize(("asked", "attrs", "expected"), [
+    (None, {}, 32), (None, {"concurrency": 5}, 5), (None, {"concurrency": 0}, 32), (None, {"concurrency": "5"}, 32),
+    (3, {"concurrency": 5}, 3)])
+def test_overlapping_requests_is_the_in_flight_limit_of_an_async_backend_and_1_otherwise(asked, attrs, expected):
+    # the same table as test_requests_in_flight: the recorded seconds of that many requests overlap
+    assert overlapping_requests(_AsyncJudge(**attrs), asked) == expected
+    assert overlapping_requests(_BatchJudge(**attrs), asked) == 1  # its seconds share out each batch's wall time
+    assert overlapping_requests(ConstantBackend(), asked) == 1
 
 
 def test_fewer_calls_than_the_limit_start_one_worker_each():

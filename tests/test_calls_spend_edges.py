@@ -17,6 +17,8 @@ from surveyalign.calls.spend import (
     answer_cost,
     answer_history,
     batched,
+    engine_gpus,
+    gpu_hours_per_second,
     make_cap,
     model_of_call,
     plan_calls,
@@ -303,3 +305,47 @@ def test_the_cap_starts_from_the_spend_of_the_callers_model_and_uses_its_estimat
     with pytest.raises(ValueError) as err:
         make_cap(1.0, calls, cache, prices, lambda c: 0.0)
     assert f"--max-cost: no price for scripted in {prices.files[0]}, {prices.files[1]}; " in str(err.value)
+
+
+class _Local(Backend):
+    """A local engine as the call layer sees it: its describe() (no GPU here to build a real one)."""
+
+    name = "vllm"
+
+    def __init__(self, **desc) -> None:
+        self.desc, self.concurrency = desc, desc.pop("concurrency", None)
+
+    def describe(self):
+        return {"backend": "vllm", "model": "m", **self.desc}
+
+
+class _LocalAsync(_Local):
+    async def agenerate(self, prompts, settings=None, n=1):  # pragma: no cover - never called
+        raise AssertionError
+
+
+@pytest.mark.parametrize(("backend", "gpus"), [
+    (_Local(), 1), (_Local(tensor_parallel_size=4), 4), (_Local(ray={"workers": 3}), 3),
+    (_Local(tensor_parallel_size=2, ray={"workers": 4}), 8), (_Local(tensor_parallel_size=None, ray={}), 1),
+    (_Local(backend="transformers", device="cuda:0"), 1), (_Local(backend="transformers", device="cpu"), 0),
+    (_Local(backend="transformers", device="cpu:0", tensor_parallel_size=2), 0),
+    (_Hosted(), 0), (_Hosted(backend="sglang"), 0), (ScriptedBackend(["x"]), 0)])
+def test_engine_gpus(backend, gpus):
+    assert engine_gpus(backend) == gpus
+    assert gpu_hours_per_second(backend) == pytest.approx(gpus / 3600.0)  # a batch engine: its seconds add up
+
+
+def test_a_local_engine_that_answers_no_model_has_no_gpus():
+    class _Stub(_Local):
+        answers_from_model = False
+
+    assert engine_gpus(_Stub(tensor_parallel_size=2)) == 0 and gpu_hours_per_second(_Stub()) == 0.0
+    assert engine_gpus(object()) == 0  # no describe(): not an engine
+
+
+def test_gpu_hours_per_second_of_requests_in_flight_together():
+    ray_like = _LocalAsync(tensor_parallel_size=2, ray={"workers": 2}, concurrency=8)
+    assert gpu_hours_per_second(ray_like) == pytest.approx(4 / 3600.0 / 8)  # its own concurrency
+    assert gpu_hours_per_second(ray_like, concurrency=2) == pytest.approx(4 / 3600.0 / 2)  # the run's
+    assert gpu_hours_per_second(_LocalAsync(tensor_parallel_size=1)) == pytest.approx(1 / 3600.0 / 32)
+    assert gpu_hours_per_second(_LocalAsync(device="cpu", concurrency=4)) == 0.0

@@ -140,6 +140,14 @@ def answers_from_models(calls: Sequence[Call]) -> bool:
     return all(getattr(c.backend, "answers_from_model", True) for c in calls)
 
 
+def overlapping_requests(backend: Any, concurrency: int | None = None) -> int:
+    """How many of ``backend``'s requests :func:`run_calls` keeps in flight at once, as their recorded seconds
+    overlap: ``concurrency`` (default: the backend's ``concurrency``, else 32) for a native-async backend, whose
+    recorded seconds are latencies of requests in flight together (the limit :func:`_groups` gives it); 1 for the
+    others, whose recorded seconds share out each batch's wall time (they sum to the time the engine was busy)."""
+    return int(concurrency or _option(backend, "concurrency") or 32) if _native_async(backend) else 1
+
+
 def _groups(calls: Sequence[Call], concurrency: int | None, batch_size: int | None
             ) -> list[tuple[Any, list[Call], bool, int]]:
     """Calls grouped by backend object, in first-seen order: ``(backend, calls, native async, limit)``.

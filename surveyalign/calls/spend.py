@@ -9,6 +9,8 @@ folder, shared by ``evaluate`` and ``score`` (issue 22).
   over the calls in flight) and the per-call USD estimate used by the cap.
 * :func:`spent_usd` / :func:`make_cap`: the cap starts from what the run folder's cache already cost.
 * :func:`model_of_call` / :func:`answer_cost`: which model answers a call and what one answer cost.
+* :func:`engine_gpus` / :func:`gpu_hours_per_second`: the GPUs of a local engine and the GPU-hours its recorded
+  call seconds stand for (its cost when it has no token price).
 
 Prices come from :mod:`surveyalign.calls.cost`; nothing here sends a request.
 """
@@ -28,8 +30,8 @@ from surveyalign.calls.cache import CallCache
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.executor import Call
 
-__all__ = ["PromptCounter", "answer_cost", "answer_history", "make_cap", "model_of_call", "plan_calls", "spent_usd",
-           "unanswered"]
+__all__ = ["PromptCounter", "answer_cost", "answer_history", "engine_gpus", "gpu_hours_per_second", "make_cap",
+           "model_of_call", "plan_calls", "spent_usd", "unanswered"]
 
 #: How prompt tokens are counted without a tokenizer (printed in the plan).
 NO_TOKENIZER = "4 characters per token (no tokenizer: set `tokenizer:` for an exact count)"
@@ -40,6 +42,34 @@ def model_of_call(call: Any) -> str | None:
     the backend's name."""
     desc = call.backend.describe() if hasattr(call.backend, "describe") else {}
     return desc.get("model") or desc.get("backend")
+
+
+def engine_gpus(backend: Any) -> int:
+    """GPUs a local engine holds while it answers: ``tensor_parallel_size`` (1 when not set) x Ray ``workers`` (1
+    in-process) for a ``transformers`` / ``vllm`` engine (in-process, Ray actors or ``ray.data.llm``); 0 on CPU
+    (``device: cpu``) and for API and model-less backends (their cost is a token price, or nothing)."""
+    desc = backend.describe() if hasattr(backend, "describe") else {}
+    if desc.get("backend") not in ("transformers", "vllm") or not getattr(backend, "answers_from_model", True):
+        return 0
+    if str(desc.get("device") or "").startswith("cpu"):
+        return 0
+    return int(desc.get("tensor_parallel_size") or 1) * int((desc.get("ray") or {}).get("workers") or 1)
+
+
+def gpu_hours_per_second(backend: Any, concurrency: int | None = None) -> float:
+    """GPU-hours that one recorded second of a call of ``backend`` stands for: ``engine_gpus / 3600``, divided by
+    the requests in flight together for an engine that takes several at once (the Ray actors:
+    :func:`~surveyalign.calls.executor.overlapping_requests`), whose recorded seconds are overlapping latencies
+    (there the figure is exact while every request in flight is being answered, as in a saturated run, and low
+    by the idle share otherwise). 0 for a backend without GPUs.
+
+    Args:
+        backend: the backend that answered; concurrency: the run's requests in flight (``None``: the backend's).
+    """
+    from surveyalign.calls.executor import overlapping_requests
+
+    gpus = engine_gpus(backend)
+    return gpus / 3600.0 / overlapping_requests(backend, concurrency) if gpus else 0.0
 
 
 def _shares_prompt(backend: Any) -> bool:

@@ -33,7 +33,13 @@ from typing import Any
 from surveyalign.backends import preflight
 from surveyalign.calls import CallCache
 from surveyalign.calls.cost import cost_lines
-from surveyalign.calls.spend import answer_cost, model_of_call, spent_usd, unanswered
+from surveyalign.calls.spend import (
+    answer_cost,
+    gpu_hours_per_second,
+    model_of_call,
+    spent_usd,
+    unanswered,
+)
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation import finished, stream
@@ -272,7 +278,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             if batches:
                 calls["batches"] = batches
             calls["answers"] = dict(cache.counts)  # reused / retried (cached failed) / made (issue 21 C)
-            cost = _summary(all_calls, cache, prices, units, groups, rqs_judge)
+            cost = _summary(all_calls, cache, prices, units, groups, rqs_judge, config.concurrency)
             run_config["identity"] = judge_identity(
                 config, {g: (b.describe() if hasattr(b, "describe") else {}) for g, b in groups.items()},
                 template_hashes(config), cache)
@@ -347,19 +353,17 @@ def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cach
 
 
 def _summary(all_calls: list[Any], cache: CallCache, prices: Any, units: list[Any], groups: dict[str, Any],
-             rqs_judge: Any) -> dict[str, Any]:
+             rqs_judge: Any, concurrency: int | None = None) -> dict[str, Any]:
     """Counted tokens and cost of the run's calls (answers in the cache), GPU-hours of its local engines."""
     model_of_key = {c.key: model_of_call(c) for c in all_calls}
     dim_of_unit = {u.unit_id: u.dimension for u in units}
     records = [cache.get(k) for k in dict.fromkeys(c.key for c in all_calls) if cache.get(k) is not None]
-    local: dict[str, int] = {}
+    local: dict[str, float] = {}  # model -> GPU-hours per recorded call second (local engines on GPUs)
     for backend in [*groups.values(), *([rqs_judge] if rqs_judge is not None else [])]:
-        desc = backend.describe() if hasattr(backend, "describe") else {}
-        if desc.get("backend") in ("transformers", "vllm") and getattr(backend, "answers_from_model", True):
-            ray = desc.get("ray") or {}
-            gpus = 0 if str(desc.get("device", "")).startswith("cpu") else int(desc.get("tensor_parallel_size") or 1)
-            gpus *= int(ray.get("workers") or 1)
-            local[str(desc.get("model"))] = gpus
+        factor = gpu_hours_per_second(backend, concurrency)
+        if factor:
+            desc = backend.describe() if hasattr(backend, "describe") else {}
+            local[str(desc.get("model") or desc.get("backend"))] = factor
     units_per_dimension: dict[str, int] = {}
     for u in units:
         units_per_dimension[u.dimension] = units_per_dimension.get(u.dimension, 0) + 1

@@ -91,7 +91,7 @@ def make_cap(config: EvalConfig, all_calls: Sequence[Call], cache: CallCache, pr
 
 def cost_summary(records: Sequence[dict[str, Any]], prices: PriceTable, *, model_of_record: Callable[[dict], str | None],
                  dimension_of: Callable[[dict], str | None], units_per_dimension: dict[str, int],
-                 local_gpus: dict[str, int]) -> dict[str, Any]:
+                 local_gpus: dict[str, float]) -> dict[str, Any]:
     """Counted tokens and cost of a run's calls, with GPU-hours of its local engines.
 
     Args:
@@ -99,11 +99,13 @@ def cost_summary(records: Sequence[dict[str, Any]], prices: PriceTable, *, model
         prices: the price table.
         model_of_record, dimension_of: which model answered a record and which dimension it counts under.
         units_per_dimension: units of the run per dimension.
-        local_gpus: model -> GPUs of a local engine (``tensor_parallel_size x workers``, 1 on CPU).
+        local_gpus: model -> GPU-hours per recorded call second of a local engine on GPUs
+            (:func:`surveyalign.calls.spend.gpu_hours_per_second`: ``tensor_parallel_size x workers / 3600``,
+            divided by the requests in flight together for the Ray actors).
 
     Returns:
         :func:`surveyalign.calls.cost.summarize_costs`'s dict plus ``"gpu_hours"`` (model -> GPU-hours: the
-        seconds of its calls x its GPUs / 3600).
+        seconds of its calls x its factor).
     """
     out = summarize_costs(records, prices, model_of=model_of_record, units_per_dimension=units_per_dimension,
                           dimension_of=dimension_of)
@@ -111,6 +113,6 @@ def cost_summary(records: Sequence[dict[str, Any]], prices: PriceTable, *, model
     for rec in records:
         model = model_of_record(rec) or "unknown"
         if model in local_gpus and rec.get("seconds") is not None:
-            hours[model] = hours.get(model, 0.0) + float(rec["seconds"]) * local_gpus[model] / 3600.0
+            hours[model] = hours.get(model, 0.0) + float(rec["seconds"]) * local_gpus[model]
     out["gpu_hours"] = {m: round(h, 6) for m, h in hours.items()}
     return out

@@ -189,24 +189,29 @@ class SurveyAlignJudge:
 
     def _cost(self, calls: Sequence[Call]) -> dict[str, Any] | None:
         """Tokens and cost of a dimension's calls (its K samples and the synthesis), from the cache records:
-        :meth:`surveyalign.calls.cost.TokenTotals.to_dict` plus ``model``, ``priced_as`` and
-        ``unverified_price``; ``None`` without a cache."""
+        :meth:`surveyalign.calls.cost.TokenTotals.to_dict` plus ``model``, ``priced_as``, ``unverified_price``
+        and ``gpu_hours`` (a local engine on GPUs: its recorded call seconds x
+        :func:`surveyalign.calls.spend.gpu_hours_per_second`; ``None`` otherwise); ``None`` without a cache."""
         if self.cache is None or not calls:
             return None
         from surveyalign.calls.cost import TokenTotals, call_cost, load_prices
-        from surveyalign.calls.spend import model_of_call
+        from surveyalign.calls.spend import gpu_hours_per_second, model_of_call
 
         if self.prices is None:
             self.prices = load_prices()
         totals = TokenTotals(units=1)
         model = model_of_call(calls[0])
         hit = self.prices.lookup(model)
+        per_second = gpu_hours_per_second(calls[0].backend)
+        seconds = 0.0
         for key in dict.fromkeys(c.key for c in calls):
             record = self.cache.get(key)
             if record is not None:
                 totals.add(record, call_cost(record, hit[1] if hit else None))
+                seconds += float(record.get("seconds") or 0.0)
         return {**totals.to_dict(), "model": model, "priced_as": hit[0] if hit else None,
-                "unverified_price": bool(hit and hit[1].unverified), "prices_as_of": self.prices.as_of}
+                "unverified_price": bool(hit and hit[1].unverified), "prices_as_of": self.prices.as_of,
+                "gpu_hours": round(seconds * per_second, 6) if per_second else None}
 
     def _dimension_record(self, judgement: Judgement, synthesis: Synthesis | None) -> dict[str, Any]:
         vote = judgement.vote

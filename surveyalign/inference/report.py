@@ -99,7 +99,8 @@ def cost_text(cost: Mapping[str, Any] | None) -> str:
 
     Returns:
         e.g. ``"2,310 tokens (2,280 prompt + 30 completion, 4 calls), $0.0046"``, ``"... , no price (local
-        engine)"``, ``"... , $0.0012 (unverified price)"``, or ``"no calls"``.
+        engine: GPU time)"`` (with ``", 0.0012 GPU-hours"`` when the engine ran on GPUs), ``"... , $0.0012
+        (unverified price)"``, or ``"no calls"``.
     """
     if not cost or not cost.get("calls"):
         return "no calls"
@@ -108,7 +109,8 @@ def cost_text(cost: Mapping[str, Any] | None) -> str:
     text = (f"{cost['prompt_tokens'] + cost['completion_tokens']:,} tokens ({cost['prompt_tokens']:,} prompt + "
             f"{cost['completion_tokens']:,} completion, {cost['calls']} call{'s' if cost['calls'] != 1 else ''})")
     if cost.get("cost_usd") is None:
-        return text + ", no price (local engine: GPU time)"
+        hours = cost.get("gpu_hours")
+        return text + ", no price (local engine: GPU time)" + (f", {hours:.4f} GPU-hours" if hours else "")
     return text + f", ${cost['cost_usd']:,.4f}" + (f" {UNVERIFIED}" if cost.get("unverified_price") else "")
 
 

@@ -272,8 +272,9 @@ def score_budget(max_cost: float, plan: ScorePlan, cache: CallCache, prices: Pri
 
 def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable) -> dict[str, Any] | None:
     """The tokens and cost of a batch of reviews, summed from their dimensions' ``cost`` blocks, in the shape of
-    :func:`surveyalign.calls.cost.summarize_costs` (for :func:`~surveyalign.calls.cost.cost_lines`); ``None``
-    when no dimension has one. A unit is one (survey, dimension)."""
+    :func:`surveyalign.calls.cost.summarize_costs` plus ``gpu_hours`` (model -> GPU-hours of a local engine on
+    GPUs) (for :func:`~surveyalign.calls.cost.cost_lines`); ``None`` when no dimension has one. A unit is one
+    (survey, dimension)."""
     from surveyalign.calls.cost import TokenTotals
 
     def add(totals: TokenTotals, block: dict[str, Any]) -> None:
@@ -289,6 +290,7 @@ def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable) -> dict[st
 
     total, by_dim, by_judge = TokenTotals(), {}, {}
     flags: dict[str, tuple[str | None, bool]] = {}
+    hours: dict[str, float] = {}
     for review in reviews:
         for dim, record in (review.get("dimensions") or {}).items():
             block = record.get("cost")
@@ -298,6 +300,8 @@ def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable) -> dict[st
             add(by_dim.setdefault(dim, TokenTotals()), block)
             add(by_judge.setdefault(block["model"], TokenTotals()), block)
             flags[block["model"]] = (block.get("priced_as"), bool(block.get("unverified_price")))
+            if block.get("gpu_hours"):
+                hours[block["model"]] = hours.get(block["model"], 0.0) + block["gpu_hours"]
     if not total.calls:
         return None
     for t in by_judge.values():
@@ -307,4 +311,5 @@ def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable) -> dict[st
             "by_judge": {m: {**t.to_dict(), "priced_as": flags[m][0], "unverified_price": flags[m][1]}
                          for m, t in by_judge.items()},
             "unpriced_models": sorted(m for m, f in flags.items() if f[0] is None),
-            "unverified_prices": sorted({f[0] for f in flags.values() if f[0] and f[1]})}
+            "unverified_prices": sorted({f[0] for f in flags.values() if f[0] and f[1]}),
+            "gpu_hours": {m: round(h, 6) for m, h in hours.items()}}
