@@ -264,3 +264,25 @@ def test_prism_never_reuses_the_folder_of_another_papers_run(tmp_path, capsys, m
     assert "runs/prism/paper/paper.json holds the PRISM run of another paper (paper); pass another --out" in \
         capsys.readouterr().err
     assert json.loads((tmp_path / "runs/prism/paper/paper.json").read_text())["title"] == "Graph networks"
+
+
+def test_dpo_pairs_with_no_pair_at_all_exits_3(tiny_model_dir, dataset_dir, tmp_path, capsys):
+    """Issue 21 B: ``train dpo-pairs`` exited 0 when no unit got a pair. One new token per answer: every sample is
+    cut off (truncated, never a rejected answer), so the 2 units are recorded without a pair."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from surveyalign.training import read_pairs
+
+    adapter = tmp_path / "adapter"  # an untrained LoRA adapter on the tiny model (no training record)
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+                   LoraConfig(r=2, target_modules=["q_proj"])).save_pretrained(adapter)
+    out = tmp_path / "pairs.jsonl"
+    code = main(["train", "dpo-pairs", "--adapter", str(adapter), "--dataset", str(dataset_dir), "--model",
+                 str(tiny_model_dir), "--dimension", "readability", "--out", str(out), "--k", "1", "--limit", "2",
+                 "--max-new-tokens", "1", "--max-length", "4096", "--device", "cpu"])
+    assert code == 3
+    assert f"no unit got a pair (2 recorded without one, each with its reason, in {out}; exit 3)" in \
+        capsys.readouterr().err
+    records = read_pairs(out, paired_only=False)
+    assert [r["status"] for r in records] == ["no_pair", "no_pair"]

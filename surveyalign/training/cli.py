@@ -84,6 +84,10 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
     )
     print(json.dumps(summary.to_dict(), indent=2))
     print(summary.describe(), flush=True)
+    if not summary.n_paired_in_file:  # issue 21 B: a stage with no usable result exits 3
+        print(f"surveyalign train dpo-pairs: no unit got a pair ({summary.n_no_pair_in_file} recorded without one, "
+              f"each with its reason, in {summary.out}; exit 3)", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -246,7 +250,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "rejected = the first of K answers sampled from the SFT adapter whose parsed score differs "
                     "from gold (fallback: a zero-shot judge's answer). Units without such an answer are recorded "
                     "with status no_pair. Appends to --out and skips units already there (resumable). "
-                    "Pair construction is our choice (the paper is silent).",
+                    "Pair construction is our choice (the paper is silent). Exit status 3 when the file holds no "
+                    "pair at all.",
     )
     p.add_argument("--adapter", required=True, help="SFT adapter folder (its surveyalign_training.json gives "
                                                     "the base model, dimension, protocol and enable_thinking)")
