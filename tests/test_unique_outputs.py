@@ -286,3 +286,33 @@ def test_dpo_pairs_with_no_pair_at_all_exits_3(tiny_model_dir, dataset_dir, tmp_
         capsys.readouterr().err
     records = read_pairs(out, paired_only=False)
     assert [r["status"] for r in records] == ["no_pair", "no_pair"]
+
+
+def test_per_source_rows_mark_averages_over_fewer_dimensions():
+    """A source labelled on fewer dimensions (MOPRD on Readability only, say) must not share an unmarked AVG column
+    with the others, in the text table and on the HTML page."""
+    from rich.console import Console
+
+    from surveyalign.scoring.html_report import render_html_report
+    from surveyalign.scoring.report import (
+        PARTIAL_AVG_MARK,
+        render_per_source,
+        source_scopes,
+    )
+
+    two = {d: {"mse": 1.0, "mae": 1.0} for d in ("readability", "structure")}
+    summary = {"per_dimension": two, "avg_mse": 1.0, "avg_mae": 1.0, "n": 6, "n_scored": 6, "per_source": {
+        "f1000": {"per_dimension": two, "avg_mse": 1.0, "avg_mae": 1.0, "n": 4, "n_scored": 4, "n_papers": 2},
+        "moprd": {"per_dimension": {"readability": {"mse": 0.5, "mae": 0.5}}, "avg_mse": 0.5, "avg_mae": 0.5,
+                  "n": 2, "n_scored": 2, "n_papers": 1}}}
+    marks, notes = source_scopes({"A": summary})
+    assert marks == {("A", "f1000"): "", ("A", "moprd"): PARTIAL_AVG_MARK}
+    assert notes == [(f"{PARTIAL_AVG_MARK} A / moprd: averages over 1 of 2 dimensions (Read); not comparable with "
+                      "the other rows' averages")]
+    console = Console(width=200, record=True)
+    console.print(render_per_source({"A": summary}))
+    text = console.export_text()
+    assert f"0.50 {PARTIAL_AVG_MARK}" in text and f"1.00 {PARTIAL_AVG_MARK}" not in text and "A / moprd" in text
+    page = render_html_report({"A": summary}, {})
+    assert f"<td>0.500 {PARTIAL_AVG_MARK}</td>" in page and f"<td>1.000 {PARTIAL_AVG_MARK}</td>" not in page
+    assert "A / moprd: averages over 1 of 2 dimensions" in page

@@ -268,7 +268,7 @@ def render_html_report(
         (no network): selects ``f-judge``, ``f-dimension``, ``f-status``, ``f-source``, ``f-diff`` (minimum
         |judge - human|), the text box ``f-paper``, the button ``f-clear``; ``unit-count`` says how many are shown.
     """
-    from surveyalign.scoring.report import average_scopes
+    from surveyalign.scoring.report import average_scopes, source_scopes
 
     dims = [d for d in DIMENSIONS if any(d in (s.get("per_dimension") or {}) for s in summaries.values())]
     marks, scope_notes = average_scopes(summaries)
@@ -314,9 +314,15 @@ def render_html_report(
             if judge["distribution"]:
                 judge["distribution_png"] = _distribution_figure(judge["distribution"])
         judges.append(judge)
+    source_marks, source_notes = source_scopes(summaries)  # a source with fewer dimensions: its averages marked
+
+    def _source_cell(e: dict[str, Any], key: str, mark: str) -> str:
+        return f"{_f(e.get(key))} {mark}" if mark and e.get(key) is not None else _f(e.get(key))
+
     per_source = [
         {"judge": name, "source": src, "papers": e.get("n_papers", ""), "scored": f"{e.get('n_scored', 0)}/{e.get('n', 0)}",
-         **{key: _f(e.get(key)) for key in ("avg_mse", "avg_mae", "rqs", "align", "has")}}
+         **{key: _source_cell(e, key, source_marks[(str(name), str(src))])
+            for key in ("avg_mse", "avg_mae", "rqs", "align", "has")}}
         for name, s in summaries.items() for src, e in (s.get("per_source") or {}).items()
     ]
     failures = []
@@ -360,7 +366,7 @@ def render_html_report(
                        "p": _f(m.get("p_value")), "verdict": m["verdict"]}
                       for name, res in (ceiling_comparison or {}).items() for key, m in res["metrics"].items()],
         units=units, unit_filters=unit_filters, reading=reading, judge_lines=judge_lines,
-        judges=judges, per_source=per_source, statuses=list(STATUSES), failures=failures, voting=voting,
+        judges=judges, per_source=per_source, per_source_notes=source_notes, statuses=list(STATUSES), failures=failures, voting=voting,
         provenance=[{"judge": name, "rows": _provenance_items((run_dirs or {}).get(name), s)}
                     for name, s in summaries.items()],
     )

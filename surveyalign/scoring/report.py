@@ -35,6 +35,7 @@ __all__ = [
     "render_intervals",
     "render_leaderboard",
     "render_per_source",
+    "source_scopes",
 ]
 
 
@@ -65,6 +66,18 @@ def average_scopes(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str
              f"({', '.join(_SHORT.get(d, d) for d in DIMENSIONS if d in sets[j]) or 'none'}); not comparable with "
              f"the other rows' averages" for j, m in marks.items() if m]
     return marks, notes
+
+
+def source_scopes(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """:func:`average_scopes` for the per-source rows: a (judge, source) row whose averages cover fewer dimensions
+    than the table (a source labelled on fewer dimensions) gets :data:`PARTIAL_AVG_MARK` and a note.
+
+    Returns:
+        ``(marks, notes)``: ``(judge, source)`` -> ``""`` or the mark; the caption lines.
+    """
+    rows = {(str(j), str(src)): e for j, s in summaries.items() for src, e in (s.get("per_source") or {}).items()}
+    marks, notes = average_scopes({f"{j} / {src}": e for (j, src), e in rows.items()})
+    return {(j, src): marks[f"{j} / {src}"] for j, src in rows}, notes
 
 
 def _marked(summary: Mapping[str, Any], key: str, mark: str) -> str:
@@ -260,12 +273,16 @@ def render_per_source(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
     table = Table(title="Per review source (Table 7 shape)")
     for name in ("Judge", "Source", "papers", "scored/n", "AVG MSE", "AVG MAE", "RQS", "Align", "HAS"):
         table.add_column(name, justify="left" if name in ("Judge", "Source") else "right")
+    marks, notes = source_scopes(summaries)
     for judge, s in summaries.items():
         sources = s.get("per_source") or {}
         for i, (src, e) in enumerate(sources.items()):
+            mark = marks[(str(judge), str(src))]
             table.add_row(str(judge), src, str(e.get("n_papers", "")), f"{e.get('n_scored', 0)}/{e.get('n', 0)}",
-                          _f(e.get("avg_mse")), _f(e.get("avg_mae")), _f(e.get("rqs")), _f(e.get("align")),
-                          _f(e.get("has")), end_section=i == len(sources) - 1)
+                          *[_marked(e, k, mark) for k in ("avg_mse", "avg_mae", "rqs", "align", "has")],
+                          end_section=i == len(sources) - 1)
+    if notes:
+        table.caption = "; ".join(notes)
     return table
 
 
