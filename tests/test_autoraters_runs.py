@@ -385,8 +385,10 @@ def test_autorate_api_judge_never_sends_a_prompt_over_its_context(tmp_path):
     code, sent, result = run(2661)  # 2,161 + 500 = 2,661: just fits
     assert (code, sent) == (0, 1) and result["papers"][0]["call"]["length"] == {
         "prompt_tokens": 2161, "cut_tokens": [0], "reason": None, "limit": "context", "counted": "characters"}
-    assert ("Paper texts read: whole in all 1 call(s) (they fit the model context (max_model_len)).") in \
-        (tmp_path / "2661" / "result.md").read_text()
+    report = (tmp_path / "2661" / "result.md").read_text()
+    assert "Paper texts read: whole in all 1 call(s) (they fit the model context (max_model_len))." in report
+    assert report.splitlines()[2].startswith("Judge: openai, model fake-judge at http://127.0.0.1:")  # who judged
+    assert report.splitlines()[2].endswith("/v1 (temperature 0.0, max_new_tokens 500).")
     code, sent, result = run(2660)
     assert (code, sent) == (3, 0)  # refused before sending: no usable answer, exit 3
     assert result["read"] == {"n_calls": 1, "n_checked": 1, "n_cut": 0, "tokens_cut": 0, "n_refused": 1,

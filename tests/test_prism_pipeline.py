@@ -209,6 +209,8 @@ def test_end_to_end_scripted_judge(tmp_path):
     assert rows["ncps"]["human"] == pytest.approx((expected + 1) / 2)
     table = (out / "comparison.md").read_text()
     assert "ToyReviewer (Δ vs human)" in table and "human 0.494, CycleReviewer 0.484" in table
+    assert table.startswith(f"# PRISM: paper {paper.paper_id}\n\nJudge: scripted; 3 review(s), 1 failed "
+                            "extraction(s).\n\n| metric |")  # the judge that ran (issue 21 B)
     review_json = json.loads((out / "reviews" / "toy_system_review.json").read_text())
     assert review_json["units"]["comments"].startswith("comments failed")
     assert json.loads((out / "extraction.json").read_text())["invalid"][0]["what"].startswith("comment 1: tone 5")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["citation_f1_missing", "markdown_report", "reading_line", "reading_summary"]
+__all__ = ["citation_f1_missing", "judge_line", "markdown_report", "reading_line", "reading_summary"]
 
 
 def _cell(value: Any) -> str:
@@ -178,7 +178,30 @@ def markdown_report(result: dict[str, Any]) -> str:
         lines = _citation_f1(result)
     else:
         raise ValueError(f"not an autorater result (autorater={kind!r})")
-    return "\n".join([*lines, "", reading_line(result)]) + "\n"
+    return "\n".join([lines[0], "", judge_line(result.get("judge") or {}), *lines[1:], "", reading_line(result)]) + "\n"
+
+
+def judge_line(judge: dict[str, Any]) -> str:
+    """The judge that ran, for the report header (issue 21 B): backend kind, model (and adapter), server, settings.
+
+    Args:
+        judge: :meth:`~surveyalign.autoraters.AutoraterJudge.describe` (``backend``: the backend's ``describe()``;
+            ``settings``: the generation settings).
+
+    Returns:
+        e.g. ``"Judge: openai, model gpt-5.2 at https://api.openai.com/v1 (temperature 0.0, max_new_tokens 2048)."``
+    """
+    backend = judge.get("backend") or {}
+    settings = judge.get("settings") or {}
+    parts = [str(backend.get("backend") or "unknown backend")]
+    model = backend.get("model") or backend.get("model_path")
+    if model:
+        parts.append(f"model {model}")
+    if backend.get("adapter"):
+        parts.append(f"adapter {backend['adapter']}")
+    url = f" at {backend['base_url']}" if backend.get("base_url") else ""
+    knobs = ", ".join(f"{k} {settings[k]}" for k in ("temperature", "max_new_tokens") if settings.get(k) is not None)
+    return f"Judge: {', '.join(parts)}{url}" + (f" ({knobs})." if knobs else ".")
 
 
 def _lengths(value: Any) -> list[dict[str, Any] | None]:

@@ -209,6 +209,11 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
     for name, payload in files.items():
         (out / name).write_text(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False, default=str) + "\n")
         written[name] = out / name
-    (out / "comparison.md").write_text(format_comparison(rows))
+    judge = (run_config.get("judge") or {}).get("describe") or {}
+    model = judge.get("model") or judge.get("model_path")
+    header = (f"# PRISM: paper {paper.paper_id}\n\nJudge: {judge.get('backend') or 'unknown backend'}"
+              + (f", model {model}" if model else "") + (f" at {judge['base_url']}" if judge.get("base_url") else "")
+              + f"; {len(reviews)} review(s), {units.log.n_failed} failed extraction(s).\n\n")
+    (out / "comparison.md").write_text(header + format_comparison(rows))
     written["comparison.md"] = out / "comparison.md"
     return written
