@@ -210,7 +210,8 @@ def test_end_to_end_scripted_judge(tmp_path):
     table = (out / "comparison.md").read_text()
     assert "ToyReviewer (Δ vs human)" in table and "human 0.494, CycleReviewer 0.484" in table
     assert table.startswith(f"# PRISM: paper {paper.paper_id}\n\nJudge: scripted; 3 review(s), 1 failed "
-                            "extraction(s).\n\n| metric |")  # the judge that ran (issue 21 B)
+                            f"extraction(s). Paper read for flaw validation: {len(paper.text):,} of "
+                            f"{len(paper.text):,} characters.\n\n| metric |")  # who judged, what it read (issue 21)
     review_json = json.loads((out / "reviews" / "toy_system_review.json").read_text())
     assert review_json["units"]["comments"].startswith("comments failed")
     assert json.loads((out / "extraction.json").read_text())["invalid"][0]["what"].startswith("comment 1: tone 5")
@@ -280,3 +281,16 @@ def test_claims_without_any_verdict_are_left_out_with_the_reason(tmp_path):
     assert h1["ns"] is None and h1["errors"]["novelty"].startswith("novelty_pair failed")
     assert run.units.log.counts["novelty_pair"]["parse_failed"] == 2  # both pairs of h1's one claim
     assert sys_["ns"] == 1.0  # its claim's two pairs read "supported"
+
+
+def test_comparison_header_says_how_much_of_the_paper_was_read(tmp_path):
+    """Issue 21 D: a paper longer than max_paper_chars is cut for flaw validation, and comparison.md says so."""
+    paper, humans, _ = _inputs()
+    paper = paper.model_copy(update={"text": paper.text + "\n\nMore body text." * 100})  # over 1,000 characters
+    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}},
+                                         "novelty": {"enabled": False}, "max_paper_chars": 1000})
+    run_prism(paper, humans.reviews, config, tmp_path, backend=ScriptedBackend(scripted_judge))
+    header = (tmp_path / "comparison.md").read_text().split("\n\n")[1]
+    assert header.endswith(f"Paper read for flaw validation: 1,000 of {len(paper.text):,} characters (cut at "
+                           "max_paper_chars).")
+    assert json.loads((tmp_path / "paper.json").read_text())["validation_chars"] == 1000

@@ -213,7 +213,10 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
     model = judge.get("model") or judge.get("model_path")
     header = (f"# PRISM: paper {paper.paper_id}\n\nJudge: {judge.get('backend') or 'unknown backend'}"
               + (f", model {model}" if model else "") + (f" at {judge['base_url']}" if judge.get("base_url") else "")
-              + f"; {len(reviews)} review(s), {units.log.n_failed} failed extraction(s).\n\n")
+              + f"; {len(reviews)} review(s), {units.log.n_failed} failed extraction(s). Paper read for flaw validation: "
+              + f"{paper_record['validation_chars']:,} of {paper_record['paper_chars']:,} characters"
+              + (" (cut at max_paper_chars)" if paper_record["validation_chars"] < paper_record["paper_chars"] else "")
+              + ".\n\n")
     (out / "comparison.md").write_text(header + format_comparison(rows))
     written["comparison.md"] = out / "comparison.md"
     return written
