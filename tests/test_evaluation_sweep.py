@@ -69,6 +69,9 @@ def test_ka_on_off_sweep_with_the_tiny_judge(tmp_path, ka_dataset, tiny_model_di
     assert m["diff"] == pytest.approx(0.0) and m["ci95"] is None and m["p_value"] is None
     assert m["insufficient"].startswith("insufficient data")
     assert "no-ka" in printed and "insufficient data" in printed
+    # every run says how many answers it reused, retried and made (issue 21 C): 4 units, 1 sample each, all new
+    assert out["runs"]["base"]["answers"] == out["runs"]["no-ka"]["answers"] == {"reused": 0, "retried": 0, "made": 4}
+    assert "base: answers: 0 reused, 0 retried (their cached answer had failed), 4 made" in printed
     # each variant is an evaluation run folder with its own call cache (a re-run resumes from it)
     for name in ("base", "no-ka"):
         assert (tmp_path / "sweeps" / "ka-on-off" / name / "calls.jsonl").stat().st_size > 0

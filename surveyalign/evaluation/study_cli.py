@@ -191,6 +191,11 @@ def _sweep(args: argparse.Namespace) -> int:
                    - {None})
     table.caption = "; ".join([f"run folders under {res['output_dir']}", *notes])
     console.print(table)
+    from surveyalign.calls import CallCache
+
+    for name, run in res["runs"].items():
+        if run.get("answers"):
+            console.print(f"{name}: {CallCache.counts_line(run['answers'])}", markup=False, highlight=False)
     return 0 if any(r["n_scored"] for r in res["runs"].values()) else 3
 
 

@@ -121,7 +121,8 @@ def run_sweep(config: SweepConfig, *, backends: dict[str, Any] | None = None, co
         console: a rich console for the runs' summaries (default: a quiet one).
 
     Returns:
-        ``{"name", "output_dir", "runs": {name: {"run_dir", "overrides", "n", "n_scored", "avg_mse", "avg_mae"}},
+        ``{"name", "output_dir", "runs": {name: {"run_dir", "overrides", "n", "n_scored", "avg_mse", "avg_mae",
+        "answers" (the run's answers reused / retried / made)}},
         "comparisons": {variant: paired_bootstrap(variant, base) result or {"error": reason}}}``; also written to
         ``OUTPUT/NAME/sweep.json``.
 
@@ -144,7 +145,8 @@ def run_sweep(config: SweepConfig, *, backends: dict[str, Any] | None = None, co
         records[name] = res.predictions
         m = res.metrics
         results[name] = {"run_dir": str(res.run_dir), "overrides": overrides, "n": m["n"], "n_scored": m["n_scored"],
-                         "avg_mse": m["avg_mse"], "avg_mae": m["avg_mae"]}
+                         "avg_mse": m["avg_mse"], "avg_mae": m["avg_mae"],
+                         "answers": (res.calls or {}).get("answers")}  # reused / retried / made (issue 21 C)
     comparisons: dict[str, Any] = {}
     for name in results:
         if name == BASE:
