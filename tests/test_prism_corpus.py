@@ -134,3 +134,25 @@ def test_prism_corpus_with_every_extraction_failing_exits_3(tmp_path, capsys, op
     # p1: 3 reviews, p2: 2, p3: 1 -> 6 answers per stage, none parsed (p4 has no review: not scored)
     assert {stage: (c["answers"], c["parsed"]) for stage, c in counts.items()} == {
         "adu": (6, 0), "novelty_claims": (6, 0), "flaws": (6, 0), "comments": (6, 0)}
+
+
+def test_a_second_corpus_in_the_same_folder_never_reuses_another_papers_run(tmp_path):
+    """Issue 21 A: papers/<id> of an earlier corpus in the same OUT holds another paper: this one gets its own."""
+    from surveyalign.prism.readers import read_paper
+    from surveyalign.prism.report import paper_sha256
+
+    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}},
+                                         "novelty": {"enabled": False}})
+    first = _corpus(tmp_path / "one")
+    out = tmp_path / "run"
+    run_corpus(first, config, out, backend=ScriptedBackend(judge), n_resamples=0)
+    second = _corpus(tmp_path / "two")
+    (second / "p1" / "paper.md").write_text("# Another survey under the id p1\n\n## Intro\n\nOther text.\n",
+                                            encoding="utf-8")
+    result = run_corpus(second, config, out, backend=ScriptedBackend(judge), n_resamples=0)
+    digest = paper_sha256(read_paper(second / "p1" / "paper.md"))[:8]
+    assert sorted(p.name for p in (out / "papers").iterdir()) == ["p1", f"p1-{digest}", "p2", "p3"]
+    assert json.loads((out / "papers" / "p1" / "paper.json").read_text())["title"] == "A survey numbered p1"
+    assert json.loads((out / "papers" / f"p1-{digest}" / "paper.json").read_text())["title"] == \
+        "Another survey under the id p1"
+    assert result["papers"] == ["p1", "p2", "p3"]  # the corpus keys stay the paper ids

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
-import json
 import sys
 from pathlib import Path
 
@@ -132,32 +131,19 @@ def _run_folder(given: str | None, paper) -> tuple[Path, str | None]:
         ValueError: ``--out`` holds the run of another paper.
     """
     from surveyalign.paths import name_beside_earlier
-    from surveyalign.prism.report import paper_sha256
+    from surveyalign.prism.report import paper_sha256, run_owner
 
     digest = paper_sha256(paper)
 
-    def earlier(folder: Path) -> dict | None:
-        if not (folder / "paper.json").exists():
-            return None
-        try:
-            record = json.loads((folder / "paper.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(record, dict):
-            return {}
-        # a paper.json of an earlier version without the hash: the same paper when id and title agree
-        same = "sha256" not in record and (record.get("paper_id"), record.get("title")) == (paper.paper_id, paper.title)
-        return {"sha256": digest if same else record.get("sha256"), "source": record.get("paper_id")}
-
     if given:
-        found = earlier(Path(given))
+        found = run_owner(Path(given), paper)
         if name_beside_earlier("paper", digest, found) is not None:
             raise ValueError(f"{Path(given) / 'paper.json'} holds the PRISM run of another paper "
                              f"({(found or {}).get('source') or 'unknown'}); pass another --out (or leave it out: "
                              "each paper gets its own folder under runs/prism/)")
         return Path(given), None
     name = safe_output_name(paper.paper_id, fallback="paper")
-    other = name_beside_earlier(name, digest, earlier(Path("runs") / "prism" / name))
+    other = name_beside_earlier(name, digest, run_owner(Path("runs") / "prism" / name, paper))
     if other is None:
         return Path("runs") / "prism" / name, None
     message = (f"runs/prism/{name} holds the PRISM run of another paper with id {paper.paper_id!r}; this run goes "

@@ -25,9 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign import __version__
+from surveyalign.paths import name_beside_earlier
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.readers import read_paper, read_reviews
-from surveyalign.prism.report import HEADLINE_METRICS, REFERENCE_FIGURES
+from surveyalign.prism.report import (
+    HEADLINE_METRICS,
+    REFERENCE_FIGURES,
+    paper_sha256,
+    run_owner,
+)
 from surveyalign.prism.run import PrismConfig, run_prism
 from surveyalign.scoring import aggregate_over_papers
 
@@ -113,7 +119,9 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
             skipped += skip
             if not reviews:
                 raise ValueError("no review file")
-            run = run_prism(paper, reviews, config, out / "papers" / pid, backend=backend, retriever=retriever,
+            # a folder holding another paper's run (an earlier corpus in the same OUT) is never reused (issue 21 A)
+            other = name_beside_earlier(pid, paper_sha256(paper), run_owner(out / "papers" / pid, paper))
+            run = run_prism(paper, reviews, config, out / "papers" / (other or pid), backend=backend, retriever=retriever,
                             progress=progress, command=["surveyalign", "prism", "--corpus", str(root)])
         except (OSError, ValueError, RuntimeError) as err:
             failed[pid] = f"{type(err).__name__}: {err}"

@@ -18,7 +18,7 @@ from surveyalign.prism.novelty import novelty_scores
 from surveyalign.prism.pipeline import PaperUnits
 from surveyalign.prism.units import RankedCritique
 
-__all__ = ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison", "paper_sha256", "score_reviews",
+__all__ = ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison", "paper_sha256", "run_owner", "score_reviews",
            "write_run"]
 
 #: The metrics of the comparison table: (key in a review's scores, label).
@@ -161,6 +161,27 @@ def paper_sha256(paper: Submission) -> str:
     """SHA-256 of what PRISM reads of a paper (title, abstract, body): recorded in ``paper.json`` so a run folder
     says whose run it holds (issue 21 A)."""
     return content_sha256(json.dumps([paper.title, paper.abstract, paper.text], ensure_ascii=False))
+
+
+def run_owner(folder: str | Path, paper: Submission) -> dict[str, Any] | None:
+    """Whose PRISM run ``folder`` holds, for :func:`surveyalign.paths.name_beside_earlier` (issue 21 A).
+
+    Returns:
+        ``None`` when the folder has no ``paper.json``; else ``{"sha256", "source"}`` of the paper it records
+        (``source``: its paper id; ``{}`` when unreadable). A ``paper.json`` written before the hash was recorded
+        counts as ``paper``'s when its id and title agree.
+    """
+    path = Path(folder) / "paper.json"
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    same = "sha256" not in record and (record.get("paper_id"), record.get("title")) == (paper.paper_id, paper.title)
+    return {"sha256": paper_sha256(paper) if same else record.get("sha256"), "source": record.get("paper_id")}
 
 
 def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
