@@ -164,3 +164,47 @@ def test_plan_counts_the_rqs_stage_within_10_percent(tiny_model_dir, dataset_dir
     total = sum(counted.values())
     assert abs(planned["total_tokens"] - total) <= 0.10 * total, (planned["total_tokens"], total)
     print(f"plan rqs {rqs_planned} tokens vs counted {counted['rqs']}; all {planned['total_tokens']} vs {total}")
+
+
+def test_batch_failed_and_expired_requests_are_counted_and_go_out_again_as_a_new_batch(dataset_dir, tmp_path,
+                                                                                        capsys):
+    """Through `evaluate` with backend.options.batch: the provider fails one request and lets another expire; the
+    run counts both as API errors (never scored, never dropped) and the same command sends just those two again
+    as a new batch, which the provider answers."""
+    roles: dict[str, str] = {}
+
+    def outcome(body: dict, attempt: int) -> str:
+        prompt = json.dumps(body.get("messages"), sort_keys=True)
+        role = roles.setdefault(prompt, ["error", "expire"][len(roles)] if len(roles) < 2 else "ok")
+        return role if attempt == 0 else "ok"
+
+    with FakeBatchServer(reply=_server_reply, outcome=outcome) as server:
+        backend = {"kind": "openai", "options": {"model": "gpt-5.2", "base_url": server.openai_url,
+                                                 "api_key_env": None, "batch": True, "batch_poll_s": 0.01}}
+        config = tmp_path / "batch.yaml"
+        config.write_text(yaml.safe_dump(_data(dataset_dir, tmp_path, backend, "retry",
+                                               generation={"max_new_tokens": 16})))
+        # the two failures are readability's two units: that dimension has no scored unit, so exit 3 (kept, counted)
+        assert main(["evaluate", "--config", str(config)]) == 3
+        assert "no unit was scored in readability (2 unit(s) with calls, all failed)" in capsys.readouterr().err
+        first = _lines(tmp_path / "retry" / "calls.jsonl")
+        assert len(server.created) == 1 and len(first) == 8
+        failed = [r for r in first if r["error"]]
+        assert len(failed) == 2 and {r["batch_id"] for r in first} == {server.created[0]}
+        assert sorted("expired" in r["error"] for r in failed) == [False, True]
+        metrics = json.loads((tmp_path / "retry" / "metrics.json").read_text())
+        assert metrics["harness"]["status_counts"]["api_error"] == 2
+        assert metrics["harness"]["status_counts"]["scored"] == 6
+
+        assert main(["evaluate", "--config", str(config)]) == 0
+        assert len(server.created) == 2  # the two failed requests, in a batch of their own
+        log = _lines(tmp_path / "retry" / "batches.jsonl")
+        submitted = [r for r in log if r["event"] == "submitted"]
+        assert [len(r["keys"]) for r in submitted] == [8, 2]
+        assert sorted(submitted[1]["keys"]) == sorted(r["key"] for r in failed)
+    records = _lines(tmp_path / "retry" / "calls.jsonl")
+    latest = {r["key"]: r for r in records}
+    assert len(latest) == 8 and not [r for r in latest.values() if r["error"]]
+    assert {latest[r["key"]]["batch_id"] for r in failed} == {server.created[1]}
+    metrics = json.loads((tmp_path / "retry" / "metrics.json").read_text())
+    assert metrics["harness"]["status_counts"]["scored"] == 8 and metrics["harness"]["cost"]["total"]["batch_calls"] == 8
