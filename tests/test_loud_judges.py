@@ -251,7 +251,8 @@ def test_transformers_backend_applies_every_setting(tiny_model_dir, monkeypatch)
 
 def test_vllm_backend_passes_every_setting(tiny_model_dir, monkeypatch):
     """vLLM is not installed here: a recording stand-in for the ``vllm`` module checks what our backend hands it
-    (engine kwargs, SamplingParams per sample, the template call of the real tiny tokenizer)."""
+    (engine kwargs, SamplingParams per sample, the template call of the real tiny tokenizer) and the token counts it
+    records."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -271,6 +272,7 @@ def test_vllm_backend_passes_every_setting(tiny_model_dir, monkeypatch):
             return tokenizer
 
         def generate(self, inputs, params, lora_request=None, use_tqdm=False):
+            seen.setdefault("inputs", []).extend(inputs)
             done = types.SimpleNamespace(text="Fine.$$$1$$$", finish_reason="stop", token_ids=[1], logprobs=None,
                                          cumulative_logprob=-0.5)
             return [types.SimpleNamespace(outputs=[done] * p.kwargs["n"]) for p in params]
@@ -278,8 +280,13 @@ def test_vllm_backend_passes_every_setting(tiny_model_dir, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams,
                                                                    __version__="stand-in"))
     backend = load_backend("vllm", model=str(tiny_model_dir))
-    backend.generate([USER], SETTINGS, n=2)
+    (row,) = backend.generate([USER], SETTINGS, n=2)
     assert calls[-1]["enable_thinking"] is True
+    # tokens recorded by the tokenizer (issue 22): the prompt once per prompt (its second sample reuses vLLM's prefix
+    # cache), the completion's token ids per sample
+    prompt_ids = seen["inputs"][0]["prompt_token_ids"]
+    assert len(seen["inputs"]) == 2 and seen["inputs"][1]["prompt_token_ids"] == prompt_ids and len(prompt_ids) > 5
+    assert [(g.prompt_tokens, g.completion_tokens) for g in row] == [(len(prompt_ids), 1), (0, 1)]
     assert [(p["temperature"], p["top_p"], p["max_tokens"], p["seed"], p["n"]) for p in seen["params"]] == [
         (0.7, 0.9, 77, 5, 1), (0.7, 0.9, 77, 6, 1)]
     assert all(p["logprobs"] == 0 for p in seen["params"])
