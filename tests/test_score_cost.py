@@ -216,7 +216,17 @@ def test_score_plans_and_caps_the_crit_ka_summariser(tiny_model_dir, tmp_path, c
         assert main([*args, "--max-cost", "1000"]) == 0
         records = _records(out / "calls.jsonl")
         assert len(ka_server.requests) == n_ka and len(judge_server.requests) == 2  # nothing twice
+    # the batch's total counts the summariser's calls (made by the run before, read from the cache): a row of
+    # their own and their model among the judges
+    err = " ".join(capsys.readouterr().err.split())
     made = _ka_records(records)
+    judged = [r for r in records if r["namespace"] == "criticalness"]
+    ka_tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in made)
+    judge_tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in judged)
+    assert (f"per dimension: criticalness {judge_tokens:,} tokens ${judge_tokens * 1e-3:,.4f}; Crit-KA summariser "
+            f"{ka_tokens:,} tokens ${ka_tokens * 1e-3:,.4f}") in err
+    assert f"per judge: gpt-5.2 2 call(s) ${judge_tokens * 1e-3:,.4f}; gpt-5-mini {len(made)} call(s)" in err
+    assert f"over {2 + len(made)} call(s)" in err and f"cost ${(ka_tokens + judge_tokens) * 1e-3:,.4f}" in err
     counted = sum(r["prompt_tokens"] + r["completion_tokens"] for r in made)
     assert abs(planned - counted) <= 0.10 * counted, (planned, counted)
     assert abs(p_ka - sum(r["prompt_tokens"] for r in made)) <= 0.10 * p_ka

@@ -271,7 +271,8 @@ def _score(args: argparse.Namespace) -> int:
             cells.append(f"{record['score']:+d}" if record["score"] is not None else record["status"])
         table.add_row(review["survey"]["title"] or review["survey"]["source"], *cells)
     make_console().print(table)  # not squeezed to 80 columns when piped
-    summary = batch_cost(reviews, prices)
+    summary = batch_cost(reviews, prices, cache=cache,
+                         summariser_calls=list(getattr(judge.knowledge, "summariser_calls", {}).values()))
     if summary is not None:
         for line in cost_lines(summary):
             console.print(line, markup=False, highlight=False)

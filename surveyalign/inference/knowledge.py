@@ -96,6 +96,11 @@ class GraphKnowledge:
         config: a ``surveyalign.knowledge.KAConfig``.
         summariser: a ``surveyalign.knowledge.Summariser`` (needed for Crit-KA; ``None``: Crit-KA not built).
         counter: a token counter of the judge tokenizer (records the KA length), or ``None``.
+
+    Attributes:
+        summariser_calls: key -> call of every Crit-KA summariser call the KA texts built so far took (answered,
+            from the cache or just now; read back through :meth:`plan`, which sends nothing), in first-seen order:
+            what ``score`` counts as the summariser's tokens and cost.
     """
 
     name = "graph"
@@ -108,6 +113,7 @@ class GraphKnowledge:
         self.summariser = summariser
         self.counter = counter
         self.resolver = Resolver(graph.papers)
+        self.summariser_calls: dict[str, Any] = {}
 
     def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
         """Resolve the survey's references in the graph and build its KA text for ``dimension``.
@@ -115,7 +121,10 @@ class GraphKnowledge:
         Raises:
             CostCapReached: the summariser's ``budget`` held its calls back (``score --max-cost``).
         """
-        return self.plan(document, dimension, send=True)[0]
+        record = self.plan(document, dimension, send=True)[0]
+        if dimension == "criticalness" and self.summariser is not None:  # the calls it took, now all in the cache
+            self.summariser_calls.update((c.key, c) for c in self.plan(document, dimension)[1])
+        return record
 
     def plan(self, document: Document, dimension: str, *, send: bool = False) -> tuple[KnowledgeRecord, list[Any]]:
         """The KA record of ``document`` for ``dimension`` and the summariser calls it takes (Crit-KA; answered or

@@ -35,6 +35,7 @@ from surveyalign.calls.cost import PriceTable, call_cost
 from surveyalign.calls.spend import (
     PromptCounter,
     answer_history,
+    gpu_hours_per_second,
     make_cap,
     model_of_call,
     plan_calls,
@@ -42,7 +43,7 @@ from surveyalign.calls.spend import (
 )
 from surveyalign.documents import Document
 
-__all__ = ["ScoreBudget", "ScorePlan", "batch_cost", "plan_score", "score_budget"]
+__all__ = ["SUMMARISER_ROW", "ScoreBudget", "ScorePlan", "batch_cost", "plan_score", "score_budget"]
 
 
 @dataclass
@@ -270,11 +271,25 @@ def score_budget(max_cost: float, plan: ScorePlan, cache: CallCache, prices: Pri
     return ScoreBudget(cap, cache, prices, bound)
 
 
-def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable) -> dict[str, Any] | None:
+#: The row of the Crit-KA summariser's calls in :func:`batch_cost`'s ``by_dimension``.
+SUMMARISER_ROW = "Crit-KA summariser"
+
+
+def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable, *, cache: CallCache | None = None,
+               summariser_calls: Sequence[Call] = ()) -> dict[str, Any] | None:
     """The tokens and cost of a batch of reviews, summed from their dimensions' ``cost`` blocks, in the shape of
     :func:`surveyalign.calls.cost.summarize_costs` plus ``gpu_hours`` (model -> GPU-hours of a local engine on
     GPUs) (for :func:`~surveyalign.calls.cost.cost_lines`); ``None`` when no dimension has one. A unit is one
-    (survey, dimension)."""
+    (survey, dimension).
+
+    Args:
+        reviews: the batch's review dicts.
+        prices: the price table.
+        cache: ``OUT/calls.jsonl`` (read for ``summariser_calls``).
+        summariser_calls: the Crit-KA summariser calls the batch's KA texts took
+            (:attr:`surveyalign.inference.knowledge.GraphKnowledge.summariser_calls`): counted in the total, in the
+            row :data:`SUMMARISER_ROW` and under the summariser's model (no units of their own).
+    """
     from surveyalign.calls.cost import TokenTotals
 
     def add(totals: TokenTotals, block: dict[str, Any]) -> None:
@@ -302,6 +317,23 @@ def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable) -> dict[st
             flags[block["model"]] = (block.get("priced_as"), bool(block.get("unverified_price")))
             if block.get("gpu_hours"):
                 hours[block["model"]] = hours.get(block["model"], 0.0) + block["gpu_hours"]
+    summariser_total = TokenTotals()
+    for call in summariser_calls:
+        record = cache.get(call.key) if cache is not None else None
+        if record is None:
+            continue
+        model = str(model_of_call(call))
+        hit = prices.lookup(model)
+        if model not in flags:
+            flags[model] = (hit[0] if hit else None, bool(hit and hit[1].unverified))
+        cost = call_cost(record, hit[1] if hit else None)
+        for totals in (total, summariser_total, by_judge.setdefault(model, TokenTotals())):
+            totals.add(record, cost)
+        per_second = gpu_hours_per_second(call.backend)
+        if per_second and record.get("seconds"):
+            hours[model] = hours.get(model, 0.0) + float(record["seconds"]) * per_second
+    if summariser_total.calls:
+        by_dim[SUMMARISER_ROW] = summariser_total
     if not total.calls:
         return None
     for t in by_judge.values():
