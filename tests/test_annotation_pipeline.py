@@ -290,3 +290,24 @@ def test_annotate_keeps_reviews_sharing_an_id_apart_and_merges_a_repeat(tmp_path
     assert "repeated; annotated once" in err and err.count("another review has the same id") == 2
     tasks = json.loads((tmp_path / "annotated" / "label_studio" / "tasks.json").read_text())
     assert len(tasks) == 3
+
+
+def test_annotate_into_a_folder_of_other_reviews_keeps_their_annotations(tmp_path, capsys):
+    """Issue 21 A across runs: ``data annotate`` on reviews B into the OUT of reviews A used to rewrite
+    annotations.jsonl with B's records only; A's annotations stay (after B's), a review in both is updated."""
+    from surveyalign.annotation import read_jsonl
+    from surveyalign.constants import DIMENSIONS
+
+    replies = [json.dumps({d: {"label": 0, "snippets": []} for d in DIMENSIONS})]
+    judge = str(_judge_yaml(tmp_path / "judge.yaml", replies))
+    for name, ids in (("a", ["moprd-1-1-r1", "moprd-2-1-r1"]), ("b", ["moprd-2-1-r1", "moprd-3-1-r1"])):
+        folder = tmp_path / name
+        folder.mkdir()
+        rows = [{"review_id": i, "paper_id": i[:7], "source": "moprd", "text": f"Summary of {i}. It is clear."}
+                for i in ids]
+        (folder / "reviews.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        assert main(["data", "annotate", "--reviews", str(folder), "--judge", judge, "--out", str(tmp_path / "out")]) == 0
+    ids = [a["review_id"] for a in read_jsonl(tmp_path / "out" / "annotations.jsonl")]
+    assert ids == ["moprd-2-1-r1", "moprd-3-1-r1", "moprd-1-1-r1"]  # this run's two, then the earlier one kept
+    assert json.loads((tmp_path / "out" / "annotate_report.json").read_text())["carried_over"] == 1
+    assert "kept the 1 annotation(s) of an earlier run on reviews not in this one" in capsys.readouterr().err

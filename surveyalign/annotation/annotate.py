@@ -29,7 +29,7 @@ from surveyalign.constants import DIMENSIONS
 from surveyalign.paths import unique_output_names
 
 from .prompt import PROMPT_VERSION, build_annotation_messages, read_annotation
-from .records import GUIDELINE_VERSION, LABELS, ReviewRecord, write_jsonl
+from .records import GUIDELINE_VERSION, LABELS, ReviewRecord, read_jsonl, write_jsonl
 from .snippets import SNIPPET_STATUSES, locate_snippet, span_text
 
 #: Stage name of the pre-annotation calls in ``calls.jsonl``.
@@ -64,7 +64,8 @@ class AnnotateResult:
     """What :func:`annotate_reviews` wrote.
 
     Attributes:
-        records: one ``annotations.jsonl`` record per review (see :func:`annotate_reviews`).
+        records: one ``annotations.jsonl`` record per review of this run (see :func:`annotate_reviews`); the file
+            also keeps, after them, an earlier run's records of reviews not in this run (``report["carried_over"]``).
         report: the counts written to ``annotate_report.json``.
     """
 
@@ -227,7 +228,22 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
     if out is not None:
         import json
 
-        write_jsonl(Path(out) / "annotations.jsonl", result.records)
+        # issue 21 A: annotations of reviews not in this run (an earlier run on other reviews into the same OUT)
+        # are kept after this run's records, never dropped
+        kept = _earlier_records(Path(out) / "annotations.jsonl", {r["review_id"] for r in result.records})
+        result.report["carried_over"] = len(kept)
+        write_jsonl(Path(out) / "annotations.jsonl", [*result.records, *kept])
         (Path(out) / "annotate_report.json").write_text(json.dumps(result.report, indent=2, ensure_ascii=False)
                                                         + "\n", encoding="utf-8")
     return result
+
+
+def _earlier_records(path: Path, ids: set[str]) -> list[dict[str, Any]]:
+    """The records of ``path`` (an earlier run's ``annotations.jsonl``) whose review is not in ``ids``; none when
+    the file is absent or unreadable (a torn file is rewritten by this run, as before)."""
+    if not path.exists():
+        return []
+    try:
+        return [r for r in read_jsonl(path) if r.get("review_id") not in ids]
+    except (OSError, ValueError):
+        return []

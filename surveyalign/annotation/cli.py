@@ -224,6 +224,9 @@ def _annotate(args: argparse.Namespace) -> int:
                               judge=judge.describe())
     write_project(Path(args.out) / "label_studio", export_tasks(reviews, result.records, titles=titles))
     rep = result.report
+    if rep.get("carried_over"):
+        print(f"{args.out}/annotations.jsonl: kept the {rep['carried_over']} annotation(s) of an earlier run on reviews "
+              "not in this one", file=sys.stderr)
     print(f"{rep['reviews']} reviews, {rep['calls']} calls ({rep['calls_cached']} cached, {rep['calls_failed']} "
           f"failed); status: " + ", ".join(f"{k} {v}" for k, v in rep["review_status"].items()))
     if rep.get("answers"):
