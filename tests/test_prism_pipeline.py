@@ -163,7 +163,7 @@ def test_end_to_end_scripted_judge(tmp_path):
     # the fake search matches title words: 6 + 5 + 5 hits; the paper itself in each; the later repeats duplicate
     stats = json.loads((tmp_path / "run" / "run_config.json").read_text())["retrieval_stats"]
     assert stats == {"searched": 16, "not_prior": 2, "undated": 1, "duplicates": 8, "self_matches": 3,
-                     "kept": 2, "cached": True}  # the re-run read them from retrieval.json
+                     "kept": 2, "without_abstract": 0, "cached": True}  # the re-run read them from retrieval.json
     # depth of analysis
     assert h1["doa"] == pytest.approx(0.6) and h1["r_premise"] == 0.5 and h1["s_depth"] == 1.5
     assert h2["doa"] == pytest.approx(2 * (1 / 3) * 0.5 / (1 / 3 + 0.5))  # 0.4
@@ -211,7 +211,8 @@ def test_end_to_end_scripted_judge(tmp_path):
     assert "ToyReviewer (Δ vs human)" in table and "human 0.494, CycleReviewer 0.484" in table
     assert table.startswith(f"# PRISM: paper {paper.paper_id}\n\nJudge: scripted; 3 review(s), 1 failed "
                             f"extraction(s). Paper read for flaw validation: {len(paper.text):,} of "
-                            f"{len(paper.text):,} characters.\n\n| metric |")  # who judged, what it read (issue 21)
+                            f"{len(paper.text):,} characters. Prior work for novelty: 2 paper(s), 0 without an "
+                            "abstract.\n\n| metric |")  # who judged, what it read (issue 21)
     review_json = json.loads((out / "reviews" / "toy_system_review.json").read_text())
     assert review_json["units"]["comments"].startswith("comments failed")
     assert json.loads((out / "extraction.json").read_text())["invalid"][0]["what"].startswith("comment 1: tone 5")
@@ -294,3 +295,22 @@ def test_comparison_header_says_how_much_of_the_paper_was_read(tmp_path):
     assert header.endswith(f"Paper read for flaw validation: 1,000 of {len(paper.text):,} characters (cut at "
                            "max_paper_chars).")
     assert json.loads((tmp_path / "paper.json").read_text())["validation_chars"] == 1000
+
+
+def test_prior_work_without_an_abstract_is_counted(tmp_path):
+    """Issue 21 E: Semantic Scholar's ``abstract: null`` on a prior paper was passed to the pair judge as an empty
+    abstract without a word; it is counted in retrieval_stats, paper.json and the comparison header."""
+    import dataclasses
+
+    paper, humans, _ = _inputs()
+    priors = [dataclasses.replace(p, abstract="") if p.id == "P1" else p for p in PRIOR_WORK]  # served as null
+    with FakeScholarServer(priors) as server:
+        config = PrismConfig.model_validate({
+            "backend": {"kind": "scripted", "options": {"replies": []}},
+            "novelty": {"base_url": server.s2_url, "requests_per_second": 0}})
+        run_prism(paper, humans.reviews, config, tmp_path, backend=ScriptedBackend(scripted_judge))
+    stats = json.loads((tmp_path / "run_config.json").read_text())["retrieval_stats"]
+    assert (stats["kept"], stats["without_abstract"]) == (2, 1)
+    assert json.loads((tmp_path / "paper.json").read_text())["n_prior_without_abstract"] == 1
+    assert (tmp_path / "comparison.md").read_text().split("\n\n")[1].endswith(
+        "Prior work for novelty: 2 paper(s), 1 without an abstract (judged on the title alone).")

@@ -184,6 +184,16 @@ def run_owner(folder: str | Path, paper: Submission) -> dict[str, Any] | None:
     return {"sha256": paper_sha256(paper) if same else record.get("sha256"), "source": record.get("paper_id")}
 
 
+def _prior_line(priors: Sequence[Any]) -> str:
+    """`` Prior work: N paper(s), K without an abstract (judged on the title alone).`` (empty without priors):
+    Semantic Scholar's ``abstract: null`` is counted, never passed off as an abstract (issue 21 E)."""
+    if not priors:
+        return ""
+    missing = sum(not (p.abstract or "").strip() for p in priors)
+    return (f" Prior work for novelty: {len(priors)} paper(s), {missing} without an abstract"
+            + (" (judged on the title alone)." if missing else "."))
+
+
 def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
               scores: Mapping[str, Mapping[str, Any]], run_config: Mapping[str, Any]) -> dict[str, Path]:
     """Write the run folder: ``reviews/<id>.json`` (the safe id; + a short hash when two ids make one name), ``paper.json``, ``comparison.md`` / ``.json``,
@@ -215,6 +225,7 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
         "n_valid_critical": sum(f.counted and f.severity == "critical" for f in units.pool),
         "n_valid_minor": sum(f.counted and f.severity == "minor" for f in units.pool),
         "prior_work": _jsonable(units.priors), "novelty_note": units.novelty_note,
+        "n_prior_without_abstract": sum(not (p.abstract or "").strip() for p in units.priors),
         "extraction_counts": units.log.counts, "n_failed_extractions": units.log.n_failed,
         "n_defaults": len(units.log.defaults), "n_invalid_items": len(units.log.invalid),
         "comparison": rows, "reviews": {rid: {k: s[k] for k, _ in HEADLINE_METRICS} for rid, s in scores.items()},
@@ -237,7 +248,7 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
               + f"; {len(reviews)} review(s), {units.log.n_failed} failed extraction(s). Paper read for flaw validation: "
               + f"{paper_record['validation_chars']:,} of {paper_record['paper_chars']:,} characters"
               + (" (cut at max_paper_chars)" if paper_record["validation_chars"] < paper_record["paper_chars"] else "")
-              + ".\n\n")
+              + "." + _prior_line(units.priors) + "\n\n")
     (out / "comparison.md").write_text(header + format_comparison(rows))
     written["comparison.md"] = out / "comparison.md"
     return written
