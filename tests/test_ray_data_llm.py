@@ -127,3 +127,33 @@ def test_generate_through_a_recording_stand_in(tiny_model_dir, tmp_path, monkeyp
     assert out[0][0].mean_logprob == pytest.approx(-1.0) and out[0][0].completion_tokens == 3
     base = backend.generate(prompts[:1], settings, n=1)
     assert "model" not in seen["rows"][-1][0] and base[0][0].text == "answer 0.0 $$$1$$$"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("from_env", [False, True])
+def test_a_cluster_address_is_joined_before_ray_data_runs_and_checked_first(tiny_model_dir, monkeypatch, from_env):
+    """`address:` (or RAY_ADDRESS) is the cluster Ray Data runs on (it would otherwise start a local instance of its
+    own, reading RAY_ADDRESS alone): joined when the backend is built, after one TCP try that stops at once."""
+    import ray
+
+    monkeypatch.setattr(rdl, "_has_vllm", lambda: True)
+    monkeypatch.setattr(rdl, "_gpu_count", lambda: 0)  # the GPUs are the cluster's
+    address = f"127.0.0.1:{_closed_port()}"
+    options = {}
+    if from_env:
+        monkeypatch.setenv("RAY_ADDRESS", address)
+    else:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        options["address"] = address
+    origin = "RAY_ADDRESS" if from_env else "backend option address"
+    with pytest.raises(ValueError) as err:
+        load_backend("ray", model=str(tiny_model_dir), engine="vllm-data", **options)
+    assert str(err.value).startswith(f"ray backend: no Ray cluster answers at {address} ({origin}): ")
+    assert not ray.is_initialized()

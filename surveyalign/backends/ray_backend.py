@@ -37,7 +37,7 @@ from surveyalign.backends.base import (
     check_request,
 )
 
-__all__ = ["RayBackend", "check_address"]
+__all__ = ["RayBackend", "check_address", "cluster_address", "connect_cluster"]
 
 #: The driver's environment variables the workers get (our code, and offline Hugging Face settings).
 WORKER_ENV = ("PYTHONPATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM", "HF_HOME")
@@ -69,6 +69,48 @@ def check_address(address: str, origin: str, timeout_s: float = 5.0) -> None:
     except OSError as err:
         raise ValueError(f"ray backend: no Ray cluster answers at {address} ({origin}): {err}; start one "
                          "(`ray start --head`, slurm/ray_cluster.slurm) or unset it for a local instance") from None
+
+
+def cluster_address(address: str | None) -> str | None:
+    """The Ray cluster to join: the ``address`` option, else ``RAY_ADDRESS``; ``None`` (a local instance of our own)
+    when neither is set or it is Ray's ``"local"``."""
+    found = address or os.environ.get("RAY_ADDRESS") or None
+    return None if found == "local" else found
+
+
+def connect_cluster(address: str | None, origin: str, *, local_cpus: int | None = None) -> bool:
+    """Start or join Ray for a backend, unless this process is already connected.
+
+    Args:
+        address: from :func:`cluster_address`: a running cluster (checked first with :func:`check_address`), or
+            ``None``: a new local instance (never a stray ``ray start`` cluster found on this machine).
+        origin: where ``address`` came from, named in errors.
+        local_cpus: CPUs of a local instance (``None``: Ray's default).
+
+    Returns:
+        True when this call started or joined Ray (the caller shuts it down, or disconnects, when done).
+
+    Raises:
+        ValueError: nothing listens at ``address``, or Ray could not join the cluster (one line with the cause).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"log_to_driver": False, "ignore_reinit_error": True,
+                              "runtime_env": {"env_vars": {k: v for k, v in os.environ.items() if k in WORKER_ENV}}}
+    if address:
+        check_address(address, origin)
+        kwargs["address"] = address
+    else:
+        kwargs.update(address="local", include_dashboard=False)
+        if local_cpus is not None:
+            kwargs["num_cpus"] = local_cpus
+    try:
+        ray.init(**kwargs)
+    except ConnectionError as err:
+        raise ValueError(_connect_error(address, origin, err)) from None
+    return True
 
 
 def _connect_error(address: str | None, origin: str, err: BaseException) -> str:
@@ -193,26 +235,9 @@ class RayBackend(Backend):
             options["adapters"] = dict(adapters)
         self.engine = engine
         self.n_workers = int(workers)
-        origin = "backend option address" if address else "RAY_ADDRESS"
-        self.address = address or os.environ.get("RAY_ADDRESS") or None
-        if self.address == "local":  # Ray's word for "start a new local instance": ours without an address
-            self.address = None
-        self._owns_ray = False
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"log_to_driver": False, "ignore_reinit_error": True,
-                                      "runtime_env": {"env_vars": {k: v for k, v in os.environ.items()
-                                                                   if k in WORKER_ENV}}}
-            if self.address:
-                check_address(self.address, origin)
-                kwargs["address"] = self.address
-            else:
-                kwargs.update(address="local", include_dashboard=False,
-                              num_cpus=max(1, round(self.n_workers * num_cpus)))
-            try:
-                ray.init(**kwargs)
-            except ConnectionError as err:
-                raise ValueError(_connect_error(self.address, origin, err)) from None
-            self._owns_ray = True
+        self.address = cluster_address(address)
+        self._owns_ray = connect_cluster(self.address, "backend option address" if address else "RAY_ADDRESS",
+                                         local_cpus=max(1, round(self.n_workers * num_cpus)))
         actor = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
                            max_task_retries=max_restarts)(_EngineWorker)
         self._workers = [actor.remote(engine, options) for _ in range(self.n_workers)]

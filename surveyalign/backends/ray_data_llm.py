@@ -159,11 +159,14 @@ class RayDataVLLMBackend(Backend):
     def __init__(self, model: str, adapter: str | None = None, adapters: dict[str, str] | None = None, *,
                  workers: int = 1, address: str | None = None, batch_size: int | None = None,
                  engine_options: dict[str, Any] | None = None) -> None:
+        from surveyalign.backends.ray_backend import cluster_address, connect_cluster
         from surveyalign.models.paths import resolve_model_path
 
         options = dict(engine_options or {})
-        self.address = address or os.environ.get("RAY_ADDRESS") or None
+        self.address = cluster_address(address)
         require_vllm_and_gpu(int(options.get("tensor_parallel_size") or 1), self.address)
+        if self.address:  # Ray Data would start a local instance (or read RAY_ADDRESS alone) on first use
+            connect_cluster(self.address, "backend option address" if address else "RAY_ADDRESS")
         self.model_path = resolve_model_path(model, "ray backend: model")
         self.adapter_paths = {str(k): resolve_model_path(v, f"ray backend: adapter {k!r}")
                               for k, v in (adapters or {}).items()}
