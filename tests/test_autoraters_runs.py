@@ -496,3 +496,24 @@ def test_length_rule_cuts_papers_fairly(tiny_model_dir):
     assert refused["pairs"][0]["calls"][0]["problems"][0].startswith("prompt too long for the model context")
     with pytest.raises(ValueError, match="needs a tokenizer"):
         AutoraterJudge(ScriptedBackend([]), max_length=4096)
+
+
+def test_citation_f1_flags_a_reference_list_shorter_than_the_citations(tmp_path):
+    """Issue 21 E: a reference list with fewer entries than the highest [n] the text cites (entries merged or lost
+    by the extraction) is flagged in result.json and result.md, not scored silently."""
+    short = tmp_path / "short.md"
+    text = MD.read_text(encoding="utf-8")
+    short.write_text(text[:text.index("[4] D. Author")], encoding="utf-8")  # [4] and [5] lost, still cited
+    refs = paper_references(read_document(short))
+    line = f"{short}: 3 references read but the text cites up to [5]: 2 missing (entries merged or lost)"
+    assert (len(refs.numbered), refs.cited_up_to, refs.problems) == (3, 5, [line])
+    assert paper_references(read_document(MD)).problems == []  # 5 entries for [1]-[5]
+    path = tmp_path / "ids.json"
+    path.write_text(json.dumps({"ground_truth": {"1": "a", "2": "b"}, "generated": {"1": "a"}}))
+    main(["autorate", "citation-f1", "--ground-truth", str(short), "--generated", str(TEX), "--ids", str(path),
+          "--backend", "scripted", "--option", f"replies={json.dumps(['{}', '{}'])}", "--output-dir",
+          str(tmp_path / "o"), "--no-progress"])
+    result = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert result["references"]["ground_truth"]["problems"] == [line]
+    assert result["references"]["ground_truth"]["cited_up_to"] == 5
+    assert f"Reference list of ground_truth: 1 problem(s):\n- {line}" in (tmp_path / "o" / "result.md").read_text()

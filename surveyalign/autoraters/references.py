@@ -19,6 +19,7 @@ from surveyalign.documents import (
     Document,
     Reference,
     ReferenceList,
+    check_reference_count,
     parse_bibtex,
     parse_latex_bibliography,
     parse_markdown_references,
@@ -36,12 +37,15 @@ class PaperReferences:
         source: where the list came from: ``"bibtex"``, ``"thebibliography"`` or ``"markdown"``.
         problems: unreadable entries, cited keys without an entry, a missing reference section.
         n_uncited: bibliography entries never cited (LaTeX; left out of the numbered list).
+        cited_up_to: the highest ``[n]`` the text cites (markdown / PDF lists, checked against the list's length: a
+            shorter list adds a problem line), else ``None``.
     """
 
     numbered: list[tuple[str, Reference]]
     source: str
     problems: list[str] = field(default_factory=list)
     n_uncited: int = 0
+    cited_up_to: int | None = None
 
     def as_prompt_list(self) -> list[NumberedReference]:
         """The list as the partition prompt shows it: the entry as written; BibTeX entries (and entries without
@@ -58,9 +62,9 @@ class PaperReferences:
         return out
 
     def counts(self) -> dict[str, Any]:
-        """``{"source", "n_references", "n_uncited", "n_problems", "problems"}``."""
+        """``{"source", "n_references", "n_uncited", "cited_up_to", "n_problems", "problems"}``."""
         return {"source": self.source, "n_references": len(self.numbered), "n_uncited": self.n_uncited,
-                "n_problems": len(self.problems), "problems": list(self.problems)}
+                "cited_up_to": self.cited_up_to, "n_problems": len(self.problems), "problems": list(self.problems)}
 
 
 def paper_references(document: Document) -> PaperReferences:
@@ -92,5 +96,7 @@ def paper_references(document: Document) -> PaperReferences:
         uncited = len(set(by_key) - set(document.cited_keys))
         return PaperReferences(numbered, source, problems, uncited)
     parsed = parse_markdown_references(document.text, path=where)
+    # fewer entries than the highest [n] the text cites: entries merged or lost on the way (issue 21 E)
+    check_reference_count(parsed, document.text)
     numbered = [(ref.key.removeprefix("ref-"), ref) for ref in parsed.references]
-    return PaperReferences(numbered, "markdown", list(parsed.problems))
+    return PaperReferences(numbered, "markdown", list(parsed.problems), cited_up_to=parsed.cited_up_to)

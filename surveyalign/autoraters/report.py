@@ -148,6 +148,10 @@ def _citation_f1(result: dict[str, Any]) -> list[str]:
                      summary.get("n_unresolved"), "-" if part is None else ("ok" if part["ok"] else "; ".join(
                          part["problems"]))])
     lines += _table(["side", "paper", "references", "resolved", "unresolved", "partition"], rows)
+    for side in ("ground_truth", "generated"):
+        problems = result.get("references", {}).get(side, {}).get("problems") or []
+        if problems:
+            lines += ["", f"Reference list of {side}: {len(problems)} problem(s):", *[f"- {p}" for p in problems]]
     lines += ["", "Resolution:", "", *_resolution_lines(result)]
     missing = citation_f1_missing(result)
     if missing:
