@@ -300,3 +300,15 @@ def test_to_dict_rounds_seconds_and_rows_to_six_digits():
     assert d["seconds"] == 1.234568 and d["cost_usd"] is None
     assert d["by_dimension"]["readability"]["cost_usd"] == 0.123456 and d["by_dimension"]["rqs"]["cost_usd"] is None
     assert plan.by_dimension["readability"]["cost_usd"] == 0.1234564999  # the plan itself keeps the full value
+
+
+def test_gpu_hours_in_the_plan_lines_merge_and_dict():
+    plan = CallPlan(calls=4, seconds=120.0, gpu_hours=0.1234567)
+    assert plan.lines()[-1] == "  estimated GPU-hours: 0.1235 (local engines on GPUs)"
+    assert plan.lines()[-2] == "  estimated time: 2.0 min"
+    assert CallPlan(calls=1, gpu_hours=None).lines()[-1].startswith("  estimated time:")  # no line without GPUs
+    assert plan.to_dict()["gpu_hours"] == 0.123457 and CallPlan().to_dict()["gpu_hours"] is None
+    assert plan.merged(CallPlan(gpu_hours=0.5)).gpu_hours == pytest.approx(0.6234567)
+    assert plan.merged(CallPlan()).gpu_hours == pytest.approx(0.1234567)
+    assert CallPlan().merged(CallPlan(gpu_hours=0.25)).gpu_hours == 0.25
+    assert CallPlan().merged(CallPlan()).gpu_hours is None

@@ -349,3 +349,19 @@ def test_gpu_hours_per_second_of_requests_in_flight_together():
     assert gpu_hours_per_second(ray_like, concurrency=2) == pytest.approx(4 / 3600.0 / 2)  # the run's
     assert gpu_hours_per_second(_LocalAsync(tensor_parallel_size=1)) == pytest.approx(1 / 3600.0 / 32)
     assert gpu_hours_per_second(_LocalAsync(device="cpu", concurrency=4)) == 0.0
+
+
+def test_the_plan_estimates_gpu_hours_by_the_runs_own_rule(tmp_path):
+    from surveyalign.calls.spend import planned_gpu_hours
+
+    cache = _history_cache(tmp_path)  # mean seconds of a timed answer: 3.0
+    local, ray_like, hosted = _Local(tensor_parallel_size=2), _LocalAsync(ray={"workers": 4}, concurrency=8), _Hosted()
+    todo = [_call(local, "a"), _call(local, "b"), _call(ray_like, "c"), _call(hosted, "d")]
+    plan, _ = plan_calls(todo, PromptCounter(lambda c: None, todo), cache, load_prices())
+    assert plan.gpu_hours == pytest.approx(2 * 3.0 * 2 / 3600 + 3.0 * 4 / 3600 / 8)  # the API call: no GPU time
+    assert planned_gpu_hours(todo, 3.0, concurrency=2) == pytest.approx(2 * 3.0 * 2 / 3600 + 3.0 * 4 / 3600 / 2)
+    assert planned_gpu_hours(todo, None) is None  # nothing timed yet: unknown
+    assert planned_gpu_hours([_call(hosted, "e")], 3.0) is None and planned_gpu_hours([], 3.0) is None
+    fresh, _ = plan_calls(todo, PromptCounter(lambda c: None, todo), CallCache.load(tmp_path / "new.jsonl"),
+                          load_prices())
+    assert fresh.gpu_hours is None

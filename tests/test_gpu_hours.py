@@ -4,7 +4,8 @@ so GPU-hours = the calls' seconds x GPUs / 3600; the Ray actors answer requests 
 recorded seconds are overlapping latencies, so the same sum is divided by the requests in flight. GPUs =
 tensor_parallel_size x Ray workers; 0 on CPU and for API judges. Shown in metrics.json, the run summary, `report`
 (a row per model) and score's per-dimension cost blocks and batch total. The engines here are stand-ins that
-describe themselves as vLLM on GPUs (no GPU on the test machine) and answer after a fixed sleep."""
+describe themselves as vLLM on GPUs (no GPU on the test machine) and answer after a fixed sleep. `--plan` estimates
+the GPU-hours of the calls still to make by the same rule, from the mean seconds of the answers so far."""
 
 from __future__ import annotations
 
@@ -82,6 +83,13 @@ def test_evaluate_reports_gpu_hours_from_the_recorded_seconds(engine, per_second
     data = {"name": "gpu", "dataset": str(dataset_dir), "output_dir": str(tmp_path), "run_name": "gpu",
             "progress": False, "bootstrap": 0, "limit": 2, "backend": {"kind": "scripted", "options": {}}}
     t0 = time.perf_counter()
+    run_evaluation(EvalConfig.from_dict({**data, "limit": 1}), backend=engine)  # 4 units timed
+    first = _lines(tmp_path / "gpu" / "calls.jsonl")
+    # --plan of the rest: each call to make x the mean seconds so far x the engine's GPU-hours per second
+    plan = run_evaluation(EvalConfig.from_dict(data), backend=engine, plan_only=True).calls["plan"]
+    mean = sum(r["seconds"] for r in first) / len(first)
+    assert plan["calls"] == 4 and plan["gpu_hours"] == pytest.approx(4 * mean * per_second, abs=1e-6)
+    capsys.readouterr()
     result = run_evaluation(EvalConfig.from_dict(data), backend=engine)
     wall = time.perf_counter() - t0
     records = _lines(result.run_dir / "calls.jsonl")

@@ -45,6 +45,7 @@ class CallPlan:
         unpriced_models: models without a price (local engines; their cost is GPU-hours, see ``seconds``).
         unverified_prices: listed ids whose price is marked ``unverified`` (the cost says so).
         seconds: estimated wall time (``None``: unknown, no answer timed yet).
+        gpu_hours: estimated GPU-hours of the local engines on GPUs (``None``: none, or no answer timed yet).
         by_dimension: dimension -> ``{"calls", "prompt_tokens", "completion_tokens", "cost_usd"}``.
         token_source: how prompt tokens were counted (``"tokenizer"`` or ``"4 characters per token"``).
         completion_source: where the completion estimate comes from.
@@ -58,6 +59,7 @@ class CallPlan:
     unpriced_models: list[str] = field(default_factory=list)
     unverified_prices: list[str] = field(default_factory=list)
     seconds: float | None = None
+    gpu_hours: float | None = None
     by_dimension: dict[str, dict[str, Any]] = field(default_factory=dict)
     token_source: str = "tokenizer"
     completion_source: str = "max_new_tokens (upper bound)"
@@ -72,8 +74,8 @@ class CallPlan:
         """The plan of this plan's calls and ``other``'s together (two disjoint lists of calls planned against
         the same cache and prices: e.g. two chunks of units, ``surveyalign.evaluation.stream``).
 
-        Counts and tokens add; a cost or time is ``None`` only when it is ``None`` on both sides (no priced call,
-        no timed answer); per-dimension rows add in first-seen order; unpriced models and unverified prices are
+        Counts and tokens add; a cost, time or GPU-hours figure is ``None`` only when it is ``None`` on both sides
+        (no priced call, no timed answer); per-dimension rows add in first-seen order; unpriced models and unverified prices are
         the union; the token count says "4 characters per token" when either side counted that way; the
         completion source is that of the side with calls (this plan's when both have some).
 
@@ -95,7 +97,8 @@ class CallPlan:
             cost_usd=plus(self.cost_usd, other.cost_usd),
             unpriced_models=sorted(set(self.unpriced_models) | set(other.unpriced_models)),
             unverified_prices=sorted(set(self.unverified_prices) | set(other.unverified_prices)),
-            seconds=plus(self.seconds, other.seconds), by_dimension=rows,
+            seconds=plus(self.seconds, other.seconds), gpu_hours=plus(self.gpu_hours, other.gpu_hours),
+            by_dimension=rows,
             token_source=other.token_source if self.token_source == "tokenizer" else self.token_source,
             completion_source=other.completion_source if other.calls and not self.calls else self.completion_source,
             prices_as_of=self.prices_as_of or other.prices_as_of)
@@ -110,13 +113,16 @@ class CallPlan:
             out["cost_usd"] = round(self.cost_usd, 6)
         if self.seconds is not None:
             out["seconds"] = round(self.seconds, 6)
+        if self.gpu_hours is not None:
+            out["gpu_hours"] = round(self.gpu_hours, 6)
         for row in out["by_dimension"].values():  # to the micro-dollar, as the total (sums in another order agree)
             if row["cost_usd"] is not None:
                 row["cost_usd"] = round(row["cost_usd"], 6)
         return out
 
     def lines(self, *, spent_usd: float | None = None, cached_calls: int = 0) -> list[str]:
-        """Printable lines: totals, the cost (with what is already spent in the run), time, then per dimension."""
+        """Printable lines: totals, the cost (with what is already spent in the run), time, GPU-hours (when some),
+        then per dimension."""
         cost = "no price (local engine: GPU time only)" if self.cost_usd is None else f"${self.cost_usd:,.4f}"
         if self.cost_usd is not None and self.unverified_prices:
             from surveyalign.calls.cost import UNVERIFIED
@@ -132,6 +138,8 @@ class CallPlan:
             out.append(f"  no price for: {', '.join(self.unpriced_models)} (add them with --prices FILE)")
         out.append("  estimated time: " + ("unknown (no answer timed yet in this run)" if self.seconds is None
                                            else f"{self.seconds / 60:,.1f} min"))
+        if self.gpu_hours:
+            out.append(f"  estimated GPU-hours: {self.gpu_hours:,.4f} (local engines on GPUs)")
         for dim, row in self.by_dimension.items():
             c = "-" if row["cost_usd"] is None else f"${row['cost_usd']:,.4f}"
             out.append(f"  {dim}: {row['calls']} call(s), {row['prompt_tokens']:,} + {row['completion_tokens']:,} "

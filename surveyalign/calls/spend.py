@@ -10,7 +10,7 @@ folder, shared by ``evaluate`` and ``score`` (issue 22).
 * :func:`spent_usd` / :func:`make_cap`: the cap starts from what the run folder's cache already cost.
 * :func:`model_of_call` / :func:`answer_cost`: which model answers a call and what one answer cost.
 * :func:`engine_gpus` / :func:`gpu_hours_per_second`: the GPUs of a local engine and the GPU-hours its recorded
-  call seconds stand for (its cost when it has no token price).
+  call seconds stand for (its cost when it has no token price); :func:`planned_gpu_hours`: the plan's estimate.
 
 Prices come from :mod:`surveyalign.calls.cost`; nothing here sends a request.
 """
@@ -31,7 +31,7 @@ from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.executor import Call
 
 __all__ = ["PromptCounter", "answer_cost", "answer_history", "engine_gpus", "gpu_hours_per_second", "make_cap",
-           "model_of_call", "plan_calls", "spent_usd", "unanswered"]
+           "model_of_call", "plan_calls", "planned_gpu_hours", "spent_usd", "unanswered"]
 
 #: How prompt tokens are counted without a tokenizer (printed in the plan).
 NO_TOKENIZER = "4 characters per token (no tokenizer: set `tokenizer:` for an exact count)"
@@ -70,6 +70,24 @@ def gpu_hours_per_second(backend: Any, concurrency: int | None = None) -> float:
 
     gpus = engine_gpus(backend)
     return gpus / 3600.0 / overlapping_requests(backend, concurrency) if gpus else 0.0
+
+
+def planned_gpu_hours(todo: Sequence[Call], seconds_per_call: float | None, concurrency: int | None = None
+                      ) -> float | None:
+    """Estimated GPU-hours of ``todo``: each call's expected recorded seconds (the run's mean so far) x
+    :func:`gpu_hours_per_second` of its backend, the rule the run's counted GPU-hours follow afterwards.
+
+    Returns:
+        The estimate, or ``None`` when no answer was timed yet or no call runs on a local engine on GPUs.
+    """
+    if seconds_per_call is None:
+        return None
+    factors: dict[int, float] = {}
+    for call in todo:
+        if id(call.backend) not in factors:
+            factors[id(call.backend)] = gpu_hours_per_second(call.backend, concurrency)
+    hours = sum(seconds_per_call * factors[id(call.backend)] for call in todo)
+    return hours or None
 
 
 def _shares_prompt(backend: Any) -> bool:
@@ -198,6 +216,7 @@ def plan_calls(todo: Sequence[Call], counter: PromptCounter, cache: CallCache, p
                           model_of=model_of, batch_of=batched, seconds_per_call=mean_seconds,
                           in_flight=int(in_flight or 1), completion_source=source)
     plan.token_source = counter.source
+    plan.gpu_hours = planned_gpu_hours(todo, mean_seconds, concurrency)
 
     def estimate(call: Call) -> float:
         hit = prices.lookup(model_of(call))
