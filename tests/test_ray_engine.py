@@ -138,6 +138,7 @@ def test_connects_to_a_running_cluster_by_ray_address(tiny_model_dir, tmp_path):
     The head asks for a token (Ray >= 2.5x): head and driver share RAY_AUTH_MODE / RAY_AUTH_TOKEN as
     slurm/ray_cluster.slurm sets them (Ray reads them when imported: hence a driver process of its own)."""
     import secrets
+    import shutil
     import socket
     import tempfile
 
@@ -170,6 +171,7 @@ def test_connects_to_a_running_cluster_by_ray_address(tiny_model_dir, tmp_path):
     finally:
         os.killpg(head.pid, signal.SIGKILL)  # the head and the processes it started (its own session)
         head.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
     assert facts["ray"] == {"workers": 1, "address": f"127.0.0.1:{port}"} and facts["gcs"].endswith(f":{port}")
     assert facts["still_connected"] is False
     local = load_backend("transformers", model=str(tiny_model_dir), device="cpu").generate(
