@@ -61,6 +61,8 @@ def test_ka_build_dataset_comp_and_crit_then_resume(dataset_dir, tmp_path):
     assert "knowledge" in load_surveyreview(out, "all", split="test").column_names
     # papers without an abstract (abstract: null at the source) are counted in the records and the report (issue 21)
     saved = json.loads((out / "ka" / "ka_report.json").read_text())
+    # the sample surveys' lists are full: no reference shortfall (issue 21 E; the rule: test_knowledge_ka.py)
+    assert saved["n_reference_shortfall"] == 0 and all(not r["reference_shortfall"] for r in records)
     no_abstract = sum(1 for p in graph.papers if not p.abstract.strip())
     assert saved["n_graph_papers_without_abstract"] == no_abstract
     assert all(0 <= r["crit"]["n_no_abstract"] <= r["n_kept"] for r in crit if "crit" in r)

@@ -456,3 +456,20 @@ def test_crit_ka_empty_summaries_are_asked_again_on_a_rerun(tmp_path):
         assert cache.counts == {"reused": 3, "retried": 0, "made": 0} and kept.text == fixed.text
     assert empty_answer(None, Generation(" \n", "stop", None)) == "empty answer"
     assert empty_answer(None, Generation("x", "stop", None)) is None
+
+
+def test_survey_record_flags_a_text_reference_list_shorter_than_its_citations():
+    """Issue 21 E: the text cites [1]-[4] but its reference section holds 3 entries (one lost): the KA record
+    says so; a list from the ``references`` column is not checked (None)."""
+    g = _graph()
+    text = ("# The survey\n\nWe build on [1], [2] and [3-4].\n\n## References\n\n"
+            "[1] Author r1. 2010. Paper r1. Venue.\n[2] Author r2. 2012. Paper r2. Venue.\n"
+            "[3] Author r3. 2014. Paper r3. Venue.\n")
+    record = build_survey_ka(g, Resolver(g.papers), SurveyKAInput("p1", "The survey", (), text), "comprehensiveness",
+                             KAConfig(), counter=TokenCounter("whitespace"))
+    assert (record["reference_source"], record["n_references"]) == ("text", 3)
+    assert (record["cited_up_to"], record["reference_shortfall"]) == (4, 1)
+    column = build_survey_ka(g, Resolver(g.papers), SurveyKAInput("p1", "The survey", ("Author r1 (2010). Paper r1.",),
+                                                                 text), "comprehensiveness", KAConfig(),
+                             counter=TokenCounter("whitespace"))
+    assert (column["reference_source"], column["cited_up_to"], column["reference_shortfall"]) == ("column", None, None)

@@ -23,7 +23,11 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from surveyalign.calls import CallCache, stable_hash
-from surveyalign.documents import parse_markdown_references, parse_reference_text
+from surveyalign.documents import (
+    highest_citation_number,
+    parse_markdown_references,
+    parse_reference_text,
+)
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.dataset import write_knowledge_dataset
 from surveyalign.knowledge.graph import CitationGraph
@@ -119,7 +123,9 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
         The record: ``paper_id``, ``dimension``, ``text``, ``reason`` (why ``text`` is empty, else ``None``),
         ``n_references``, ``reference_source``, ``n_resolved``, ``n_resolved_incomplete`` (resolved references
         whose own reference list the graph has only in part or not at all: R+ misses their outgoing links),
-        ``resolution`` (counts), ``unresolved`` (key, reason), ``n_neighbourhood`` (|R+| before exclusions), ``excluded``, ``cutoff_year``,
+        ``resolution`` (counts), ``unresolved`` (key, reason), ``cited_up_to`` / ``reference_shortfall`` (the highest
+        ``[n]`` the text cites and how many entries the text's list lacks; ``None`` for the ``references`` column),
+        ``n_neighbourhood`` (|R+| before exclusions), ``excluded``, ``cutoff_year``,
         ``cutoff_from``, ``n_candidates`` (|R+| after), ``n_kept``, ``tokens``, ``n_calls``, ``cache_hits``,
         ``errors`` and the dimension's own details (``comp`` or ``crit``).
 
@@ -148,6 +154,10 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
         "n_unknown_year": hood.n_unknown_year, "n_candidates": int(hood.candidates.size), "n_kept": 0,
         "tokens": None, "n_calls": 0, "cache_hits": 0, "errors": [],
     }
+    # a list read from the text with fewer entries than the highest [n] the text cites (issue 21 E)
+    cited = highest_citation_number(survey.text or "") if ref_source == "text" else None
+    record["cited_up_to"] = cited
+    record["reference_shortfall"] = max(0, cited - len(refs)) if cited is not None else None
     if not refs:
         record["reason"] = "no reference list found (empty `references` column and no reference section)"
     elif not hood.references.size:
@@ -334,6 +344,7 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         "n_graph_papers_without_abstract": sum(1 for p in graph.papers if not p.abstract.strip()),
         "n_crit_papers_without_abstract": sum((r.get("crit") or {}).get("n_no_abstract", 0) for r in records),
         "excluded": {k: sum(r["excluded"][k] for r in records) for k in ("survey", "citing_survey", "after_survey")},
+        "n_reference_shortfall": len({r["paper_id"] for r in records if r.get("reference_shortfall")}),
         # issue 21 C: the Crit-KA summariser's answers reused from / asked again / new to ka/calls.jsonl
         "answers": dict(summariser.cache.counts) if summariser is not None and summariser.cache is not None else None,
     }, indent=2, default=str))

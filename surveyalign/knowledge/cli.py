@@ -55,6 +55,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
         print(f"Crit-KA summaries {CallCache.counts_line(summary['answers'])}")
     print(f"papers without an abstract (kept, shown as '(no abstract)'): {summary['n_graph_papers_without_abstract']} "
           f"in the graph, {summary['n_crit_papers_without_abstract']} in Crit-KA blocks")
+    if summary.get("n_reference_shortfall"):
+        print(f"surveys whose reference list is shorter than the highest [n] their text cites (entries merged or lost; "
+              f"see reference_shortfall in the records): {summary['n_reference_shortfall']}")
     for reason, n in summary["empty_reasons"].items():
         print(f"  empty ({n}): {reason}")
     print(f"dataset with a `knowledge` column: {report.out_dir}; records: {report.out_dir / 'ka' / 'records.jsonl'}")
