@@ -179,3 +179,31 @@ def test_rqs_judges_rerun_asks_unreadable_ratings_again_and_counts(tmp_path):
     again = judges()
     assert run_rqs_judges(config, backends=again)["answers"]["J2"] == {"reused": 6, "retried": 0, "made": 0}
     assert not any(b.calls for b in again.values())
+
+
+def test_rqs_judges_mark_systems_judged_on_fewer_dimensions(tmp_path, capsys):
+    """Issue 21 B: a system run on Readability alone and one on Readability + Structure shared unmarked RQS / HAS
+    columns; the smaller set is marked and named."""
+    import yaml
+
+    from surveyalign.scoring.report import PARTIAL_AVG_MARK
+
+    one = _write_run(tmp_path / "runs" / "one", "one", (-1, 1))
+    two = _write_run(tmp_path / "runs" / "two", "two", (-1, 1))
+    recs = [json.loads(line) for line in (two / "predictions.jsonl").read_text().splitlines()]
+    recs.append({**recs[0], "unit_id": "u9", "dimension": "structure", "rationale": "system two unit u9"})
+    (two / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    config = {"systems": {"one": str(one), "two": str(two)}, "output_dir": str(tmp_path / "study"), "bootstrap": 0,
+              "judges": [{"name": "J", "backend": {"kind": "scripted", "options": {
+                  "replies": ["Rated. <consistency>0.4</consistency>"], "cycle": True}},
+                  "generation": {"temperature": 0.0, "max_new_tokens": 64}}]}
+    path = tmp_path / "rqs.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["rqs-judges", "--config", str(path), "--no-progress"]) == 0
+    res = json.loads((tmp_path / "study" / "rqs_judges.json").read_text())
+    assert res["dimensions"] == {"one": ["readability"], "two": ["readability", "structure"]}
+    assert res["scope_marks"] == {"one": PARTIAL_AVG_MARK, "two": ""}
+    assert res["scope_notes"] == [f"{PARTIAL_AVG_MARK} one: averages over 1 of 2 dimensions (Read); not comparable "
+                                  "with the other rows' averages"]
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"0.40 {PARTIAL_AVG_MARK}" in out and "one: averages over 1 of 2 dimensions" in out

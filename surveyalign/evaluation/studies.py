@@ -158,7 +158,8 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
     Returns:
         The :func:`surveyalign.scoring.multi_judge_rankings` result plus ``counts`` ({judge: {system: {"rated",
         "failed"}}}), ``answers`` ({judge: {"reused", "retried", "made"}}: a rating that errored or could not be
-        read is asked again on a re-run), ``jury`` (its name and method, or None) and ``output_dir``; also written to
+        read is asked again on a re-run), ``dimensions`` ({system: its scored dimensions}), ``scope_marks``
+        ({system: "" or the mark of an average over fewer dimensions than the table}) and ``scope_notes``, ``jury`` (its name and method, or None) and ``output_dir``; also written to
         ``OUT/rqs_judges.json`` with every rating in ``OUT/ratings.jsonl``.
 
     Raises:
@@ -223,7 +224,15 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
                                                        scale="ratings")[0]
         ratings[jury["name"]] = combined
     result = multi_judge_rankings(records, ratings, n_resamples=config.bootstrap, seed=config.seed)
-    result.update(counts=counts, answers=answers, jury=jury, output_dir=str(out), finished=now())
+    # each system's dimension set: RQS / HAS of systems judged on different sets are marked (issue 21 B)
+    from surveyalign.scoring.report import average_scopes
+
+    dims = {s: {"per_dimension": {str(r["dimension"]): {} for r in recs if r.get("status") == "scored"}}
+            for s, recs in records.items()}
+    marks, scope_notes = average_scopes(dims)
+    result.update(counts=counts, answers=answers, jury=jury, output_dir=str(out), finished=now(),
+                  dimensions={s: sorted(d["per_dimension"]) for s, d in dims.items()}, scope_marks=marks,
+                  scope_notes=scope_notes)
     write_jsonl(out / "ratings.jsonl", [{"judge": j, "system": s, "unit_id": u, "consistency": v}
                                         for j, per in ratings.items() for s, m in per.items() for u, v in m.items()])
     write_json(out / "rqs_judges.json", result)

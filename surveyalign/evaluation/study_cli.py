@@ -116,8 +116,13 @@ def _rqs_judges(args: argparse.Namespace) -> int:
         table.add_column("System", style="bold")
         for jname in judges:
             table.add_column(jname, justify="right")
-        for s in res["systems"]:
-            table.add_row(s, *[_f(res[key][s][jname], 2) for jname in judges])
+        marks = res.get("scope_marks") or {}
+        for s in res["systems"]:  # a system judged on fewer dimensions: its averages marked (issue 21 B)
+            mark = f" {marks[s]}" if marks.get(s) else ""
+            table.add_row(s, *[_f(res[key][s][jname], 2) + (mark if res[key][s][jname] is not None else "")
+                               for jname in judges])
+        if res.get("scope_notes"):
+            table.caption = "; ".join(res["scope_notes"])
         console.print(table)
     tau = Table(title="Ranking stability: Kendall tau of the HAS rankings (paper-level bootstrap 95% CI)")
     for name in ("judge A", "judge B", "systems", "tau", "95% CI", "note"):
