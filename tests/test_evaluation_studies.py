@@ -203,7 +203,7 @@ def test_rqs_judges_mark_systems_judged_on_fewer_dimensions(tmp_path, capsys):
     res = json.loads((tmp_path / "study" / "rqs_judges.json").read_text())
     assert res["dimensions"] == {"one": ["readability"], "two": ["readability", "structure"]}
     assert res["scope_marks"] == {"one": PARTIAL_AVG_MARK, "two": ""}
-    assert res["scope_notes"] == [f"{PARTIAL_AVG_MARK} one: averages over 1 of 2 dimensions (Read); not comparable "
-                                  "with the other rows' averages"]
+    assert res["scope_notes"] == [(f"{PARTIAL_AVG_MARK} one: averages over 1 of 2 dimensions (Read); not "
+                                   "comparable with the other rows' averages")]
     out = " ".join(capsys.readouterr().out.split())
     assert f"0.40 {PARTIAL_AVG_MARK}" in out and "one: averages over 1 of 2 dimensions" in out
