@@ -316,3 +316,24 @@ def test_per_source_rows_mark_averages_over_fewer_dimensions():
     page = render_html_report({"A": summary}, {})
     assert f"<td>0.500 {PARTIAL_AVG_MARK}</td>" in page and f"<td>1.000 {PARTIAL_AVG_MARK}</td>" not in page
     assert "A / moprd: averages over 1 of 2 dimensions" in page
+
+
+def test_prism_rerun_with_another_review_under_one_id_keeps_both_files(tmp_path, capsys):
+    """Issue 21 A across runs: the same paper, first with a/review.txt, then with b/review.txt (same id, other
+    text), into one --out: reviews/review.json of the first run used to be replaced."""
+    import hashlib
+
+    texts = {"a": "The method is sound but the baselines are weak.", "b": "The evaluation misses an ablation."}
+    for folder, text in texts.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "review.txt").write_text(text, encoding="utf-8")
+    out, judge = tmp_path / "run", str(_prism_judge(tmp_path, "{replies: []}"))
+    for folder in ("a", "b", "a"):  # the third run finds a's own file again
+        main(["prism", str(FIXTURES / "iclr_paper.json"), str(tmp_path / folder / "review.txt"), "--judge", judge,
+              "--out", str(out), "--no-progress"])
+    digest = hashlib.sha256(texts["b"].encode()).hexdigest()
+    assert sorted(p.name for p in (out / "reviews").glob("*.json")) == ["review-" + digest[:8] + ".json",
+                                                                         "review.json"]
+    assert json.loads((out / "reviews" / "review.json").read_text())["sha256"] == \
+        hashlib.sha256(texts["a"].encode()).hexdigest()
+    assert json.loads((out / "reviews" / f"review-{digest[:8]}.json").read_text())["sha256"] == digest

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from surveyalign.paths import content_sha256, unique_output_names
+from surveyalign.paths import content_sha256, name_beside_earlier, unique_output_names
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.constructiveness import constructiveness
 from surveyalign.prism.depth import depth_of_analysis
@@ -194,6 +194,18 @@ def _prior_line(priors: Sequence[Any]) -> str:
             + (" (judged on the title alone)." if missing else "."))
 
 
+def _review_owner(path: Path) -> dict[str, Any] | None:
+    """``{"sha256"}`` of the review an earlier ``reviews/<id>.json`` holds; ``None`` when absent or written before
+    the hash was recorded (then it is this review's own earlier file)."""
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {"sha256": record["sha256"]} if isinstance(record, dict) and record.get("sha256") else None
+
+
 def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
               scores: Mapping[str, Mapping[str, Any]], run_config: Mapping[str, Any]) -> dict[str, Path]:
     """Write the run folder: ``reviews/<id>.json`` (the safe id; + a short hash when two ids make one name), ``paper.json``, ``comparison.md`` / ``.json``,
@@ -209,7 +221,10 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
     names = unique_output_names([r.review_id for r in reviews], [r.review_id for r in reviews], fallback="review")
     for review, name in zip(reviews, names.names, strict=True):
         rid = review.review_id
-        record = {**scores[rid], "units": {
+        digest = content_sha256(review.text)
+        # an earlier run's file of another review under this name (same paper, other reviews) stays (issue 21 A)
+        name = name_beside_earlier(name, digest, _review_owner(out / "reviews" / f"{name}.json")) or name
+        record = {**scores[rid], "sha256": digest, "units": {
             "adus": _jsonable(units.adus.get(rid)), "novelty_claims": _jsonable(units.claims.get(rid)),
             "flaws": _jsonable(units.review_flaws.get(rid)), "comments": _jsonable(units.comments.get(rid))}}
         path = out / "reviews" / f"{name}.json"
