@@ -27,7 +27,8 @@ reviews/<id>.json, paper.json, comparison.md / comparison.json (each system agai
 reviewers, with the project page's figures beside it), extraction.json (every unparseable answer, default and
 left-out item) and run_config.json. Two different reviews with one id (two review.txt files) are scored as
 id-<hash>; a review given twice is scored once. A folder holding another paper's run is never reused: the default
-folder becomes runs/prism/<paper id>-<hash>, an explicit --out is refused.
+folder becomes runs/prism/<paper id>-<hash>, an explicit --out is refused; an earlier run's review file is never
+replaced by another review with the same id (that one is written as id-<hash>).
 
 Exit status: 0; 2 for bad input; 3 when a stage produced no usable result (every answer of a stage failed to
 parse or errored: its metrics would be empty for every review).
