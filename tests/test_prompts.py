@@ -327,7 +327,7 @@ def test_cli_parse(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == {"score": -1, "rationale": "Shallow.", "error": None}
     answer.write_text("Shallow.$$$0$$$", encoding="utf-8")
     args = _cli(["prompts", "parse", str(answer), "--protocol", "v1.0"])
-    assert args.handler(args) == 1
+    assert args.handler(args) == 3  # no usable result (issue 21 B: the same code as every command)
     assert json.loads(capsys.readouterr().out)["score"] is None
 
 

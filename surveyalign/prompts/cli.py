@@ -46,7 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parse = sub.add_parser(
         "parse",
         help="parse a judge answer and print score, rationale and error as JSON",
-        description="Parse one judge answer (from FILE, or stdin when FILE is '-') with the project's single parser.",
+        description="Parse one judge answer (from FILE, or stdin when FILE is '-') with the project's single parser. "
+                    "Exit status 3 when the answer gives no score (the reason is in the JSON's error), as every "
+                    "command exits 3 when it has no usable result.",
     )
     parse.add_argument("file", type=str, metavar="FILE", help="file holding the raw answer text, or '-' for stdin")
     parse.add_argument("--protocol", default="auto", choices=("auto", *PROTOCOLS), help="protocol to expect (default auto)")
@@ -91,4 +93,4 @@ def _parse(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.file == "-" else _read(Path(args.file), "answer")
     result = parse_judgement(text, protocol=args.protocol)
     print(json.dumps({"score": result.score, "rationale": result.rationale, "error": result.error}, ensure_ascii=False))
-    return 0 if result.ok else 1
+    return 0 if result.ok else 3  # no usable result: 3, as everywhere (issue 21 B)
