@@ -432,8 +432,8 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.annotation.annotate.x_annotate_reviews__mutmut_{i}": "make_call(identity=None or left out) "
        "computes backend_identity(backend) itself: the same identity (passed only to call describe() once)"
        for i in (30, 38)},
-    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_307": "ensure_ascii=None is falsy like False",
-    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_315": "codec names are case-insensitive: 'UTF-8' is "
+    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_352": "ensure_ascii=None is falsy like False",
+    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_360": "codec names are case-insensitive: 'UTF-8' is "
         "'utf-8'",
     **{f"surveyalign.annotation.annotate.x_unique_reviews__mutmut_{i}": "fallback of unique_output_names: it names "
        "inputs whose raw name has no safe character, but unique_reviews reads only keep / merged (content hashes)"

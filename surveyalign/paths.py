@@ -124,13 +124,14 @@ class OutputNames:
         return lines
 
 
-def content_sha256(content: str | bytes) -> str:
-    """SHA-256 hex digest of an input's content (text as UTF-8): the hash output names carry and reports record."""
+def _content_hash(content: str | bytes) -> str:
     data = content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()
 
 
-_content_hash = content_sha256
+def content_sha256(content: str | bytes) -> str:
+    """SHA-256 hex digest of an input's content (text as UTF-8): the hash output names carry and reports record."""
+    return _content_hash(content)
 
 
 def name_beside_earlier(name: str, digest: str, earlier: dict | None, *, source: str | None = None) -> str | None:
