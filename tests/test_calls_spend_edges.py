@@ -266,6 +266,10 @@ def test_unanswered_one_per_key_failed_ones_again_unless_kept(tmp_path):
     assert cache.counts == {"reused": 0, "retried": 0, "made": 0}  # nothing counted
     kept = CallCache.load(path, keep_failed=True)
     assert [c.unit_id for c in unanswered(kept, [done, failed, bad, new], check)] == ["new"]
+    # retry_errors=False (evaluate's retry_errors: false) keeps them too; True is the default
+    assert [c.unit_id for c in unanswered(cache, [done, failed, bad, new], check, retry_errors=False)] == ["new"]
+    assert [c.unit_id for c in unanswered(cache, [bad, new], check, retry_errors=True)] == ["unparsable", "new"]
+    assert [c.unit_id for c in unanswered(kept, [bad, new], check, retry_errors=True)] == ["new"]
 
 
 def test_a_duplicate_key_does_not_end_the_scan(tmp_path):
