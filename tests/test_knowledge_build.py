@@ -145,3 +145,37 @@ def test_ka_graph_fetched_through_the_api_gives_the_same_comp_ka(dataset_dir, tm
     assert len(got) == 3
     for pid, record in got.items():
         assert record["text"] == want[pid]["text"] and record["excluded"] == want[pid]["excluded"]
+
+
+def test_ka_build_never_reuses_a_record_made_from_another_survey_under_one_id(dataset_dir, tmp_path):
+    """Issue 21 A: a KA record was reused for any survey with the same paper id (another dataset into the same --out,
+    an edited survey); it is reused only when made from the same survey (title, references, text, year)."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from surveyalign.knowledge.build import dataset_rows, dataset_surveys
+
+    graph = sample_graph(dataset_dir)
+    config = KAConfig(tokenizer="whitespace", dimensions=["comprehensiveness"], comp_max_tokens=60)
+    out = tmp_path / "ka-out"
+    first = build_ka_dataset(dataset_dir, graph, out, config, backend=load_backend("scripted", replies=["x"]),
+                             progress=False)
+    edited = tmp_path / "edited"
+    shutil.copytree(dataset_dir, edited)
+    surveys, _ = dataset_surveys(dataset_rows(edited), ["comprehensiveness"])
+    pid = min(surveys["comprehensiveness"])
+    for path in (edited / "data").glob("*/*.parquet"):  # one survey's title changes in every config and split
+        rows = pq.read_table(path).to_pylist()
+        for row in rows:
+            if row["paper_id"] == pid:
+                row["title"] = "An edited survey title"
+        pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    again = build_ka_dataset(edited, graph, out, config, backend=load_backend("scripted", replies=["x"]),
+                             progress=False)
+    assert first.n_made == len(surveys["comprehensiveness"]) and again.n_made == 1  # only the edited survey
+    records = [r for r in read_ka_records(out) if r["paper_id"] == pid]
+    assert len(records) == 1 and records[0]["survey_sha256"] == dataset_surveys(
+        dataset_rows(edited), ["comprehensiveness"])[0]["comprehensiveness"][pid].digest()
+    assert again.n_records == first.n_records  # the report counts this dataset's surveys only

@@ -65,6 +65,12 @@ class SurveyKAInput:
     text: str = ""
     year: int | None = None
 
+    def digest(self) -> str:
+        """16 hex digits of what a KA record is built from (title, references, text, year): a record made from
+        another survey under the same paper id (another dataset in the same ``--out``, an edited survey) is never
+        reused (issue 21 A)."""
+        return stable_hash([self.title, list(self.references), self.text, self.year])[:16]
+
 
 @dataclass
 class KAReport:
@@ -305,7 +311,6 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
     ka_dir = out / "ka"
     ka_dir.mkdir(parents=True, exist_ok=True)
     config_hash = stable_hash({"config": config.model_dump(), "graph": graph.stats.to_dict()})[:16]
-    done = {(r["paper_id"], r["dimension"]) for r in _existing(ka_dir) if r.get("config_hash") == config_hash}
     counter = TokenCounter(config.tokenizer) if config.tokenizer else None
     summariser = None
     if "criticalness" in config.dimensions:
@@ -318,6 +323,10 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         summariser = Summariser(backend, config, counter, CallCache.load(ka_dir / "calls.jsonl"))
     resolver = Resolver(graph.papers, min_title_score=config.min_title_score, year_tolerance=config.year_tolerance)
     surveys, units = dataset_surveys(rows, config.dimensions, survey_years)
+    wanted = {(pid, dim): survey.digest() for dim in config.dimensions for pid, survey in surveys[dim].items()}
+    # resumed: a record of the same config made from the same survey (not merely the same paper id)
+    done = {(r["paper_id"], r["dimension"]) for r in _existing(ka_dir) if r.get("config_hash") == config_hash
+            and r.get("survey_sha256") == wanted.get((r["paper_id"], r["dimension"]))}
     jobs = [(dim, surveys[dim][pid]) for dim in config.dimensions for pid in sorted(surveys[dim])
             if (pid, dim) not in done]
     n_made = 0
@@ -325,14 +334,15 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         for dim, survey in tqdm(jobs, desc="knowledge augmentation", disable=not progress):
             t0 = time.perf_counter()
             record = build_survey_ka(graph, resolver, survey, dim, config, summariser=summariser, counter=counter)
-            record.update(unit_ids=units[(survey.paper_id, dim)], config_hash=config_hash,
+            record.update(unit_ids=units[(survey.paper_id, dim)], config_hash=config_hash, survey_sha256=survey.digest(),
                           seconds=round(time.perf_counter() - t0, 4))
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             fh.flush()
             n_made += 1
     if summariser is not None and summariser.cache is not None:
         summariser.cache.close()
-    records = [r for r in read_ka_records(ka_dir) if r.get("config_hash") == config_hash]
+    records = [r for r in read_ka_records(ka_dir) if r.get("config_hash") == config_hash
+               and r.get("survey_sha256") == wanted.get((r["paper_id"], r["dimension"]))]  # this dataset's surveys
     n_units = write_knowledge_dataset(src, out, rows, {(r["paper_id"], r["dimension"]): r["text"] for r in records})
     report = KAReport(out, len(records), n_made, sum(1 for r in records if not r["text"]), n_units,
                       graph.stats.to_dict())
