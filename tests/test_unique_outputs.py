@@ -337,3 +337,26 @@ def test_prism_rerun_with_another_review_under_one_id_keeps_both_files(tmp_path,
     assert json.loads((out / "reviews" / "review.json").read_text())["sha256"] == \
         hashlib.sha256(texts["a"].encode()).hexdigest()
     assert json.loads((out / "reviews" / f"review-{digest[:8]}.json").read_text())["sha256"] == digest
+
+
+def test_prepared_knowledge_for_two_surveys_sharing_a_stem(tmp_path):
+    """Issue 21 A: with --knowledge DIR, survey.md and survey.pdf both read DIR/survey.<dim>.txt; each reads its
+    own DIR/survey-<hash>.<dim>.txt (the name of its report) when it is there."""
+    import hashlib
+
+    from surveyalign.documents import read_document
+    from surveyalign.inference.knowledge import FileKnowledge
+
+    first, second = tmp_path / "a" / "survey.md", tmp_path / "b" / "survey.md"
+    for path, text in ((first, "# Survey of oracles\n\nOracles.\n"), (second, "# Survey of fuzzers\n\nFuzzers.\n")):
+        path.parent.mkdir()
+        path.write_text(text, encoding="utf-8")
+    docs = [read_document(first), read_document(second)]
+    ka = tmp_path / "ka"
+    ka.mkdir()
+    (ka / "survey.criticalness.txt").write_text("shared trends", encoding="utf-8")
+    own = f"survey-{hashlib.sha256(docs[1].text.encode()).hexdigest()[:8]}"
+    (ka / f"{own}.criticalness.txt").write_text("fuzzing trends", encoding="utf-8")
+    source = FileKnowledge(ka)
+    assert [source(d, "criticalness").text for d in docs] == ["shared trends", "fuzzing trends"]
+    assert source(docs[1], "criticalness").details == {"path": str(ka / f"{own}.criticalness.txt")}

@@ -61,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="openai judges: API root of a server (repeat for several; calls are spread over them)")
     p.add_argument("--no-synthesis", action="store_true", help="keep the best winning sample's rationale")
     p.add_argument("--knowledge", default=None, metavar="DIR",
-                   help="prepared KA texts: DIR/<survey stem>.<dimension>.txt")
+                   help="prepared KA texts: DIR/<survey stem>.<dimension>.txt (two surveys with one stem: "
+                        "DIR/<stem>-<hash>.<dimension>.txt, the name of each one's report, is read first)")
     p.add_argument("--graph", default=None, metavar="FILE",
                    help="citation graph (surveyalign ka graph output) to build Comp-KA / Crit-KA from the references")
     p.add_argument("--ka-config", default=None, metavar="FILE", help="KA settings (configs/ka/*.yaml) with --graph")
@@ -216,6 +217,10 @@ def _score(args: argparse.Namespace) -> int:
         console.print(f"not scored: {line}", markup=False, highlight=False)
     for line in names.messages([str(d.source) for d in documents]):
         console.print(line, markup=False, highlight=False)
+    if args.knowledge and names.disambiguated:  # one prepared KA file would serve several surveys
+        console.print("--knowledge: surveys sharing a stem read DIR/<stem>-<hash>.<dimension>.txt when it is there "
+                      "(the name of their report above), else the shared DIR/<stem>.<dimension>.txt",
+                      markup=False, highlight=False)
     documents, stems = [documents[i] for i in names.keep], [names.names[i] for i in names.keep]
     stems, renamed = _beside_earlier_reports(out, documents, stems)
     for line in renamed:

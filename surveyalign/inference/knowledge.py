@@ -59,7 +59,8 @@ class KnowledgeSource(Protocol):
 
 
 class FileKnowledge:
-    """KA texts prepared beforehand: ``DIR/<survey stem>.<dimension>.txt`` (or ``.md``).
+    """KA texts prepared beforehand: ``DIR/<survey stem>.<dimension>.txt`` (or ``.md``); two surveys sharing a stem
+    each read their own ``DIR/<stem>-<hash>.<dimension>.txt`` when it is there (the name of their report).
 
     Args:
         folder: the folder holding the files.
@@ -76,10 +77,15 @@ class FileKnowledge:
             raise NotADirectoryError(f"--knowledge {self.folder}: not a folder of <survey>.<dimension>.txt files")
 
     def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
-        """Read ``<stem>.<dimension>.txt``/``.md``; an absent or empty file gives no KA (with a note)."""
+        """Read ``<stem>-<hash>.<dimension>.txt`` (``<hash>``: 8 hex digits of the SHA-256 of the survey's text,
+        the name ``score`` gives a survey whose stem another survey shares: issue 21 A), else
+        ``<stem>.<dimension>.txt`` (``.md`` too); an absent or empty file gives no KA (with a note)."""
+        from surveyalign.paths import content_sha256
+
         stem = document.source.stem
-        for suffix in (".txt", ".md"):
-            path = self.folder / f"{stem}.{dimension}{suffix}"
+        own = f"{stem}-{content_sha256(document.text)[:8]}"
+        for name, suffix in ((own, ".txt"), (own, ".md"), (stem, ".txt"), (stem, ".md")):
+            path = self.folder / f"{name}.{dimension}{suffix}"
             if path.is_file():
                 text = path.read_text(encoding="utf-8", errors="replace").strip()
                 if text:
