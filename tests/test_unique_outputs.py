@@ -193,7 +193,9 @@ def test_fetch_texts_gives_every_forum_its_own_pdf_name():
 
 
 def test_name_beside_earlier_values():
-    from surveyalign.paths import content_sha256, name_beside_earlier
+    import hashlib
+
+    from surveyalign.paths import MAX_NAME_BYTES, content_sha256, name_beside_earlier
 
     digest = content_sha256("a")  # ca978112...
     assert name_beside_earlier("survey", digest, None) is None  # nothing there yet
@@ -204,6 +206,10 @@ def test_name_beside_earlier_values():
                                source="a/survey.md") == "survey-ca978112"
     assert name_beside_earlier("survey", digest, {}) == "survey-ca978112"  # unreadable earlier report
     assert name_beside_earlier("survey-ca978112", digest, {"sha256": "1" * 64}) == "survey-ca978112ca1bbdca"
+    # a stem of the longest length (120 bytes) stays within it: cut to 111 (+ the hash of the long name), + 9
+    long = name_beside_earlier("a" * 120, digest, {})
+    assert long == "a" * 102 + "-" + hashlib.sha256(("a" * 120).encode()).hexdigest()[:8] + "-ca978112"
+    assert len(long) == MAX_NAME_BYTES
 
 
 def test_score_into_a_folder_holding_another_surveys_report_keeps_both(tmp_path, capsys):
