@@ -426,7 +426,7 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.annotation.annotate.x__unreadable__mutmut_{i}": "the check's reason is only tested against None "
        "by the call cache (CallCache.failure / missing): any string, empty or not, marks the answer unusable"
        for i in (5, 7, 8, 9)},
-    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_146": "error '' -> 'XXXX' when no sample parsed: "
+    "surveyalign.annotation.annotate.x_annotate_reviews__mutmut_147": "error '' -> 'XXXX' when no sample parsed: "
         "a sample is unparsed only when its error is non-empty, and a parsed sample without a label always names "
         "its problem, so the fallback '' is never used",
     **{f"surveyalign.annotation.annotate.x_annotate_reviews__mutmut_{i}": "make_call(identity=None or left out) "
