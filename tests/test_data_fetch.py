@@ -460,3 +460,41 @@ def test_unreachable_service_stops_the_run_at_once_with_the_url(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()[0]  # the error line (a --traceback hint follows)
     assert err.startswith("surveyalign data: error: UnreachableError: cannot reach")
     assert f"cannot reach {dead}/epmc" in err and "2 tries: ConnectError" in err
+
+
+def test_a_second_release_fetched_into_the_same_out_keeps_the_first_ones_texts(tmp_path, services, capsys):
+    # issue 21 A: the shards are rewritten on every run; texts of uids the new release does not hold stay
+    first = write_release(tmp_path / "rel")
+    serve_release(services)
+    out = tmp_path / "out"
+    assert run(first, out, services).report["carried_over"] == {"uids": 0, "listed": []}
+    shard = out / "articles" / "articles_part_fetched_001.json"
+    before = json.loads(shard.read_text())
+    assert sorted(before) == ["f1000-7001", "moprd-9001-1-r1", "moprd-9001-1-r2", "openreview-101"]
+
+    second = write_release(tmp_path / "rel2")  # the same release without the F1000 and OpenReview train papers
+    for name in ("raw/train_samples.json", "train/grouped_trainset.json"):
+        records = json.loads((second / name).read_text())
+        (second / name).write_text(json.dumps([r for r in records if r["uid"].startswith("moprd")]))
+    rep = run(second, out, services).report
+    assert rep["carried_over"] == {"uids": 2, "listed": ["f1000-7001", "openreview-101"]}
+    assert rep["per_source"]["moprd"]["uids_written"] == 2
+    assert json.loads(shard.read_text()) == before  # nothing lost, the same texts
+
+    code = main(["data", "fetch-texts", "--official", str(second), "--out", str(out), "--europepmc-url",
+                 f"{services.url}/epmc", "--openreview-url", f"{services.url}/or", "--requests-per-second", "0",
+                 "--no-progress"])
+    assert code == 0
+    assert f"kept 2 texts an earlier run wrote into {out / 'articles'}" in capsys.readouterr().out
+    assert json.loads(shard.read_text()) == before
+
+
+def test_an_unreadable_earlier_shard_is_named(tmp_path, services):
+    release = write_release(tmp_path / "rel")
+    (tmp_path / "out" / "articles").mkdir(parents=True)
+    (tmp_path / "out" / "articles" / "articles_part_fetched_001.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"articles_part_fetched_001.json: expected a JSON object \{uid: text\}, got list"):
+        run(release, tmp_path / "out", services)
+    (tmp_path / "out" / "articles" / "articles_part_fetched_001.json").write_text("{")
+    with pytest.raises(ValueError, match=r"articles_part_fetched_001.json: not valid JSON"):
+        run(release, tmp_path / "out", services)

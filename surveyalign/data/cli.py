@@ -162,6 +162,9 @@ def _fetch(args: argparse.Namespace) -> int:
     verbatim = rep["verbatim"]
     print(f"wrote {written} texts to {len(result.shards)} shard(s) in {result.out / 'articles'}; gold snippets "
           f"verbatim in fetched texts: {verbatim['snippets_found']} (in {verbatim['papers_with_snippets']} papers)")
+    if rep["carried_over"]["uids"]:
+        print(f"kept {rep['carried_over']['uids']} texts an earlier run wrote into {result.out / 'articles'} for "
+              "uids this release does not hold (fetch_report.json carried_over)")
     print(f"report: {result.out / 'fetch_report.json'}")
     wanted = sum(c["papers"] - c["present"] for c in rep["per_source"].values())
     if wanted and not sum(c["converted"] for c in rep["per_source"].values()):

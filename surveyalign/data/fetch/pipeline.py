@@ -12,6 +12,8 @@ markdown (:func:`surveyalign.documents.jats.parse_jats` without the sub-articles
     OUT/.fetch_cache/                             HTTP cache and downloaded PDFs
 
 A re-run reuses every converted paper and retries the others; the HTTP cache answers what was asked before.
+Texts an earlier run wrote into the same OUT for uids that this release does not hold (another release fetched
+into one folder) are carried over into the new shards and counted (``carried_over``), never dropped.
 """
 
 from __future__ import annotations
@@ -220,7 +222,8 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
     out = Path(out)
     (out / "articles").mkdir(parents=True, exist_ok=True)
     cache = Path(cache_dir) if cache_dir else out / ".fetch_cache"
-    own_keys = {k for p in _own_shards(out) for k in json.loads(p.read_text(encoding="utf-8"))}
+    earlier = _read_own_shards(out)
+    own_keys = set(earlier)
     targets = release_targets(official, sources=sources)
     for t in targets:  # texts this command wrote earlier do not count as the release's own
         t.present = [u for u in t.present if u not in own_keys]
@@ -244,19 +247,40 @@ def fetch_texts(official: Path | str, out: Path | str, *, sources: Path | str | 
         finally:  # an interrupted run still leaves its texts in the shards and a report of what it did
             http = {"europepmc": epmc_http.stats.to_dict(),
                     **{f"openreview{i or ''}": h.stats.to_dict() for i, h in enumerate(or_http)}}
-            shards = _write_shards(out, targets, state, shard_size)
+            shards, carried = _write_shards(out, targets, state, shard_size, earlier)
             report = _report(official, targets, state, shards, http, time.perf_counter() - started)
+            report["carried_over"] = {"uids": len(carried), "listed": carried[:_LISTED]}
             (out / FETCH_REPORT).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                                             encoding="utf-8")
     return FetchResult(out=out, report=report, shards=shards)
 
 
-def _write_shards(out: Path, targets: list[PaperTarget], state: dict[str, dict], shard_size: int) -> list[Path]:
+def _read_own_shards(out: Path) -> dict[str, str]:
+    """``{uid: text}`` of the shards an earlier run wrote into ``out`` (a later shard wins a repeated uid)."""
+    texts: dict[str, str] = {}
+    for path in _own_shards(out):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc}); move the file away to fetch its texts again")
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object {{uid: text}}, got {type(data).__name__}")  # noqa: TRY004 (a bad file: exit 2)
+        texts.update(data)
+    return texts
+
+
+def _write_shards(out: Path, targets: list[PaperTarget], state: dict[str, dict], shard_size: int,
+                  earlier: dict[str, str] | None = None) -> tuple[list[Path], list[str]]:
+    """Rewrite this command's shards: this release's converted texts, then the uids of ``earlier`` (texts an
+    earlier run wrote) that no paper of this release holds. Returns (shards, carried-over uids, sorted)."""
     texts: dict[str, str] = {}
     for t in targets:
         record = state.get(t.key, {})
         if record.get("status") == "converted":
             texts.update({u: record["text"] for u in t.missing})
+    ours = {u for t in targets for u in t.uids}
+    carried = sorted(u for u in (earlier or {}) if u not in ours)
+    texts.update({u: earlier[u] for u in carried})
     for old in _own_shards(out):
         old.unlink()
     uids = sorted(texts)
@@ -266,7 +290,7 @@ def _write_shards(out: Path, targets: list[PaperTarget], state: dict[str, dict],
         path.write_text(json.dumps({u: texts[u] for u in uids[i:i + shard_size]}, ensure_ascii=False, indent=1)
                         + "\n", encoding="utf-8")
         shards.append(path)
-    return shards
+    return shards, carried
 
 
 def _report(official, targets: list[PaperTarget], state: dict[str, dict], shards: list[Path],
