@@ -395,10 +395,36 @@ def test_autorate_api_judge_never_sends_a_prompt_over_its_context(tmp_path):
                               "limits": ["context"]}
     assert result["papers"][0]["call"]["length"]["reason"] == (
         "prompt too long for the model context: the prompt has 8,641 characters (about 2,161 tokens at 4 characters "
-        "per token) + max_new_tokens=500 exceed the model context (max_model_len) of 2,660 tokens; pass --max-length "
-        "with --tokenizer to cut the paper texts, or shorten them (no call made)")
+        "per token) + max_new_tokens=500 exceed the model context (max_model_len) of 2,660 tokens; pass --tokenizer "
+        "to cut the paper texts to it, or shorten them (no call made)")
     assert ("Paper texts read: none: 1 of 1 call(s) refused: longer than the model context (max_model_len) (nothing "
             "sent; the reason is in result.json).") in (tmp_path / "2660" / "result.md").read_text()
+
+
+def test_autorate_api_judge_with_a_tokenizer_cuts_to_its_context(tiny_model_dir, tmp_path):
+    """Issue 21 D: --tokenizer without --max-length: the server's context is the budget and the texts are cut by
+    the length rule to fit it (not refused). The tiny tokenizer counts the litreview prompt of paper.md as 3,255
+    tokens, 2,903 of them without any paper text (test_autorate_report_says_how_much_of_the_papers_was_read); a
+    context of 3,600 with 500 answer tokens leaves 3,100 for the prompt."""
+    from transformers import AutoTokenizer
+
+    from surveyalign.testing import FakeChatServer
+
+    out = tmp_path / "cut"
+    with FakeChatServer(replies=[json.dumps(LITREVIEW)]) as server:
+        code = main(["autorate", "litreview", str(MD), "--backend", "openai", "--model", "fake-judge",
+                     "--base-url", server.base_url, "--option", "max_model_len=3600", "--no-progress",
+                     "--venue", "ICLR 2025", "--max-new-tokens", "500", "--tokenizer", str(tiny_model_dir),
+                     "--output-dir", str(out)])
+        sent = [r["messages"] for r in server.requests]
+    assert (code, len(sent)) == (0, 1)
+    length = json.loads((out / "result.json").read_text())["papers"][0]["call"]["length"]
+    assert (length["limit"], length["counted"], length["reason"]) == ("context", "tokens", None)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    text = tok.apply_chat_template(sent[0], tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    n_sent = len(tok(text, add_special_tokens=False)["input_ids"])
+    # 3,255 - 3,100 = 155 tokens cut from the end of the paper text; what was sent counts exactly 3,100
+    assert (length["prompt_tokens"], length["cut_tokens"], n_sent) == (3100, [155], 3100)
 
 
 def test_autorate_user_errors(tmp_path, capsys):

@@ -126,8 +126,8 @@ class AutoraterJudge:
             21 D): with a tokenizer the texts are cut by the same rule to fit it, without one a prompt whose
             characters / 4 estimate passes it is refused with the numbers (no call made); never sent whole past a
             known context. No known context: sent whole.
-        tokenizer: the tokenizer counting tokens for ``max_length`` (object or folder); default: the backend's
-            own ``tokenizer`` (local backends).
+        tokenizer: the tokenizer counting tokens for ``max_length`` or the known context (object, folder or id;
+            a folder or id is loaded when first needed); default: the backend's own ``tokenizer`` (local backends).
 
     Raises:
         ValueError: ``concurrency`` or ``batch_size`` below 1, ``max_length`` below
@@ -234,6 +234,10 @@ class AutoraterJudge:
         context = self.context()
         if context is None:
             return None
+        if isinstance(self.tokenizer, str):  # a folder or id given without max_length: loaded on first need
+            from transformers import AutoTokenizer
+
+            self.tokenizer = from_hub(AutoTokenizer.from_pretrained, self.tokenizer, "tokenizer")
         tokenizer = self.tokenizer if self.tokenizer is not None else getattr(self.backend, "tokenizer", None)
         if tokenizer is not None and not isinstance(tokenizer, str):
             return fit_prompt(call.build, call.texts, tokenizer, context, max_new,
@@ -245,5 +249,5 @@ class AutoraterJudge:
         return FittedPrompt(None, estimate, (), limit="context", counted="characters", reason=(
             f"{TOO_LONG_TEXT}: the prompt has {chars:,} characters (about {estimate:,} tokens at {CHARS_PER_TOKEN} "
             f"characters per token) + max_new_tokens={max_new} exceed the model context (max_model_len) of "
-            f"{context:,} tokens; pass --max-length with --tokenizer to cut the paper texts, or shorten them "
+            f"{context:,} tokens; pass --tokenizer to cut the paper texts to it, or shorten them "
             "(no call made)"))

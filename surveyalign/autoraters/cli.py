@@ -58,8 +58,8 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="token budget of prompt + answer: longer prompts get the ends of their paper texts cut, the "
                    "longer paper first (default: the model's context when known, e.g. an API server's max_model_len: "
                    "texts cut to fit it with a tokenizer, a prompt over it refused without one; unknown: no cut)")
-    g.add_argument("--tokenizer", metavar="DIR", help="tokenizer counting tokens for --max-length (needed for API "
-                   "backends; local backends use their own)")
+    g.add_argument("--tokenizer", metavar="DIR", help="tokenizer counting tokens for --max-length or the model's "
+                   "known context (needed to cut texts for API backends; local backends use their own)")
     p.add_argument("--output-dir", type=Path, help="folder for result.json, result.md and calls.jsonl "
                    "(default: runs/autorate/COMMAND/<input stems>-<hash of their contents>: one folder per set of "
                    "inputs; a folder holding another input's result is refused)")
