@@ -184,6 +184,12 @@ IGNORED: dict[str, str] = {
     **{f"surveyalign.calls.spend.x_plan_calls__mutmut_{i}": "in flight 2 instead of 1 where no call is left (the "
        "plan of no calls has no time) or where in_flight is never 0 (a backend's concurrency is read as 'or 1')"
        for i in (52, 74)},
+    "surveyalign.calls.spend.x_engine_gpus__mutmut_36": "a missing device read as 'XXXX' instead of '': neither "
+        "starts with 'cpu', so both count GPUs",
+    "surveyalign.calls.spend.x_gpu_hours_per_second__mutmut_4": "the 0-GPU guard dropped: 0 / 3600 / the requests in "
+        "flight (a non-zero int from overlapping_requests) is 0.0 as well",
+    "surveyalign.calls.spend.x_planned_gpu_hours__mutmut_3": "the per-backend memo of factors checked on id(None): "
+        "the factor is recomputed for every call, the same value, so the same sum",
     # calls/budget.py: CostCap.chunks and _regroup key a unit by (unit_id, stage), with a default for a call
     # that has no such attribute
     **{f"surveyalign.calls.budget.x{fn}__mutmut_{i}": "default of a missing unit_id / stage (None, 'XXXX' "

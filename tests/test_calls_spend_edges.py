@@ -347,6 +347,16 @@ def test_a_local_engine_that_answers_no_model_has_no_gpus():
     assert engine_gpus(object()) == 0  # no describe(): not an engine
 
 
+def test_a_duck_typed_engine_without_answers_from_model_answers_from_its_model():
+    # the call layer takes any object with describe() / generate(); one that does not say answers_from_model
+    # answers from a model, as executor.answers_from_models reads it: its GPUs count
+    class _Engine:
+        def describe(self):
+            return {"backend": "vllm", "model": "m", "tensor_parallel_size": 2, "ray": {"workers": 3}}
+
+    assert engine_gpus(_Engine()) == 6 and gpu_hours_per_second(_Engine()) == pytest.approx(6 / 3600.0)
+
+
 def test_gpu_hours_per_second_of_requests_in_flight_together():
     ray_like = _LocalAsync(tensor_parallel_size=2, ray={"workers": 2}, concurrency=8)
     assert gpu_hours_per_second(ray_like) == pytest.approx(4 / 3600.0 / 8)  # its own concurrency
@@ -364,6 +374,9 @@ def test_the_plan_estimates_gpu_hours_by_the_runs_own_rule(tmp_path):
     plan, _ = plan_calls(todo, PromptCounter(lambda c: None, todo), cache, load_prices())
     assert plan.gpu_hours == pytest.approx(2 * 3.0 * 2 / 3600 + 3.0 * 4 / 3600 / 8)  # the API call: no GPU time
     assert planned_gpu_hours(todo, 3.0, concurrency=2) == pytest.approx(2 * 3.0 * 2 / 3600 + 3.0 * 4 / 3600 / 2)
+    # the run's concurrency reaches the estimate: 2 x 3.0 s x 2 GPUs + 3.0 s x 4 GPUs / 2 in flight = 18 GPU-s
+    plan2, _ = plan_calls(todo, PromptCounter(lambda c: None, todo), cache, load_prices(), concurrency=2)
+    assert plan2.gpu_hours == pytest.approx(0.005)  # 18 / 3600
     assert planned_gpu_hours(todo, None) is None  # nothing timed yet: unknown
     assert planned_gpu_hours([_call(hosted, "e")], 3.0) is None and planned_gpu_hours([], 3.0) is None
     fresh, _ = plan_calls(todo, PromptCounter(lambda c: None, todo), CallCache.load(tmp_path / "new.jsonl"),
