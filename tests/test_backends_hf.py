@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -41,8 +42,13 @@ def test_greedy_is_deterministic_and_n_copies(backend):
     first = backend.generate([P1, P2], settings, n=3)
     second = backend.generate([P2, P1], settings)
     assert [len(row) for row in first] == [3, 3]
-    assert first[0][0] == first[0][1] == first[0][2] == second[1][0]
+    assert first[0][0] == second[1][0]
     assert first[1][0] == second[0][0]
+    # one row ran per prompt: its copies are the same answer and count no prompt tokens (read once)
+    n_prompt = len(backend.tokenizer(backend.render(P1, settings), add_special_tokens=False)["input_ids"])
+    assert first[0][0].prompt_tokens == n_prompt > 0 and first[0][0].completion_tokens == 6
+    assert first[0][1] == first[0][2] == replace(first[0][0], prompt_tokens=0)
+    assert sum(g.prompt_tokens for g in first[0]) == n_prompt  # not 3 x the prompt
     assert first[0][0].finish_reason == "length" and first[0][0].error is None
 
 

@@ -281,7 +281,10 @@ class TransformersBackend(Backend):
                           ) -> list[list[DetailedGeneration]]:
         """Like :meth:`generate`, with token ids, per-token log-probs and prompt length.
 
-        The ``n`` samples of a prompt share one prefill when ``shared_prefill`` is on.
+        The ``n`` samples of a prompt share one prefill when ``shared_prefill`` is on. Token counts: a prompt's
+        tokens are counted on its first sample only (``Generation.prompt_tokens`` 0 on the others, as an API's
+        ``usage`` counts them once per request); at ``temperature == 0`` one row runs and its ``n - 1`` copies
+        count no prompt tokens either.
 
         Args:
             seeds: optional base seed per prompt, replacing ``settings.seed`` (sample ``i`` of prompt ``p`` uses
@@ -331,7 +334,10 @@ class TransformersBackend(Backend):
             for batch in _pack(jobs, self.batch_size):
                 for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs, on_token):
                     results[(p, i)] = detail
-        return [[results[(p, 0 if settings.greedy else i)] for i in range(n)] for p in range(len(prompts))]
+        # greedy: one row ran per prompt; its copies count no prompt tokens (the prompt was read once)
+        return [[results[(p, i)] if not settings.greedy else results[(p, 0)] if i == 0 else
+                 replace(results[(p, 0)], generation=replace(results[(p, 0)].generation, prompt_tokens=0))
+                 for i in range(n)] for p in range(len(prompts))]
 
     def close(self) -> None:
         """Drop the model and free accelerator memory."""
