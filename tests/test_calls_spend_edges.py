@@ -58,9 +58,9 @@ class _Hosted(Backend):
 
 
 def _call(backend, unit="u1", *, stage="judge", content="x" * 40, seed=0, sample=0, max_new_tokens=512,
-          enable_thinking=False):
+          enable_thinking=False, temperature=0.7):
     settings = GenerationSettings(seed=seed, max_new_tokens=max_new_tokens, enable_thinking=enable_thinking,
-                                  temperature=0.7)
+                                  temperature=temperature)
     return make_call(backend, settings, stage=stage, unit_id=unit, namespace="readability",
                      messages=[{"role": "user", "content": content}], sample=sample, identity={"backend": "t"})
 
@@ -96,6 +96,18 @@ def test_samples_of_a_shared_prompt_pay_it_once(flags, shared):
     counter = PromptCounter(lambda c: None, calls)
     assert [counter(c) for c in calls] == ([14, 0, 0] if shared else [14, 14, 14])  # 40 chars / 4 + 4
     assert counter.source == NO_TOKENIZER
+
+
+@pytest.mark.parametrize(("name", "temperature", "shared"), [
+    ("transformers", 0.0, True), ("transformers", 0.7, False), ("openai", 0.0, False), ("ray", 0.0, False),
+])
+def test_greedy_samples_on_the_transformers_engine_pay_the_prompt_once(name, temperature, shared):
+    # at temperature 0 the transformers engine runs one row for a run of K samples (its copies count no prompt)
+    backend = _Hosted(backend=name)
+    backend.name = name
+    calls = [_call(backend, seed=k, sample=k, temperature=temperature) for k in range(3)]
+    counter = PromptCounter(lambda c: None, calls)
+    assert [counter(c) for c in calls] == ([14, 0, 0] if shared else [14, 14, 14])
 
 
 def test_two_prompts_each_pay_their_own():

@@ -26,6 +26,25 @@ def _data(dataset: Path, out: Path, backend: dict, name: str, **extra) -> dict:
             "bootstrap": 0, "limit": 2, "backend": backend, **extra}
 
 
+def test_greedy_samples_read_the_prompt_once_in_the_plan_and_the_count(tiny_model_dir, dataset_dir, tmp_path):
+    # K=2 at temperature 0 on the transformers engine: one row per prompt, so one prompt count per unit in
+    # calls.jsonl and in the plan (both counted 2 prompts per unit before)
+    data = _data(dataset_dir, tmp_path, {"kind": "transformers", "options": {"model": str(tiny_model_dir),
+                                                                             "device": "cpu"}}, "greedy",
+                 samples_per_unit=2, generation={"temperature": 0.0, "max_new_tokens": 6, "seed": 1})
+    planned = run_evaluation(EvalConfig.from_dict(data), plan_only=True).calls["plan"]
+    result = run_evaluation(EvalConfig.from_dict(data))
+    records = _lines(result.run_dir / "calls.jsonl")
+    assert result.counts["total"] == 8 and len(records) == 16
+    # readability and criticalness: 2 units x one run of seeds (1, 2) = 4 prompt counts; structure and
+    # comprehensiveness: the 2 units of one survey share one prompt, seeds (1, 1, 2, 2) fuse into runs (1), (1, 2),
+    # (2) = 3 prompt counts each; 10 in all (16 before: every greedy copy counted the prompt)
+    assert sum(r["prompt_tokens"] > 0 for r in records) == 10
+    total = result.metrics["harness"]["cost"]["total"]
+    assert total["prompt_tokens"] == sum(r["prompt_tokens"] for r in records)
+    assert planned["prompt_tokens"] == total["prompt_tokens"]  # the same prompts, counted by the same tokenizer
+
+
 def test_plan_estimate_within_10_percent_of_the_counted_tokens(tiny_model_dir, dataset_dir, tmp_path):
     # the whole sample test split (no limit), K=2
     data = _data(dataset_dir, tmp_path, {"kind": "transformers", "options": {"model": str(tiny_model_dir),

@@ -145,8 +145,9 @@ class PromptCounter:
 
     def __call__(self, call: Call) -> int:
         """Billed prompt tokens of ``call`` (0 for a sample riding on another's prefill)."""
-        if _shares_prompt(call.backend) and call.key not in self._heads:
-            return 0
+        if call.key not in self._heads and (_shares_prompt(call.backend) or (
+                call.settings.greedy and getattr(call.backend, "name", None) == "transformers")):
+            return 0  # a greedy run of samples on the transformers engine is one row: the prompt read once
         return self.messages_tokens(call)
 
 
