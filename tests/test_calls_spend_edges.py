@@ -110,6 +110,15 @@ def test_greedy_samples_on_the_transformers_engine_pay_the_prompt_once(name, tem
     assert [counter(c) for c in calls] == ([14, 0, 0] if shared else [14, 14, 14])
 
 
+def test_a_backend_without_a_name_pays_each_greedy_prompt():
+    class _Bare:  # neither describe() nor a name
+        pass
+
+    calls = [_call(_Bare(), seed=k, sample=k, temperature=0.0) for k in range(2)]
+    counter = PromptCounter(lambda c: None, calls)
+    assert [counter(c) for c in calls] == [14, 14]
+
+
 def test_two_prompts_each_pay_their_own():
     backend = _Hosted(n_per_request=True)
     calls = [_call(backend, "u1"), _call(backend, "u2", content="y" * 80)]
