@@ -1,4 +1,4 @@
-"""The Ray engine (backend kind ``ray``) on CPU in local mode with 2 workers and the tiny model: the sample test split
+"""The Ray engine (backend kind ``ray``) on CPU in local mode with 2 workers and the tiny model: the whole sample test split
 judged with the same predictions as the in-process transformers backend for the same seeds; a worker killed
 mid-run has its calls retried by Ray; a driver killed mid-run is followed by a re-run that repeats no finished call.
 Slow (a local Ray instance starts in 30-120 s on a loaded CPU machine); needs ``pip install 'surveyalign[ray]'``."""
@@ -25,13 +25,14 @@ from surveyalign.evaluation import EvalConfig, run_evaluation
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
-#: 2 units per dimension x 4 dimensions x K=2 samples = 16 calls, sampled at T=0.7 with seeds 5, 6.
+#: K=2 samples per unit at T=0.7 with seeds 5, 6: the whole sample test split is 47 units = 94 calls; the driver
+#: test takes 2 units per dimension x 4 dimensions = 16 calls.
 GENERATION = {"temperature": 0.7, "max_new_tokens": 8, "seed": 5}
 
 
-def _data(dataset: Path, out: Path, backend: dict, name: str) -> dict:
+def _data(dataset: Path, out: Path, backend: dict, name: str, limit: int | None = 2) -> dict:
     return {"name": name, "dataset": str(dataset), "output_dir": str(out), "run_name": name, "progress": False,
-            "bootstrap": 0, "limit": 2, "samples_per_unit": 2, "generation": GENERATION, "backend": backend}
+            "bootstrap": 0, "limit": limit, "samples_per_unit": 2, "generation": GENERATION, "backend": backend}
 
 
 def _lines(path: Path) -> list[dict]:
@@ -53,8 +54,8 @@ def test_same_predictions_as_in_process_and_a_killed_worker_is_retried(tiny_mode
 
     local = run_evaluation(EvalConfig.from_dict(_data(
         dataset_dir, tmp_path, {"kind": "transformers", "options": {"model": str(tiny_model_dir), "device": "cpu"}},
-        "inproc")))
-    assert local.counts["total"] == 8 and len(_lines(local.run_dir / "calls.jsonl")) == 16
+        "inproc", limit=None)))
+    assert local.counts["total"] == 47 and len(_lines(local.run_dir / "calls.jsonl")) == 94  # the whole test split
 
     backend = load_backend("ray", **_ray_backend(tiny_model_dir)["options"])
     try:
@@ -74,14 +75,14 @@ def test_same_predictions_as_in_process_and_a_killed_worker_is_retried(tiny_mode
         killer = threading.Thread(target=kill_one_worker_mid_run, daemon=True)
         killer.start()
         ray_run = run_evaluation(EvalConfig.from_dict(_data(dataset_dir, tmp_path, _ray_backend(tiny_model_dir),
-                                                            "ray")), backend=backend)
+                                                            "ray", limit=None)), backend=backend)
         killer.join(timeout=5)
         assert killed, "the worker was never killed (the run finished before 4 calls were written?)"
         assert backend.worker_pids()[0] != pids[0]  # Ray restarted the actor
     finally:
         backend.close()
     records = _lines(ray_run.run_dir / "calls.jsonl")
-    assert len(records) == 16 and not [r for r in records if r["error"]]  # the lost calls were retried, not failed
+    assert len(records) == 94 and not [r for r in records if r["error"]]  # the lost calls were retried, not failed
     assert _predictions(ray_run.run_dir) == _predictions(local.run_dir)  # same seeds, same answers
     # the cache keys are the in-process engine's: the in-process run's cache answers every Ray call
     assert {r["key"] for r in records} == {r["key"] for r in _lines(local.run_dir / "calls.jsonl")}
