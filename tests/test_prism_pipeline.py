@@ -314,3 +314,30 @@ def test_prior_work_without_an_abstract_is_counted(tmp_path):
     assert json.loads((tmp_path / "paper.json").read_text())["n_prior_without_abstract"] == 1
     assert (tmp_path / "comparison.md").read_text().split("\n\n")[1].endswith(
         "Prior work for novelty: 2 paper(s), 1 without an abstract (judged on the title alone).")
+
+
+def test_flaw_validation_fits_the_paper_to_a_known_model_context(tmp_path):
+    """Issue 21 D: with an API judge whose server gives its context (max_model_len), flaw validation cuts the paper
+    text so that no prompt passes context - max_new_tokens at 4 characters per token; comparison.md and paper.json
+    say it was cut to fit the model context."""
+    from surveyalign.backends import load_backend
+    from surveyalign.testing import FakeChatServer
+
+    paper, humans, _ = _inputs()
+    paper = paper.model_copy(update={"text": paper.text + "\n\nMore body text." * 400})  # ~6,400 more characters
+    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}},
+                                         "novelty": {"enabled": False}, "generation": {"max_new_tokens": 200}})
+    with FakeChatServer(replies=lambda body: scripted_judge(body["messages"], None, 0)) as server:
+        backend = load_backend("openai", model="fake-judge", base_url=server.base_url, max_model_len=1200)
+        run_prism(paper, humans.reviews, config, tmp_path, backend=backend)
+        prompts = [r["messages"] for r in server.requests if stage_of(r["messages"]) == "flaw_validation"]
+    sizes = [sum(len(m["content"]) for m in messages) for messages in prompts]
+    # (1,200 - 200) tokens x 4 characters: the longest flaw's prompt is exactly at the budget, the others under
+    assert len(prompts) >= 2 and max(sizes) == 4000 and min(sizes) < 4000
+    record = json.loads((tmp_path / "paper.json").read_text())
+    assert record["validation_cut_by"] == "context" and record["validation_chars"] < 4000 < len(paper.text)
+    body = prompts[0][-1]["content"]
+    assert f"{paper.text[:record['validation_chars']]}" in body and paper.text[:record["validation_chars"] + 1] not in body
+    header = (tmp_path / "comparison.md").read_text().split("\n\n")[1]
+    assert header.endswith(f"Paper read for flaw validation: {record['validation_chars']:,} of {len(paper.text):,} "
+                           "characters (cut to fit the model context).")

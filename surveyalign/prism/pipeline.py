@@ -149,6 +149,8 @@ class PaperUnits:
         priors: the retrieved prior papers (empty without retrieval).
         novelty_note: why novelty was not assessed (None when it was).
         log: the :class:`ExtractionLog`.
+        validation_read: what flaw validation read of the paper (:func:`validation_text`'s record), ``None``
+            when no flaw was validated.
     """
 
     adus: dict[str, Any] = field(default_factory=dict)
@@ -159,6 +161,7 @@ class PaperUnits:
     priors: list[PriorPaper] = field(default_factory=list)
     novelty_note: str | None = None
     log: ExtractionLog = field(default_factory=ExtractionLog)
+    validation_read: dict[str, Any] | None = None
 
 
 _PER_REVIEW = (("adu", parse_adus), ("novelty_claims", parse_claims), ("flaws", parse_flaws),
@@ -220,6 +223,59 @@ def _judge_pairs(paper: Submission, units: PaperUnits, extractor: Extractor, ret
         units.claims[rid] = kept if kept or not got else "novelty_pair failed: no verdict for any claim of the review"
 
 
+def validation_text(paper: Submission, extractor: Extractor, max_paper_chars: int, flaws: Sequence[str]
+                    ) -> tuple[str, dict[str, Any]]:
+    """The part of the paper text flaw validation reads, and a record of it (issue 21 D).
+
+    The text is cut at ``max_paper_chars`` characters, then, when the extractor's model context is known
+    (:func:`surveyalign.judge.model_context`: a local model's, or an API server's ``max_model_len``), to fit that
+    context with ``max_new_tokens`` kept for the answer, for the longest of ``flaws``' prompts: by the one token
+    fitter (:func:`surveyalign.documents.fit_texts`) when the backend has a tokenizer with a chat template, else by
+    the 4-characters-per-token estimate over the prompt's other characters. A prompt is never sent past a known
+    context because of the paper text.
+
+    Args:
+        paper: the paper under review.
+        extractor: the backend and settings of the calls.
+        max_paper_chars: the character cap (>= 1).
+        flaws: the flaw texts that will be validated (each call holds one).
+
+    Returns:
+        ``(text, record)``; record: ``{"chars_read", "paper_chars", "cut_by"}`` with ``cut_by`` one of
+        ``"max_paper_chars"``, ``"context"`` or ``None`` (whole), and ``"context"`` (tokens, or ``None``).
+    """
+    from surveyalign.documents import fit_texts
+    from surveyalign.judge import CHARS_PER_TOKEN, model_context
+    from surveyalign.prompts import count_chat_tokens
+
+    text = paper.text[:max_paper_chars]
+    cut_by = "max_paper_chars" if len(text) < len(paper.text) else None
+    backend = extractor.backend
+    context = model_context(backend) if getattr(backend, "answers_from_model", True) else None
+    if context is not None and flaws:
+        longest = max(flaws, key=len)
+
+        def build(texts: Sequence[str]) -> list[dict[str, Any]]:
+            return build_messages("flaw_validation", flaw=longest,
+                                  paper=f"{paper.title}\n\n{paper.abstract}\n\n{texts[0]}")
+
+        budget = context - extractor.settings.max_new_tokens
+        tokenizer = getattr(backend, "tokenizer", None)
+        if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+            def count(texts: Sequence[str]) -> int:
+                return count_chat_tokens(tokenizer, build(texts), enable_thinking=extractor.settings.enable_thinking,
+                                         add_generation_prompt=True)
+
+            fitted = fit_texts([text], count, tokenizer, budget)
+            fit = fitted.texts[0] if fitted.texts is not None else ""
+        else:
+            other = sum(len(m.get("content") or "") for m in build([""]))
+            fit = text[:max(0, budget * CHARS_PER_TOKEN - other)]
+        if len(fit) < len(text):
+            text, cut_by = fit, "context"
+    return text, {"chars_read": len(text), "paper_chars": len(paper.text), "cut_by": cut_by, "context": context}
+
+
 def _pool_flaws(paper: Submission, units: PaperUnits, extractor: Extractor, max_paper_chars: int) -> None:
     entries = [(rid, i, f) for rid, got in units.review_flaws.items() if isinstance(got, list)
                for i, f in enumerate(got)]
@@ -234,7 +290,8 @@ def _pool_flaws(paper: Submission, units: PaperUnits, extractor: Extractor, max_
             groups = parsed.value
         else:
             units.log.note_default("flaw_merge", paper.paper_id, "merge failed: every flaw kept as its own entry")
-    body = paper.text[:max_paper_chars]
+    body, units.validation_read = validation_text(paper, extractor, max_paper_chars,
+                                                  [entries[group[0]][2]["text"] for group in groups])
     requests = [CallRequest("flaw_validation", f"{paper.paper_id}#F{g}", build_messages(
         "flaw_validation", flaw=entries[group[0]][2]["text"], paper=f"{paper.title}\n\n{paper.abstract}\n\n{body}"))
         for g, group in enumerate(groups)]

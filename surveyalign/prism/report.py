@@ -235,7 +235,9 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
     paper_record = {
         "paper_id": paper.paper_id, "sha256": paper_sha256(paper), "title": paper.title, "submission_date": str(paper.submission_date or ""),
         "submission_year": paper.submission_year, "n_reviews": len(reviews),
-        "paper_chars": len(paper.text), "validation_chars": min(len(paper.text), run_config.get("max_paper_chars", 0)),
+        "paper_chars": len(paper.text), "validation_chars": (units.validation_read or {}).get(
+            "chars_read", min(len(paper.text), run_config.get("max_paper_chars", 0))),
+        "validation_cut_by": (units.validation_read or {}).get("cut_by"),
         "n_human": sum(r.source == "human" for r in reviews), "flaw_pool": pool,
         "n_valid_critical": sum(f.counted and f.severity == "critical" for f in units.pool),
         "n_valid_minor": sum(f.counted and f.severity == "minor" for f in units.pool),
@@ -262,7 +264,8 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
               + (f", model {model}" if model else "") + (f" at {judge['base_url']}" if judge.get("base_url") else "")
               + f"; {len(reviews)} review(s), {units.log.n_failed} failed extraction(s). Paper read for flaw validation: "
               + f"{paper_record['validation_chars']:,} of {paper_record['paper_chars']:,} characters"
-              + (" (cut at max_paper_chars)" if paper_record["validation_chars"] < paper_record["paper_chars"] else "")
+              + ((" (cut to fit the model context)" if paper_record["validation_cut_by"] == "context" else
+                  " (cut at max_paper_chars)") if paper_record["validation_chars"] < paper_record["paper_chars"] else "")
               + "." + _prior_line(units.priors) + "\n\n")
     (out / "comparison.md").write_text(header + format_comparison(rows))
     written["comparison.md"] = out / "comparison.md"
