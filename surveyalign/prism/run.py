@@ -58,7 +58,8 @@ class PrismConfig(ModelRole):
     grounding_rubric: Literal["seed", "specificity"] = Field("seed", description="premise grounding scale")
     claim_policy: str = Field("top3_weighted", description="novelty claim-score aggregation policy")
     consensus: Literal["all", "human"] = Field("all", description="whose agreement weighs pooled flaws")
-    max_paper_chars: int = Field(30000, ge=1000, description="paper characters shown to flaw validation (cut further to fit the model context when it is known)")
+    max_paper_chars: int = Field(30000, ge=1000, description="paper characters shown to flaw validation (cut "
+                                 "further to fit the model context when it is known)")
     batch_size: int = Field(8, ge=1, description="prompts per backend call (local backends)")
     concurrency: int | None = Field(None, ge=1, description="requests in flight for API backends (default: theirs)")
     novelty: NoveltyConfig = Field(default_factory=NoveltyConfig)
