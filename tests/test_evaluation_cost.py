@@ -157,6 +157,28 @@ def test_batch_switch_submits_collects_and_resumes_without_resubmitting(dataset_
     assert total["cost_usd"] == pytest.approx((tokens_in * 0.875 + tokens_out * 7.0) / 1e6, abs=1e-6)  # batch
 
 
+def test_a_running_batch_is_collected_whatever_the_cap(dataset_dir, tmp_path, capsys):
+    """Calls already in a submitted batch are paid for: a re-run with a --max-cost below their estimate still
+    collects them (they were held back by the cap, so their batch's answers were dropped when it was collected,
+    and a later run sent them again)."""
+    with FakeBatchServer(reply=_server_reply, complete_after=1e9) as server:
+        backend = {"kind": "openai", "options": {"model": "gpt-5.2", "base_url": server.openai_url,
+                                                 "api_key_env": None, "batch": True, "batch_wait": False,
+                                                 "batch_poll_s": 0.01}}
+        config = tmp_path / "batch.yaml"
+        config.write_text(yaml.safe_dump(_data(dataset_dir, tmp_path, backend, "capped",
+                                               generation={"max_new_tokens": 16})))
+        assert main(["evaluate", "--config", str(config)]) == 4  # submitted; the batch is still running
+        capsys.readouterr()
+        server.complete_after = 0.0
+        assert main(["evaluate", "--config", str(config), "--max-cost", "0.000001"]) == 0
+        assert len(server.created) == 1  # collected, not held back
+        records = _lines(tmp_path / "capped" / "calls.jsonl")
+        assert len(records) == 8 and {r["batch_id"] for r in records} == set(server.created)
+        assert main(["evaluate", "--config", str(config)]) == 0
+        assert len(server.created) == 1 and len(_lines(tmp_path / "capped" / "calls.jsonl")) == 8  # nothing again
+
+
 def test_plan_counts_the_rqs_stage_within_10_percent(tiny_model_dir, dataset_dir, tmp_path):
     """--plan includes the RQS stage: one rating per unit that will be scored, its prompt holding a rationale not
     written yet (counted as long as a judge answer); planned and counted tokens agree within 10% per stage."""

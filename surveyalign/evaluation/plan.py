@@ -87,18 +87,26 @@ def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str,
 
 def _run_batched(calls: list[Call], config: EvalConfig, cache: CallCache, cap: Any, out: dict[str, Any]) -> int:
     """The calls of batch-enabled backends through their provider's batch API; returns the failed answers."""
-    from surveyalign.calls.batches import BATCHES_FILE, run_batches
+    from surveyalign.calls.batches import BATCHES_FILE, BatchLog, run_batches
 
     errors = 0
+    # calls already in a submitted batch are paid for: they are collected whatever the cap (never held back, so
+    # never dropped when their batch ends), and their estimate counts before any new call is let through
+    in_flight = {k for rec in BatchLog(config.run_dir / BATCHES_FILE).open_batches().values() for k in rec["keys"]}
     by_backend: dict[int, list[Call]] = {}
     for call in calls:
         by_backend.setdefault(id(call.backend), []).append(call)
     for group in by_backend.values():
         backend = group[0].backend
         if cap is not None:  # only what fits: a submitted batch is committed, its estimate counts at once
-            group = [c for chunk in cap.chunks(group, len(group)) for c in chunk]
-            for call in group:
+            committed = [c for c in group if c.key in in_flight]
+            for call in committed:
                 cap.add(cap.estimate(call))
+            fresh = [c for c in group if c.key not in in_flight]
+            fresh = [c for chunk in cap.chunks(fresh, len(fresh)) for c in chunk] if fresh else []
+            for call in fresh:
+                cap.add(cap.estimate(call))
+            group = committed + fresh
         outcome = run_batches(group, backend.batch_api(), cache.add, config.run_dir / BATCHES_FILE,
                               wait=backend.batch_wait, poll_s=backend.batch_poll_s)
         errors += outcome.failed
