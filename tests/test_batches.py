@@ -172,6 +172,27 @@ def test_wait_false_returns_open_batches_and_cancel_counts_missing(tmp_path):
         assert done.canceled == 2 and done.submitted_calls == 0
 
 
+def test_one_log_shared_by_two_backends_each_collects_only_its_own_batches(tmp_path):
+    """Two batch backends of one run (one per dimension, here two providers) share RUN_DIR/batches.jsonl: each
+    run_batches looks up, collects and waits for the batches holding its own calls only; another backend's batch
+    is neither asked of the wrong provider nor collected without its calls (its answers would be dropped)."""
+    log_path = tmp_path / "batches.jsonl"
+    with FakeBatchServer(complete_after=1e9) as server:
+        oapi, aapi = _api(server, "openai"), _api(server, "anthropic")
+        first_o = run_batches(_calls("AB"), oapi, lambda c, g, s: None, log_path, wait=False)
+        first_a = run_batches(_calls("CD"), aapi, lambda c, g, s: None, log_path, wait=False)
+        assert len(first_o.open_batches) == 1 and first_a.open_batches == first_a.submitted_batches  # its own only
+        server.complete_after = 0.0
+        got: dict = {}
+        out_o = run_batches(_calls("AB"), oapi, lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        assert out_o.collected_batches == first_o.submitted_batches and out_o.open_batches == []
+        assert sorted(got) == ["key-A", "key-B"]
+        assert list(BatchLog(log_path).open_batches()) == first_a.submitted_batches  # left for its own backend
+        out_a = run_batches(_calls("CD"), aapi, lambda c, g, s: got.__setitem__(c.key, g), log_path, poll_s=0.01)
+        assert out_a.submitted_calls == 0 and out_a.succeeded == 2 and sorted(got) == [f"key-{x}" for x in "ABCD"]
+        assert len(server.created) == 2 and BatchLog(log_path).open_batches() == {}
+
+
 def test_expiry_of_a_whole_batch_and_provider_limits(tmp_path):
     with FakeBatchServer(complete_after=1e9) as server:
         api = _api(server, "anthropic")

@@ -207,12 +207,21 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
     """
     log = BatchLog(log_path)
     outcome = BatchOutcome(provider=api.name)
-    for intent in log.dangling_intents():  # killed between the provider's accept and the "submitted" line
-        _adopt_or_abandon(api, log, intent, outcome)
-    in_flight = {k for rec in log.open_batches().values() for k in rec["keys"]}
     by_key: dict[str, Any] = {}
     for call in calls:
         by_key.setdefault(call.key, call)
+
+    def ours(rec: dict[str, Any]) -> bool:
+        # a log shared by several backends (one per dimension) or stages: only batches holding these calls are
+        # looked up, collected and waited for here (another's answers would be dropped, its intents abandoned);
+        # a record without keys (an older log) cannot be placed and is handled by whoever meets it, as before
+        keys = rec.get("keys") or ()
+        return not keys or any(k in by_key for k in keys)
+
+    for intent in log.dangling_intents():  # killed between the provider's accept and the "submitted" line
+        if ours(intent):
+            _adopt_or_abandon(api, log, intent, outcome)
+    in_flight = {k for rec in log.open_batches().values() for k in rec["keys"]}
     new = [c for k, c in by_key.items() if k not in in_flight]
     outcome.skipped_in_flight = len(by_key) - len(new)
     requests = [BatchRequest(c.key, list(c.messages), c.settings, c.sample) for c in new]
@@ -235,12 +244,12 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
         outcome.submitted_batches.append(batch_id)
     deadline = None if max_wait_s is None else time.monotonic() + max_wait_s
     while True:
-        pending = log.open_batches()
+        pending = {b: rec for b, rec in log.open_batches().items() if ours(rec)}
         for batch_id, rec in pending.items():
             status = api.status(batch_id)
             if status.ended:
                 _collect(api, batch_id, rec, by_key, on_result, log, outcome, status.status, status.errors)
-        still = list(log.open_batches())
+        still = [b for b, rec in log.open_batches().items() if ours(rec)]
         if not still or not wait or (deadline is not None and time.monotonic() >= deadline):
             outcome.open_batches = still
             return outcome
