@@ -47,7 +47,8 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     "surveyalign/calls/cache.py": ["tests/test_calls.py", "tests/test_calls_cached.py", "tests/test_calls_cache_records.py"],
     "surveyalign/annotation/agreement.py": ["tests/test_annotation_agreement.py",
                                             "tests/test_annotation_agreement_edges.py"],
-    "surveyalign/backends/batch_api.py": ["tests/test_batch_api_units.py", "tests/test_batches.py"],
+    "surveyalign/backends/batch_api.py": ["tests/test_batch_api_units.py", "tests/test_batches.py",
+                                          "tests/test_calls_batches_queue.py"],
     "surveyalign/annotation/snippets.py": ["tests/test_annotation_snippets.py", "tests/test_annotation_units.py"],
     # call layer and engines (round 5)
     "surveyalign/evaluation/stream.py": ["tests/test_evaluation_plan_chunks.py", "tests/test_evaluation_finished.py",
@@ -61,7 +62,8 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     # (the end-to-end --plan / --max-cost tests, test_evaluation_cost.py and test_score_cost.py, build the tiny
     # model and the dataset: minutes per mutant)
     "surveyalign/calls/spend.py": ["tests/test_calls_spend_edges.py"],
-    "surveyalign/calls/batches.py": ["tests/test_calls_batches_edges.py", "tests/test_batches.py"],
+    "surveyalign/calls/batches.py": ["tests/test_calls_batches_edges.py", "tests/test_batches.py",
+                                     "tests/test_calls_batches_queue.py"],
     "surveyalign/calls/http.py": ["tests/test_calls_http_edges.py", "tests/test_calls.py",
                                   "tests/test_knowledge_clients.py"],
     # the checks before Ray starts and the worker body only (measured after 51be595 / 4da76f7's connect path: 556

@@ -10,7 +10,9 @@ by creation time, request count and custom ids), so a submitter killed between t
 the batch id down adopts the batch instead of sending it twice.
 
 Provider limits (documented by the providers, checked before sending): OpenAI 50,000 requests and 200 MB per
-input file; Anthropic 100,000 requests and 256 MB per batch. :func:`split_requests` cuts a list to fit.
+input file; Anthropic 100,000 requests and 256 MB per batch; OpenAI's batch queue limit (prompt tokens one model
+may have in running batches, per tier) fails a batch at validation (``token_limit_exceeded``).
+:func:`split_requests` cuts a list to fit (tokens: ``max_enqueued_tokens``).
 
 The ``openai`` SDK is a core dependency; ``anthropic`` is imported only when an Anthropic batch is made.
 """
@@ -98,25 +100,34 @@ class BatchAPI(Protocol):
     def cancel(self, batch_id: str) -> BatchStatus: ...
 
 
-def split_requests(requests: Sequence[BatchRequest], api: BatchAPI) -> list[list[BatchRequest]]:
-    """Cut ``requests`` into batches within ``api.max_requests`` and ``api.max_bytes``, in order.
+def split_requests(requests: Sequence[BatchRequest], api: BatchAPI, *, max_tokens: int | None = None,
+                   tokens_of: Callable[[BatchRequest], int] | None = None) -> list[list[BatchRequest]]:
+    """Cut ``requests`` into batches, in order, within ``api.max_requests``, ``api.max_bytes`` and ``max_tokens``
+    estimated prompt tokens (OpenAI's batch queue limit; ``None``: none) as ``tokens_of(request)`` counts them.
 
     Raises:
-        ValueError: one request alone is larger than ``api.max_bytes``.
+        ValueError: one request alone over ``api.max_bytes`` or ``max_tokens``; ``max_tokens`` without ``tokens_of``.
     """
+    if max_tokens is not None and tokens_of is None:
+        raise ValueError("split_requests: max_tokens needs tokens_of (a request's estimated prompt tokens)")
     out: list[list[BatchRequest]] = []
     current: list[BatchRequest] = []
-    size = 0
+    size = tokens = 0
+    limit = float("inf") if max_tokens is None else max_tokens
     for req in requests:
         n = api.request_size(req)
         if n > api.max_bytes:
             raise ValueError(f"request {req.custom_id} is {n} bytes, over the {api.name} batch limit of "
                              f"{api.max_bytes} bytes")
-        if current and (len(current) >= api.max_requests or size + n > api.max_bytes):
+        t = 0 if tokens_of is None else tokens_of(req)
+        if t > limit:
+            raise ValueError(f"request {req.custom_id} holds about {t} prompt tokens, over the batch queue limit "
+                             f"max_enqueued_tokens={max_tokens}: raise the limit or shorten the prompt")
+        if current and (len(current) >= api.max_requests or size + n > api.max_bytes or tokens + t > limit):
             out.append(current)
-            current, size = [], 0
+            current, size, tokens = [], 0, 0
         current.append(req)
-        size += n
+        size, tokens = size + n, tokens + t
     if current:
         out.append(current)
     return out

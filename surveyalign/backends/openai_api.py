@@ -104,6 +104,12 @@ class OpenAIBackend(_ChatWire, Backend):
         batch_wait: with ``batch``, poll until the batches end (default); ``False``: submit and return, the same
             command run again collects.
         batch_poll_s: seconds between polls of a batch (default 60).
+        max_enqueued_tokens: with ``batch``, OpenAI's batch queue limit for ``model`` (the prompt tokens one model
+            may have in running batches at once; it depends on the usage tier: the organisation's limits page,
+            platform.openai.com/settings/organization/limits, column "Batch queue limit"). Batches are cut to at
+            most this many estimated prompt tokens (the tokenizer when the backend has one, else 4 characters per
+            token) and one is sent only while the running ones plus it stay within it; the rest goes out as batches
+            end, or on the next run. A single request over it is refused. ``None`` (default): no limit.
 
     Raises:
         ValueError: invalid option values.
@@ -134,6 +140,7 @@ class OpenAIBackend(_ChatWire, Backend):
         batch: bool | str = False,
         batch_wait: bool = True,
         batch_poll_s: float = 60.0,
+        max_enqueued_tokens: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("openai backend: 'model' is required")
@@ -175,6 +182,11 @@ class OpenAIBackend(_ChatWire, Backend):
         self.batch: bool | str = "auto" if batch is True else batch
         self.batch_wait = bool(batch_wait)
         self.batch_poll_s = float(batch_poll_s)
+        if max_enqueued_tokens is not None and (isinstance(max_enqueued_tokens, bool)
+                                                or not isinstance(max_enqueued_tokens, int) or max_enqueued_tokens < 1):
+            raise ValueError(f"openai backend: max_enqueued_tokens must be a positive integer (prompt tokens), got "
+                             f"{max_enqueued_tokens!r}")
+        self.max_enqueued_tokens = max_enqueued_tokens
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
         self.stats = {"attempts": 0, "retries": 0, "failed": 0}

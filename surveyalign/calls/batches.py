@@ -5,8 +5,10 @@
 answer to ``on_result`` (the run's call cache) once its batch has ended. Its memory is ``RUN_DIR/batches.jsonl``,
 an append-only log flushed and fsync'ed line by line:
 
-* ``{"event": "intent", "tag", "provider", "keys", "epoch"}`` before a batch is sent;
-* ``{"event": "submitted", "tag", "batch_id", "provider", "keys", "time"}`` as soon as the provider accepted it;
+* ``{"event": "intent", "tag", "provider", "keys", "epoch", "tokens"}`` before a batch is sent (``tokens``: its
+  estimated prompt tokens);
+* ``{"event": "submitted", "tag", "batch_id", "provider", "keys", "epoch", "tokens", "time"}`` as soon as the
+  provider accepted it;
 * ``{"event": "collected", "batch_id", "succeeded", "errored", "expired", "canceled", "missing", "time"}`` once
   every answer of the batch is in the cache.
 
@@ -18,7 +20,14 @@ provider may have accepted it) is looked up and adopted: OpenAI by the tag kept 
 (:meth:`~surveyalign.backends.batch_api.AnthropicBatchAPI.find`); only when nothing is found are its calls sent
 again. A
 request that comes back errored, expired, canceled or missing is recorded as a failed answer (counted like any API
-error); the caller's usual retry of failed calls then sends it in a new batch.
+error); the caller's usual retry of failed calls then sends it in a new batch. So is every request of a batch
+the provider failed at validation (e.g. OpenAI's ``token_limit_exceeded``: the batch queue limit was passed; its
+code and message are in each answer's error).
+
+With ``max_enqueued_tokens`` (OpenAI's batch queue limit: the prompt tokens one model may have in running batches
+at once) the calls are cut into batches of at most that many estimated tokens, and a batch is sent only while the
+open batches plus it stay within the limit; the others wait in memory (not in the log) and go out as batches end,
+in the same polling loop, or in the next run of the same command.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from typing import Any
 
 from surveyalign.backends.base import Generation
 from surveyalign.backends.batch_api import BatchAPI, BatchRequest, split_requests
+from surveyalign.calls.budget import chars_per_token_count
 
 __all__ = ["BATCHES_FILE", "BatchLog", "BatchOutcome", "run_batches"]
 
@@ -106,6 +116,8 @@ class BatchOutcome:
         succeeded, errored, expired, canceled, missing: outcomes of the collected requests (``missing``: the batch
             ended without a result for the request, e.g. a failed or cancelled batch).
         open_batches: batches still running when this call returned (``wait=False`` or ``max_wait_s``).
+        held_back_calls: calls not sent yet because the open batches filled ``max_enqueued_tokens`` (sent by a
+            later call as those batches end; never logged, so never counted as in flight).
         provider: the batch API's name.
     """
 
@@ -122,6 +134,7 @@ class BatchOutcome:
     canceled: int = 0
     missing: int = 0
     open_batches: list[str] = field(default_factory=list)
+    held_back_calls: int = 0
 
     @property
     def failed(self) -> int:
@@ -175,14 +188,48 @@ def _adopt_or_abandon(api: BatchAPI, log: BatchLog, intent: dict[str, Any], outc
         log.append({"event": "abandoned", "tag": intent["tag"], "time": _now()})
         return False
     log.append({"event": "submitted", "tag": intent["tag"], "batch_id": found, "provider": api.name,
-                "keys": intent["keys"], "epoch": intent.get("epoch"), "time": _now(), "adopted": True})
+                "keys": intent["keys"], "epoch": intent.get("epoch"), "tokens": intent.get("tokens"), "time": _now(),
+                "adopted": True})
     outcome.adopted_batches.append(found)
     return True
 
 
+def _enqueued(log: BatchLog, tokens: dict[str, int]) -> int:
+    """Estimated prompt tokens of the submitted, uncollected batches in ``log`` (a record's ``tokens``; a record
+    without one, from an older run or an adoption: the sum over its keys known in ``tokens``)."""
+    total = 0
+    for rec in log.open_batches().values():
+        known = rec.get("tokens")
+        total += int(known) if known is not None else sum(tokens.get(k, 0) for k in rec["keys"])
+    return total
+
+
+def _submit(api: BatchAPI, log: BatchLog, chunk: list[BatchRequest], tokens: int, outcome: BatchOutcome) -> None:
+    """Send one batch: ``intent`` line, the provider's accept, ``submitted`` line (an error after the provider may
+    have accepted it: look the batch up before giving up; not found: re-raise, the intent marked abandoned)."""
+    tag = uuid.uuid4().hex
+    keys = [r.custom_id for r in chunk]
+    epoch = time.time()
+    log.append({"event": "intent", "tag": tag, "provider": api.name, "keys": keys, "epoch": epoch,
+                "tokens": tokens, "time": _now()})
+    try:
+        batch_id = api.submit(chunk, tag=tag)
+    except Exception:
+        # the provider may have accepted it before the error (a timeout on the answer): look before giving up
+        if _adopt_or_abandon(api, log, {"tag": tag, "keys": keys, "epoch": epoch, "tokens": tokens}, outcome):
+            return
+        raise
+    log.append({"event": "submitted", "tag": tag, "batch_id": batch_id, "provider": api.name, "keys": keys,
+                "epoch": epoch, "tokens": tokens, "time": _now()})
+    outcome.submitted_calls += len(chunk)
+    outcome.submitted_batches.append(batch_id)
+
+
 def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, Generation, float], None],
                 log_path: str | os.PathLike, *, wait: bool = True, poll_s: float = 30.0,
-                max_wait_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> BatchOutcome:
+                max_wait_s: float | None = None, sleep: Callable[[float], None] = time.sleep,
+                max_enqueued_tokens: int | None = None, tokens_of: Callable[[Any], int] | None = None
+                ) -> BatchOutcome:
     """Send ``calls`` as provider batches (those not already in one), then poll and collect.
 
     Args:
@@ -196,12 +243,21 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
         poll_s: seconds between polls; max_wait_s: stop waiting after this long (batches stay open, collected by
             a later call).
         sleep: the wait function (tests pass a fast one).
+        max_enqueued_tokens: OpenAI's batch queue limit (prompt tokens a model may have in running batches at
+            once): each batch holds at most this many estimated prompt tokens, and a batch is sent only while the
+            open batches of the log plus it stay within the limit; the rest is sent as batches end (same polling
+            loop), or by the next call when this one returns first (``wait=False``, ``max_wait_s``: counted in
+            ``held_back_calls``). ``None`` (default): no limit, everything is sent at once.
+        tokens_of: a call's estimated prompt tokens (e.g. :meth:`surveyalign.calls.spend.PromptCounter.
+            messages_tokens`); default :func:`~surveyalign.calls.budget.chars_per_token_count` of its messages
+            (4 characters per token). Every batch's estimate is written in its log records (``tokens``).
 
     Returns:
-        :class:`BatchOutcome`; ``open_batches`` lists what is still running.
+        :class:`BatchOutcome`; ``open_batches`` lists what is still running, ``held_back_calls`` what waits for room
+        in the queue.
 
     Raises:
-        ValueError: a single request exceeds the provider's size limit.
+        ValueError: a single request exceeds the provider's size limit or ``max_enqueued_tokens``.
         openai.APIError / anthropic.APIError: the provider refused a submission (nothing is logged as submitted
             for it; its intent is marked abandoned so a re-run sends it again).
     """
@@ -222,26 +278,23 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
         if ours(intent):
             _adopt_or_abandon(api, log, intent, outcome)
     in_flight = {k for rec in log.open_batches().values() for k in rec["keys"]}
+    count = tokens_of or (lambda call: chars_per_token_count(call.messages))
+    tokens = {k: int(count(c)) for k, c in by_key.items()}
     new = [c for k, c in by_key.items() if k not in in_flight]
     outcome.skipped_in_flight = len(by_key) - len(new)
     requests = [BatchRequest(c.key, list(c.messages), c.settings, c.sample) for c in new]
-    for chunk in split_requests(requests, api):
-        tag = uuid.uuid4().hex
-        keys = [r.custom_id for r in chunk]
-        epoch = time.time()
-        log.append({"event": "intent", "tag": tag, "provider": api.name, "keys": keys, "epoch": epoch,
-                    "time": _now()})
-        try:
-            batch_id = api.submit(chunk, tag=tag)
-        except Exception:
-            # the provider may have accepted it before the error (a timeout on the answer): look before giving up
-            if _adopt_or_abandon(api, log, {"tag": tag, "keys": keys, "epoch": epoch}, outcome):
-                continue
-            raise
-        log.append({"event": "submitted", "tag": tag, "batch_id": batch_id, "provider": api.name, "keys": keys,
-                    "epoch": epoch, "time": _now()})
-        outcome.submitted_calls += len(chunk)
-        outcome.submitted_batches.append(batch_id)
+    queue = split_requests(requests, api, max_tokens=max_enqueued_tokens, tokens_of=lambda r: tokens[r.custom_id])
+
+    def send_what_fits() -> None:  # in order; a batch that does not fit waits (and so do the ones after it)
+        room = None if max_enqueued_tokens is None else max_enqueued_tokens - _enqueued(log, tokens)
+        while queue:
+            need = sum(tokens[r.custom_id] for r in queue[0])
+            if room is not None and need > room:
+                return
+            _submit(api, log, queue.pop(0), need, outcome)
+            room = None if room is None else room - need
+
+    send_what_fits()
     deadline = None if max_wait_s is None else time.monotonic() + max_wait_s
     while True:
         pending = {b: rec for b, rec in log.open_batches().items() if ours(rec)}
@@ -249,8 +302,10 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
             status = api.status(batch_id)
             if status.ended:
                 _collect(api, batch_id, rec, by_key, on_result, log, outcome, status.status, status.errors)
+        send_what_fits()  # room freed by the batches just collected
         still = [b for b, rec in log.open_batches().items() if ours(rec)]
         if not still or not wait or (deadline is not None and time.monotonic() >= deadline):
             outcome.open_batches = still
+            outcome.held_back_calls = sum(len(chunk) for chunk in queue)
             return outcome
         sleep(poll_s)

@@ -88,6 +88,7 @@ def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str,
 def _run_batched(calls: list[Call], config: EvalConfig, cache: CallCache, cap: Any, out: dict[str, Any]) -> int:
     """The calls of batch-enabled backends through their provider's batch API; returns the failed answers."""
     from surveyalign.calls.batches import BATCHES_FILE, BatchLog, run_batches
+    from surveyalign.calls.spend import PromptCounter
 
     errors = 0
     # calls already in a submitted batch are paid for: they are collected whatever the cap (never held back, so
@@ -108,7 +109,9 @@ def _run_batched(calls: list[Call], config: EvalConfig, cache: CallCache, cap: A
                 cap.add(cap.estimate(call))
             group = committed + fresh
         outcome = run_batches(group, backend.batch_api(), cache.add, config.run_dir / BATCHES_FILE,
-                              wait=backend.batch_wait, poll_s=backend.batch_poll_s)
+                              wait=backend.batch_wait, poll_s=backend.batch_poll_s,
+                              max_enqueued_tokens=getattr(backend, "max_enqueued_tokens", None),
+                              tokens_of=PromptCounter(lambda call: None).messages_tokens)
         errors += outcome.failed
         for key, value in outcome.to_dict().items():
             if isinstance(value, list):

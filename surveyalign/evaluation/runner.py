@@ -343,10 +343,13 @@ def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cach
                         stage: str, later: Sequence[Any] = ()) -> None:
     """Raise :class:`RunIncomplete` when the cap held calls back or batches are still running (``later``: the
     calls of later stages, counted in what is left)."""
-    if batches.get("open_batches"):
-        open_ids = batches["open_batches"]
+    if batches.get("open_batches") or batches.get("held_back_calls"):
+        open_ids = batches.get("open_batches") or []
+        held = batches.get("held_back_calls") or 0
         raise RunIncomplete(f"{len(open_ids)} provider batch(es) still running ({', '.join(open_ids)}; ids in "
-                            f"{config.run_dir / 'batches.jsonl'}); run the same command again to collect them")
+                            f"{config.run_dir / 'batches.jsonl'})"
+                            + (f", {held} call(s) held back by max_enqueued_tokens" if held else "")
+                            + "; run the same command again to collect them")
     if cap is not None and cap.stopped:
         left = [c for c in todo if cache.get(c.key) is None]
         raise RunIncomplete(cap.stop_message([*left, *later], stage, cache.path))

@@ -12,7 +12,8 @@ OpenAI (``base_url = server.openai_url`` = ``http://127.0.0.1:PORT/v1``):
   ``metadata``) -> a Batch object (``validating``); ``GET /v1/batches/{id}``; ``GET /v1/batches`` (newest first);
   ``POST /v1/batches/{id}/cancel``. The input file is checked as OpenAI documents it (one JSON object per line
   with ``custom_id``, ``method: POST``, ``url`` = the endpoint, ``body``; unique custom ids; at most 50,000
-  lines): a bad file gives a ``failed`` batch with ``errors.data``. A finished batch is ``completed`` (or
+  lines): a bad file gives a ``failed`` batch with ``errors.data``, and so does a batch that would pass
+  ``enqueued_token_limit`` (code ``token_limit_exceeded``). A finished batch is ``completed`` (or
   ``expired`` when a request expired, ``cancelled`` after a cancel) with ``output_file_id`` (lines
   ``{"id", "custom_id", "response": {"status_code": 200, "request_id", "body": <chat completion>}, "error": null}``)
   and ``error_file_id`` (a per-request error: ``response.status_code`` 400 and an error body; an expired request:
@@ -56,6 +57,7 @@ from surveyalign.testing.batch_shapes import (
     WINDOW_S,
     file_object,
     iso,
+    queue_limit_error,
     validate_openai_lines,
     words,
 )
@@ -71,6 +73,9 @@ class FakeBatchServer(ThreadedApp):
         outcome: ``(body, attempt) -> "ok" | "error" | "expire"`` per request; default always ``"ok"``.
         complete_after: seconds after creation before a batch ends when read (0: at the first read).
         port: port on 127.0.0.1; 0 picks a free one.
+        enqueued_token_limit: OpenAI's batch queue limit: a new batch whose prompt tokens (words, as in usage) plus
+            those of the running batches (``validating``, ``in_progress``) pass it fails at validation with
+            ``token_limit_exceeded``; ``None``: no limit. An attribute: a test may change it between runs.
 
     Attributes:
         created: ids of every batch created, both APIs, in order (a resubmission shows up here).
@@ -80,10 +85,11 @@ class FakeBatchServer(ThreadedApp):
 
     def __init__(self, *, reply: Callable[[dict[str, Any]], str] | None = None,
                  outcome: Callable[[dict[str, Any], int], str] | None = None, complete_after: float = 0.0,
-                 port: int = 0) -> None:
+                 port: int = 0, enqueued_token_limit: int | None = None) -> None:
         self.reply = reply or (lambda body: "The survey is fine.$$$-1$$$")
         self.outcome = outcome or (lambda body, attempt: "ok")
         self.complete_after = float(complete_after)
+        self.enqueued_token_limit = enqueued_token_limit
         self.created: list[str] = []
         self.requests_seen: list[str] = []
         self.files: dict[str, dict[str, Any]] = {}
@@ -301,6 +307,13 @@ class FakeBatchServer(ThreadedApp):
                     "request_counts": {"total": 0, "completed": 0, "failed": 0},
                     "metadata": body.get("metadata") or {}, "_lines": []}
                 errors = validate_openai_lines(self.files[fid]["bytes"], endpoint, batch)
+                batch["_tokens"] = sum(words(line["body"].get("messages")) for line in batch["_lines"])
+                queued = sum(b["_tokens"] for b in self._batches.values() if b["status"] in ("validating",
+                                                                                              "in_progress"))
+                limit = self.enqueued_token_limit
+                if not errors and batch["_lines"] and limit is not None and queued + batch["_tokens"] > limit:
+                    errors = [queue_limit_error(batch["_lines"][0]["body"].get("model"), limit)]
+                    batch["_lines"], batch["request_counts"]["total"] = [], 0
                 if errors:
                     batch.update(status="failed", failed_at=int(now), errors={"object": "list", "data": errors})
                 self._batches[bid] = batch

@@ -69,3 +69,11 @@ def validate_openai_lines(raw: bytes, endpoint: str | None, batch: dict[str, Any
             batch["_lines"].append(line)
     batch["request_counts"]["total"] = len(batch["_lines"])
     return errors
+
+
+def queue_limit_error(model: Any, limit: int) -> dict[str, Any]:
+    """The ``errors.data`` item of a batch failed at validation for passing the model's batch queue limit (the
+    prompt tokens one model may have enqueued in running batches), as OpenAI words it."""
+    return {"code": "token_limit_exceeded", "line": None, "param": None,
+            "message": f"Enqueued token limit reached for {model} in organization org-local. Limit: {limit} "
+                       "enqueued tokens. Please try again once some in_progress batches have been completed."}
