@@ -74,3 +74,26 @@ def test_max_enqueued_tokens_must_be_a_positive_integer(bad):
     with pytest.raises(ValueError, match=r"^openai backend: max_enqueued_tokens must be a positive integer"):
         OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", batch=True, max_enqueued_tokens=bad)
     assert OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", max_enqueued_tokens=7).max_enqueued_tokens == 7
+
+
+def test_a_batch_failed_with_token_limit_exceeded_counts_its_calls_as_api_errors_and_the_rerun_sends_them(
+        dataset_dir, tmp_path, capsys):
+    """The provider's queue limit (1 token) fails the run's batch at validation: its 8 calls are API errors in
+    calls.jsonl (kept, with the provider's code), no unit is scored (exit 3); with room in the queue the same command
+    sends the 8 again as a new batch and scores them."""
+    with FakeBatchServer(reply=lambda body: "The survey reads well. $$$1$$$", enqueued_token_limit=1) as server:
+        config = _config(dataset_dir, tmp_path, "full", server.openai_url, batch_wait=True)
+        assert main(["evaluate", "--config", str(config)]) == 3
+        first = _lines(tmp_path / "full" / "calls.jsonl")
+        assert len(first) == 8 and all("token_limit_exceeded: Enqueued token limit reached for gpt-5.2" in r["error"]
+                                       for r in first)
+        metrics = json.loads((tmp_path / "full" / "metrics.json").read_text())
+        assert metrics["harness"]["status_counts"]["api_error"] == 8
+        server.enqueued_token_limit = None
+        assert main(["evaluate", "--config", str(config)]) == 0
+        assert len(server.created) == 2 and len(server.requests_seen) == 8  # the failed batch ran nothing
+    log = _lines(tmp_path / "full" / "batches.jsonl")
+    assert [(r["status"], r["missing"], r["succeeded"]) for r in log if r["event"] == "collected"] == [
+        ("failed", 8, 0), ("completed", 0, 8)]
+    metrics = json.loads((tmp_path / "full" / "metrics.json").read_text())
+    assert metrics["harness"]["status_counts"]["scored"] == 8
