@@ -102,6 +102,7 @@ def test_batches_are_cut_to_the_limit_and_the_held_back_ones_go_out_as_the_first
     submitted = [e for e in events if e["event"] == "submitted"]
     assert [[k[-1] for k in e["keys"]] for e in submitted] == [["A", "B"], ["C"], ["D", "E", "F"]]
     assert [e["tokens"] for e in submitted] == [20, 30, 30]
+    assert [e["tokens"] for e in events if e["event"] == "intent"] == [20, 30, 30]
     assert [e["batch_id"] for e in submitted] == created
     # each batch is sent only after the one before it was collected
     order = [(e["event"], e.get("batch_id")) for e in events if e["event"] in ("submitted", "collected")]
@@ -191,3 +192,57 @@ def test_a_batch_failed_with_token_limit_exceeded_is_counted_and_retried_as_a_ne
     assert all(g.error is None and g.batch_id == server.created[1] for g in answers.values())
     collected = [e for e in _events(log) if e["event"] == "collected"]
     assert [(e["status"], e["missing"], e["succeeded"]) for e in collected] == [("failed", 2, 0), ("completed", 0, 2)]
+
+
+class _AcceptThenFail:
+    """A provider client whose submit is accepted by the provider and then raises (a timeout on the answer)."""
+
+    def __init__(self, api) -> None:
+        self.api = api
+        self.name, self.max_requests, self.max_bytes = api.name, api.max_requests, api.max_bytes
+
+    def submit(self, requests, *, tag):
+        self.api.submit(requests, tag=tag)
+        raise TimeoutError("the answer never came")
+
+    def __getattr__(self, name):
+        return getattr(self.api, name)
+
+
+def test_the_room_left_comes_from_each_open_batchs_tokens_else_its_known_keys(tmp_path):
+    """Limit 25; a batch already running holds D (5 tokens) and a call this run does not know (X: 0). New calls
+    A and B (10 + 10 = 20) fit exactly in the 25 - 5 = 20 left, unless the batch's own record says more (6: then
+    19 are left and they wait). A record from an older run has no ``tokens``: its known keys count; an adopted
+    batch keeps its intent's estimate."""
+    with FakeBatchServer(complete_after=3600) as server:
+        api = _openai(server)
+        d_only = [BatchRequest(c.key, c.messages, c.settings) for c in _calls("D")]
+        running = api.submit(d_only, tag="t-old")
+        keys = ["key-D", "key-X"]
+
+        def run(name, records):
+            log = tmp_path / name
+            log.write_text("".join(json.dumps(r) + "\n" for r in records))
+            return run_batches(_calls("ABD"), api, lambda *a: None, log, wait=False, max_enqueued_tokens=25)
+
+        old = run("old.jsonl", [{"event": "submitted", "tag": "t-old", "batch_id": running, "keys": keys}])
+        assert old.skipped_in_flight == 1 and old.submitted_calls == 2 and old.held_back_calls == 0
+        said = run("said.jsonl", [{"event": "submitted", "tag": "t-old", "batch_id": running, "keys": keys,
+                                   "tokens": 6}])
+        assert said.submitted_calls == 0 and said.held_back_calls == 2
+        api.submit(d_only, tag="t-intent")  # accepted; the run was killed before writing "submitted"
+        adopted = run("adopt.jsonl", [{"event": "intent", "tag": "t-intent", "keys": keys, "tokens": 6}])
+        assert len(adopted.adopted_batches) == 1 and adopted.submitted_calls == 0 and adopted.held_back_calls == 2
+        assert [r.get("tokens") for r in _events(tmp_path / "adopt.jsonl") if r["event"] == "submitted"] == [6]
+        assert len(server.created) == 3  # the run of "old.jsonl" sent [A B]; the others sent nothing
+
+
+def test_a_batch_adopted_after_a_failed_submit_keeps_its_estimate(tmp_path):
+    with FakeBatchServer(complete_after=3600) as server:
+        log = tmp_path / "batches.jsonl"
+        outcome = run_batches(_calls("AB"), _AcceptThenFail(_openai(server)), lambda *a: None, log, wait=False,
+                              max_enqueued_tokens=25)
+        assert len(server.created) == 1 and outcome.adopted_batches == server.created
+    events = _events(log)
+    assert [(e["event"], e.get("tokens")) for e in events] == [("intent", 20), ("submitted", 20)]
+    assert events[1]["adopted"] is True
