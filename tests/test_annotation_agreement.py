@@ -71,7 +71,7 @@ def test_table_counts_by_hand():
     assert 0 <= lo <= 5 / 9 <= hi <= 1
     assert rows["readability"]["alpha_interval"] == pytest.approx(17 / 24, abs=1e-6)
     md = render_table(table, "A vs B")
-    assert "| Readability | 4 | 1 | 25.00%" in md and "| Overall | 9 | 5 | 55.56%" in md
+    assert "| Readability | 4 | 1 | 25.00%" in md and "| Overall (pooled over dimensions) | 9 | 5 | 55.56%" in md
     with pytest.raises(ValueError, match="structure: unit 0: labels \\(3, 1\\)"):
         agreement_table({"structure": [(3, 1)]}, n_boot=0)
 
@@ -225,4 +225,4 @@ def test_confusion_matrices_rendered_by_hand():
     assert lines[6:12] == ["| -3 | 0 | 0 | 1 | 0 | 0 | 0 |", "| -2 | 0 | 0 | 0 | 0 | 0 | 0 |",
                            "| -1 | 0 | 1 | 1 | 0 | 0 | 0 |", "| 0 | 0 | 0 | 1 | 0 | 0 | 0 |",
                            "| +1 | 0 | 0 | 0 | 0 | 0 | 0 |", "| +2 | 0 | 0 | 0 | 0 | 1 | 0 |"]
-    assert lines[13] == "Overall:" and lines[17:23] == lines[6:12]  # one dimension: overall is the same matrix
+    assert lines[13] == "Overall (pooled over dimensions):" and lines[17:23] == lines[6:12]  # one dimension: overall is the same matrix

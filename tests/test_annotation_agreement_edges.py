@@ -94,7 +94,7 @@ def test_table_bootstrap_seed_defaults_to_0():
 
 def test_empty_table_and_six_place_rate():
     empty = agreement_table({}, n_boot=0)
-    assert list(empty["rows"]) == ["overall"] and set(empty) == {"rows", "rules"}
+    assert list(empty["rows"]) == ["overall"] and set(empty) == {"rows", "rules", "overall_is"}
     overall = empty["rows"]["overall"]
     assert (overall["units"], overall["disagreements"], overall["rate"], overall["alpha_ordinal"]) == (0, 0, None, None)
     row = agreement_table({"structure": THREE}, n_boot=0)["rows"]["structure"]
@@ -117,7 +117,7 @@ def test_render_table_row_with_intervals():
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
         "| Structure | 3 | 1 | 33.33% [1.67%, 96.67%] | 0.4444 [-0.6111, 0.9722] | 0.5000 [0.1000, 0.9000] "
         "| 0 | 1 | 0 | 0 | 0 |\n"
-        "| Overall | 3 | 1 | 33.33% | n/a | n/a | 0 | 1 | 0 | 0 | 0 |\n")
+        "| Overall (pooled over dimensions) | 3 | 1 | 33.33% | n/a | n/a | 0 | 1 | 0 | 0 | 0 |\n")
 
 
 def test_pair_labels_only_units_both_labelled():

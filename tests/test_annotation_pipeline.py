@@ -153,7 +153,7 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     report_md = (tmp_path / "agreement" / "agreement.md").read_text()
     assert "#### human vs human: confusion matrices" in report_md and "#### LLM vs human: confusion matrices" in report_md
     # overall human vs human: 29 agreements on the diagonal, the three changed choices off it
-    overall = report_md.split("#### human vs human")[1].split("Overall:")[1].split("####")[0]
+    overall = report_md.split("#### human vs human")[1].split("Overall (pooled over dimensions):")[1].split("####")[0]
     cells = [[int(c) for c in line.strip("| ").split(" | ")[1:]] for line in overall.strip().splitlines()[2:8]]
     assert sum(cells[i][i] for i in range(6)) == 29 and sum(map(sum, cells)) == 32
     decisions = tmp_path / "agreement" / "disagreements.csv"
@@ -221,7 +221,7 @@ def test_pipeline_end_to_end(tmp_path, capsys):
     assert ("- Identification: 6 candidate papers, 5 with a title keyword, 5 screened by the LLM (4 yes), 4 proposed, "
             "4 confirmed by a person.") in section
     assert "### human vs human" in section and "### LLM vs human" in section
-    overall = next(line for line in section.splitlines() if line.startswith("| Overall | 32 | 3 | 9.38%"))
+    overall = next(line for line in section.splitlines() if line.startswith("| Overall (pooled over dimensions) | 32 | 3 | 9.38%"))
     assert overall.count("|") == 12
     excluded = sum(build["units"]["excluded_score_0"].values()) + sum(build["units"]["excluded_score_minus3"].values())
     assert excluded > 0 and build["missing_text"]["units"] == 0

@@ -57,12 +57,54 @@ def disagreements(human: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     return rows
 
 
+def merge_disagreements(path: str | os.PathLike, rows: Sequence[dict[str, str]]
+                        ) -> tuple[list[dict[str, str]], dict[str, int]]:
+    """Carry what the third person wrote in an existing ``disagreements.csv`` into a new run's rows.
+
+    For every unit still listed (matched by ``review_id`` and ``dimension``) the person's cells are kept:
+    ``final``, ``note`` and any column the person added; ``labels`` comes from the new run. A row of a unit no
+    longer in disagreement whose person cells are filled is kept, unchanged, after the new rows.
+
+    Returns:
+        ``(rows to write, {"rows_with_person_cells": n, "kept_not_listed": n})``.
+
+    Raises:
+        ValueError: the existing file lacks ``review_id`` / ``dimension`` (file named).
+    """
+    path = Path(path)
+    counts = {"rows_with_person_cells": 0, "kept_not_listed": 0}
+    old = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines())) if path.is_file() else []
+    if not old:
+        return list(rows), counts
+    if not {"review_id", "dimension"} <= set(old[0]):
+        raise ValueError(f"{path}: needs the columns review_id, dimension to keep what a person wrote in it")
+    person = [c for c in old[0] if c and c not in ("review_id", "dimension", "labels")]
+    by_unit: dict[Unit, dict[str, str]] = {}
+    for row in old:
+        by_unit.setdefault(((row["review_id"] or "").strip(), (row["dimension"] or "").strip().lower()), row)
+    listed = {(r["review_id"], r["dimension"]) for r in rows}
+    out = []
+    for row in rows:
+        prev, new = by_unit.get((row["review_id"], row["dimension"])), dict(row)
+        if prev is not None and any((prev.get(c) or "").strip() for c in person):
+            new.update({c: prev.get(c) or "" for c in person})
+            counts["rows_with_person_cells"] += 1
+        out.append(new)
+    for unit, prev in by_unit.items():
+        if unit not in listed and any((prev.get(c) or "").strip() for c in person):
+            out.append(dict(prev))
+            counts["kept_not_listed"] += 1
+    return out, counts
+
+
 def write_disagreements(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:
-    """Write ``disagreements.csv`` (:data:`DISAGREEMENT_COLUMNS`)."""
+    """Write ``disagreements.csv``: the :data:`DISAGREEMENT_COLUMNS`, then any column a person added."""
+    extra = [k for r in rows for k in r if k and k not in DISAGREEMENT_COLUMNS]
+    columns = list(DISAGREEMENT_COLUMNS) + list(dict.fromkeys(extra))
     with Path(path).open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=DISAGREEMENT_COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
-        writer.writerows({k: r.get(k, "") for k in DISAGREEMENT_COLUMNS} for r in rows)
+        writer.writerows({k: r.get(k) or "" for k in columns} for r in rows)
 
 
 def read_decisions(path: str | os.PathLike) -> dict[Unit, int]:

@@ -177,7 +177,8 @@ def agreement_table(pairs: dict[str, Sequence[tuple[int, int]]], *, n_boot: int 
 
     Returns:
         ``{"rows": {dim | "overall": {units, disagreements, rate, alpha_ordinal, alpha_interval, distance,
-        confusion, ci}}, "rules": RULES}``; overall pools every dimension's units. An undefined alpha is None.
+        confusion, ci}}, "rules": RULES, "overall_is": OVERALL_IS}``; overall pools every dimension's units
+        (one alpha over all pairs, not a mean of the dimensions' alphas). An undefined alpha is None.
 
     Raises:
         ValueError: a label outside :data:`LABELS` (dimension and position named).
@@ -193,7 +194,47 @@ def agreement_table(pairs: dict[str, Sequence[tuple[int, int]]], *, n_boot: int 
         pooled.extend(items)
         rows[dim] = {**_stats(items), "confusion": _confusion(items), "ci": _bootstrap(items, n_boot, rng)}
     rows["overall"] = {**_stats(pooled), "confusion": _confusion(pooled), "ci": _bootstrap(pooled, n_boot, rng)}
-    return {"rows": rows, "rules": RULES}
+    return {"rows": rows, "rules": RULES, "overall_is": OVERALL_IS}
+
+
+#: What the "overall" row of :func:`agreement_table` is (in the JSON and, shortened, in the markdown).
+OVERALL_IS = "pooled over dimensions: one figure over every dimension's units together, not a mean of the rows"
+#: Why a unit is left out of the LLM-vs-human comparison (:func:`llm_vs_human`), in report order.
+LEFT_OUT_REASONS: tuple[str, ...] = ("annotators_disagree_no_third_decision", "no_human_label", "no_llm_label")
+
+
+def llm_vs_human(machine: dict[Unit, int], finals: dict[Unit, dict[str, Any]]
+                 ) -> tuple[dict[str, list[tuple[int, int]]], dict[str, Any]]:
+    """The LLM-vs-human pairs and which units they cover.
+
+    Args:
+        machine: ``{unit: LLM label}``.
+        finals: :func:`~surveyalign.annotation.adjudicate.final_labels` of the human records (``label`` None when
+            the annotators disagree and no third decision exists).
+
+    Returns:
+        ``(pairs, scope)``: ``pairs`` as :func:`pair_labels` over the units with both an LLM label and a final
+        human label; ``scope = {"compares", "units_compared", "left_out": {reason: n}, "left_out_units":
+        {reason: [[review_id, dimension], ...]}}`` with reasons :data:`LEFT_OUT_REASONS`.
+    """
+    reference = {u: f["label"] for u, f in finals.items() if f["label"] is not None}
+    left: dict[str, list[Unit]] = {r: [] for r in LEFT_OUT_REASONS}
+    for u in sorted(set(machine) | set(finals)):
+        if u in machine and u in reference:
+            continue
+        if u not in machine:
+            left["no_llm_label"].append(u)
+        elif u in finals:
+            left["annotators_disagree_no_third_decision"].append(u)
+        else:
+            left["no_human_label"].append(u)
+    pairs = pair_labels(machine, reference)
+    scope = {"compares": "the LLM's label against the final human label (annotators agreed, a single annotator, "
+                         "or a third decision)",
+             "units_compared": sum(len(v) for v in pairs.values()),
+             "left_out": {r: len(v) for r, v in left.items()},
+             "left_out_units": {r: [list(u) for u in v] for r, v in left.items()}}
+    return pairs, scope
 
 
 def pair_labels(a: dict[Unit, int], b: dict[Unit, int], units: Iterable[Unit] | None = None
@@ -204,6 +245,10 @@ def pair_labels(a: dict[Unit, int], b: dict[Unit, int], units: Iterable[Unit] | 
     for u in keys:
         out[u[1]].append((a[u], b[u]))
     return dict(out)
+
+
+def _row_name(name: str) -> str:
+    return "Overall (pooled over dimensions)" if name == "overall" else name.capitalize()
 
 
 def render_table(table: dict[str, Any], title: str) -> str:
@@ -218,11 +263,16 @@ def render_table(table: dict[str, Any], title: str) -> str:
         iv = row["ci"].get(key)
         return f" [{fmt(iv[0], pct)}, {fmt(iv[1], pct)}]" if iv else ""
 
-    lines = [f"### {title}", "", ("| Dimension | Units | Disagr. | Rate | KP-alpha ordinal | KP-alpha interval | "
+    lines = [f"### {title}", ""]
+    scope = table.get("scope")
+    if scope:
+        out = ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in scope["left_out"].items() if n) or "none"
+        lines += [f"Compares {scope['compares']}: {scope['units_compared']} units; left out: {out}.", ""]
+    lines += [("| Dimension | Units | Disagr. | Rate | KP-alpha ordinal | KP-alpha interval | "
              "1 level | 2 levels | 3 levels | with 0 | with -3 |"), "|" + " --- |" * 11]
     for name, row in table["rows"].items():
         d = row["distance"]
-        lines.append(f"| {name.capitalize()} | {row['units']} | {row['disagreements']} | {fmt(row['rate'], True)}"
+        lines.append(f"| {_row_name(name)} | {row['units']} | {row['disagreements']} | {fmt(row['rate'], True)}"
                      f"{ci(row, 'rate', True)} | {fmt(row['alpha_ordinal'])}{ci(row, 'alpha_ordinal')} | "
                      f"{fmt(row['alpha_interval'])}{ci(row, 'alpha_interval')} | {d['one_level']} | {d['two_levels']} "
                      f"| {d['three_levels']} | {d['with_not_mentioned']} | {d['with_unjudgeable']} |")
@@ -236,7 +286,7 @@ def render_confusion(table: dict[str, Any], title: str) -> str:
     names = [label_name(x) for x in LABELS]
     lines = [f"#### {title}: confusion matrices (rows: first, columns: second)", ""]
     for row_name, row in table["rows"].items():
-        lines += [f"{row_name.capitalize()}:", "", "| first \\ second | " + " | ".join(names) + " |",
+        lines += [f"{_row_name(row_name)}:", "", "| first \\ second | " + " | ".join(names) + " |",
                   "|" + " --- |" * (len(names) + 1)]
         lines += [f"| {a} | " + " | ".join(str(row["confusion"][a][b]) for b in names) + " |" for a in names]
         lines.append("")

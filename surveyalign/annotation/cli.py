@@ -7,6 +7,7 @@ Registered under the ``data`` command group by the top-level CLI; every handler 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
@@ -61,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "'substantive_reviews' filled (default: keep every paper)")
     p.add_argument("--texts", metavar="DIR", help="survey texts named by paper id, or the output folder of `data "
                    "fetch-texts` (texts found by DOI, OpenReview forum or uid)")
-    p.add_argument("--text-source", choices=_SOURCES, default="unknown", help="source of plain-text reports")
+    p.add_argument("--text-source", choices=_SOURCES, default=None,
+                   help="source of plain-text reports whose candidate (candidates.jsonl / verification.csv) gives "
+                        "none (default: unknown); a candidate's own source always wins")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.set_defaults(handler=_collect)
 
@@ -158,8 +161,11 @@ def _identify(args: argparse.Namespace) -> int:
     from surveyalign.backends import GenerationSettings
 
     settings = judge.generation if judge else GenerationSettings()
-    result = identify_surveys(candidates, backend, settings, keywords=keywords, screen_all=args.screen_all,
-                              out=args.out, judge=judge.describe() if judge else None, input_report=input_report)
+    try:
+        result = identify_surveys(candidates, backend, settings, keywords=keywords, screen_all=args.screen_all,
+                                  out=args.out, judge=judge.describe() if judge else None, input_report=input_report)
+    except ValueError as err:
+        return _fail(str(err))
     for source, c in result.report["per_source"].items():
         print(f"{source}: {c['candidates']} candidates, {c['keyword_match']} keyword matches, {c['screened']} "
               f"screened ({c.get('llm_yes', 0)} yes, {c.get('llm_no', 0)} no, {c.get('llm_failed', 0)} failed), "
@@ -168,6 +174,11 @@ def _identify(args: argparse.Namespace) -> int:
         from surveyalign.calls import CallCache
 
         print(CallCache.counts_line(result.report["answers"]))
+    kept = result.report.get("verification_carried_over") or {}
+    if kept.get("rows_with_person_cells") or kept.get("kept_not_listed"):
+        print(f"{Path(args.out) / 'verification.csv'}: carried over the person's cells of "
+              f"{kept['rows_with_person_cells']} row(s); kept {kept['kept_not_listed']} filled row(s) of candidates "
+              "no longer listed (at the end of the file)", file=sys.stderr)
     print(f"verification file: {Path(args.out) / 'verification.csv'} (fill 'confirmed' and 'substantive_reviews')")
     total = result.report["total"]
     if judge and total.get("screened") and total.get("screened") == total.get("llm_failed"):
@@ -188,6 +199,8 @@ def _collect(args: argparse.Namespace) -> int:
             print("verification: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
             listed = Path(args.verification).with_name("candidates.jsonl")  # written beside it by `data identify`
             candidates = list(read_jsonl(listed)) if listed.is_file() else []
+            with Path(args.verification).open(encoding="utf-8", newline="") as fh:  # its id / source columns too
+                candidates += [row for row in csv.DictReader(fh) if (row.get("id") or "").strip()]
         result = collect_reviews(args.paths, confirmed=confirmed, texts=args.texts, text_source=args.text_source,
                                  out=args.out, candidates=candidates, verification=stage3)
     except (ValueError, FileNotFoundError) as err:
@@ -260,11 +273,13 @@ def _agreement(args: argparse.Namespace) -> int:
     from .adjudicate import (
         disagreements,
         final_labels,
+        merge_disagreements,
         read_decisions,
         write_disagreements,
     )
     from .agreement import (
         agreement_table,
+        llm_vs_human,
         pair_labels,
         render_confusion,
         render_table,
@@ -312,25 +327,31 @@ def _agreement(args: argparse.Namespace) -> int:
         tables["human vs human"] = agreement_table(hh, n_boot=args.bootstrap, seed=args.seed)
     decisions = read_decisions(out / "disagreements.csv") if (out / "disagreements.csv").exists() else {}
     finals, _ = final_labels(human, decisions=decisions)
-    reference = {u: f["label"] for u, f in finals.items() if f["label"] is not None}
     machine = {u: next(iter(v.values())) for u, v in unit_labels(llm).items()}
-    lh = pair_labels(machine, reference)
+    lh, scope = llm_vs_human(machine, finals)  # which units it compares, which are left out and why
     if lh:
-        tables["LLM vs human"] = agreement_table(lh, n_boot=args.bootstrap, seed=args.seed)
-    rows = disagreements(human)
-    for row in rows:  # keep the decisions already written
-        key = (row["review_id"], row["dimension"])
-        if key in decisions:
-            row["final"] = str(decisions[key])
+        tables["LLM vs human"] = {**agreement_table(lh, n_boot=args.bootstrap, seed=args.seed), "scope": scope}
+    if llm:
+        print(f"LLM vs human: {scope['units_compared']} units compared; left out: "
+              + ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in scope["left_out"].items()))
+    try:  # keep what the third person wrote (decisions, notes, added columns): issue 21 A
+        rows, kept = merge_disagreements(out / "disagreements.csv", disagreements(human))
+    except ValueError as err:
+        return _fail(str(err))
     write_disagreements(out / "disagreements.csv", rows)
+    if kept["rows_with_person_cells"] or kept["kept_not_listed"]:
+        print(f"{out / 'disagreements.csv'}: carried over the person's cells of {kept['rows_with_person_cells']} "
+              f"row(s); kept {kept['kept_not_listed']} filled row(s) of units no longer in disagreement (at the end)",
+              file=sys.stderr)
     (out / "agreement.json").write_text(json.dumps({"tables": tables, "import": import_report,
-                                                    "sample_units": len(sample)}, indent=2) + "\n")
+                                                    "sample_units": len(sample),
+                                                    "llm_vs_human_scope": scope if llm else None}, indent=2) + "\n")
     text = "\n".join(render_table(t, name) for name, t in tables.items())
     (out / "agreement.md").write_text(text + "".join("\n" + render_confusion(t, name) for name, t in tables.items()),
                                       encoding="utf-8")
     print(text)
     print(f"confusion matrices in {out / 'agreement.md'}")
-    print(f"{len(rows)} disagreement(s) listed in {out / 'disagreements.csv'} for a third decision "
+    print(f"{len(rows) - kept['kept_not_listed']} disagreement(s) listed in {out / 'disagreements.csv'} for a third decision "
           f"({len(decisions)} decided)")
     return 0 if tables else _fail("no unit was labelled by two annotators (or by the LLM and a person)", 3)
 

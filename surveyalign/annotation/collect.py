@@ -22,7 +22,7 @@ from typing import Any
 from surveyalign.documents import DOCUMENT_SUFFIXES, find_verbatim, read_document
 
 from .fetched import is_fetch_output, read_fetched_texts
-from .records import ReviewRecord, SurveyRecord, review_uid, write_jsonl
+from .records import ReviewRecord, SurveyRecord, paper_key, review_uid, write_jsonl
 from .sources import SourceFile, read_source
 
 _REVIEW_SUFFIXES = (".xml", ".json", ".txt", ".md")
@@ -88,8 +88,16 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n{2,}", text) if len(s.strip()) >= _MIN_SENTENCE]
 
 
+def _set_source(sf: SourceFile, source: str) -> None:
+    """Give a plain-text file's paper and reports the source ``source`` (and the paper key that goes with it)."""
+    sf.survey.source = source
+    sf.survey.paper_id = paper_key(source, sf.raw_id)
+    for rev in sf.reviews:
+        rev.source, rev.paper_id = source, sf.survey.paper_id
+
+
 def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] | None = None,
-                    texts: str | os.PathLike | None = None, text_source: str = "unknown",
+                    texts: str | os.PathLike | None = None, text_source: str | None = None,
                     out: str | os.PathLike | None = None, candidates: Sequence[dict[str, Any]] = (),
                     verification: dict[str, Any] | None = None) -> CollectResult:
     """Read, filter and number the review reports (see the module docstring).
@@ -102,10 +110,12 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
             file carries no text (OpenReview, MOPRD, plain text); or the output of ``surveyalign data fetch-texts``
             (:func:`~surveyalign.annotation.fetched.read_fetched_texts`: texts found by DOI, forum or uid). A
             paper is matched by its candidate id, its DOI, then its paper key.
-        text_source: source of plain-text reports.
+        text_source: source of plain-text reports whose candidate gives none (None: "unknown"). A plain report's
+            paper (its folder name) takes its candidate's ``source`` first; counted in the report under
+            ``plain_text_reports_source_from``.
         out: output folder (``surveys.jsonl``, ``reviews.jsonl``, ``collect_report.json``); None = in memory.
         candidates: the candidate rows of ``surveyalign data identify`` (``candidates.jsonl``: ``id``, ``title``,
-            ``abstract``, ``doi``): a paper whose review file gives no title / abstract / DOI (plain-text reports,
+            ``abstract``, ``doi``, ``source``; or the rows of ``verification.csv``): a paper whose review file gives no title / abstract / DOI (plain-text reports,
             a forum without abstract) takes them from its candidate, matched by id or DOI; counted in the report.
         verification: stage-3 counts (:func:`~surveyalign.annotation.identify.verification_counts`), kept as the
             report's ``verification``.
@@ -118,17 +128,28 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
         ValueError: a malformed review file (file, record and field named).
     """
     files = review_files(paths)
-    sources: list[SourceFile] = [read_source(f, text_source=text_source) for f in files]
-    wanted = {_norm_id(c) for c in confirmed} if confirmed is not None else None
-    if texts and is_fetch_output(texts):
-        text_files = read_fetched_texts(texts)  # converted and guarded by fetch-texts
-    else:
-        text_files = read_texts(texts) if texts else {}
     by_candidate: dict[str, dict[str, Any]] = {}
     for row in candidates:
         for name in (row.get("id"), row.get("doi")):
             if name and _norm_id(str(name)):
                 by_candidate.setdefault(_norm_id(str(name)), row)
+    text_sources: Counter = Counter()
+    sources: list[SourceFile] = []
+    for f in files:
+        sf = read_source(f, text_source=text_source or "unknown")
+        if sf.format == "text":  # a plain report carries no source: its candidate's, else --text-source
+            given = str((by_candidate.get(_norm_id(sf.raw_id)) or {}).get("source") or "").strip().lower()
+            if given and given != "unknown":
+                _set_source(sf, given)
+                text_sources["candidate"] += len(sf.reviews)
+            else:
+                text_sources["text_source" if text_source else "unknown"] += len(sf.reviews)
+        sources.append(sf)
+    wanted = {_norm_id(c) for c in confirmed} if confirmed is not None else None
+    if texts and is_fetch_output(texts):
+        text_files = read_fetched_texts(texts)  # converted and guarded by fetch-texts
+    else:
+        text_files = read_texts(texts) if texts else {}
     surveys: dict[str, SurveyRecord] = {}
     by_paper: dict[str, list[ReviewRecord]] = defaultdict(list)
     per_source: dict[str, Counter] = defaultdict(Counter)
@@ -219,6 +240,7 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
         "duplicate_reports": duplicates,
         "reviews_found_in_survey_text": leaks,
         "surveys_completed_from_candidates": from_candidates,
+        "plain_text_reports_source_from": {k: text_sources[k] for k in ("candidate", "text_source", "unknown")},
         "verification": verification,
     }
     if out is not None:

@@ -40,6 +40,8 @@ VERIFICATION_COLUMNS: tuple[str, ...] = (
     "id", "source", "title", "keyword_match", "keywords_found", "llm_verdict", "llm_reason", "proposed",
     "confirmed", "substantive_reviews", "note")
 _YES = {"yes", "y", "true", "1", "x"}
+#: Columns of ``verification.csv`` that a person fills (kept by a re-run of ``data identify``).
+PERSON_COLUMNS: tuple[str, ...] = ("confirmed", "substantive_reviews", "note")
 
 
 @dataclass
@@ -223,7 +225,10 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        write_verification(out / "verification.csv", result.rows)
+        # a re-run keeps what a person wrote in the file (issue 21 A: no output overwrites another)
+        written, carried = merge_verification(out / "verification.csv", result.rows)
+        result.report["verification_carried_over"] = carried
+        write_verification(out / "verification.csv", written)
         with (out / "candidates.jsonl").open("w", encoding="utf-8") as fh:
             for c, row in zip(candidates, result.rows):
                 fh.write(json.dumps({**asdict(c), **row}, ensure_ascii=False) + "\n")
@@ -231,12 +236,65 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
     return result
 
 
+def merge_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]
+                       ) -> tuple[list[dict[str, str]], dict[str, int]]:
+    """Carry what a person wrote in an existing ``verification.csv`` into the rows of a new run.
+
+    For every candidate still listed (matched by ``id``) the person's cells are kept: the
+    :data:`PERSON_COLUMNS` and any column the person added; the machine columns come from the new run. A row
+    of a candidate no longer listed whose person cells are filled is kept, unchanged, after the new rows.
+
+    Args:
+        path: the verification file (absent: nothing to carry).
+        rows: the new run's rows (:data:`VERIFICATION_COLUMNS`).
+
+    Returns:
+        ``(rows to write, counts)``, counts ``{"rows_with_person_cells": rows of the new run that took filled
+        cells, "kept_not_listed": filled rows of candidates no longer listed, kept}``.
+
+    Raises:
+        ValueError: the existing file has no ``id`` column, or lists an id twice (file named).
+    """
+    path = Path(path)
+    counts = {"rows_with_person_cells": 0, "kept_not_listed": 0}
+    if not path.is_file():
+        return list(rows), counts
+    old = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    if not old:
+        return list(rows), counts
+    if "id" not in old[0]:
+        raise ValueError(f"{path}: has no 'id' column; cannot keep what a person wrote in it (move it away first)")
+    person = [c for c in old[0] if c and (c in PERSON_COLUMNS or c not in VERIFICATION_COLUMNS)]
+    by_id: dict[str, dict[str, str]] = {}
+    for n, row in enumerate(old, 2):
+        cid = (row.get("id") or "").strip()
+        if cid in by_id and any((row.get(c) or "").strip() for c in person):
+            raise ValueError(f"{path}: row {n}: id {cid!r} listed twice; cannot tell which person cells to keep")
+        by_id.setdefault(cid, row)
+    listed = {r["id"] for r in rows}
+    out = []
+    for row in rows:
+        prev = by_id.get(row["id"])
+        new = dict(row)
+        if prev is not None and any((prev.get(c) or "").strip() for c in person):
+            new.update({c: prev.get(c) or "" for c in person})
+            counts["rows_with_person_cells"] += 1
+        out.append(new)
+    for cid, prev in by_id.items():
+        if cid not in listed and any((prev.get(c) or "").strip() for c in person):
+            out.append(dict(prev))
+            counts["kept_not_listed"] += 1
+    return out, counts
+
+
 def write_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:
-    """Write ``verification.csv`` (:data:`VERIFICATION_COLUMNS`)."""
+    """Write ``verification.csv``: the :data:`VERIFICATION_COLUMNS`, then any column a person added."""
+    extra = [k for row in rows for k in row if k and k not in VERIFICATION_COLUMNS]
+    columns = list(VERIFICATION_COLUMNS) + list(dict.fromkeys(extra))
     with Path(path).open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=VERIFICATION_COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
-        writer.writerows({k: row.get(k, "") for k in VERIFICATION_COLUMNS} for row in rows)
+        writer.writerows({k: row.get(k) or "" for k in columns} for row in rows)
 
 
 def _verification_statuses(path: str | os.PathLike) -> list[tuple[dict[str, str], str]]:
