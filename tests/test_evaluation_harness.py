@@ -339,6 +339,29 @@ def test_rqs_stage_counts_zero_as_a_score(dataset_dir, tmp_path):
     assert kept.calls["rqs_made"] == 0 and kept.calls["rqs_cached"] == 8 and not unused.calls
 
 
+def test_evaluate_exits_3_when_the_rqs_stage_rates_no_unit(dataset_dir, tmp_path, capsys):
+    """Issue 21 B: a stage with no usable result exits 3, the RQS stage included: every rating is untagged here;
+    the judge's scores and the metrics are kept, RQS / HAS left out. One usable rating: exit 0."""
+    import yaml
+
+    from surveyalign.cli import main
+
+    def run(replies: list[str], name: str) -> int:
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({
+            "name": name, "dataset": str(dataset_dir), "output_dir": str(tmp_path), "run_name": name,
+            "progress": False, "bootstrap": 0, "limit": 2, "backend": {"kind": "constant", "options": {"score": -1}},
+            "rqs": {"backend": {"kind": "scripted", "options": {"replies": replies, "cycle": True}}}}))
+        return main(["evaluate", "--config", str(config)])
+
+    assert run(["They agree, I think."], "norqs") == 3
+    err = capsys.readouterr().err
+    assert "FAILED: the RQS stage rated none of its 8 unit(s) (8 parse_failed, 0 api_error)" in err
+    metrics = json.loads((tmp_path / "norqs" / "metrics.json").read_text())
+    assert metrics["harness"]["status_counts"]["scored"] == 8 and metrics.get("rqs") is None
+    assert run(["They agree, I think.", "Same points. <consistency>1.0</consistency>"], "onerqs") == 0
+
+
 def test_run_config_never_holds_the_api_key(dataset_dir, tmp_path, monkeypatch):
     from surveyalign.testing import FakeChatServer
 
