@@ -68,7 +68,8 @@ def test_all_unparsed_fails_the_dimension_with_the_reasons(document):
     record = review["dimensions"]["readability"]
     assert (record["status"], record["score"], record["n_voted"], record["n_unparsed"]) == ("parse_failed", None, 0, 5)
     assert "no score marker" in record["reason"] or "missing" in record["reason"]
-    assert review["summary"] == {"n_dimensions": 1, "n_scored": 0, "n_failed": 1, "n_refused": 0}
+    assert review["summary"] == {"n_dimensions": 1, "n_scored": 0, "n_failed": 1, "n_refused": 0, "n_failed_samples": 5,
+                                 "n_partial": 0}
 
 
 def test_one_parsed_sample_decides(document):

@@ -57,6 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=positive_int, default=None, help="token cap per sample")
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token budget prompt + answer (default: the adapter's training length)")
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="the judge's tokenizer (folder or Hub id; judge config key `tokenizer:`): counts prompt "
+                        "tokens so --max-length cuts the survey by the training length rule (needed for an API "
+                        "judge; default: a local judge's own)")
     p.add_argument("--base-url", action="append", default=None,
                    help="openai judges: API root of a server (repeat for several; calls are spread over them)")
     p.add_argument("--no-synthesis", action="store_true", help="keep the best winning sample's rationale")
@@ -203,6 +207,7 @@ def _score(args: argparse.Namespace) -> int:
     dims = args.dimensions  # checked and normalised by the flag type (argtypes.dimension_list)
     spec = load_judge_spec(args.judge, samples=args.samples, temperature=args.temperature, seed=args.seed,
                            max_new_tokens=args.max_new_tokens, max_length=args.max_length, dimensions=dims,
+                           tokenizer=args.tokenizer,
                            base_url=args.base_url, synthesis=False if args.no_synthesis else None)
     spec = _base_options(spec, args)
     unreadable: list[str] = []  # a file over a document limit or unreadable: named, the rest of the batch goes on
@@ -253,8 +258,13 @@ def _score(args: argparse.Namespace) -> int:
                 break
             paths = write_survey_report(review, out, stem)
             reviews.append(review)
-            console.print(f"{document.source}: {review['summary']['n_scored']}/{review['summary']['n_dimensions']} "
-                          f"dimensions scored -> {paths['html']}")
+            summary = review["summary"]
+            partial = (f" ({summary['n_partial']} on fewer than K usable samples; {summary['n_failed_samples']} "
+                       f"failed sample(s))" if summary.get("n_failed_samples") else "")
+            console.print(f"{document.source}: {summary['n_scored']}/{summary['n_dimensions']} "
+                          f"dimensions scored{partial} -> {paths['html']}", markup=False, highlight=False)
+            for line in review["warnings"]:
+                console.print(f"  warning: {line}", markup=False, highlight=False)
     finally:
         judge.close()
         cache.close()

@@ -84,9 +84,15 @@ class SurveyAlignJudge:
         self.lengths = {d: resolve_max_length(spec.max_length, spec.adapters.get(d) if spec.backend.kind != "openai"
                                               else None) for d in spec.dimensions}
         options = {d: DimensionOptions(max_length=self.lengths[d][0], adapter=d if d in spec.adapters else None,
-                                       backend=self.backends[d]) for d in spec.dimensions}
+                                       tokenizer=spec.tokenizer, backend=self.backends[d]) for d in spec.dimensions}
         self.judge = Judge(self.owner, protocol=spec.protocol, settings=self.settings, dimensions=options,
                            cache=cache)
+        if spec.tokenizer and spec.dimensions:  # loaded once, now: a bad folder fails before any call
+            try:
+                self.judge.tokenizer_for(spec.dimensions[0])
+            except ValueError as err:
+                self.close()
+                raise ValueError(f"{err} (judge config key: tokenizer; CLI: --tokenizer)") from None
 
     # ------------------------------------------------------------------ knowledge
     def needs_knowledge(self, dimension: str) -> bool:
@@ -145,17 +151,38 @@ class SurveyAlignJudge:
         finally:
             bar.close()
         statuses = [d["status"] for d in dims.values()]
+        warnings = [w for w in (self._sample_warning(d, r) for d, r in dims.items()) if w]
         return {
             "survey": {**document.to_dict(), "sha256": content_sha256(document.text)},  # whose report (issue 21 A)
             "judge": self.describe(),
             "dimensions": dims,
             "summary": {"n_dimensions": len(dims), "n_scored": statuses.count("scored"),
                         "n_failed": sum(s not in ("scored", KNOWLEDGE_REFUSED) for s in statuses),
-                        "n_refused": statuses.count(KNOWLEDGE_REFUSED)},
-            "warnings": [],  # judge-level warnings; the document's own are under survey.warnings
+                        "n_refused": statuses.count(KNOWLEDGE_REFUSED),
+                        # samples that errored or could not be read, and scored dimensions resting on fewer than K
+                        "n_failed_samples": sum(int(d.get("n_failed_samples") or 0) for d in dims.values()),
+                        "n_partial": sum(d["status"] == "scored" and int(d.get("n_failed_samples") or 0) > 0
+                                         for d in dims.values())},
+            "warnings": warnings,  # judge-level warnings; the document's own are under survey.warnings
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "surveyalign_version": __version__,
         }
+
+    @staticmethod
+    def _sample_warning(dim: str, record: Mapping[str, Any]) -> str | None:
+        """The warning of a dimension some of whose K samples failed (``None``: every sample usable or none
+        asked): how many were usable, why the others failed, and that the agreement is over the usable ones."""
+        failed = int(record.get("n_failed_samples") or 0)
+        if not failed:
+            return None
+        k, total = int(record.get("n_usable") or 0), int(record.get("n_requested") or 0)
+        errors = [s.get("error") or s.get("parse_error") for s in record.get("samples") or []]
+        why = "; ".join(dict.fromkeys(e for e in errors if e))
+        parts = [f"{record.get('n_errors', 0)} api_error", f"{record.get('n_unparsed', 0)} unparsed"]
+        head = f"{dim}: {k} of {total} samples usable ({', '.join(parts)}{': ' + why if why else ''})"
+        if record.get("status") == "scored":
+            return f"{head}; score and agreement are over the {k} usable sample{'s' if k != 1 else ''} only"
+        return f"{head}; not scored"
 
     def _review_dimension(self, document: Document, dim: str) -> dict[str, Any]:
         knowledge = self._knowledge(document, dim)
@@ -165,6 +192,7 @@ class SurveyAlignJudge:
         if knowledge.required and not knowledge.used and not self.allow_no_knowledge:
             return {**base, "score": None, "status": KNOWLEDGE_REFUSED, "reason": knowledge.note, "rationale": "",
                     "synthesis": None, "votes": {}, "n_samples": 0, "n_voted": 0, "n_unparsed": 0, "n_errors": 0,
+                    "n_requested": 0, "n_usable": 0, "n_failed_samples": 0, "agreement_over": None,
                     "vote_share": None, "tie_break": None, "samples": [], "prompt": None, "cost": None}
         request = self.request(document, dim, knowledge)
         if self.budget is not None and self.cache is not None:
@@ -224,6 +252,12 @@ class SurveyAlignJudge:
             "rationale": synthesis.rationale if synthesis else judgement.rationale,
             "synthesis": synthesis.to_dict() if synthesis else None,
             "votes": counts, "n_samples": len(judgement.samples), "n_voted": n_voted,
+            # usable samples k of K (issue 21 B): agreement (vote_share) is over the usable (parsed) samples only
+            "n_requested": max(self.spec.samples, len(judgement.samples)) if judgement.samples else 0,
+            "n_usable": n_voted,
+            "n_failed_samples": (max(self.spec.samples, len(judgement.samples)) - n_voted) if judgement.samples
+            else 0,
+            "agreement_over": "usable samples" if judgement.score is not None else None,
             "n_unparsed": sum(s.status == "parse_failed" for s in judgement.samples),
             "n_errors": sum(s.status == "api_error" for s in judgement.samples),
             "vote_share": (counts[str(judgement.score)] / n_voted) if judgement.score is not None else None,

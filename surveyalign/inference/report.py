@@ -114,10 +114,21 @@ def cost_text(cost: Mapping[str, Any] | None) -> str:
     return text + f", ${cost['cost_usd']:,.4f}" + (f" {UNVERIFIED}" if cost.get("unverified_price") else "")
 
 
+def agreement_text(record: Mapping[str, Any]) -> str:
+    """The agreement cell of a dimension: the winning score's share of the usable (parsed) samples, marked with
+    "k of K usable samples" when some of the K samples failed (``-`` when there is no score)."""
+    share = record.get("vote_share")
+    if share is None:
+        return _DASH
+    failed, k = int(record.get("n_failed_samples") or 0), int(record.get("n_usable") or 0)
+    if not failed:
+        return f"{share:.0%}"
+    return f"{share:.0%} of {k} usable ({k} of {int(record.get('n_requested') or 0)} samples)"
+
+
 def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
     votes = record.get("votes") or {}
     n_voted = int(record.get("n_voted") or 0)
-    share = record.get("vote_share")
     synthesis = record.get("synthesis") or {}
     reason = record.get("reason") or ""
     notes = [n for n in record.get("notes") or [] if n != reason]  # the reason is shown once, as the reason
@@ -139,7 +150,7 @@ def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
         "read_text": reading_text(record.get("read")),
         "cost_text": cost_text(record.get("cost")),
         "state_text": _score_text(record.get("score")) if record.get("score") is not None else _state(record),
-        "agreement": _DASH if share is None else f"{share:.0%}",
+        "agreement": agreement_text(record),
         "counts_text": f"{n_voted}/{record.get('n_samples', 0)} parsed"
                        + (f", tie broken by {record['tie_break']}" if record.get("tie_break") else ""),
         # our own markup (numbers and score labels only): not escaped by the template

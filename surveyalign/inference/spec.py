@@ -48,6 +48,8 @@ class JudgeSpec(ModelRole):
         generation: {temperature: 0.7, max_new_tokens: 512, seed: 0}
         samples: 5
         synthesis: true
+        # tokenizer: tok/                # API judges: counts tokens so max_length cuts the survey (--tokenizer)
+        # max_length: 700                # prompt + answer budget (--max-length)
 
     The adapters live in ``backend.per_dimension`` (the same place as in an evaluation config): ``adapter:`` (a
     folder or Hub id) for transformers / vLLM, which load the base once and switch adapters per call; ``model:``
@@ -68,6 +70,9 @@ class JudgeSpec(ModelRole):
     max_length: MaxLength | None = Field(None, description="Token budget prompt + answer (>= MIN_MAX_LENGTH); "
                                          "default: the adapter's training record (the training length rule), else "
                                          "no cut.")
+    tokenizer: str | None = Field(None, description="Tokenizer folder (or Hub id) counting prompt tokens so "
+                                  "max_length cuts the survey by the training length rule (CLI: --tokenizer); "
+                                  "default: the local backend's own, none for an API judge (no cut).")
     knowledge_dimensions: list[DimensionName] | None = Field(None, description="Dimensions whose adapters expect KA; "
                                                    "default: from the training records, else comp + crit.")
 
@@ -129,9 +134,11 @@ def _from_file(path: Path) -> JudgeSpec:
         field = ".".join(str(p) for p in first.get("loc", ()))
         message = str(first.get("msg")).removeprefix("Value error, ")
         raise ValueError(f"{path}: field {field or '(top level)'}: {message}") from None
+    root = path.resolve().parent
+    if spec.tokenizer:  # a folder beside the config, like the adapters
+        spec = spec.model_copy(update={"tokenizer": _resolve(spec.tokenizer, root)})
     if spec.backend.kind == "openai":
         return spec
-    root = path.resolve().parent
     backend = spec.backend.model_copy(update={
         "options": {**spec.backend.options, "model": _resolve(spec.model, root)},
         "per_dimension": {d: {"adapter": _resolve(p, root)} for d, p in spec.adapters.items()}})

@@ -251,7 +251,9 @@ class Judge:
                     reason=(f"{TOO_LONG_TEXT}: the prompt has {chars} characters (about {estimate} tokens at "
                             f"{CHARS_PER_TOKEN} characters per token) + max_new_tokens={max_new} exceed the "
                             f"server's context (max_model_len) of {context} tokens; name the judge's tokenizer to "
-                            f"cut the survey by the length rule, or shorten it (no call made)"))
+                            f"cut the survey by the length rule (score: --tokenizer DIR or `tokenizer: DIR` in the "
+                            f"judge config; evaluate: `tokenizer: DIR`, CLI --tokenizer) with max_length (CLI: "
+                            f"--max-length) at most {context}, or shorten it (no call made)"))
             return PreparedPrompt(**common, messages=messages, messages_hash=stable_hash(messages),
                                   read_chars=len(survey), counted="characters")
         budget, max_new = self.options(dim).max_length, self.settings.max_new_tokens

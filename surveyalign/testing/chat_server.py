@@ -47,6 +47,9 @@ class FakeChatServer(ThreadedApp):
         finish_reason: ``finish_reason`` of successful replies.
         logprob: when not ``None`` and the request asks for logprobs, each reply word gets this log-prob.
         model: model id listed by ``GET /v1/models``.
+        max_choices: honour a request's ``n`` (one reply per choice, in turn) but return at most this many
+            choices (``None``: all ``n``): the stand-in for a server that answers fewer choices than asked.
+        max_model_len: when set, ``GET /v1/models`` lists it (as vLLM does) for clients reading the context.
         tokenizer: a ``transformers`` tokenizer with a chat template: ``usage`` counts its tokens instead of words.
         port: port to bind on 127.0.0.1; 0 picks a free one.
 
@@ -71,6 +74,8 @@ class FakeChatServer(ThreadedApp):
         finish_reason: str = "stop",
         logprob: float | None = -0.5,
         model: str = "fake-judge",
+        max_choices: int | None = None,
+        max_model_len: int | None = None,
         tokenizer: Any = None,
         port: int = 0,
     ) -> None:
@@ -86,6 +91,8 @@ class FakeChatServer(ThreadedApp):
         self.finish_reason = finish_reason
         self.logprob = logprob
         self.model = model
+        self.max_choices = max_choices
+        self.max_model_len = max_model_len
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.request_times: list[float] = []
@@ -126,6 +133,20 @@ class FakeChatServer(ThreadedApp):
             completion = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
+    def _choice(self, body: dict[str, Any], reply: str | dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """One ``choices[i]`` entry of ``reply`` (index 0; the caller renumbers) and its answer text."""
+        if isinstance(reply, dict):
+            choice = {"index": 0, "finish_reason": self.finish_reason, **reply}
+            content = choice.get("message", {}).get("content")
+            text = content if isinstance(content, str) else ""
+        else:
+            text = reply
+            choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                      "finish_reason": self.finish_reason}
+        if body.get("logprobs") and self.logprob is not None:
+            choice["logprobs"] = {"content": [{"token": word, "logprob": self.logprob} for word in text.split()]}
+        return choice, text
+
     def _build_app(self) -> Any:
         from starlette.applications import Starlette
         from starlette.requests import Request
@@ -156,38 +177,39 @@ class FakeChatServer(ThreadedApp):
                         message += f"; request headers were {dict(request.headers)}"
                     return JSONResponse({"error": {"message": message, "type": "fake"}},
                                         status_code=status, headers=headers)
-                reply = self._next_reply(body)
                 prompt_words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or []
                                    if isinstance(m, dict))
-                if isinstance(reply, dict):
-                    choice = {"index": 0, "finish_reason": self.finish_reason, **reply}
-                    content = choice.get("message", {}).get("content")
-                    text = content if isinstance(content, str) else ""
-                else:
-                    text = reply
-                    choice = {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": self.finish_reason,
-                    }
-                if body.get("logprobs") and self.logprob is not None:
-                    choice["logprobs"] = {"content": [{"token": word, "logprob": self.logprob}
-                                                      for word in text.split()]}
+                n = max(1, int(body.get("n") or 1))  # one reply per asked choice, in turn
+                if self.max_choices is not None:
+                    n = min(n, max(1, int(self.max_choices)))
+                choices, texts = [], []
+                for i in range(n):
+                    choice, text = self._choice(body, self._next_reply(body))
+                    choices.append({**choice, "index": i})
+                    texts.append(text)
+                usage = self._usage(body, prompt_words, texts[0])
+                for text in texts[1:]:  # the prompt is billed once, every choice's answer counted
+                    more = self._usage(body, prompt_words, text)["completion_tokens"]
+                    usage["completion_tokens"] += more
+                    usage["total_tokens"] += more
                 return JSONResponse({
                     "id": f"chatcmpl-fake-{index}",
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body.get("model", self.model),
-                    "choices": [choice],
-                    # usage counts words: prompt = words of every message, completion = words of the answer
-                    "usage": self._usage(body, prompt_words, text),
+                    "choices": choices,
+                    # usage counts words: prompt = words of every message, completion = words of the answers
+                    "usage": usage,
                 })
             finally:
                 with self._lock:
                     self.in_flight -= 1
 
         async def models(request: Request) -> JSONResponse:
-            return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+            entry: dict[str, Any] = {"id": self.model, "object": "model"}
+            if self.max_model_len is not None:
+                entry["max_model_len"] = int(self.max_model_len)
+            return JSONResponse({"object": "list", "data": [entry]})
 
         return Starlette(routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
