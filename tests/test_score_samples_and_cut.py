@@ -60,10 +60,10 @@ def test_score_counts_samples_the_server_did_not_return(tmp_path, capsys):
     assert review["warnings"][0].startswith("readability: 1 of 3 samples usable (2 api_error, 0 unparsed: ")
     assert review["warnings"][0].endswith("score and agreement are over the 1 usable sample only")
     md = (out / "oracles.md").read_text(encoding="utf-8")
-    assert md.count("| 0/0/0/1/2 | 100% of 1 usable (1 of 3 samples) |") == 4
+    assert md.count("| 0/0/0/1/2 | 100% of 1 usable, 1 of 3 samples |") == 4
     assert "> readability: 1 of 3 samples usable" in md
     html = (out / "oracles.html").read_text(encoding="utf-8")
-    assert html.count("100% of 1 usable (1 of 3 samples)") == 4 and "readability: 1 of 3 samples usable" in html
+    assert html.count("100% of 1 usable, 1 of 3 samples") == 4 and "readability: 1 of 3 samples usable" in html
     err = capsys.readouterr().err
     assert "4/4 dimensions scored (4 on fewer than K usable samples; 8 failed sample(s))" in err
     assert err.count("warning: ") == 4

@@ -123,7 +123,7 @@ def agreement_text(record: Mapping[str, Any]) -> str:
     failed, k = int(record.get("n_failed_samples") or 0), int(record.get("n_usable") or 0)
     if not failed:
         return f"{share:.0%}"
-    return f"{share:.0%} of {k} usable ({k} of {int(record.get('n_requested') or 0)} samples)"
+    return f"{share:.0%} of {k} usable, {k} of {int(record.get('n_requested') or 0)} samples"
 
 
 def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,7 +184,7 @@ def _comparison(reviews: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 skipped += _state(r) == "skipped"
             else:
                 share = r.get("vote_share")
-                cells.append(_score_text(r["score"]) + ("" if share is None else f" ({share:.0%})"))
+                cells.append(_score_text(r["score"]) + ("" if share is None else f" ({agreement_text(r)})"))
         rows.append({"title": (review.get("survey") or {}).get("title") or (review.get("survey") or {}).get("source"),
                      "cells": cells, "failed": failed, "skipped": skipped})
     return {"labels": [RUBRICS[d].label if d in RUBRICS else d for d in dims], "rows": rows}
