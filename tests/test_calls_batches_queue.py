@@ -220,13 +220,22 @@ def test_the_room_left_comes_from_each_open_batchs_tokens_else_its_known_keys(tm
         running = api.submit(d_only, tag="t-old")
         keys = ["key-D", "key-X"]
 
-        def run(name, records):
+        def run(name, records, names="ABD"):
             log = tmp_path / name
             log.write_text("".join(json.dumps(r) + "\n" for r in records))
-            return run_batches(_calls("ABD"), api, lambda *a: None, log, wait=False, max_enqueued_tokens=25)
+            return run_batches(_calls(names), api, lambda *a: None, log, wait=False, max_enqueued_tokens=25)
 
         old = run("old.jsonl", [{"event": "submitted", "tag": "t-old", "batch_id": running, "keys": keys}])
         assert old.skipped_in_flight == 1 and old.submitted_calls == 2 and old.held_back_calls == 0
+        # D + E + X = 5 + 5 + 0: 15 left, [A B] waits
+        older = run("older.jsonl", [{"event": "submitted", "tag": "t-old", "batch_id": running,
+                                     "keys": ["key-D", "key-E", "key-X"]}], names="ABDE")
+        assert older.skipped_in_flight == 2 and older.submitted_calls == 0 and older.held_back_calls == 2
+        # two open batches of 3 tokens each: 6 in all, 19 left
+        other = api.submit(d_only, tag="t-other")
+        two = run("two.jsonl", [{"event": "submitted", "tag": "t-old", "batch_id": running, "keys": keys, "tokens": 3},
+                                {"event": "submitted", "tag": "t-other", "batch_id": other, "keys": keys, "tokens": 3}])
+        assert two.submitted_calls == 0 and two.held_back_calls == 2
         said = run("said.jsonl", [{"event": "submitted", "tag": "t-old", "batch_id": running, "keys": keys,
                                    "tokens": 6}])
         assert said.submitted_calls == 0 and said.held_back_calls == 2
@@ -234,7 +243,7 @@ def test_the_room_left_comes_from_each_open_batchs_tokens_else_its_known_keys(tm
         adopted = run("adopt.jsonl", [{"event": "intent", "tag": "t-intent", "keys": keys, "tokens": 6}])
         assert len(adopted.adopted_batches) == 1 and adopted.submitted_calls == 0 and adopted.held_back_calls == 2
         assert [r.get("tokens") for r in _events(tmp_path / "adopt.jsonl") if r["event"] == "submitted"] == [6]
-        assert len(server.created) == 3  # the run of "old.jsonl" sent [A B]; the others sent nothing
+        assert len(server.created) == 4  # the run of "old.jsonl" sent [A B]; the others sent nothing
 
 
 def test_a_batch_adopted_after_a_failed_submit_keeps_its_estimate(tmp_path):
