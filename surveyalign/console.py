@@ -13,7 +13,7 @@ import os
 import sys
 from typing import IO, Any
 
-__all__ = ["PIPED_WIDTH", "THIRD_PARTY_NOISE", "make_console", "quiet_third_party"]
+__all__ = ["PIPED_WIDTH", "THIRD_PARTY_NOISE", "make_console", "quiet_third_party", "stdout_to_stderr"]
 
 #: Third-party log lines that do not concern a surveyalign user, by logger name -> message fragments. Each is
 #: dropped at its own logger (a ``logging.Filter``), so every other line of that logger, and all of ours, stay.
@@ -76,3 +76,15 @@ def quiet_third_party() -> list[str]:
             logger.addFilter(_DropMessages(fragments))
             added.append(name)
     return added
+
+
+def stdout_to_stderr() -> Any:
+    """A context manager sending what is printed to standard output inside it to standard error.
+
+    For commands whose standard output is machine-read (``--json``): a library that prints at import (transformers
+    prints ``[INFO] Running in WANDB offline mode`` when ``WANDB_MODE=offline``) would otherwise make that output
+    unreadable. The JSON itself is printed after the block.
+    """
+    import contextlib
+
+    return contextlib.redirect_stdout(sys.stderr)

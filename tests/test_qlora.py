@@ -115,6 +115,24 @@ def test_plan_of_a_qlora_config_matches_a_hand_computation(qwen3_32b_config):
     assert plan.total_bytes < 48 * 2**30  # fits one 48 GiB GPU by this estimate; the paper config needs 8
 
 
+def test_train_plan_json_stays_json_when_a_library_prints_at_import(qwen3_32b_config, tmp_path):
+    # transformers prints "[INFO] Running in WANDB offline mode" on stdout when imported with WANDB_MODE=offline
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-m", "surveyalign", "train", "plan", "--config",
+                           "configs/sft/readability.yaml", "--model", str(qwen3_32b_config), "--json"],
+                          capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1],
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    n, _, _ = _hand_counts()
+    assert json.loads(proc.stdout)["n_params"] == n
+    assert "Running in WANDB offline mode" in proc.stderr
+
+
 def test_train_plan_cli_prints_the_parts(qwen3_32b_config, capsys):
     assert main(["train", "plan", "--config", "configs/dpo/qlora-criticalness.yaml", "--model",
                  str(qwen3_32b_config), "--json"]) == 0
@@ -129,3 +147,7 @@ def test_train_plan_cli_prints_the_parts(qwen3_32b_config, capsys):
                  str(qwen3_32b_config)]) == 0
     out = capsys.readouterr().out
     assert "weights" in out and "17.89" in out and "total" in out
+    n, _, _ = _hand_counts()
+    assert main(["train", "plan", "--config", "configs/sft/readability.yaml", "--model", str(qwen3_32b_config)]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich may wrap the table's cells
+    assert f"{n / 1e9:.2f}B in 16 bits, none quantised" in out and "quantised of" not in out

@@ -92,14 +92,16 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from surveyalign.console import make_console
-    from surveyalign.training.plan import (
-        GIB,
-        GPU_MEMORY_GIB,
-        HEADROOM_GIB,
-        gpu_fit,
-        plan_from_config,
-    )
+    from surveyalign.console import make_console, stdout_to_stderr
+
+    with stdout_to_stderr():  # --json: a library printing at import never gets into the JSON
+        from surveyalign.training.plan import (
+            GIB,
+            GPU_MEMORY_GIB,
+            HEADROOM_GIB,
+            gpu_fit,
+            plan_from_config,
+        )
 
     for label, path in (("--config", args.config), ("--accelerate-config", args.accelerate_config)):
         if path and not Path(path).is_file():
@@ -109,8 +111,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         if world_size is not None:
             raise ValueError("give either --num-processes or --nodes / --gpus-per-node, not both")
         world_size = (args.nodes or 1) * (args.gpus_per_node or 8)
-    plan = plan_from_config(args.config, accelerate_config=args.accelerate_config, world_size=world_size,
-                            model=args.model, max_length=args.max_length)
+    with stdout_to_stderr():
+        plan = plan_from_config(args.config, accelerate_config=args.accelerate_config, world_size=world_size,
+                                model=args.model, max_length=args.max_length)
     nodes = args.nodes or 1
     need, fits, small = gpu_fit(plan.total_bytes)
     if args.json:
@@ -127,7 +130,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     lora_from = f"{plan.n_lora / 1e6:.1f}M LoRA parameters, {plan.optimizer}"
     checkpointing = "on" if plan.gradient_checkpointing else "off"
     activations_from = f"{plan.max_length} tokens x batch {plan.batch_size}, checkpointing {checkpointing}"
-    rows = [("weights", plan.weights_bytes, f"{plan.n_quantized / 1e9:.2f}B quantised of {plan.n_params / 1e9:.2f}B"),
+    weights_from = (f"{plan.n_quantized / 1e9:.2f}B quantised of {plan.n_params / 1e9:.2f}B" if plan.n_quantized
+                    else f"{plan.n_params / 1e9:.2f}B in 16 bits, none quantised")
+    rows = [("weights", plan.weights_bytes, weights_from),
             ("LoRA weights + gradients + optimizer", plan.lora_bytes, lora_from),
             ("activations", plan.activation_bytes, activations_from),
             ("logits", plan.logits_bytes, "16-bit logits + fp32 copy in the loss")]
