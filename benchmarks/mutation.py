@@ -181,7 +181,7 @@ IGNORED: dict[str, str] = {
     "surveyalign.calls.batches.xǁBatchLogǁappend__mutmut_32": "ensure_ascii=None is falsy like False",
     "surveyalign.calls.batches.x__adopt_or_abandon__mutmut_18": "a failed lookup read as '' instead of None: both "
         "are 'not found'",
-    "surveyalign.calls.batches.x_run_batches__mutmut_134": "monotonic() > deadline instead of >=: the clock has "
+    "surveyalign.calls.batches.x_run_batches__mutmut_132": "monotonic() > deadline instead of >=: the clock has "
         "moved on since the deadline was set (a submission, a status poll), so equality is never seen",
     # calls/spend.py
     "surveyalign.calls.spend.x_batched__mutmut_4": "getattr default None instead of False: bool() of either is False",
