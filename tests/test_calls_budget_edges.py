@@ -95,8 +95,9 @@ def test_plan_lines_by_hand():
     assert plan.lines(spent_usd=0.25, cached_calls=7) == [
         "plan: 5 call(s) to make (7 already answered in the run folder)",
         "  tokens: 40,310 prompt (tokenizer) + 7,031 completion (max_new_tokens (upper bound)) = 47,341",
-        ("  estimated cost: $0.0705 (unverified price): gpt-5-mini (prices as of 2026-12-01); already spent in "
-         "this run: $0.2500"),
+        # issue 22: a model without a price makes the total unknown; the priced sum is never the headline
+        ("  estimated cost: unknown: no price for /models/Qwen3-32B, unknown; the priced calls alone: $0.0705 "
+         "(unverified price): gpt-5-mini (prices as of 2026-12-01); already spent in this run: $0.2500"),
         "  no price for: /models/Qwen3-32B, unknown (add them with --prices FILE)",
         "  estimated time: 2.5 min",
         "  readability: 3 call(s), 40,000 + 7,000 tokens, $0.0705",
@@ -113,6 +114,9 @@ def test_plan_lines_by_hand():
         "  estimated time: unknown (no answer timed yet in this run)",
     ]
     assert local.lines(spent_usd=0.0)[2] == "  estimated cost: no price (local engine: GPU time only)"
+    # no priced call at all: nothing partial to show
+    assert CallPlan(calls=1, unpriced_models=["/models/Qwen3-32B"]).lines()[2] == (
+        "  estimated cost: no price (local engine: GPU time only)")
     priced = CallPlan(calls=1, cost_usd=1234.5, seconds=90.0)
     assert priced.lines()[2:] == ["  estimated cost: $1,234.5000", "  estimated time: 1.5 min"]
 
@@ -194,9 +198,10 @@ def test_stop_message_by_hand():
     assert cap.stop_message([1, 2], "judge", "runs/x/calls.jsonl") == (
         "stopped at the cost cap: --max-cost 0.55 USD would be passed (judge stage: $0.5000 spent, 2 call(s) "
         "left, about $0.6000 in all); the answers so far are kept in runs/x/calls.jsonl; run again with "
-        "--max-cost 0.66 or more to finish")
+        "--max-cost 0.66 or more to finish (the estimate assumes answers of max_new_tokens for a stage with no "
+        "answer yet, an upper bound; a later run uses the mean answer length so far)")
     # the suggestion is never below the cap itself
-    assert CostCap(2.0, 0.5, lambda c: 0.05).stop_message([], "rqs", "d").endswith("--max-cost 2.00 or more to finish")
+    assert "--max-cost 2.00 or more to finish (" in CostCap(2.0, 0.5, lambda c: 0.05).stop_message([], "rqs", "d")
 
 
 class _Bare:

@@ -403,3 +403,26 @@ def test_the_plan_estimates_gpu_hours_by_the_runs_own_rule(tmp_path):
     fresh, _ = plan_calls(todo, PromptCounter(lambda c: None, todo), CallCache.load(tmp_path / "new.jsonl"),
                           load_prices())
     assert fresh.gpu_hours is None
+
+
+def test_every_sent_attempt_is_spent_retries_and_reloads_included(tmp_path):
+    """Issue 22: a failed answer asked again was paid each time it was sent. Unit r1 is asked three times (two
+    unreadable answers, then a good one), r2 once; a call of another run (not in ``calls``) is not counted."""
+    backend = _Hosted()
+    r1, r2, other = _call(backend, "r1"), _call(backend, "r2"), _call(backend, "other")
+    cache = CallCache.load(tmp_path / "calls.jsonl")
+    cache.add(r1, _answer("??", prompt=1000, completion=10), 1.0)
+    cache.add(r2, _answer("4", prompt=500, completion=20), 1.0)
+    cache.add(r1, _answer("??", prompt=1000, completion=30), 1.0)
+    cache.add(other, _answer("5", prompt=9999, completion=999), 1.0)
+    cache.add(r1, _answer("3", prompt=1000, completion=50), 1.0)
+    # 3,500 prompt x 1.75 + 110 completion x 14.00 per million (gpt-5.2)
+    expected = (3500 * 1.75 + 110 * 14.0) / 1e6
+    assert expected == pytest.approx(0.007665)
+    assert spent_usd(cache, [r1, r2], load_prices()) == pytest.approx(expected)
+    reloaded = CallCache.load(tmp_path / "calls.jsonl")  # the next run reads the same five lines
+    assert spent_usd(reloaded, [r1, r2, r1], load_prices()) == pytest.approx(expected)
+    assert make_cap(1.0, [r1, r2], reloaded, load_prices(), lambda c: 0.0).spent_usd == pytest.approx(expected)
+    assert [(r["key"] == r1.key, r["completion_tokens"]) for r in reloaded.attempts([r1.key, r2.key])] == [
+        (True, 10), (True, 30), (True, 50), (False, 20)]
+    assert len(reloaded.attempts()) == 5 and reloaded.get(r1.key)["completion_tokens"] == 50

@@ -38,7 +38,7 @@ def _summary():
 def test_totals_per_dimension_and_per_judge():
     s = _summary()
     assert s["total"] == {"calls": 5, "batch_calls": 1, "prompt_tokens": 2510, "completion_tokens": 805,
-                          "cached_tokens": 400, "calls_without_usage": 1, "cost_usd": 0.0054, "units": 4,
+                          "cached_tokens": 400, "calls_without_usage": 1, "cost_usd": 0.0054, "units": 4, "retries": 0,
                           "total_tokens": 3315, "cost_per_1000_units": 1.35}  # $0.0054 * 1000 / 4 units
     read, struct, prism = (s["by_dimension"][d] for d in ("readability", "structure", "prism"))
     assert (read["calls"], read["cost_usd"], read["cost_per_1000_units"]) == (2, 0.0044, 2.2)
@@ -112,3 +112,20 @@ def test_prices_batch_defaults_zero_input_and_count_checks():
     assert PRICES.lookup("hf/org/judge-a")[0] == "judge-a"  # only the last path segment is the model id
     assert PRICES.lookup("hf/org/judge-b-2026-01-01")[0] == "judge-b"
     assert PRICES.lookup("judge-c") is None and PRICES.lookup("") is None
+
+
+def test_retried_attempts_are_counted_and_named():
+    """Issue 22: every record is a sent attempt; a key seen before is a retry (records without a key never are)."""
+    from surveyalign.calls.cost import cost_lines, load_prices, summarize_costs
+
+    records = [{"key": "a", "prompt_tokens": 1000, "completion_tokens": 10},
+               {"key": "b", "prompt_tokens": 500, "completion_tokens": 20},
+               {"key": "a", "prompt_tokens": 1000, "completion_tokens": 30},
+               {"key": "a", "prompt_tokens": 1000, "completion_tokens": 50},
+               {"prompt_tokens": 1, "completion_tokens": 1}, {"prompt_tokens": 1, "completion_tokens": 1}]
+    out = summarize_costs(records, load_prices(), model_of=lambda r: "gpt-5.2", dimension_of=lambda r: "rqs")
+    assert out["total"]["calls"] == 6 and out["total"]["retries"] == 2
+    assert out["by_dimension"]["rqs"]["retries"] == 2 and out["by_judge"]["gpt-5.2"]["retries"] == 2
+    assert out["total"]["prompt_tokens"] == 3502 and out["total"]["completion_tokens"] == 112
+    assert out["total"]["cost_usd"] == round((3502 * 1.75 + 112 * 14.0) / 1e6, 6) == 0.007697
+    assert cost_lines(out)[0].endswith("; 2 of the calls were retries of a failed answer (each attempt is paid)")

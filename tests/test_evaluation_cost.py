@@ -252,4 +252,7 @@ def test_batch_failed_and_expired_requests_are_counted_and_go_out_again_as_a_new
     assert len(latest) == 8 and not [r for r in latest.values() if r["error"]]
     assert {latest[r["key"]]["batch_id"] for r in failed} == {server.created[1]}
     metrics = json.loads((tmp_path / "retry" / "metrics.json").read_text())
-    assert metrics["harness"]["status_counts"]["scored"] == 8 and metrics["harness"]["cost"]["total"]["batch_calls"] == 8
+    # every sent attempt is counted (issue 22): 8 + the 2 failed requests sent again, both failures without usage
+    total = metrics["harness"]["cost"]["total"]
+    assert metrics["harness"]["status_counts"]["scored"] == 8 and total["batch_calls"] == 10
+    assert total["calls"] == 10 and total["retries"] == 2 and total["calls_without_usage"] == 2

@@ -121,13 +121,16 @@ class CallPlan:
         return out
 
     def lines(self, *, spent_usd: float | None = None, cached_calls: int = 0) -> list[str]:
-        """Printable lines: totals, the cost (with what is already spent in the run), time, GPU-hours (when some),
-        then per dimension."""
+        """Printable lines: totals, the cost (with what is already spent in the run: every sent attempt), time,
+        GPU-hours (when some), then per dimension. With an unpriced model the headline cost says it is unknown
+        and names the model(s); the sum of the priced calls is shown as partial."""
         cost = "no price (local engine: GPU time only)" if self.cost_usd is None else f"${self.cost_usd:,.4f}"
         if self.cost_usd is not None and self.unverified_prices:
             from surveyalign.calls.cost import UNVERIFIED
 
             cost += f" {UNVERIFIED}: {', '.join(self.unverified_prices)}"
+        if self.cost_usd is not None and self.unpriced_models:  # a partial sum is never the headline
+            cost = f"unknown: no price for {', '.join(self.unpriced_models)}; the priced calls alone: {cost}"
         out = [f"plan: {self.calls} call(s) to make ({cached_calls} already answered in the run folder)",
                (f"  tokens: {self.prompt_tokens:,} prompt ({self.token_source}) + {self.completion_tokens:,} "
                f"completion ({self.completion_source}) = {self.total_tokens:,}"),
@@ -298,7 +301,9 @@ class CostCap:
         return (f"stopped at the cost cap: --max-cost {self.cap_usd:g} USD would be passed ({stage} stage: "
                 f"${self.spent_usd:,.4f} spent, {len(left)} call(s) left, about ${projected:,.4f} in all); the "
                 f"answers so far are kept in {kept_in}; run again with --max-cost "
-                f"{max(projected * 1.1, self.cap_usd):.2f} or more to finish")
+                f"{max(projected * 1.1, self.cap_usd):.2f} or more to finish (the estimate assumes answers of "
+                "max_new_tokens for a stage with no answer yet, an upper bound; a later run uses the mean answer "
+                "length so far)")
 
 
 def _regroup(chunk: list[Any]) -> list[list[Any]]:

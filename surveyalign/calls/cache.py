@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,6 +142,8 @@ class CallCache:
         fsync: also ``os.fsync`` after each record (survives power loss, slower).
         keep_failed: reuse cached failed answers (errors, unusable answers) instead of asking again.
         records: key -> the last record read or written for that key.
+        superseded: the earlier records of keys asked again (a failed answer retried), in file order: every
+            attempt that was sent was paid, so costs add them (:meth:`attempts`).
         n_lines: well-formed records read at load time.
         n_torn: lines that did not parse as a JSON object at load time (skipped, counted).
         counts: ``{"reused", "retried", "made"}``: calls answered from the cache, calls asked again because their
@@ -152,6 +154,7 @@ class CallCache:
     fsync: bool = False
     keep_failed: bool = False
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    superseded: list[dict[str, Any]] = field(default_factory=list)
     n_lines: int = 0
     n_torn: int = 0
     counts: dict[str, int] = field(default_factory=lambda: {"reused": 0, "retried": 0, "made": 0})
@@ -189,6 +192,8 @@ class CallCache:
                         continue
                     if rec.get("error"):  # a line written before redaction existed
                         rec["error"] = redact_secrets(str(rec["error"]))
+                    if rec["key"] in cache.records:
+                        cache.superseded.append(cache.records[rec["key"]])
                     cache.records[rec["key"]] = rec
                     cache.n_lines += 1
         return cache
@@ -326,7 +331,19 @@ class CallCache:
             self._writer.put(record)  # serialised on the writer thread too
         else:
             self._write(_line(record))
+        if key in self.records:
+            self.superseded.append(self.records[key])
         self.records[key] = record
+
+    def attempts(self, keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Every record sent for ``keys`` (default: all keys): the superseded ones (failed answers asked again)
+        first, in file order, then the last record of each key in ``keys`` order. Every attempt that was sent was
+        paid; an answer replayed from the cache writes no record, so it is not counted again (issue 22)."""
+        if keys is None:
+            return [*self.superseded, *self.records.values()]
+        wanted = dict.fromkeys(keys)
+        return [*(r for r in self.superseded if r["key"] in wanted),
+                *(self.records[k] for k in wanted if k in self.records)]
 
     def _write(self, text: str) -> None:
         fh = self._open()

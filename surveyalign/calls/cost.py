@@ -245,6 +245,8 @@ class TokenTotals:
         calls_without_usage: calls whose record has no token counts (failed calls, or made before counting).
         cost_usd: summed cost; ``None`` when no call of the group has a price.
         units: units of the group (for the cost per 1,000 units).
+        retries: how many of ``calls`` were a failed answer asked again (each sent attempt was paid, so it is
+            counted in ``calls``, the tokens and the cost; issue 22).
     """
 
     calls: int = 0
@@ -255,10 +257,12 @@ class TokenTotals:
     calls_without_usage: int = 0
     cost_usd: float | None = None
     units: int = 0
+    retries: int = 0
 
-    def add(self, record: Mapping[str, Any], cost: float | None) -> None:
-        """Count one call record with its cost (``None``: unpriced)."""
+    def add(self, record: Mapping[str, Any], cost: float | None, retry: bool = False) -> None:
+        """Count one call record with its cost (``None``: unpriced); ``retry``: it re-asked a failed answer."""
         self.calls += 1
+        self.retries += bool(retry)
         self.batch_calls += bool(record.get("batch_id"))
         if record.get("prompt_tokens") is None and record.get("completion_tokens") is None:
             self.calls_without_usage += 1
@@ -303,7 +307,9 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
     """Tokens and cost of call records per dimension, per judge and in total.
 
     Args:
-        records: ``calls.jsonl`` records (``dimension``, token counts, ``batch_id``); every record is one call.
+        records: ``calls.jsonl`` records (``dimension``, token counts, ``batch_id``); every record is one sent
+            attempt (:meth:`surveyalign.calls.CallCache.attempts`): a record whose key came earlier in ``records``
+            counts as a retry.
         prices: the price table.
         model_of: the model id that answered a record (e.g. from its ``stage`` and ``dimension`` through the run's
             backends); ``None``: unknown (counted, unpriced).
@@ -320,7 +326,11 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
     by_judge: dict[str, TokenTotals] = {}
     priced_as: dict[str, str | None] = {}
     total = TokenTotals(units=sum(units.values()))
+    seen: set[Any] = set()
     for record in records:
+        key = record.get("key")
+        retry = key is not None and key in seen
+        seen.add(key)
         model = model_of(record) or "unknown"
         if model not in priced_as:
             hit = prices.lookup(model)
@@ -329,9 +339,9 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
         cost = call_cost(record, price)
         dim = str((dimension_of(record) if dimension_of else None) or record.get("dimension")
                   or record.get("namespace") or "-")
-        by_dim.setdefault(dim, TokenTotals(units=units.get(dim, 0))).add(record, cost)
-        by_judge.setdefault(model, TokenTotals(units=total.units)).add(record, cost)
-        total.add(record, cost)
+        by_dim.setdefault(dim, TokenTotals(units=units.get(dim, 0))).add(record, cost, retry)
+        by_judge.setdefault(model, TokenTotals(units=total.units)).add(record, cost, retry)
+        total.add(record, cost, retry)
     return {
         "prices": prices.describe(),
         "by_dimension": {d: t.to_dict() for d, t in by_dim.items()},
@@ -356,6 +366,8 @@ def cost_lines(summary: Mapping[str, Any]) -> list[str]:
              f"{total['calls']} call(s) ({total['batch_calls']} in provider batches); cost {cost}"
              + (f" = ${per:,.2f} per 1,000 units" if per is not None else "")
              + f" (prices as of {summary['prices']['as_of']})"]
+    if total.get("retries"):
+        lines[0] += f"; {total['retries']} of the calls were retries of a failed answer (each attempt is paid)"
     if total.get("calls_without_usage"):
         lines[0] += f"; {total['calls_without_usage']} call(s) without a token count"
     dims = [f"{d} {t['prompt_tokens'] + t['completion_tokens']:,} tokens"

@@ -228,12 +228,12 @@ def plan_calls(todo: Sequence[Call], counter: PromptCounter, cache: CallCache, p
 
 def spent_usd(cache: CallCache, calls: Sequence[Call], prices: PriceTable,
               model_of: Callable[[Any], str | None] = model_of_call) -> float:
-    """USD of the answers already in the cache for ``calls`` (their counted tokens; batch prices for batch
-    answers)."""
+    """USD of every attempt in the cache for ``calls`` (:meth:`CallCache.attempts`: a failed answer asked again
+    was paid each time it was sent) at their counted tokens; batch prices for batch answers."""
+    by_key = {call.key: call for call in calls}
     total = 0.0
-    for call in calls:
-        rec = cache.get(call.key)
-        hit = prices.lookup(model_of(call)) if rec is not None else None
+    for rec in cache.attempts(by_key):
+        hit = prices.lookup(model_of(by_key[rec["key"]]))
         if hit is not None:
             total += hit[1].cost(int(rec.get("prompt_tokens") or 0), int(rec.get("completion_tokens") or 0),
                                  int(rec.get("cached_tokens") or 0), batch=bool(rec.get("batch_id")))

@@ -360,7 +360,7 @@ def _summary(all_calls: list[Any], cache: CallCache, prices: Any, units: list[An
     """Counted tokens and cost of the run's calls (answers in the cache), GPU-hours of its local engines."""
     model_of_key = {c.key: model_of_call(c) for c in all_calls}
     dim_of_unit = {u.unit_id: u.dimension for u in units}
-    records = [cache.get(k) for k in dict.fromkeys(c.key for c in all_calls) if cache.get(k) is not None]
+    records = cache.attempts(c.key for c in all_calls)  # every sent attempt was paid (retries included)
     local: dict[str, float] = {}  # model -> GPU-hours per recorded call second (local engines on GPUs)
     for backend in [*groups.values(), *([rqs_judge] if rqs_judge is not None else [])]:
         factor = gpu_hours_per_second(backend, concurrency)

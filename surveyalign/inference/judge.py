@@ -216,7 +216,7 @@ class SurveyAlignJudge:
                             title=document.title or None)
 
     def _cost(self, calls: Sequence[Call]) -> dict[str, Any] | None:
-        """Tokens and cost of a dimension's calls (its K samples and the synthesis), from the cache records:
+        """Tokens and cost of a dimension's calls (its K samples and the synthesis), from every attempt in the cache:
         :meth:`surveyalign.calls.cost.TokenTotals.to_dict` plus ``model``, ``priced_as``, ``unverified_price``
         and ``gpu_hours`` (a local engine on GPUs: its recorded call seconds x
         :func:`surveyalign.calls.spend.gpu_hours_per_second`; ``None`` otherwise); ``None`` without a cache."""
@@ -232,11 +232,11 @@ class SurveyAlignJudge:
         hit = self.prices.lookup(model)
         per_second = gpu_hours_per_second(calls[0].backend)
         seconds = 0.0
-        for key in dict.fromkeys(c.key for c in calls):
-            record = self.cache.get(key)
-            if record is not None:
-                totals.add(record, call_cost(record, hit[1] if hit else None))
-                seconds += float(record.get("seconds") or 0.0)
+        seen: set[str] = set()
+        for record in self.cache.attempts(c.key for c in calls):  # every sent attempt was paid (issue 22)
+            totals.add(record, call_cost(record, hit[1] if hit else None), record["key"] in seen)
+            seen.add(record["key"])
+            seconds += float(record.get("seconds") or 0.0)
         return {**totals.to_dict(), "model": model, "priced_as": hit[0] if hit else None,
                 "unverified_price": bool(hit and hit[1].unverified), "prices_as_of": self.prices.as_of,
                 "gpu_hours": round(seconds * per_second, 6) if per_second else None}

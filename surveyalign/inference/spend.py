@@ -220,7 +220,7 @@ class ScoreBudget:
         self.cache = cache
         self.prices = prices
         self.synthesis_usd = synthesis_usd
-        self._counted = {rec["key"] for rec in cache}
+        self._counted = {rec["key"]: id(rec) for rec in cache}  # a retried key's new answer is a new record
 
     def before(self, calls: Sequence[Call]) -> bool:
         """Whether the dimension may be sent."""
@@ -234,9 +234,9 @@ class ScoreBudget:
         """Add the counted cost of the answers of ``calls`` not counted yet."""
         for call in calls:
             record = self.cache.get(call.key)
-            if record is None or call.key in self._counted:
+            if record is None or self._counted.get(call.key) == id(record):
                 continue
-            self._counted.add(call.key)
+            self._counted[call.key] = id(record)
             hit = self.prices.lookup(model_of_call(call))
             self.cap.add(call_cost(record, hit[1] if hit else None))
 
@@ -300,6 +300,7 @@ def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable, *, cache: 
         totals.completion_tokens += block["completion_tokens"]
         totals.cached_tokens += block["cached_tokens"]
         totals.units += 1
+        totals.retries += int(block.get("retries") or 0)
         if block["cost_usd"] is not None:
             totals.cost_usd = (totals.cost_usd or 0.0) + block["cost_usd"]
 
@@ -318,17 +319,19 @@ def batch_cost(reviews: Sequence[dict[str, Any]], prices: PriceTable, *, cache: 
             if block.get("gpu_hours"):
                 hours[block["model"]] = hours.get(block["model"], 0.0) + block["gpu_hours"]
     summariser_total = TokenTotals()
-    for call in summariser_calls:
-        record = cache.get(call.key) if cache is not None else None
-        if record is None:
-            continue
+    by_key = {call.key: call for call in summariser_calls}
+    seen: set[str] = set()
+    for record in cache.attempts(by_key) if cache is not None else ():  # every sent attempt was paid
+        call = by_key[record["key"]]
+        retry = record["key"] in seen
+        seen.add(record["key"])
         model = str(model_of_call(call))
         hit = prices.lookup(model)
         if model not in flags:
             flags[model] = (hit[0] if hit else None, bool(hit and hit[1].unverified))
         cost = call_cost(record, hit[1] if hit else None)
         for totals in (total, summariser_total, by_judge.setdefault(model, TokenTotals())):
-            totals.add(record, cost)
+            totals.add(record, cost, retry)
         per_second = gpu_hours_per_second(call.backend)
         if per_second and record.get("seconds"):
             hours[model] = hours.get(model, 0.0) + float(record["seconds"]) * per_second
