@@ -247,6 +247,10 @@ def test_batch_failed_and_expired_requests_are_counted_and_go_out_again_as_a_new
         submitted = [r for r in log if r["event"] == "submitted"]
         assert [len(r["keys"]) for r in submitted] == [8, 2]
         assert sorted(submitted[1]["keys"]) == sorted(r["key"] for r in failed)
+        capsys.readouterr()
+        assert main(["evaluate", "--config", str(config), "--plan"]) == 0  # issue 22: every sent attempt counted
+        assert ("  spent so far counts every sent attempt: 10 record(s) in calls.jsonl, 2 of them retries of a "
+                "failed answer") in capsys.readouterr().out
     records = _lines(tmp_path / "retry" / "calls.jsonl")
     latest = {r["key"]: r for r in records}
     assert len(latest) == 8 and not [r for r in latest.values() if r["error"]]

@@ -254,6 +254,11 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                     for line in plan.lines(spent_usd=spent_usd(cache, [*all_calls, *rqs_all], prices, model_of_call),
                                            cached_calls=cached + len(rqs_all) - len(rqs_todo)):
                         console.print(line, markup=False)
+                    sent = cache.attempts(c.key for c in [*all_calls, *rqs_all])  # every attempt was paid
+                    if sent:
+                        console.print(f"  spent so far counts every sent attempt: {len(sent)} record(s) in calls.jsonl"
+                                      f", {len(sent) - len({r['key'] for r in sent})} of them retries of a failed "
+                                      "answer", markup=False)
                     if unwritten:
                         console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
                                       "every unit is scored, each rationale as long as a judge answer)", markup=False)
