@@ -229,6 +229,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 write_json(run_dir / "run_config.json", run_config)
                 for line in out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]):
                     console.print(line, markup=False)
+                _print_attempts(console, out["sent"])
                 return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": out["plan"].to_dict()})
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
@@ -254,11 +255,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                     for line in plan.lines(spent_usd=spent_usd(cache, [*all_calls, *rqs_all], prices, model_of_call),
                                            cached_calls=cached + len(rqs_all) - len(rqs_todo)):
                         console.print(line, markup=False)
-                    sent = cache.attempts(c.key for c in [*all_calls, *rqs_all])  # every attempt was paid
-                    if sent:
-                        console.print(f"  spent so far counts every sent attempt: {len(sent)} record(s) in calls.jsonl"
-                                      f", {len(sent) - len({r['key'] for r in sent})} of them retries of a failed "
-                                      "answer", markup=False)
+                    _print_attempts(console, cache.attempts(c.key for c in [*all_calls, *rqs_all]))
                     if unwritten:
                         console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
                                       "every unit is scored, each rationale as long as a judge answer)", markup=False)
@@ -358,6 +355,13 @@ def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cach
     if cap is not None and cap.stopped:
         left = [c for c in todo if cache.get(c.key) is None]
         raise RunIncomplete(cap.stop_message([*left, *later], stage, cache.path))
+
+
+def _print_attempts(console: Any, sent: list[dict[str, Any]]) -> None:
+    """The ``--plan`` line of what the spend so far counts: every sent attempt (issue 22), retries named."""
+    if sent:
+        console.print(f"  spent so far counts every sent attempt: {len(sent)} record(s) in calls.jsonl, "
+                      f"{len(sent) - len({r['key'] for r in sent})} of them retries of a failed answer", markup=False)
 
 
 def _summary(all_calls: list[Any], cache: CallCache, prices: Any, units: list[Any], groups: dict[str, Any],
