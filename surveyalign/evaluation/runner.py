@@ -229,7 +229,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 write_json(run_dir / "run_config.json", run_config)
                 for line in out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]):
                     console.print(line, markup=False)
-                _print_attempts(console, out["sent"])
+                _print_attempts(console, cache.attempts())  # chunked: the calls are never held at once
                 return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": out["plan"].to_dict()})
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
@@ -358,7 +358,9 @@ def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cach
 
 
 def _print_attempts(console: Any, sent: list[dict[str, Any]]) -> None:
-    """The ``--plan`` line of what the spend so far counts: every sent attempt (issue 22), retries named."""
+    """The ``--plan`` line of what the spend so far counts: every sent attempt (issue 22), retries named.
+    ``sent``: the records of the run's calls (the chunked plan, which never holds every call, passes every record
+    of ``calls.jsonl``)."""
     if sent:
         console.print(f"  spent so far counts every sent attempt: {len(sent)} record(s) in calls.jsonl, "
                       f"{len(sent) - len({r['key'] for r in sent})} of them retries of a failed answer", markup=False)

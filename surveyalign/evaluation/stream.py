@@ -65,18 +65,16 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
         prices: the run's price table.
 
     Returns:
-        ``{"plan": CallPlan, "cached": calls answered from the cache, "spent_usd": USD of every attempt sent for
-        the calls, "prompt_length": the prompt-length summary, "sent": those attempts' records}``: the numbers the whole-split path prints (a call key met
+        ``{"plan": CallPlan, "cached": calls answered from the cache, "spent_usd": USD of those answers,
+        "prompt_length": the prompt-length summary}``: the numbers the whole-split path prints (a call key met
         in an earlier chunk is planned once, as :meth:`CallCache.missing` makes it once).
     """
     lengths: list[dict[str, Any]] = []
     plan = CallPlan()  # the plan of no call: merged with the first chunk's, it is that plan
     planned: set[str] = set()
     cached, spent = 0, 0.0
-    keys: dict[str, None] = {}
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         calls = [c for u in chunk for c in judge.calls_for(u.prompt, config.samples_per_unit, unit_id=u.unit_id)]
-        keys.update(dict.fromkeys(c.key for c in calls))
         todo, n_cached = cache.missing(calls, retry_errors=config.retry_errors, check=judge.unusable)
         todo = [c for c in todo if c.key not in planned]
         planned.update(c.key for c in todo)
@@ -84,8 +82,7 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
         spent += spent_usd(cache, calls, prices, model_of_call)
         plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call)[0])
         calls = todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
-    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0],
-            "sent": cache.attempts(keys)}
+    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0]}
 
 
 def _prepared_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources: dict[str, str | None],
