@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .records import label_name, parse_label
+from .records import carry_person_cells, label_name, parse_label
 
 #: Rules of :func:`final_labels`, in report order.
 FINAL_RULES: tuple[str, ...] = ("agreed", "single_annotator", "third_decision", "llm_unverified", "unresolved",
@@ -82,19 +82,7 @@ def merge_disagreements(path: str | os.PathLike, rows: Sequence[dict[str, str]]
     by_unit: dict[Unit, dict[str, str]] = {}
     for row in old:
         by_unit.setdefault(((row["review_id"] or "").strip(), (row["dimension"] or "").strip().lower()), row)
-    listed = {(r["review_id"], r["dimension"]) for r in rows}
-    out = []
-    for row in rows:
-        prev, new = by_unit.get((row["review_id"], row["dimension"])), dict(row)
-        if prev is not None and any((prev.get(c) or "").strip() for c in person):
-            new.update({c: prev.get(c) or "" for c in person})
-            counts["rows_with_person_cells"] += 1
-        out.append(new)
-    for unit, prev in by_unit.items():
-        if unit not in listed and any((prev.get(c) or "").strip() for c in person):
-            out.append(dict(prev))
-            counts["kept_not_listed"] += 1
-    return out, counts
+    return carry_person_cells(rows, by_unit, lambda r: (r["review_id"], r["dimension"]), person)
 
 
 def write_disagreements(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:

@@ -23,6 +23,8 @@ from surveyalign.backends import Backend, GenerationSettings
 from surveyalign.calls import CallCache, backend_identity, cached_generate, make_call
 from surveyalign.prompts import read_json_answer
 
+from .records import carry_person_cells
+
 #: Default title keywords of stage 1 (whole words or phrases, case-insensitive).
 DEFAULT_KEYWORDS: tuple[str, ...] = (
     "survey", "surveys", "review", "reviews", "overview", "state of the art", "state-of-the-art", "literature",
@@ -271,20 +273,7 @@ def merge_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]
         if cid in by_id and any((row.get(c) or "").strip() for c in person):
             raise ValueError(f"{path}: row {n}: id {cid!r} listed twice; cannot tell which person cells to keep")
         by_id.setdefault(cid, row)
-    listed = {r["id"] for r in rows}
-    out = []
-    for row in rows:
-        prev = by_id.get(row["id"])
-        new = dict(row)
-        if prev is not None and any((prev.get(c) or "").strip() for c in person):
-            new.update({c: prev.get(c) or "" for c in person})
-            counts["rows_with_person_cells"] += 1
-        out.append(new)
-    for cid, prev in by_id.items():
-        if cid not in listed and any((prev.get(c) or "").strip() for c in person):
-            out.append(dict(prev))
-            counts["kept_not_listed"] += 1
-    return out, counts
+    return carry_person_cells(rows, by_id, lambda r: r["id"], person)
 
 
 def write_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,3 +205,40 @@ def read_surveys(path: str | os.PathLike) -> list[SurveyRecord]:
             raise ValueError(f"{path}: record {number}: field paper_id missing or not a string")  # noqa: TRY004
         out.append(SurveyRecord(**{k: v for k, v in record.items() if k in known}))
     return out
+
+
+def carry_person_cells(rows: Sequence[dict[str, str]], earlier: dict[Any, dict[str, str]], key: Callable[[dict[str, str]], Any],
+                       person: Sequence[str]) -> tuple[list[dict[str, str]], dict[str, int]]:
+    """The rows of a new run with what a person wrote in the earlier file's rows carried over (issue 21 A).
+
+    Shared by ``verification.csv`` (:func:`surveyalign.annotation.identify.merge_verification`) and
+    ``disagreements.csv`` (:func:`surveyalign.annotation.adjudicate.merge_disagreements`).
+
+    Args:
+        rows: the new run's rows, in order.
+        earlier: the earlier file's rows by key (the first row of a key).
+        key: row -> its key (e.g. the candidate id, or (review id, dimension)).
+        person: the columns a person fills (their own added columns included).
+
+    Returns:
+        ``(rows, counts)``: each new row whose earlier row has a filled person cell takes every person column
+        from it; earlier rows with a filled person cell and no new row follow, unchanged. Counts:
+        ``{"rows_with_person_cells", "kept_not_listed"}``.
+    """
+    def filled(row: dict[str, str]) -> bool:
+        return any((row.get(c) or "").strip() for c in person)
+
+    counts = {"rows_with_person_cells": 0, "kept_not_listed": 0}
+    listed = {key(r) for r in rows}
+    out = []
+    for row in rows:
+        prev, new = earlier.get(key(row)), dict(row)
+        if prev is not None and filled(prev):
+            new.update({c: prev.get(c) or "" for c in person})
+            counts["rows_with_person_cells"] += 1
+        out.append(new)
+    for unit, prev in earlier.items():
+        if unit not in listed and filled(prev):
+            out.append(dict(prev))
+            counts["kept_not_listed"] += 1
+    return out, counts
