@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,21 +23,14 @@ from surveyalign.backends import (
     split_requests,
 )
 from surveyalign.calls import BatchLog, run_batches
-from surveyalign.testing import FakeBatchServer
+from surveyalign.testing import BatchCall, FakeBatchServer
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-@dataclass
-class _Call:  # the fields run_batches reads from a surveyalign Call
-    key: str
-    messages: list
-    settings: GenerationSettings
-    sample: int = 0
 
-
-def _calls(names: str = "ABCD") -> list[_Call]:
-    return [_Call(f"key-{x}", [{"role": "system", "content": "Rate the survey."},
+def _calls(names: str = "ABCD") -> list[BatchCall]:
+    return [BatchCall(f"key-{x}", [{"role": "system", "content": "Rate the survey."},
                                {"role": "user", "content": f"survey {x} has four sections"}],
                   GenerationSettings(max_new_tokens=64, seed=3), sample=i) for i, x in enumerate(names)]
 
@@ -129,7 +121,7 @@ def test_killed_after_submission_rerun_collects_without_resubmitting(tmp_path, p
         assert len(server.created) == 1 and list(BatchLog(log_path).open_batches()) == server.created
         server.complete_after = 0.0  # the provider finishes the batch
         got: dict = {}
-        calls = [_Call(f"key-{x}", [{"role": "user", "content": f"survey {x}"}], GenerationSettings()) for x in "ABCD"]
+        calls = [BatchCall(f"key-{x}", [{"role": "user", "content": f"survey {x}"}], GenerationSettings()) for x in "ABCD"]
         out = run_batches(calls, _api(server, provider), lambda c, g, s: got.__setitem__(c.key, g), log_path,
                           poll_s=0.01)
         assert out.submitted_calls == 0 and out.skipped_in_flight == 4 and len(server.created) == 1

@@ -7,25 +7,16 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 
 import pytest
 
 from surveyalign.backends import BatchRequest, GenerationSettings, make_batch_api
 from surveyalign.calls import BatchLog, BatchOutcome, run_batches
-from surveyalign.testing import FakeBatchServer
+from surveyalign.testing import BatchCall, FakeBatchServer
 
 
-@dataclass
-class _Call:  # the fields run_batches reads from a surveyalign Call
-    key: str
-    messages: list
-    settings: GenerationSettings
-    sample: int = 0
-
-
-def _calls(names: str = "AB", seed: int = 3) -> list[_Call]:
-    return [_Call(f"key-{x}", [{"role": "user", "content": f"survey {x}"}], GenerationSettings(seed=seed), sample=i)
+def _calls(names: str = "AB", seed: int = 3) -> list[BatchCall]:
+    return [BatchCall(f"key-{x}", [{"role": "user", "content": f"survey {x}"}], GenerationSettings(seed=seed), sample=i)
             for i, x in enumerate(names)]
 
 
@@ -123,7 +114,7 @@ def test_duplicate_keys_go_once_with_the_samples_seed_and_the_log_says_what_was_
     log_path = tmp_path / "batches.jsonl"
     got: list = []
     calls = _calls("ABC", seed=3)
-    dup = _Call("key-A", [{"role": "user", "content": "another prompt"}], GenerationSettings(seed=3), sample=9)
+    dup = BatchCall("key-A", [{"role": "user", "content": "another prompt"}], GenerationSettings(seed=3), sample=9)
     before = time.time()
     with FakeBatchServer(reply=lambda body: f"seed {body['seed']}") as server:
         out = run_batches([*calls, dup], _openai(server), lambda c, g, s: got.append((c, g)), log_path, **_poll())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 
 import pytest
 
@@ -21,23 +20,14 @@ from surveyalign.backends import (
     split_requests,
 )
 from surveyalign.calls import run_batches
-from surveyalign.testing import FakeBatchServer
-
-
-@dataclass
-class _Call:  # the fields run_batches reads from a surveyalign Call
-    key: str
-    messages: list
-    settings: GenerationSettings
-    sample: int = 0
-
+from surveyalign.testing import BatchCall, FakeBatchServer
 
 #: key -> words of its prompt; estimated tokens = words + 4: A 10, B 10, C 30, D 5, E 5, F 20.
 WORDS = {"A": 6, "B": 6, "C": 26, "D": 1, "E": 1, "F": 16}
 
 
-def _calls(names: str = "ABCDEF") -> list[_Call]:
-    return [_Call(f"key-{x}", [{"role": "user", "content": "abc " * WORDS[x]}], GenerationSettings(seed=1))
+def _calls(names: str = "ABCDEF") -> list[BatchCall]:
+    return [BatchCall(f"key-{x}", [{"role": "user", "content": "abc " * WORDS[x]}], GenerationSettings(seed=1))
             for x in names]
 
 

@@ -17,8 +17,8 @@ import lazy_loader
 # tiny model does not pull in the servers.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submod_attrs={"batch_server": ["FakeBatchServer"], "chat_server": ["FakeChatServer"],
+    submod_attrs={"batch_server": ["FakeBatchServer"], "batch_shapes": ["BatchCall"], "chat_server": ["FakeChatServer"],
                   "scholar_server": ["FakeScholarServer", "RequestLog"],
                   "tiny": ["CHAT_TEMPLATE", "TinyModelSpec", "build_tiny_model"]})[0]
 
-__all__ = ["CHAT_TEMPLATE", "FakeBatchServer", "FakeChatServer", "FakeScholarServer", "RequestLog", "TinyModelSpec", "build_tiny_model"]
+__all__ = ["CHAT_TEMPLATE", "BatchCall", "FakeBatchServer", "FakeChatServer", "FakeScholarServer", "RequestLog", "TinyModelSpec", "build_tiny_model"]

@@ -1,20 +1,42 @@
 """Shapes of the providers' batch APIs shared by the stand-in server (:mod:`surveyalign.testing.batch_server`):
-limits, time stamps, the File object and the check of an OpenAI batch input file."""
+limits, time stamps, the File object and the check of an OpenAI batch input file; and :class:`BatchCall`, the
+smallest call :func:`surveyalign.calls.run_batches` accepts, for tests."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["ANTHROPIC_MAX_REQUESTS", "CUSTOM_ID", "OPENAI_MAX_REQUESTS", "WINDOW_S", "file_object", "iso",
-           "validate_openai_lines", "words"]
+__all__ = [
+    "ANTHROPIC_MAX_REQUESTS",
+    "CUSTOM_ID",
+    "OPENAI_MAX_REQUESTS",
+    "WINDOW_S",
+    "BatchCall",
+    "file_object",
+    "iso",
+    "validate_openai_lines",
+    "words",
+]
 
 OPENAI_MAX_REQUESTS = 50_000
 ANTHROPIC_MAX_REQUESTS = 100_000
 WINDOW_S = 24 * 3600
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@dataclass
+class BatchCall:
+    """The fields :func:`surveyalign.calls.run_batches` reads from a call (a stand-in for
+    :class:`surveyalign.calls.Call` in tests): cache key, chat messages, ``GenerationSettings``, sample index."""
+
+    key: str
+    messages: list
+    settings: Any
+    sample: int = 0
 
 
 def iso(ts: float | None) -> str | None:
