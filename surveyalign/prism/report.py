@@ -171,15 +171,9 @@ def run_owner(folder: str | Path, paper: Submission) -> dict[str, Any] | None:
         (``source``: its paper id; ``{}`` when unreadable). A ``paper.json`` written before the hash was recorded
         counts as ``paper``'s when its id and title agree.
     """
-    path = Path(folder) / "paper.json"
-    if not path.exists():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(record, dict):
-        return {}
+    record = _earlier_record(Path(folder) / "paper.json")
+    if not record:
+        return record
     same = "sha256" not in record and (record.get("paper_id"), record.get("title")) == (paper.paper_id, paper.title)
     return {"sha256": paper_sha256(paper) if same else record.get("sha256"), "source": record.get("paper_id")}
 
@@ -197,13 +191,22 @@ def _prior_line(priors: Sequence[Any]) -> str:
 def _review_owner(path: Path) -> dict[str, Any] | None:
     """``{"sha256"}`` of the review an earlier ``reviews/<id>.json`` holds; ``None`` when absent or written before
     the hash was recorded (then it is this review's own earlier file)."""
+    record = _earlier_record(path)
+    if not record:
+        return record
+    return {"sha256": record["sha256"]} if record.get("sha256") else None
+
+
+def _earlier_record(path: Path) -> dict[str, Any] | None:
+    """The JSON object an earlier run wrote at ``path``: ``None`` when absent, ``{}`` when unreadable or not an
+    object (its owner cannot be told)."""
     if not path.exists():
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return {"sha256": record["sha256"]} if isinstance(record, dict) and record.get("sha256") else None
+    return record if isinstance(record, dict) else {}
 
 
 def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
