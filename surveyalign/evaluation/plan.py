@@ -93,7 +93,8 @@ def _run_batched(calls: list[Call], config: EvalConfig, cache: CallCache, cap: A
     errors = 0
     # calls already in a submitted batch are paid for: they are collected whatever the cap (never held back, so
     # never dropped when their batch ends), and their estimate counts before any new call is let through
-    in_flight = {k for rec in BatchLog(config.run_dir / BATCHES_FILE).open_batches().values() for k in rec["keys"]}
+    in_flight = {k for rec in BatchLog(config.run_dir / BATCHES_FILE).open_batches().values()
+                 for k in rec["keys"]} if cap is not None else set()
     by_backend: dict[int, list[Call]] = {}
     for call in calls:
         by_backend.setdefault(id(call.backend), []).append(call)
@@ -104,7 +105,7 @@ def _run_batched(calls: list[Call], config: EvalConfig, cache: CallCache, cap: A
             for call in committed:
                 cap.add(cap.estimate(call))
             fresh = [c for c in group if c.key not in in_flight]
-            fresh = [c for chunk in cap.chunks(fresh, len(fresh)) for c in chunk] if fresh else []
+            fresh = [c for chunk in cap.chunks(fresh, len(fresh)) for c in chunk]
             for call in fresh:
                 cap.add(cap.estimate(call))
             group = committed + fresh
