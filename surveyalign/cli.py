@@ -24,6 +24,8 @@ from surveyalign import __version__
 _COMMANDS = (
     ("demo", "surveyalign.demo",
      "run the main job small: tiny model, dataset, SFT adapter, evaluation, leaderboard"),
+    ("paper", "surveyalign.paper.cli",
+     "SurveyReview end to end: data, KA, SFT x 4, DPO, evaluate (vote, RQS, HAS), Tables 2-4, 7, 8"),
     ("data", "surveyalign.data.cli", "build, inspect and publish the SurveyReview dataset"),
     ("prompts", "surveyalign.prompts.cli",
      "show the judge prompt of a dimension, or parse a judge answer (SurveyReview App. C)"),

@@ -198,37 +198,6 @@ def _knowledge_step(ka: DemoKASettings, data_dir: Path, out: Path, console) -> P
     return out
 
 
-_REF_HEAD = "Human reviewer's rationale (the reference):\n"
-_PRED_HEAD = "\n\nMachine rationale (to be rated):\n"
-_PRED_END = "\n\nRate the agreement"
-
-
-def lexical_rqs_reply(messages: list[dict[str, str]], settings: Any = None, index: int = 0) -> str:
-    """A lexical stand-in for the RQS consistency judge, for the offline demo only.
-
-    Reads the reference and predicted rationales out of the consistency prompt
-    (``surveyalign.evaluation.rqs``), scores their word overlap with rapidfuzz's token-set ratio and
-    answers it rounded to the nearest of {0.0, 0.2, ..., 1.0} as ``<consistency>X</consistency>``. The paper's
-    RQS judge is an LLM (GPT-5.2, SurveyReview App. G): use an ``rqs`` block in an evaluation config for that.
-
-    Args:
-        messages: the consistency prompt as chat messages (one user message).
-
-    Returns:
-        The judge answer text; ``ValueError`` is raised when the prompt does not have the expected headings.
-    """
-    from rapidfuzz import fuzz
-
-    content = messages[-1]["content"]
-    try:
-        reference = content.split(_REF_HEAD, 1)[1].split(_PRED_HEAD, 1)[0]
-        prediction = content.split(_PRED_HEAD, 1)[1].split(_PRED_END, 1)[0]
-    except IndexError:
-        raise ValueError("consistency prompt without the expected rationale headings") from None
-    ratio = fuzz.token_set_ratio(reference.lower(), prediction.lower()) / 100.0
-    return f"Word overlap {ratio:.2f}. <consistency>{round(ratio * 5) / 5:.1f}</consistency>"
-
-
 def _evaluate_modules(run_dir: Path) -> dict[str, Any]:
     """Recompute MSE/MAE and HAS of one run through the ``evaluate`` modules in ``metrics/`` (offline)."""
     import evaluate
@@ -325,6 +294,8 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
             from surveyalign.backends import load_backend
 
             payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}}
+            from surveyalign.testing import lexical_rqs_reply
+
             rqs_backend = load_backend("scripted", replies=lexical_rqs_reply)
         result = run_evaluation(EvalConfig.model_validate(payload), rqs_backend=rqs_backend)
         summaries[judge] = result.metrics

@@ -8,7 +8,8 @@
   127.0.0.1 answering in the real APIs' shapes, and its :class:`RequestLog`;
 - :mod:`~surveyalign.testing.batch_server`: :class:`FakeBatchServer`, OpenAI Files + Batch and Anthropic Message
   Batches on 127.0.0.1 in their documented shapes (files, batches, results, cancel, expiry), for the official SDKs
-  (shapes and limits in :mod:`~surveyalign.testing.batch_shapes`).
+  (shapes and limits in :mod:`~surveyalign.testing.batch_shapes`);
+- :mod:`~surveyalign.testing.standins`: offline stand-ins for an RQS judge and a Crit-KA summariser (not models).
 """
 
 import lazy_loader
@@ -19,6 +20,8 @@ __getattr__ = lazy_loader.attach(
     __name__,
     submod_attrs={"batch_server": ["FakeBatchServer"], "batch_shapes": ["BatchCall"], "chat_server": ["FakeChatServer"],
                   "scholar_server": ["FakeScholarServer", "RequestLog"],
+                  "standins": ["LEXICAL_RQS_NAME", "extractive_summary_reply", "lexical_rqs_reply"],
                   "tiny": ["CHAT_TEMPLATE", "TinyModelSpec", "build_tiny_model"]})[0]
 
-__all__ = ["CHAT_TEMPLATE", "BatchCall", "FakeBatchServer", "FakeChatServer", "FakeScholarServer", "RequestLog", "TinyModelSpec", "build_tiny_model"]
+__all__ = ["CHAT_TEMPLATE", "LEXICAL_RQS_NAME", "BatchCall", "FakeBatchServer", "FakeChatServer", "FakeScholarServer", "RequestLog",
+           "TinyModelSpec", "build_tiny_model", "extractive_summary_reply", "lexical_rqs_reply"]
