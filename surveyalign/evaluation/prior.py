@@ -152,7 +152,7 @@ def _number(value: Any, where: str, name: str) -> float | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
-        raise ValueError(f"{where}: field {name} = {value!r} is not a number")
+        raise ValueError(f"{where}: field {name} = {value!r} is not a number")  # noqa: TRY004 - one error type for bad input
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -174,7 +174,8 @@ def _criterion_value(rec: ToolRecord, key: str) -> tuple[float | None, str]:
         for i, item in enumerate(value):
             name = f"{key}[{i}]"
             if not isinstance(item, dict):
-                raise ValueError(f"{rec.where}: field {name}: expected a criterion object, got {type(item).__name__}")
+                raise ValueError(  # noqa: TRY004 - one error type for bad input
+                    f"{rec.where}: field {name}: expected a criterion object, got {type(item).__name__}")
             if item.get("article_2_score") is not None:
                 raise ValueError(f"{rec.where}: field {name}.article_2_score: a comparative score against a "
                                  "reference article; SurveyReview App. H leaves reference-answer components out "

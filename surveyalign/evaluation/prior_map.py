@@ -266,7 +266,7 @@ def mapping_table(profile: ToolProfile, remap: dict[str, Dimension | None] | Non
     out: dict[str, Criterion] = {}
     for key in [*known, *(k for k in remap if k not in known)]:
         base = known.get(key)
-        dimension = remap[key] if key in remap else (base.dimension if base else None)
+        dimension = remap.get(key, base.dimension if base else None)
         if dimension is None:
             continue
         scale = scales.get(key) or every or (base.scale if base else None)
