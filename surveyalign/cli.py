@@ -31,6 +31,8 @@ _COMMANDS = (
      "show the judge prompt of a dimension, or parse a judge answer (SurveyReview App. C)"),
     ("evaluate", "surveyalign.evaluation.cli",
      "run a judge over a SurveyReview split (resumable; writes predictions, metrics, run_config)"),
+    ("import-scores", "surveyalign.evaluation.prior_cli",
+     "import a prior evaluator's scores (LLMxMapReduce-V2, DR-Bench, SurveyX, any) as a run folder (App. H)"),
     ("rqs-judges", "surveyalign.evaluation.study_cli",
      ("App. I.4: RQS and HAS of every system under each RQS judge, inter-judge alpha, Kendall tau of the rankings "
       "with CIs")),

@@ -42,9 +42,12 @@ API_ERROR = "api_error"
 PROMPT_TOO_LONG = "prompt_too_long"
 #: Unit status: never sent, because the unit has no survey text.
 MISSING_TEXT = "missing_text"
-#: Every unit status, in report order (``predictions.jsonl`` ``status``; scoring drops the last three from
-#: MSE/MAE, counts ``parse_failed`` as a prediction of 0).
-STATUSES: tuple[str, ...] = (SCORED, PARSE_FAILED, API_ERROR, PROMPT_TOO_LONG, MISSING_TEXT)
+#: Unit status of an imported run (``surveyalign import-scores``): the outside evaluator's output holds no score
+#: for the unit's paper and dimension (SurveyReview App. H prior evaluators).
+MISSING = "missing"
+#: Every unit status, in report order (``predictions.jsonl`` ``status``; the strict convention scores none of the
+#: failed ones; the authors' convention counts ``parse_failed`` as a prediction of 0 and drops the last four).
+STATUSES: tuple[str, ...] = (SCORED, PARSE_FAILED, API_ERROR, PROMPT_TOO_LONG, MISSING_TEXT, MISSING)
 
 #: Names of options, arguments and environment variables whose values are credentials (never written out).
 SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|header|cookie)", re.IGNORECASE)

@@ -197,7 +197,7 @@ def test_summarize_predictions_counts_and_convention():
     # the majority judge (-1) on the same scored references has MSE 2.0 too: skill 0
     assert d["skill_vs_majority"] == pytest.approx(0.0)
     assert s["status_counts"] == {"scored": 2, "parse_failed": 1, "api_error": 1, "prompt_too_long": 0,
-                                   "missing_text": 0, "total": 4}
+                                   "missing_text": 0, "missing": 0, "total": 4}
     # authors: the unparseable unit is a 0 (error 2), the API error is dropped; RQS drops the 0.0
     a = s["authors_convention"]
     assert a["avg_mse"] == pytest.approx((0 + 4 + 4) / 3) and a["avg_mae"] == pytest.approx((0 + 2 + 2) / 3)

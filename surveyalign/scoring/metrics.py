@@ -23,6 +23,7 @@ from surveyalign.constants import (
     API_ERROR,
     DELTA_S,
     DIMENSIONS,
+    MISSING,
     MISSING_TEXT,
     PROMPT_TOO_LONG,
     VALID_SCORES,
@@ -42,8 +43,9 @@ __all__ = [
     "reason_quality",
 ]
 
-#: Statuses that the authors' script drops from the average (no answer to count).
-_AUTHORS_DROPPED = (API_ERROR, PROMPT_TOO_LONG, MISSING_TEXT)
+#: Statuses that the authors' script drops from the average (no answer to count; a paper missing from an outside
+#: evaluator's output too, SPEC "missing papers").
+_AUTHORS_DROPPED = (API_ERROR, PROMPT_TOO_LONG, MISSING_TEXT, MISSING)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -277,7 +279,7 @@ def alignment_errors(
             per dimension also the macro MAE, quadratic weighted kappa and Krippendorff's alpha.
             ``"authors"``: the authors' script, for comparison only: a ``None`` prediction of status
             ``parse_failed`` (or of unknown status) counts as a prediction of 0; units with status
-            ``api_error``/``prompt_too_long``/``missing_text`` are dropped.
+            ``api_error``/``prompt_too_long``/``missing_text``/``missing`` are dropped.
         statuses: optional status of each unit (``surveyalign.constants.STATUSES``), length n; only used by
             ``convention="authors"``.
 

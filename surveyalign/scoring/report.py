@@ -87,7 +87,8 @@ def _marked(summary: Mapping[str, Any], key: str, mark: str) -> str:
 
 def _failures(s: Mapping[str, Any]) -> str:
     c = s.get("status_counts") or {}
-    short = {"parse_failed": "parse", "api_error": "api", "prompt_too_long": "long", "missing_text": "text"}
+    short = {"parse_failed": "parse", "api_error": "api", "prompt_too_long": "long", "missing_text": "text",
+             "missing": "missing"}
     parts = [f"{short[k]} {c[k]}" for k in short if c.get(k)]
     return " ".join(parts) if parts else "0"
 
@@ -335,11 +336,11 @@ def render_failures(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
     Returns:
         A rich Table, one row per (judge, dimension): n, scored, scored without rationale (the score
         counts; the answer had only a label before its marker), parse failed, API error, prompt too long
-        (never sent), missing text.
+        (never sent), missing text, missing (no score in an imported outside evaluator's output).
     """
     table = Table(title="Failures (counted, kept in predictions.jsonl, never scored as 0)")
     for name in ("Judge", "Dimension", "n", "scored", "no rationale", "parse failed", "API error", "prompt too long",
-                 "missing text"):
+                 "missing text", "missing"):
         table.add_column(name, justify="left" if name in ("Judge", "Dimension") else "right")
     for judge, s in summaries.items():
         for d, e in (s.get("per_dimension") or {}).items():
@@ -347,7 +348,8 @@ def render_failures(summaries: Mapping[str, Mapping[str, Any]]) -> Table:
             table.add_row(str(judge), d, str(e.get("n", 0)), str(e.get("n_scored", 0)),
                           _DASH if bare is None else str(bare),
                           str(e.get("n_parse_failed", 0)), str(e.get("n_error", 0)),
-                          str(e.get("n_prompt_too_long", 0)), str(e.get("n_missing_text", 0)))
+                          str(e.get("n_prompt_too_long", 0)), str(e.get("n_missing_text", 0)),
+                          str(e.get("n_missing", 0)))
     return table
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from surveyalign.constants import (
     API_ERROR,
+    MISSING,
     MISSING_TEXT,
     PARSE_FAILED,
     PROMPT_TOO_LONG,
@@ -43,7 +44,7 @@ __all__ = ["METRICS_VERSION", "reading_summary", "summarize_predictions"]
 METRICS_VERSION = 1
 
 _STATUS_KEY = {PARSE_FAILED: "n_parse_failed", API_ERROR: "n_error", PROMPT_TOO_LONG: "n_prompt_too_long",
-               MISSING_TEXT: "n_missing_text"}
+               MISSING_TEXT: "n_missing_text", MISSING: "n_missing"}
 
 
 def _bare_score(record: Mapping[str, Any]) -> bool:
@@ -163,7 +164,7 @@ def summarize_predictions(
         ``status_counts`` ({status: count, "total"}), ``n``, ``n_scored``, ``n_failed``,
         ``n_scored_without_rationale`` (scored units whose ``rationale`` is blank: the score counts, the
         answer gave no reason), ``per_dimension`` ({dim: {n, n_scored, n_parse_failed, n_error,
-        n_prompt_too_long, n_missing_text, n_failed, n_scored_without_rationale, mse, mae, macro_mae, qwk,
+        n_prompt_too_long, n_missing_text, n_missing, n_failed, n_scored_without_rationale, mse, mae, macro_mae, qwk,
         krippendorff_alpha, skill_vs_majority, rq, n_rq, notes}}), ``avg_mse``,
         ``avg_mae``, ``avg_dimensions``, ``rqs``, ``a_mse``, ``a_mae``, ``align``, ``has``,
         ``has_note``, ``skill_vs_majority``, ``baselines`` (see
