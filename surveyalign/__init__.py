@@ -18,7 +18,8 @@ the map, README "Architecture" prints it):
   (PaperOrchestra autoraters), ``prism`` (PRISM review pipeline), ``annotation``
   (extend SurveyReview: find surveys, collect reviews, LLM pre-annotation, Label Studio round trip, agreement,
   release).
-- top: ``cli``, ``demo``, ``testing`` (tiny test model, stand-in servers).
+- top: ``cli``, ``demo``, ``paper`` (the paper end to end: ``surveyalign paper``), ``testing`` (tiny test model,
+  stand-in servers, offline RQS / Crit-KA stand-ins).
 """
 
 import os as _os
