@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from surveyalign.backends.base import Generation, GenerationSettings, Messages
+from surveyalign.backends.request_bodies import chat_body, messages_params
 from surveyalign.backends.responses import normalise_message
 
 __all__ = ["AnthropicBatchAPI", "BatchAPI", "BatchRequest", "BatchResult", "BatchStatus", "OpenAIBatchAPI",
-           "make_batch_api", "messages_params", "split_requests"]
+           "make_batch_api", "split_requests"]
 
 #: Finish reasons of Anthropic's ``stop_reason`` in the OpenAI vocabulary the harness reads.
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
@@ -158,7 +159,7 @@ class OpenAIBatchAPI:
         model: the model id of every request.
         body: ``(messages, settings, sample) -> request body``; default: model, messages, temperature, top_p,
             ``max_tokens_field`` = max_new_tokens, seed = settings.seed + sample, n = 1, less the fields of
-            ``settings.omit`` (:func:`surveyalign.backends.openai_wire.chat_body`; the live OpenAI backend
+            ``settings.omit`` (:func:`surveyalign.backends.request_bodies.chat_body`; the live OpenAI backend
             passes its own builder, so a batch sends what a direct call sends).
         max_tokens_field: ``"max_completion_tokens"`` (OpenAI's current name) or ``"max_tokens"``.
         timeout: seconds per HTTP request of the SDK; max_retries: the SDK's own retries of transient errors.
@@ -181,8 +182,6 @@ class OpenAIBatchAPI:
                                     max_retries=max_retries)
 
     def _default_body(self, messages: Messages, settings: GenerationSettings, sample: int) -> dict[str, Any]:
-        from surveyalign.backends.openai_wire import chat_body
-
         return chat_body(self.model, messages, settings, sample, 1, self.max_tokens_field)
 
     def _line(self, req: BatchRequest) -> str:
@@ -279,40 +278,6 @@ class OpenAIBatchAPI:
         """Ask the provider to cancel; returns the new status (``cancelling``)."""
         self.client.batches.cancel(batch_id)
         return self.status(batch_id)
-
-
-def messages_params(model: str, messages: Messages, settings: GenerationSettings) -> dict[str, Any]:
-    """The parameters of one Anthropic Messages API call (a Message Batches request's ``params``).
-
-    Args:
-        model: the model id.
-        messages: the chat prompt; system messages are joined into ``system``.
-        settings: ``max_new_tokens`` -> ``max_tokens``; ``temperature`` (capped at 1, Anthropic's range) unless
-            omitted; ``top_p`` only when below 1 and not omitted; ``thinking_budget`` -> ``thinking: {type:
-            enabled, budget_tokens: N}``. The API has no seed.
-
-    Returns:
-        ``{"model", "max_tokens", "messages", ["temperature"], ["system"], ["top_p"], ["thinking"]}``.
-
-    Raises:
-        ValueError: ``settings.omit`` names ``max_new_tokens`` (the API requires ``max_tokens``).
-    """
-    if not settings.sent("max_new_tokens"):
-        raise ValueError("anthropic: generation.omit cannot name max_new_tokens: the Messages API requires max_tokens")
-    system = "\n\n".join(str(m["content"]) for m in messages if m.get("role") == "system")
-    params: dict[str, Any] = {
-        "model": model, "max_tokens": settings.max_new_tokens,
-        "messages": [{"role": m["role"], "content": m["content"]} for m in messages if m.get("role") != "system"],
-    }
-    if settings.sent("temperature"):
-        params["temperature"] = min(settings.temperature, 1.0)
-    if system:
-        params["system"] = system
-    if settings.top_p < 1.0 and settings.sent("top_p"):
-        params["top_p"] = settings.top_p
-    if settings.thinking_budget is not None:
-        params["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking_budget}
-    return params
 
 
 class AnthropicBatchAPI:

@@ -231,8 +231,7 @@ class TransformersBackend(Backend):
             settings: the recorded generation settings.
 
         Raises:
-            ValueError: the chat template of the tokenizer has no ``enable_thinking`` switch and it is true; or
-                ``omit`` / ``thinking_budget`` is set (:func:`~surveyalign.backends.base.local_engine_check`).
+            ValueError: no ``enable_thinking`` switch in the chat template while it is true; ``omit`` or ``thinking_budget`` set.
         """
         from surveyalign.backends.chat import check_template_settings
 

@@ -21,6 +21,7 @@ from surveyalign.backends.base import (
     Messages,
     mean_or_none,
 )
+from surveyalign.backends.request_bodies import chat_body
 from surveyalign.backends.responses import normalise_message
 from surveyalign.backends.transport import (
     RETRY_STATUS,
@@ -132,35 +133,6 @@ class _ChatWire:
         if missing > 0:
             out += [Generation.failed(f"{url} returned {len(out)} of {body['n']} choices")] * missing
         return out
-
-
-def chat_body(model: str, messages: Messages, settings: GenerationSettings, sample_index: int = 0, n: int = 1,
-              max_tokens_field: str = "max_tokens") -> dict[str, Any]:
-    """The sampling part of one chat-completions request body (direct calls and OpenAI Batch lines).
-
-    Args:
-        model: the model id.
-        messages: the chat prompt.
-        settings: the generation settings; a field named in ``settings.omit`` is left out of the body, and
-            ``thinking_budget`` adds ``thinking: {type: enabled, budget_tokens: N}`` (Anthropic's
-            OpenAI-compatible endpoint reads it).
-        sample_index: k >= 0; ``seed`` is ``settings.seed + k``.
-        n: choices asked for.
-        max_tokens_field: the body field of the token cap (``max_tokens`` or ``max_completion_tokens``).
-
-    Returns:
-        ``{"model", "messages", "temperature", "top_p", max_tokens_field, "seed", "n"}`` less the omitted fields,
-        plus ``thinking`` when a budget is set.
-    """
-    sampled = {"temperature": ("temperature", settings.temperature), "top_p": ("top_p", settings.top_p),
-               "max_new_tokens": (max_tokens_field, settings.max_new_tokens),
-               "seed": ("seed", settings.seed + sample_index)}
-    body: dict[str, Any] = {"model": model, "messages": list(messages)}
-    body.update(pair for name, pair in sampled.items() if settings.sent(name))
-    body["n"] = n
-    if settings.thinking_budget is not None:
-        body["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking_budget}
-    return body
 
 
 def usage_per_choice(usage: Any, n: int) -> list[dict[str, int | None]]:
