@@ -30,7 +30,7 @@ __getattr__ = lazy_loader.attach(
         "report": ["read_predictions", "render_agreement", "render_baselines", "render_ceiling",
                    "render_ceiling_comparison", "render_comparison", "render_costs", "render_failures",
                    "render_intervals", "render_leaderboard", "render_per_source", "render_voting"],
-        "sensitivity": ["TABLE8_BETAS", "has_sensitivity", "render_table8_markdown", "table8_rows"],
+        "sensitivity": ["TABLE8_BETAS", "has_sensitivity", "render_table8_markdown", "table8_rows", "write_table8"],
         "summary": ["summarize_predictions"],
         "weights": ["DEFAULT_ALPHA", "DEFAULT_BETA", "HAS_ALIASES", "HASWeights", "check_has_weights",
                     "parse_has_weights"],
@@ -97,4 +97,5 @@ __all__ = [
     "table8_rows",
     "validate_records",
     "vote_summary",
+    "write_table8",
 ]

@@ -267,23 +267,17 @@ def _report(args: argparse.Namespace) -> int:
         console.print(table)
     table8 = None
     if args.table8 is not None:
-        from surveyalign.scoring.sensitivity import render_table8_markdown, table8_rows
+        from surveyalign.scoring.sensitivity import write_table8
 
         try:
-            table8 = table8_rows(summaries, betas)
+            table8, text = write_table8(summaries, betas, args.table8 or None)
         except ValueError as exc:
             say(f"error: --table8: {exc}")
             return 2
-        text = render_table8_markdown(table8)
         console.print("HAS under other RQS weights (SurveyReview Table 8, App. I.3)", markup=False)
         console.print(text, markup=False, soft_wrap=True)
         if args.table8:
-            out = Path(args.table8)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "table8.md").write_text(text, encoding="utf-8")
-            (out / "table8.json").write_text(json.dumps({"betas": betas, "rows": table8}, indent=2, allow_nan=False),
-                                             encoding="utf-8")
-            print(f"wrote {out / 'table8.md'} and {out / 'table8.json'}")
+            print(f"wrote {Path(args.table8) / 'table8.md'} and {Path(args.table8) / 'table8.json'}")
     comparison, ceiling_comparison = None, None
     if args.compare:
         (name_a, name_b) = list(summaries)

@@ -132,7 +132,7 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
     dims = _dims(summaries)
     scope = f" ({dims[0]})" if len(dims) == 1 else ""
     table = Table(title=f"SurveyReview leaderboard{scope}: strict convention, failures counted, never scored",
-                  box=None, pad_edge=False, header_style="bold underline")
+                  box=None, pad_edge=False, collapse_padding=True, header_style="bold underline")
     width = max([len(str(j)) for j in summaries] + [5])
     table.add_column("Judge", style="bold", overflow="fold", min_width=min(width, 23))
     per_dim = dims if len(dims) > 1 else []
@@ -143,8 +143,9 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
         f"{avg}MSE": "avg_mse", f"{avg}MAE": "avg_mae", "RQS": "rqs", "Align": "align", "HAS": "has",
         "Acc": "accuracy", "Skill": "skill_vs_majority",
     }
-    shown = {h: k for h, k in values.items()
-             if k in ("avg_mse", "avg_mae", "align", "accuracy") or any(s.get(k) is not None for s in summaries.values())}
+    shown = {h: k for h, k in values.items()  # Acc: every summary that computed it (those written before lack it)
+             if k in ("avg_mse", "avg_mae", "align") or any(s.get(k) is not None for s in summaries.values())
+             or (k == "accuracy" and any(k in s for s in summaries.values()))}
     for name in shown:
         table.add_column(name, justify="right")
     table.add_column("scored", justify="right")
@@ -175,8 +176,10 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
             notes.append("Skill left out: no training labels")
     notes += scope_notes
     notes += weights_note(summaries)
-    notes.append("Acc: share of scored units whose score equals the human score (mean over dimensions)")
-    table.caption = "; ".join(notes)
+    if "Acc" in shown:
+        notes.append("Acc: share of scored units whose score equals the human score (mean over dimensions)")
+    if notes:
+        table.caption = "; ".join(notes)
     return table
 
 

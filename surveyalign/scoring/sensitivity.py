@@ -8,11 +8,14 @@ Table 8 keeps Align and RQS of each model and recomputes ``HAS = (1 - b) * Align
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["TABLE8_BETAS", "has_sensitivity", "render_table8_markdown", "table8_rows"]
+__all__ = ["TABLE8_BETAS", "has_sensitivity", "render_table8_markdown", "table8_rows", "write_table8"]
 
 #: The RQS weights of Table 8 (App. I.3).
 TABLE8_BETAS: tuple[float, ...] = (0.25, 0.40, 0.60, 0.75)
@@ -109,3 +112,30 @@ def render_table8_markdown(rows: Sequence[Mapping[str, Any]], digits: int = 2) -
               + " |" for r in rows]
     notes = [f"- {r['model']}: {r['note']}" for r in rows if r.get("note")]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def write_table8(summaries: Mapping[str, Mapping[str, Any]], betas: Sequence[float] = TABLE8_BETAS,
+                 out_dir: str | os.PathLike | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Table 8 of run summaries: its rows and markdown, written as ``table8.md`` / ``table8.json`` into ``out_dir``.
+
+    Args:
+        summaries: ``{model name: summary}`` (see :func:`table8_rows`).
+        betas: RQS weights.
+        out_dir: folder to write into (created); ``None``: nothing written.
+
+    Returns:
+        ``(rows, markdown)``; ``table8.json`` holds ``{"betas": [...], "rows": rows}``.
+
+    Raises:
+        ValueError: from :func:`table8_rows`.
+        OSError: the folder or files cannot be written.
+    """
+    rows = table8_rows(summaries, betas)
+    text = render_table8_markdown(rows)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "table8.md").write_text(text, encoding="utf-8")
+        (out / "table8.json").write_text(json.dumps({"betas": [float(b) for b in betas], "rows": rows}, indent=2,
+                                                    allow_nan=False), encoding="utf-8")
+    return rows, text
