@@ -56,6 +56,7 @@ def test_gpt52_config_sends_no_sampling_fields_in_judge_or_rqs_calls(dataset_dir
     assert run_config["generation"]["omit"] == ["temperature", "top_p"]
     assert run_config["rqs"]["generation"]["omit"] == ["temperature", "top_p"]
     assert run_config["config"]["rqs"]["generation"]["omit"] == ["temperature", "top_p"]
+    assert run_config["identity"]["omitted_request_fields"] == ["temperature", "top_p"]
 
 
 def test_a_config_without_omit_still_sends_temperature_and_top_p(dataset_dir, tmp_path, monkeypatch):
@@ -67,6 +68,7 @@ def test_a_config_without_omit_still_sends_temperature_and_top_p(dataset_dir, tm
     assert [(b["temperature"], b["top_p"]) for b in judge] == [(0.3, 1.0)] * 4
     assert [(b["temperature"], b["top_p"]) for b in rqs] == [(0.0, 1.0)] * 4
     assert "omit" not in run_config["generation"]  # nothing omitted: the settings read as before the field existed
+    assert "omitted_request_fields" not in run_config["identity"]
 
 
 def test_claude_thinking_config_sends_the_budget_and_no_temperature(dataset_dir, tmp_path, monkeypatch):
