@@ -137,7 +137,7 @@ def test_report_weights_on_a_metrics_only_folder_and_bad_flags(hand_run, tmp_pat
     capsys.readouterr()
     assert main(["report", str(hand_run), "--has-weights", "0.5,0.6,0.75,0.25"]) == 2
     assert "error: --has-weights: HAS weights alpha = (0.5, 0.6) sum to 1.1; they must sum to 1" in capsys.readouterr().err
-    assert main(["report", str(hand_run), "--has-weights", "0.4,0.6"]) == 2
+    assert main(["report", str(hand_run), "--ssr-weights", "0.4,0.6"]) == 2  # SSR: the same score, the same flag
     assert "expected four numbers a1,a2,b1,b2, got 2" in capsys.readouterr().err
     assert parse_has_weights(" 1, 0, 0.5,0.5") == ((1.0, 0.0), (0.5, 0.5))
 

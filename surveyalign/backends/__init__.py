@@ -20,11 +20,11 @@ the official SDKs), and :func:`serving_plan` (``serving_plan.py``: memory per GP
 from __future__ import annotations
 
 from surveyalign.backends.base import (
+    OMITTABLE,
     Backend,
     Generation,
     GenerationSettings,
     Messages,
-    OMITTABLE,
     preflight,
 )
 from surveyalign.backends.batch_api import (
@@ -45,6 +45,7 @@ from surveyalign.backends.serving_plan import ServingPlan, serving_plan
 __all__ = [
     "API_KEY_ENV",
     "BACKENDS",
+    "OMITTABLE",
     "ROLE_SHAPE",
     "AnthropicBatchAPI",
     "Backend",
@@ -56,7 +57,6 @@ __all__ = [
     "GenerationSettings",
     "Messages",
     "ModelRole",
-    "OMITTABLE",
     "OpenAIBatchAPI",
     "ServerHandle",
     "ServerLimits",

@@ -15,7 +15,14 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from surveyalign.redact import redact_secrets
 

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the MSE shift (B - A) with a paired paper-level CI, and whether the recorded judge identities "
                         "(model, served model / system_fingerprint, adapter fingerprints, prompt and package version) "
                         "differ: drift or a different judge")
-    p.add_argument("--has-weights", metavar="A1,A2,B1,B2",
+    p.add_argument("--has-weights", "--ssr-weights", dest="has_weights", metavar="A1,A2,B1,B2",
                    help="HAS weights: Align = A1*A_MSE + A2*A_MAE, HAS = B1*Align + B2*RQS (each pair >= 0, summing to "
                         "1; 'SSR' in the authors' table is the same score). Default: the weights each run was "
                         "configured with (run_config.json `has`, else metrics.json `weights`), else the paper's "
@@ -165,7 +165,12 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     if args.drift:
         return _drift(args, console, say)
-    from surveyalign.scoring.weights import DEFAULT_ALPHA, DEFAULT_BETA, parse_has_weights, recorded_weights
+    from surveyalign.scoring.weights import (
+        DEFAULT_ALPHA,
+        DEFAULT_BETA,
+        parse_has_weights,
+        recorded_weights,
+    )
 
     forced = None
     try:
