@@ -45,7 +45,7 @@ _COMMANDS = (
     ("report", "surveyalign.scoring.cli",
      "print the leaderboard, agreement with 95%% CIs, per-source, baseline and failure tables of runs"),
     ("metrics", "surveyalign.scoring.cli",
-     "manage the evaluate metric modules (survey_alignment, rqs, has, prism, citation_f1)"),
+     "manage the evaluate metric modules (survey_alignment, rqs, has / ssr, prism, citation_f1)"),
     ("serve", "surveyalign.backends.cli", "serve a local model (+ PEFT adapter) over an OpenAI-compatible API"),
     ("score", "surveyalign.inference.cli", "review survey files with SurveyAlign (base + 4 adapters + KA + voting)"),
     ("train", "surveyalign.training.cli",

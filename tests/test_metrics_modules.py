@@ -14,7 +14,7 @@ import pytest
 
 evaluate = pytest.importorskip("evaluate", reason="the `evaluate` package (a surveyalign dependency) is not installed: pip install -e .")
 
-NAMES = ("survey_alignment", "rqs", "has", "prism", "citation_f1")
+NAMES = ("survey_alignment", "rqs", "has", "ssr", "prism", "citation_f1")
 
 
 @pytest.fixture

@@ -50,10 +50,12 @@ def test_has_weights_by_hand():
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"delta_s": 0}, r"delta_s must be > 0, got 0"),
     ({"delta_s": -4}, r"delta_s must be > 0, got -4"),
-    ({"alpha": (0.4, 0.3, 0.3)}, r"alpha and beta need two weights each"),
-    ({"alpha": (1.0,)}, r"alpha and beta need two weights each"),
-    ({"beta": (0.75, 0.2, 0.05)}, r"alpha and beta need two weights each"),
-    ({"beta": (1.0,)}, r"alpha and beta need two weights each"),
+    ({"alpha": (0.4, 0.3, 0.3)}, r"HAS weights alpha: expected two weights, got \(0.4, 0.3, 0.3\)"),
+    ({"alpha": (1.0,)}, r"HAS weights alpha: expected two weights, got \(1.0,\)"),
+    ({"beta": (0.75, 0.2, 0.05)}, r"HAS weights beta: expected two weights"),
+    ({"beta": (1.0,)}, r"HAS weights beta: expected two weights"),
+    ({"beta": (0.75, 0.75)}, r"HAS weights beta = \(0.75, 0.75\) sum to 1.5; they must sum to 1"),
+    ({"alpha": (1.5, -0.5)}, r"HAS weights alpha: -0.5 is negative"),
 ])
 def test_has_refuses_bad_weights_and_delta_s(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -144,9 +144,12 @@ def test_leaderboard_columns_and_missing_values():
     # one dimension: AVG is that dimension, no repeated columns; a long judge name is never cut at 80 columns
     name = "surveyalign-readability (tiny LoRA)"
     one = {name: {**rows["judge"], "per_dimension": {"readability": per["readability"]}, "rqs": 0.4, "has": 0.7,
-                  "skill_vs_majority": -0.1, "status_counts": {"parse_failed": 1, "api_error": 33}}}
+                  "accuracy": 0.625, "skill_vs_majority": -0.1, "status_counts": {"parse_failed": 1, "api_error": 33},
+                  "weights": {"alpha": [0.4, 0.6], "beta": [0.75, 0.25], "delta_s": 4.0}}}
     table = render_leaderboard(one)
     assert "readability" in table.title and [c.header for c in table.columns][1:3] == ["MSE", "MAE"]
+    assert next(iter(next(c for c in table.columns if c.header == "Acc").cells)) == "0.62"
+    assert "HAS weights: Align = 0.4 A_MSE + 0.6 A_MAE, HAS = 0.75 Align + 0.25 RQS" in table.caption
     console = Console(width=80, record=True)
     console.print(table)
     text = console.export_text()

@@ -1,14 +1,15 @@
 """SurveyReview Human-aligned Score (HAS) as an `evaluate` metric.
 
-A thin wrapper over :func:`surveyalign.scoring.alignment_errors`, :func:`~surveyalign.scoring.reason_quality`
-and :func:`~surveyalign.scoring.human_aligned_score` (SurveyReview §3 Eq. 2-8).
+A thin wrapper over :func:`surveyalign.scoring.summary.unit_has` (``alignment_errors``, ``reason_quality`` and
+``human_aligned_score``; SurveyReview §3 Eq. 2-8). The authors' results table calls the same score SSR:
+``evaluate.load("metrics/ssr")`` is this module under that name.
 """
 
 import datasets
 import evaluate
 
 from surveyalign.constants import SURVEYREVIEW_CITATION
-from surveyalign.scoring import alignment_errors, human_aligned_score, reason_quality
+from surveyalign.scoring.summary import unit_has
 
 _DESCRIPTION = """\
 Human-aligned Score of SurveyReview. The mean errors over dimensions are turned into alignment scores
@@ -27,8 +28,8 @@ Args:
     consistency (`list` of `float` or `None`): rationale-consistency rating of each unit in [0, 1] (None where
         missing). A run without a consistency stage loads the config without it:
         `evaluate.load("has", "no_consistency")`.
-    alpha (`tuple` of two `float`, optional): weights of (A_MSE, A_MAE); default (0.4, 0.6).
-    beta (`tuple` of two `float`, optional): weights of (Align, RQS); default (0.75, 0.25).
+    alpha (`tuple` of two `float`, optional): weights of (A_MSE, A_MAE); default (0.4, 0.6). Non-negative, sum 1.
+    beta (`tuple` of two `float`, optional): weights of (Align, RQS); default (0.75, 0.25). Non-negative, sum 1.
     delta_s (`float`, optional): largest possible score difference; default 4.0.
 
 Returns:
@@ -37,6 +38,7 @@ Returns:
     align, a_mse, a_mae (`float` or `None`): the alignment parts.
     rqs (`float` or `None`): Reason Quality Score in [0, 1].
     avg_mse, avg_mae (`float` or `None`): mean per-dimension errors.
+    accuracy (`float` or `None`): share of scored units whose score equals the human score (mean over dimensions).
     n, n_scored, n_failed (`int`): units given, scored, failed.
     per_dimension (`dict`): the per-dimension entries of survey_alignment, plus rq.
     weights (`dict`): alpha, beta, delta_s used.
@@ -112,19 +114,4 @@ class HumanAlignedScore(evaluate.Metric):
 
     def _compute(self, predictions, references, dimensions, consistency=None, alpha=(0.4, 0.6), beta=(0.75, 0.25),
                  delta_s=4.0):
-        err = alignment_errors(predictions, references, dimensions)
-        have_rq = consistency is not None and any(c is not None for c in consistency)
-        rq = reason_quality(consistency, dimensions) if have_rq else None
-        score = human_aligned_score(err["avg_mse"], err["avg_mae"], None if rq is None else rq["rqs"],
-                                    alpha=tuple(alpha), beta=tuple(beta), delta_s=delta_s)
-        per_dim = err["per_dimension"]
-        for dim, entry in per_dim.items():
-            entry["rq"] = None if rq is None else rq["per_dimension"][dim]["rq"]
-        n_scored = sum(e["n_scored"] for e in per_dim.values())
-        return {
-            "has": score["has"], "has_note": score["has_note"], "align": score["align"],
-            "a_mse": score["a_mse"], "a_mae": score["a_mae"], "rqs": score["rqs"],
-            "avg_mse": err["avg_mse"], "avg_mae": err["avg_mae"], "avg_dimensions": err["avg_dimensions"],
-            "n": len(predictions), "n_scored": n_scored, "n_failed": len(predictions) - n_scored,
-            "per_dimension": per_dim, "weights": score["weights"],
-        }
+        return unit_has(predictions, references, dimensions, consistency, alpha=alpha, beta=beta, delta_s=delta_s)

@@ -251,10 +251,12 @@ def annotator_line(description: dict[str, Any] | None) -> str:
     parts = [f"backend `{backend.get('kind', '?')}`"]
     if options.get("model"):
         parts.append(f"model `{options['model']}`")
-    if generation.get("temperature") is not None:
+    if generation.get("temperature") is not None and "temperature" not in (generation.get("omit") or ()):
         parts.append(f"temperature {generation['temperature']:g}")
     if generation.get("max_new_tokens") is not None:
         parts.append(f"max_new_tokens {generation['max_new_tokens']}")
+    if generation.get("omit"):
+        parts.append(f"not sent: {', '.join(generation['omit'])}")
     return ", ".join(parts)
 
 

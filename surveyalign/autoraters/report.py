@@ -204,7 +204,10 @@ def judge_line(judge: dict[str, Any]) -> str:
     if backend.get("adapter"):
         parts.append(f"adapter {backend['adapter']}")
     url = f" at {backend['base_url']}" if backend.get("base_url") else ""
-    knobs = ", ".join(f"{k} {settings[k]}" for k in ("temperature", "max_new_tokens") if settings.get(k) is not None)
+    omitted = list(settings.get("omit") or ())
+    knobs = ", ".join([f"{k} {settings[k]}" for k in ("temperature", "max_new_tokens")
+                       if settings.get(k) is not None and k not in omitted]
+                      + ([f"not sent: {', '.join(omitted)}"] if omitted else []))
     return f"Judge: {', '.join(parts)}{url}" + (f" ({knobs})." if knobs else ".")
 
 

@@ -8,7 +8,7 @@ A *model role* (:class:`ModelRole`, ``surveyalign/backends/role.py``) is the one
 named (evaluation judge, RQS judge, ``score`` judge, KA summariser, PRISM extractor, autorater judge)::
 
     backend: {kind: openai, options: {model: ..., base_url: ..., api_key_env: ...}, per_dimension: {...}}
-    generation: {temperature: 0.0, max_new_tokens: 1024, seed: 0}
+    generation: {temperature: 0.0, max_new_tokens: 1024, seed: 0}   # omit: [temperature, top_p] for the GPT-5 family
 
 Chat-template rendering for local models lives in ``surveyalign/backends/chat.py``. ``surveyalign serve``
 (``server.py``) is guarded by an API key, request limits and timeouts (``server_guard.py``: :class:`ServerLimits`).
@@ -20,6 +20,7 @@ the official SDKs), and :func:`serving_plan` (``serving_plan.py``: memory per GP
 from __future__ import annotations
 
 from surveyalign.backends.base import (
+    OMITTABLE,
     Backend,
     Generation,
     GenerationSettings,
@@ -44,6 +45,7 @@ from surveyalign.backends.serving_plan import ServingPlan, serving_plan
 __all__ = [
     "API_KEY_ENV",
     "BACKENDS",
+    "OMITTABLE",
     "ROLE_SHAPE",
     "AnthropicBatchAPI",
     "Backend",

@@ -15,7 +15,14 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from surveyalign.redact import redact_secrets
 
@@ -38,6 +45,16 @@ class GenerationSettings(BaseModel):
         enable_thinking: passed to the chat template (Qwen3-style ``enable_thinking``); off by default.
         want_logprobs: ask API backends for token log-probabilities (local backends always compute them);
             off by default because some hosted models reject the ``logprobs`` parameter.
+        omit: request fields an API backend leaves out of every request body, named as the fields above: any of
+            :data:`OMITTABLE` (``temperature``, ``top_p``, ``seed``, ``max_new_tokens``). The server then uses its
+            own default. For models that refuse sampling parameters (the GPT-5 family: ``omit: [temperature,
+            top_p]``) and for Anthropic's extended thinking (no ``temperature`` with ``thinking``). The omitted
+            values are still recorded here (``run_config.json``) but never sent; a local engine (transformers,
+            vLLM, Ray) sends nothing and refuses a non-empty ``omit``. Stored sorted, without repeats.
+        thinking_budget: Anthropic extended thinking: sent as ``thinking: {type: enabled, budget_tokens: N}``
+            (Messages API, Message Batches, and Anthropic's OpenAI-compatible endpoint); ``None`` (default): not
+            sent. At least 1024 (Anthropic's minimum), below ``max_new_tokens`` (the thinking counts towards it),
+            and only with ``temperature`` in ``omit``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -48,11 +65,78 @@ class GenerationSettings(BaseModel):
     seed: int = Field(0, ge=0, description="Base seed; sample i uses seed + i.")
     enable_thinking: bool = Field(False, description="Chat-template enable_thinking flag.")
     want_logprobs: bool = Field(False, description="Request token log-probs from API backends.")
+    omit: tuple[str, ...] = Field((), description="Request fields API backends leave out (temperature, top_p, seed, "
+                                                  "max_new_tokens).")
+    thinking_budget: int | None = Field(None, ge=1024, description="Anthropic extended thinking budget (tokens).")
+
+    @field_validator("omit", mode="before")
+    @classmethod
+    def _known_omit(cls, value: Any) -> Any:
+        """Refuse a name that is not an omittable field (naming it and the valid ones); sort, drop repeats."""
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            return value
+        unknown = [v for v in value if v not in OMITTABLE]
+        if unknown:
+            raise ValueError(f"omit: unknown field(s) {', '.join(map(repr, unknown))}; "
+                             f"fields that can be left out: {', '.join(OMITTABLE)}")
+        return tuple(sorted(set(value)))
+
+    @model_validator(mode="after")
+    def _thinking_fits(self) -> GenerationSettings:
+        """``thinking_budget`` below ``max_new_tokens`` and only with ``temperature`` omitted (Anthropic's rules)."""
+        if self.thinking_budget is not None:
+            if self.thinking_budget >= self.max_new_tokens:
+                raise ValueError(f"thinking_budget ({self.thinking_budget}) must be below max_new_tokens "
+                                 f"({self.max_new_tokens}): the thinking counts towards the answer's token cap")
+            if "temperature" not in self.omit:
+                raise ValueError("thinking_budget needs omit: [temperature] (Anthropic refuses a temperature with "
+                                 "extended thinking)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        """Leave ``omit`` and ``thinking_budget`` out of the dump while unset, so the settings of earlier runs (and
+        the cache keys hashed from them, ``surveyalign.calls.call_key``) stay as they were."""
+        data = handler(self)
+        if not self.omit:
+            data.pop("omit", None)
+        if self.thinking_budget is None:
+            data.pop("thinking_budget", None)
+        return data
 
     @property
     def greedy(self) -> bool:
-        """True when decoding is deterministic (temperature 0)."""
-        return self.temperature == 0.0
+        """True when decoding is deterministic (temperature 0, and sent: an omitted temperature is the server's)."""
+        return self.temperature == 0.0 and "temperature" not in self.omit
+
+    def sent(self, name: str) -> bool:
+        """Whether an API request carries the field ``name`` (one of :data:`OMITTABLE`): not in ``omit``."""
+        return name not in self.omit
+
+
+#: Fields of :class:`GenerationSettings` an API request may leave out (``generation.omit``).
+OMITTABLE: tuple[str, ...] = ("max_new_tokens", "seed", "temperature", "top_p")
+
+
+def local_engine_check(settings: GenerationSettings, where: str) -> None:
+    """Refuse the settings that only an API request can apply, for an engine that decodes in this process.
+
+    Args:
+        settings: the run's generation settings.
+        where: the engine, for the message (``"transformers backend (MODEL)"``).
+
+    Raises:
+        ValueError: ``omit`` is non-empty (nothing is sent, so nothing can be left out: the engine decodes with
+            every value) or ``thinking_budget`` is set (an Anthropic request field).
+    """
+    if settings.omit:
+        raise ValueError(f"{where}: generation.omit ({', '.join(settings.omit)}) applies to API requests only; this "
+                         "engine decodes in-process with every setting: drop generation.omit")
+    if settings.thinking_budget is not None:
+        raise ValueError(f"{where}: generation.thinking_budget is Anthropic's extended thinking; this engine cannot "
+                         "apply it: drop it (enable_thinking switches a chat template's thinking)")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from surveyalign.backends.base import Generation, GenerationSettings, Messages
+from surveyalign.backends.request_bodies import chat_body, messages_params
 from surveyalign.backends.responses import normalise_message
 
 __all__ = ["AnthropicBatchAPI", "BatchAPI", "BatchRequest", "BatchResult", "BatchStatus", "OpenAIBatchAPI",
@@ -157,7 +158,8 @@ class OpenAIBatchAPI:
             is not read here: the caller reads its own key variable).
         model: the model id of every request.
         body: ``(messages, settings, sample) -> request body``; default: model, messages, temperature, top_p,
-            ``max_tokens_field`` = max_new_tokens, seed = settings.seed + sample, n = 1 (the live OpenAI backend
+            ``max_tokens_field`` = max_new_tokens, seed = settings.seed + sample, n = 1, less the fields of
+            ``settings.omit`` (:func:`surveyalign.backends.request_bodies.chat_body`; the live OpenAI backend
             passes its own builder, so a batch sends what a direct call sends).
         max_tokens_field: ``"max_completion_tokens"`` (OpenAI's current name) or ``"max_tokens"``.
         timeout: seconds per HTTP request of the SDK; max_retries: the SDK's own retries of transient errors.
@@ -180,9 +182,7 @@ class OpenAIBatchAPI:
                                     max_retries=max_retries)
 
     def _default_body(self, messages: Messages, settings: GenerationSettings, sample: int) -> dict[str, Any]:
-        return {"model": self.model, "messages": list(messages), "temperature": settings.temperature,
-                "top_p": settings.top_p, self.max_tokens_field: settings.max_new_tokens,
-                "seed": settings.seed + sample, "n": 1}
+        return chat_body(self.model, messages, settings, sample, 1, self.max_tokens_field)
 
     def _line(self, req: BatchRequest) -> str:
         body = {**self._body(req.messages, req.settings, req.sample), "n": 1}
@@ -285,7 +285,9 @@ class AnthropicBatchAPI:
 
     A request's ``params`` are a Messages API call: system messages joined into ``system``, the others as
     ``messages``, ``max_tokens`` = max_new_tokens, ``temperature``, and ``top_p`` only when below 1 (newer models
-    refuse both at once). The API has no seed: K samples of one prompt are K requests that differ in their ids.
+    refuse both at once); a field named in ``settings.omit`` is never sent (``max_new_tokens`` cannot be: the API
+    requires ``max_tokens``), and ``settings.thinking_budget`` is sent as ``thinking: {type: enabled,
+    budget_tokens: N}``. The API has no seed: K samples of one prompt are K requests that differ in their ids.
 
     Args:
         base_url: the API root without ``/v1`` (``https://api.anthropic.com``; a trailing ``/v1`` is removed).
@@ -309,18 +311,12 @@ class AnthropicBatchAPI:
                                           max_retries=max_retries)
 
     def params(self, req: BatchRequest) -> dict[str, Any]:
-        """The Messages API parameters of one request."""
-        system = "\n\n".join(str(m["content"]) for m in req.messages if m.get("role") == "system")
-        params: dict[str, Any] = {
-            "model": self.model, "max_tokens": req.settings.max_new_tokens,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in req.messages if m.get("role") != "system"],
-            "temperature": min(req.settings.temperature, 1.0),
-        }
-        if system:
-            params["system"] = system
-        if req.settings.top_p < 1.0:
-            params["top_p"] = req.settings.top_p
-        return params
+        """The Messages API parameters of one request.
+
+        Raises:
+            ValueError: ``settings.omit`` names ``max_new_tokens`` (the Messages API requires ``max_tokens``).
+        """
+        return messages_params(self.model, req.messages, req.settings)
 
     def request_size(self, request: BatchRequest) -> int:
         """Bytes of the request in the batch body."""

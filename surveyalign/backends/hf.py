@@ -23,6 +23,7 @@ from surveyalign.backends.base import (
     GenerationSettings,
     Messages,
     check_request,
+    local_engine_check,
     mean_or_none,
 )
 from surveyalign.backends.fingerprint import adapter_fingerprint
@@ -230,10 +231,11 @@ class TransformersBackend(Backend):
             settings: the recorded generation settings.
 
         Raises:
-            ValueError: the chat template of the tokenizer has no ``enable_thinking`` switch and it is true.
+            ValueError: no ``enable_thinking`` switch in the chat template while it is true; ``omit`` or ``thinking_budget`` set.
         """
         from surveyalign.backends.chat import check_template_settings
 
+        local_engine_check(settings, f"transformers backend ({self.tokenizer_path})")
         check_template_settings(self.tokenizer, enable_thinking=settings.enable_thinking,
                                 where=f"transformers backend ({self.tokenizer_path})")
 

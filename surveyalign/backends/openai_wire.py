@@ -21,6 +21,7 @@ from surveyalign.backends.base import (
     Messages,
     mean_or_none,
 )
+from surveyalign.backends.request_bodies import chat_body
 from surveyalign.backends.responses import normalise_message
 from surveyalign.backends.transport import (
     RETRY_STATUS,
@@ -47,15 +48,7 @@ class _ChatWire:
 
     def _body(self, messages: Messages, settings: GenerationSettings, sample_index: int, n: int = 1
               ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": list(messages),
-            "temperature": settings.temperature,
-            "top_p": settings.top_p,
-            self.max_tokens_field: settings.max_new_tokens,
-            "seed": settings.seed + sample_index,
-            "n": n,
-        }
+        body = chat_body(self.model, messages, settings, sample_index, n, self.max_tokens_field)
         if settings.want_logprobs if self.request_logprobs is None else self.request_logprobs:
             body["logprobs"] = True
         if self.send_chat_template_kwargs:

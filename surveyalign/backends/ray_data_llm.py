@@ -37,6 +37,7 @@ from surveyalign.backends.base import (
     GenerationSettings,
     Messages,
     check_request,
+    local_engine_check,
 )
 
 __all__ = ["ENGINE", "RayDataVLLMBackend", "processor_config", "require_vllm_and_gpu"]
@@ -200,6 +201,14 @@ class RayDataVLLMBackend(Backend):
                 **{k: self._options.get(k) for k in ENGINE_KWARGS}, "shared_prefill": True,
                 "ray": {"workers": self.n_workers, "address": self.address or "local",
                         "processor": "ray.data.llm vLLMEngineProcessorConfig"}}
+
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Refuse ``omit`` and ``thinking_budget``: the engine decodes with every value (nothing is sent).
+
+        Raises:
+            ValueError: from :func:`~surveyalign.backends.base.local_engine_check`.
+        """
+        local_engine_check(settings, f"ray_data_llm backend ({self.model_path})")
 
     def render(self, messages: Messages, settings: GenerationSettings) -> str:
         """The chat rendering the rows carry (the engine's tokenizer, explicit ``enable_thinking``)."""

@@ -22,6 +22,7 @@ from surveyalign.backends.base import (
     GenerationSettings,
     Messages,
     check_request,
+    local_engine_check,
     mean_or_none,
 )
 from surveyalign.backends.fingerprint import adapter_fingerprint
@@ -245,10 +246,12 @@ class VLLMBackend(Backend):
             settings: the recorded generation settings (the others go into ``SamplingParams``).
 
         Raises:
-            ValueError: the setting could not take effect.
+            ValueError: the setting could not take effect (``omit`` / ``thinking_budget`` included:
+                :func:`~surveyalign.backends.base.local_engine_check`).
         """
         from surveyalign.backends.chat import check_template_settings
 
+        local_engine_check(settings, f"vllm backend ({self.model_path})")
         check_template_settings(self.tokenizer, enable_thinking=settings.enable_thinking,
                                 where=f"vllm backend ({self.model_path})")
 

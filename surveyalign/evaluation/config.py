@@ -21,6 +21,7 @@ from pydantic import (
 from surveyalign.backends import ModelRole
 from surveyalign.constants import DIMENSIONS, SPLITS
 from surveyalign.models import MaxLength
+from surveyalign.scoring.weights import HASWeights
 from surveyalign.yamlconfig import DimensionName, read_yaml_mapping
 from surveyalign.yamlconfig import apply_overrides as _apply_overrides
 
@@ -95,6 +96,11 @@ class EvalConfig(ModelRole):
     progress: bool = Field(True, description="show a progress bar with rate and ETA")
     bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for confidence intervals in metrics")
     rqs: RQSConfig | None = Field(None, description="optional reason-quality (consistency) stage")
+    has: HASWeights = Field(
+        default_factory=HASWeights,
+        description="HAS weights (SurveyReview Eq. 6-8): {alpha: [a1, a2], beta: [b1, b2]}, each pair >= 0 summing to 1; "
+        "default the paper's alpha [0.4, 0.6], beta [0.75, 0.25]; written to metrics.json `weights`",
+    )
     max_length: MaxLength | None = Field(
         None,
         description="token budget of a judge call: prompt + generation.max_new_tokens. A longer prompt gets its "

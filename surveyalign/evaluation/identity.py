@@ -49,7 +49,8 @@ def judge_identity(config: EvalConfig, describes: dict[str, dict[str, Any]], tem
     Returns:
         ``{"backend_kind", "model", "served_models": {id: answers}, "system_fingerprints": {fp: answers},
         "fingerprints": {group: {content fingerprints of model / adapter / server}}, "prompt_version": {"protocol",
-        "template_hashes"}, "package_version", "price_table_date", "price_table_note"}`` (JSON-ready).
+        "template_hashes"}, "package_version", "price_table_date", "price_table_note"}`` (JSON-ready), plus
+        ``"omitted_request_fields"`` when ``generation.omit`` leaves fields out of the requests.
     """
     price_date, price_note = _price_table()
     served: Counter[str] = Counter()
@@ -61,7 +62,7 @@ def judge_identity(config: EvalConfig, describes: dict[str, dict[str, Any]], tem
             served[str(rec["served_model"])] += 1
         if rec.get("system_fingerprint"):
             prints[str(rec["system_fingerprint"])] += 1
-    return {
+    out = {
         "backend_kind": config.backend.kind,
         "model": config.backend.options.get("model"),
         "served_models": dict(sorted(served.items())),
@@ -72,6 +73,9 @@ def judge_identity(config: EvalConfig, describes: dict[str, dict[str, Any]], tem
         "price_table_date": price_date,
         "price_table_note": price_note,
     }
+    if config.generation.omit:  # request fields left out (the server's defaults answered): part of who judged
+        out["omitted_request_fields"] = list(config.generation.omit)
+    return out
 
 
 def check_drift(units: list[Any], judge: Judge, cache: CallCache, n: int, *, concurrency: int | None = None

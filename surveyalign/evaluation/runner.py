@@ -294,7 +294,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     train_scores = train_scores_or_none(config.dataset)
     metrics = summarize_predictions(predictions, train_scores=train_scores or None,
                                     consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
-                                    seed=config.generation.seed)
+                                    seed=config.generation.seed, alpha=config.has.alpha, beta=config.has.beta)
     metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
                           "prompt_length": prompt_length, "cost": cost}
     metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension (issue 21 B)

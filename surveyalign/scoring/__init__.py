@@ -1,6 +1,7 @@
 """surveyalign.scoring: the metrics of SurveyReview (MSE/MAE, RQS, HAS; §3, §6.1, App. G) plus the
 figures the paper leaves out (training-label baselines, chance-corrected agreement, paper-level
-bootstrap intervals and paired tests), the human ceiling (``ceiling.py``: one review against the other reviews of
+bootstrap intervals and paired tests), HAS weights (``weights.py``: checked, parsed, the eval config's ``has:`` block) and HAS under other RQS weights
+(``sensitivity.py``: SurveyReview Table 8, from finished runs), the human ceiling (``ceiling.py``: one review against the other reviews of
 the same paper), juries and rankings across RQS judges (``jury.py``, App. I.4), the meta-evaluation of the RQS
 judge (``metaeval.py``, App. I.2), drift between two runs of one judge (``drift.py``), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
 """
@@ -11,7 +12,7 @@ import lazy_loader
 __getattr__ = lazy_loader.attach(
     __name__,
     submodules=["baselines", "bootstrap", "calibration", "ceiling", "corpus", "drift", "jury", "metaeval",
-                "metrics", "records", "registry", "report", "summary"],
+                "metrics", "records", "registry", "report", "sensitivity", "summary", "weights"],
     submod_attrs={
         "baselines": ["baseline_metrics", "check_train_scores", "majority_label", "score_distribution"],
         "bootstrap": ["INSUFFICIENT_DATA", "MIN_BOOTSTRAP_PAPERS", "bootstrap_intervals", "paired_bootstrap"],
@@ -29,28 +30,38 @@ __getattr__ = lazy_loader.attach(
         "report": ["read_predictions", "render_agreement", "render_baselines", "render_ceiling",
                    "render_ceiling_comparison", "render_comparison", "render_costs", "render_failures",
                    "render_intervals", "render_leaderboard", "render_per_source", "render_voting"],
+        "sensitivity": ["TABLE8_BETAS", "has_sensitivity", "render_table8_markdown", "table8_rows", "write_table8"],
         "summary": ["summarize_predictions"],
+        "weights": ["DEFAULT_ALPHA", "DEFAULT_BETA", "HAS_ALIASES", "HASWeights", "check_has_weights",
+                    "parse_has_weights"],
     })[0]
 
 __all__ = [
     "CEILING_NAME",
+    "DEFAULT_ALPHA",
+    "DEFAULT_BETA",
+    "HAS_ALIASES",
     "INSUFFICIENT_DATA",
     "JURY_METHODS",
     "MIN_BOOTSTRAP_PAPERS",
     "MIN_META_PAIRS",
     "PAPER_META_EVAL",
+    "TABLE8_BETAS",
+    "HASWeights",
     "aggregate_over_papers",
     "agreement_statistics",
     "alignment_errors",
     "baseline_metrics",
     "bootstrap_intervals",
     "ceiling_reviews",
+    "check_has_weights",
     "check_scores",
     "check_train_scores",
     "combine_votes",
     "compare_to_ceiling",
     "drift_statistics",
     "expected_calibration_error",
+    "has_sensitivity",
     "human_aligned_score",
     "human_ceiling",
     "identity_differences",
@@ -61,6 +72,7 @@ __all__ = [
     "meta_evaluate",
     "multi_judge_rankings",
     "paired_bootstrap",
+    "parse_has_weights",
     "pearson",
     "quadratic_weighted_kappa",
     "read_predictions",
@@ -77,10 +89,13 @@ __all__ = [
     "render_intervals",
     "render_leaderboard",
     "render_per_source",
+    "render_table8_markdown",
     "render_voting",
     "score_distribution",
     "spearman",
     "summarize_predictions",
+    "table8_rows",
     "validate_records",
     "vote_summary",
+    "write_table8",
 ]

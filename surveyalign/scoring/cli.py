@@ -43,6 +43,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the MSE shift (B - A) with a paired paper-level CI, and whether the recorded judge identities "
                         "(model, served model / system_fingerprint, adapter fingerprints, prompt and package version) "
                         "differ: drift or a different judge")
+    p.add_argument("--has-weights", "--ssr-weights", dest="has_weights", metavar="A1,A2,B1,B2",
+                   help="HAS weights: Align = A1*A_MSE + A2*A_MAE, HAS = B1*Align + B2*RQS (each pair >= 0, summing to "
+                        "1; 'SSR' in the authors' table is the same score). Default: the weights each run was "
+                        "configured with (run_config.json `has`, else metrics.json `weights`), else the paper's "
+                        "0.4,0.6,0.75,0.25")
+    p.add_argument("--table8", nargs="?", const="", metavar="DIR",
+                   help="also print SurveyReview Table 8 (App. I.3): each run's Align and RQS and HAS = (1-b)*Align + "
+                        "b*RQS for the RQS weights of --table8-betas, from the finished runs (nothing is judged again); "
+                        "with DIR, write DIR/table8.md and DIR/table8.json")
+    p.add_argument("--table8-betas", default="0.25,0.40,0.60,0.75", metavar="B,...",
+                   help="RQS weights of --table8, comma-separated, each in [0, 1] (default Table 8's 0.25,0.40,0.60,0.75)")
     p.add_argument("--authors", action="store_true",
                    help="also print the authors'-convention figures (unparseable = 0), for comparison only")
     p.add_argument("--json", metavar="FILE", help="also write {judge: summary} (and the comparison) as JSON")
@@ -56,13 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     m = subparsers.add_parser(
         "metrics",
-        help="manage the evaluate metric modules (survey_alignment, rqs, has, prism, citation_f1)",
+        help="manage the evaluate metric modules (survey_alignment, rqs, has / ssr, prism, citation_f1)",
         description="Helpers for the `evaluate` modules in metrics/.",
     )
     msub = m.add_subparsers(dest="metrics_command", metavar="ACTION")
     r = msub.add_parser(
         "register",
-        help="make evaluate.load('survey_alignment'|'rqs'|'has'|'prism'|'citation_f1') work offline by "
+        help="make evaluate.load('survey_alignment'|'rqs'|'has'|'ssr'|'prism'|'citation_f1') work offline by "
              "bare name",
         description=(
             "Copy the metric modules of metrics/ into evaluate's module cache "
@@ -154,6 +165,24 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     if args.drift:
         return _drift(args, console, say)
+    from surveyalign.scoring.weights import (
+        DEFAULT_ALPHA,
+        DEFAULT_BETA,
+        parse_has_weights,
+        recorded_weights,
+    )
+
+    forced = None
+    try:
+        forced = None if args.has_weights is None else parse_has_weights(args.has_weights)
+    except ValueError as exc:
+        say(f"error: --has-weights: {exc}" if "--has-weights" not in str(exc) else f"error: {exc}")
+        return 2
+    try:
+        betas = [float(b) for b in args.table8_betas.split(",")]
+    except ValueError:
+        say(f"error: --table8-betas {args.table8_betas!r}: expected comma-separated numbers such as 0.25,0.40")
+        return 2
     given = None
     if args.train_scores:
         try:
@@ -180,9 +209,17 @@ def _report(args: argparse.Namespace) -> int:
                 return 2
             say(f"note: {run}: no predictions.jsonl, showing its metrics.json as written")
             summaries[name] = json.loads(metrics.read_text(encoding="utf-8"))
+            if forced is not None:  # the weights change HAS only: recomputed from the written averages
+                summaries[name] = _reweigh(summaries[name], *forced)
             continue
         except ValueError as exc:
             say(f"error: {exc}")
+            return 2
+        try:
+            alpha, beta = forced or recorded_weights(_read_json(run / "run_config.json"),
+                                                     _read_json(run / "metrics.json")) or (DEFAULT_ALPHA, DEFAULT_BETA)
+        except ValueError as exc:
+            say(f"error: {run}: recorded {exc}")
             return 2
         train, why = (given, f"training labels from {args.train_scores}") if given else find_train_scores(run)
         if train is None:
@@ -190,7 +227,8 @@ def _report(args: argparse.Namespace) -> int:
         try:
             recs = validate_records(recs)  # the row edge: every later use (report, comparison) trusts them
             summaries[name] = summarize_predictions(recs, train_scores=train, bootstrap=args.bootstrap,
-                                                    seed=args.seed, consistency_available=had_consistency_stage(run))
+                                                    seed=args.seed, consistency_available=had_consistency_stage(run),
+                                                    alpha=alpha, beta=beta)
         except ValueError as exc:
             say(f"error: {run / 'predictions.jsonl'}: {exc}")
             return 2
@@ -232,6 +270,19 @@ def _report(args: argparse.Namespace) -> int:
         table = render_leaderboard(authors)
         table.title = "Authors' convention (unparseable = 0, errors dropped): for comparison only"
         console.print(table)
+    table8 = None
+    if args.table8 is not None:
+        from surveyalign.scoring.sensitivity import write_table8
+
+        try:
+            table8, text = write_table8(summaries, betas, args.table8 or None)
+        except ValueError as exc:
+            say(f"error: --table8: {exc}")
+            return 2
+        console.print("HAS under other RQS weights (SurveyReview Table 8, App. I.3)", markup=False)
+        console.print(text, markup=False, soft_wrap=True)
+        if args.table8:
+            print(f"wrote {Path(args.table8) / 'table8.md'} and {Path(args.table8) / 'table8.json'}")
     comparison, ceiling_comparison = None, None
     if args.compare:
         (name_a, name_b) = list(summaries)
@@ -266,10 +317,29 @@ def _report(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     if args.json:
         payload = {"summaries": summaries, "comparison": comparison, "ceiling": ceiling,
-                   "ceiling_comparison": ceiling_comparison}
+                   "ceiling_comparison": ceiling_comparison, "table8": table8}
         Path(args.json).write_text(json.dumps(payload, indent=2, allow_nan=False), encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
+
+
+def _read_json(path: Path) -> dict | None:
+    """A run folder's JSON record, ``None`` when absent or unreadable (the caller then falls back)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _reweigh(summary: dict, alpha: tuple[float, float], beta: tuple[float, float]) -> dict:
+    """A metrics.json summary with Align / HAS recomputed under other weights (its averages and RQS kept)."""
+    from surveyalign.scoring.metrics import human_aligned_score
+
+    has = human_aligned_score(summary.get("avg_mse"), summary.get("avg_mae"), summary.get("rqs"), alpha=alpha,
+                              beta=beta, delta_s=(summary.get("weights") or {}).get("delta_s", 4.0))
+    return {**summary, **{k: has[k] for k in ("a_mse", "a_mae", "align", "has", "has_note")}, "weights": has["weights"],
+            "ci": None}
 
 
 def _run_cost(run: Path | None) -> dict | None:

@@ -1,7 +1,7 @@
 """``surveyalign report RUN... --html OUT.html``: one self-contained page of the evaluation results.
 
 The page holds the leaderboard (per-dimension MSE/MAE, AVG MSE/MAE, RQS, Align, HAS with paper-level bootstrap
-95% intervals, and the training-label baselines), per-dimension confusion matrices against the human scores,
+95% intervals, Acc (exact score matches), the HAS weights used, and the training-label baselines), per-dimension confusion matrices against the human scores,
 score distributions (judge vs human), the per-source table (SurveyReview Table 7 shape), failure counts, the
 paired comparison when asked for, the human ceiling, a unit browser (every unit with the judge's score and
 rationale beside the human score and rationale snippets, filtered in the page) and each run's provenance. Figures are matplotlib PNGs embedded as base64
@@ -32,6 +32,7 @@ from surveyalign.data import row_dimension
 from surveyalign.documents.reading import reading_summary_text, reading_text
 from surveyalign.paths import resource_path
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
+from surveyalign.scoring.weights import weights_note
 
 __all__ = ["render_html_report", "unit_rows", "write_html_report"]
 
@@ -141,7 +142,8 @@ def _baseline_rows(summaries: Mapping[str, Mapping[str, Any]], dims: list[str]) 
                      for d in dims},
             "avg_mse": {"value": _f(b.get("avg_mse")), "ci": None}, "avg_mae": {"value": _f(b.get("avg_mae")), "ci": None},
             "rqs": {"value": _DASH, "ci": None}, "align": {"value": _f(b.get("align")), "ci": None},
-            "has": {"value": _DASH, "ci": None}, "scored": _DASH, "read": _DASH,
+            "has": {"value": _DASH, "ci": None}, "accuracy": {"value": _DASH, "ci": None}, "scored": _DASH,
+            "read": _DASH,
         })
     return rows
 
@@ -275,7 +277,7 @@ def render_html_report(
     leaderboard = []
     for name, s in summaries.items():
         per = s.get("per_dimension") or {}
-        averaged = {key: _cell(s, key) for key in ("avg_mse", "avg_mae", "rqs", "align", "has")}
+        averaged = {key: _cell(s, key) for key in ("avg_mse", "avg_mae", "rqs", "align", "has", "accuracy")}
         if marks[name]:  # averages over fewer dimensions than the board: marked, and named in a note
             averaged = {k: {**v, "value": f"{v['value']} {marks[name]}"} if s.get(k) is not None else v
                         for k, v in averaged.items()}
@@ -295,12 +297,13 @@ def render_html_report(
                      for d in dims},
             **{key: _cell(ceiling, key) for key in ("avg_mse", "avg_mae", "align")},
             "rqs": {"value": _DASH, "ci": None}, "has": {"value": _DASH, "ci": None},
+            "accuracy": {"value": _DASH, "ci": None},
             "scored": f"{ceiling['n']} units, {ceiling['n_papers']} papers", "read": _DASH,
         })
     leaderboard += _baseline_rows(summaries, dims)
     notes = sorted({s.get("has_note") for s in summaries.values()} - {None})
     notes += sorted({(s.get("ci") or {}).get(k) for s in summaries.values() for k in ("note", "insufficient")} - {None})
-    notes += scope_notes
+    notes += scope_notes + weights_note(summaries)
     judges = []
     for k, name in enumerate(summaries):
         recs = records.get(name)

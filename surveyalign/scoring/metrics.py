@@ -29,6 +29,7 @@ from surveyalign.constants import (
     VALID_SCORES,
 )
 from surveyalign.data import row_dimension
+from surveyalign.scoring.weights import check_has_weights
 
 __all__ = [
     "agreement_statistics",
@@ -224,15 +225,15 @@ def macro_mae(predictions: Sequence[float], references: Sequence[float]) -> tupl
 
 
 def agreement_statistics(predictions: Sequence[float], references: Sequence[float]) -> dict[str, Any]:
-    """MSE, MAE, macro MAE, quadratic weighted kappa and Krippendorff's alpha on scored pairs.
+    """MSE, MAE, accuracy, macro MAE, quadratic weighted kappa and Krippendorff's alpha on scored pairs.
 
     Args:
         predictions: judge scores (no ``None``), length n.
         references: human scores, length n.
 
     Returns:
-        ``{"mse", "mae", "macro_mae", "qwk", "krippendorff_alpha", "notes"}``; a value is ``None``
-        when undefined and ``notes[name]`` then says why.
+        ``{"mse", "mae", "accuracy", "macro_mae", "qwk", "krippendorff_alpha", "notes"}``; ``accuracy`` is the
+        share of exact score matches in [0, 1]. A value is ``None`` when undefined and ``notes[name]`` says why.
 
     Raises:
         ValueError: unequal lengths, or a value that is not a finite number of {-2, -1, 1, 2}.
@@ -242,11 +243,11 @@ def agreement_statistics(predictions: Sequence[float], references: Sequence[floa
     n = len(predictions)
     if n:
         diffs = np.asarray(predictions) - np.asarray(references)  # floats from check_scores
-        mse, mae = float(np.mean(diffs**2)), float(np.mean(np.abs(diffs)))
+        mse, mae, accuracy = float(np.mean(diffs**2)), float(np.mean(np.abs(diffs))), float(np.mean(diffs == 0))
     else:
-        mse = mae = None
-        notes["mse"] = notes["mae"] = "no scored units"
-    out: dict[str, Any] = {"mse": mse, "mae": mae}
+        mse = mae = accuracy = None
+        notes["mse"] = notes["mae"] = notes["accuracy"] = "no scored units"
+    out: dict[str, Any] = {"mse": mse, "mae": mae, "accuracy": accuracy}
     for name, fn in (("macro_mae", macro_mae), ("qwk", quadratic_weighted_kappa),
                      ("krippendorff_alpha", krippendorff_alpha_interval)):
         value, reason = fn(list(predictions), list(references))
@@ -285,7 +286,7 @@ def alignment_errors(
 
     Returns:
         ``{"convention", "per_dimension": {dim: {...}}, "avg_mse", "avg_mae", "avg_dimensions"}``.
-        Strict per-dimension entries: ``n``, ``n_scored``, ``n_failed``, ``mse``, ``mae``,
+        Strict per-dimension entries: ``n``, ``n_scored``, ``n_failed``, ``mse``, ``mae``, ``accuracy``,
         ``macro_mae``, ``qwk``, ``krippendorff_alpha``, ``notes``. Authors entries: ``n``, ``n_used``,
         ``n_zeroed``, ``n_dropped``, ``mse``, ``mae``. ``avg_*`` average the dimensions whose error is
         defined (listed in ``avg_dimensions``); ``None`` when none is. MSE is in [0, 16], MAE in [0, 4].
@@ -407,13 +408,12 @@ def human_aligned_score(
         <= 1 (1 = perfect agreement), ``None`` where an input is missing.
 
     Raises:
-        ValueError: if ``delta_s`` <= 0, a weight pair does not have two entries, or an input is not finite or
-            outside its range (``avg_mse`` in [0, delta_s**2], ``avg_mae`` in [0, delta_s], ``rqs`` in [0, 1]).
+        ValueError: if ``delta_s`` <= 0, a weight pair is refused (two non-negative weights summing to 1:
+            :func:`~surveyalign.scoring.weights.check_has_weights`), or an input is not finite or outside its range (``avg_mse`` in [0, delta_s**2], ``avg_mae`` in [0, delta_s], ``rqs`` in [0, 1]).
     """
     if not delta_s > 0:
         raise ValueError(f"delta_s must be > 0, got {delta_s}")
-    if len(alpha) != 2 or len(beta) != 2:
-        raise ValueError(f"alpha and beta need two weights each, got {alpha!r} and {beta!r}")
+    alpha, beta = check_has_weights(alpha, beta)
     for name, value, top in (("avg_mse", avg_mse, delta_s**2), ("avg_mae", avg_mae, delta_s), ("rqs", rqs, 1.0)):
         if value is None:
             continue

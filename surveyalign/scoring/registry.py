@@ -1,4 +1,5 @@
-"""Make the bare names ``evaluate.load("has")``, ``"rqs"``, ``"survey_alignment"`` resolve offline.
+"""Make the bare names ``evaluate.load("has")`` (and ``"ssr"``, its other name), ``"rqs"``, ``"survey_alignment"``
+resolve offline.
 
 How ``evaluate`` 0.4.x resolves a bare name (``evaluate/loading.py``, ``evaluation_module_factory``):
 a folder ``./<name>/<name>.py`` in the working directory first; otherwise the Hub
@@ -21,7 +22,7 @@ from surveyalign.paths import resource_path
 __all__ = ["METRIC_NAMES", "default_metrics_dir", "register_metrics"]
 
 #: The evaluate modules shipped in the repository's ``metrics/`` folder.
-METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has", "prism", "citation_f1")
+METRIC_NAMES: tuple[str, ...] = ("survey_alignment", "rqs", "has", "ssr", "prism", "citation_f1")
 
 
 def default_metrics_dir() -> Path:

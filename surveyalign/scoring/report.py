@@ -20,6 +20,7 @@ from surveyalign.scoring.run_folder import (
     find_train_scores,
     read_predictions,
 )
+from surveyalign.scoring.weights import weights_note
 
 __all__ = [
     "PARTIAL_AVG_MARK",
@@ -43,7 +44,7 @@ __all__ = [
 PARTIAL_AVG_MARK = "†"
 
 #: Summary keys that average over the judge's dimensions (marked when the dimension sets differ).
-_AVERAGED = ("avg_mse", "avg_mae", "rqs", "align", "has", "skill_vs_majority")
+_AVERAGED = ("avg_mse", "avg_mae", "rqs", "align", "has", "accuracy", "skill_vs_majority")
 
 
 def average_scopes(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str], list[str]]:
@@ -118,20 +119,21 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
 
     Returns:
         A ``rich.table.Table`` with columns Judge, "MSE/MAE" of each dimension (only when more than one
-        dimension is present; with one, AVG is that dimension), AVG MSE, AVG MAE, RQS, Align, HAS,
+        dimension is present; with one, AVG is that dimension), AVG MSE, AVG MAE, RQS, Align, HAS, Acc (exact score
+        matches over scored units, the mean of the dimensions' shares; "–" for a summary written before it),
         Skill (1 - AVGMSE / AVGMSE of the majority-class judge on the same units), scored (scored/n),
         failed (counts by status) and, when a summary has a ``reading`` block, "survey read" (units whose survey
         was cut / units sent, median and least fraction read: issue 21 D). Missing values show as "–"; a column that is missing for every
         judge (RQS/HAS without consistency scores, Skill without training labels) is left out and the
         caption says why. Judge names fold instead of being cut; a single-dimension board fits 80
-        columns. The human ceiling ("another reviewer (n=units)", :mod:`surveyalign.scoring.ceiling`) is the last
+        columns; the caption also names the HAS weights of the rows (``weights``). The human ceiling ("another reviewer (n=units)", :mod:`surveyalign.scoring.ceiling`) is the last
         row: ``ceiling`` when given, else every distinct ``ceiling`` embedded in the summaries.
     """
     summaries = {**summaries, **_ceiling_rows(summaries, ceiling)}
     dims = _dims(summaries)
     scope = f" ({dims[0]})" if len(dims) == 1 else ""
     table = Table(title=f"SurveyReview leaderboard{scope}: strict convention, failures counted, never scored",
-                  box=None, pad_edge=False, header_style="bold underline")
+                  box=None, pad_edge=False, collapse_padding=True, header_style="bold underline")
     width = max([len(str(j)) for j in summaries] + [5])
     table.add_column("Judge", style="bold", overflow="fold", min_width=min(width, 23))
     per_dim = dims if len(dims) > 1 else []
@@ -140,10 +142,11 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
     avg = "AVG " if per_dim else ""  # with one dimension the averages are that dimension's errors
     values = {
         f"{avg}MSE": "avg_mse", f"{avg}MAE": "avg_mae", "RQS": "rqs", "Align": "align", "HAS": "has",
-        "Skill": "skill_vs_majority",
+        "Acc": "accuracy", "Skill": "skill_vs_majority",
     }
-    shown = {h: k for h, k in values.items()
-             if k in ("avg_mse", "avg_mae", "align") or any(s.get(k) is not None for s in summaries.values())}
+    shown = {h: k for h, k in values.items()  # Acc: every summary that computed it (those written before lack it)
+             if k in ("avg_mse", "avg_mae", "align") or any(s.get(k) is not None for s in summaries.values())
+             or (k == "accuracy" and any(k in s for s in summaries.values()))}
     for name in shown:
         table.add_column(name, justify="right")
     table.add_column("scored", justify="right")
@@ -173,6 +176,9 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
         else:
             notes.append("Skill left out: no training labels")
     notes += scope_notes
+    notes += weights_note(summaries)
+    if "Acc" in shown:
+        notes.append("Acc: share of scored units whose score equals the human score (mean over dimensions)")
     if notes:
         table.caption = "; ".join(notes)
     return table

@@ -37,8 +37,9 @@ from surveyalign.scoring.metrics import (
     reason_quality,
 )
 from surveyalign.scoring.records import validate_records
+from surveyalign.scoring.weights import check_has_weights
 
-__all__ = ["METRICS_VERSION", "reading_summary", "summarize_predictions"]
+__all__ = ["METRICS_VERSION", "reading_summary", "summarize_predictions", "unit_has"]
 
 #: Version of the metrics.json layout written by :func:`summarize_predictions`.
 METRICS_VERSION = 1
@@ -73,7 +74,7 @@ def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int
             entry[key] = sum(r["status"] == status for r in sub)
         entry["n_failed"] = e["n_failed"]
         entry["n_scored_without_rationale"] = sum(_bare_score(r) for r in sub)
-        for k in ("mse", "mae", "macro_mae", "qwk", "krippendorff_alpha"):
+        for k in ("mse", "mae", "accuracy", "macro_mae", "qwk", "krippendorff_alpha"):
             entry[k] = e[k]
         notes = dict(e["notes"])
         scored_refs = [r["reference"] for r in sub if r["prediction"] is not None]
@@ -102,6 +103,7 @@ def _core(records: list[dict], *, use_consistency: bool, majority: dict[str, int
     out: dict[str, Any] = {
         "per_dimension": per_dim,
         "avg_mse": err["avg_mse"], "avg_mae": err["avg_mae"], "avg_dimensions": err["avg_dimensions"],
+        "accuracy": mean_or_none([per_dim[d]["accuracy"] for d in err["avg_dimensions"]]),
         "rqs": rqs, "rqs_dimensions": [] if rq is None else rq["rqs_dimensions"],
         "a_mse": has["a_mse"], "a_mae": has["a_mae"], "align": has["align"], "has": has["has"],
         "has_note": has["has_note"],
@@ -157,16 +159,18 @@ def summarize_predictions(
             and ``has_note`` says why; ``align`` is always given.
         bootstrap: resamples of the paper-level bootstrap (0 = no intervals).
         seed: seed of the bootstrap.
-        alpha, beta, delta_s: HAS weights (SurveyReview Eq. 6-8; defaults of the paper).
+        alpha, beta, delta_s: HAS weights (SurveyReview Eq. 6-8; defaults of the paper; each pair non-negative and
+            summing to 1), written to ``weights``.
 
     Returns:
         A JSON-serialisable dict (no NaN): ``metrics_version``, ``convention`` ("strict"),
         ``status_counts`` ({status: count, "total"}), ``n``, ``n_scored``, ``n_failed``,
         ``n_scored_without_rationale`` (scored units whose ``rationale`` is blank: the score counts, the
         answer gave no reason), ``per_dimension`` ({dim: {n, n_scored, n_parse_failed, n_error,
-        n_prompt_too_long, n_missing_text, n_missing, n_failed, n_scored_without_rationale, mse, mae, macro_mae, qwk,
-        krippendorff_alpha, skill_vs_majority, rq, n_rq, notes}}), ``avg_mse``,
-        ``avg_mae``, ``avg_dimensions``, ``rqs``, ``a_mse``, ``a_mae``, ``align``, ``has``,
+        n_prompt_too_long, n_missing_text, n_missing, n_failed, n_scored_without_rationale, mse, mae, accuracy, macro_mae,
+        qwk, krippendorff_alpha, skill_vs_majority, rq, n_rq, notes}}), ``avg_mse``,
+        ``avg_mae``, ``avg_dimensions``, ``accuracy`` (share of scored units whose score equals the human score,
+        per dimension, then the unweighted mean over ``avg_dimensions``), ``rqs``, ``a_mse``, ``a_mae``, ``align``, ``has``,
         ``has_note``, ``skill_vs_majority``, ``baselines`` (see
         :func:`~surveyalign.scoring.baselines.baseline_metrics`) or None with ``baselines_note``,
         ``ci`` (see :func:`~surveyalign.scoring.bootstrap.bootstrap_intervals`) or None,
@@ -181,7 +185,8 @@ def summarize_predictions(
         ValueError: on an invalid record (see :func:`validate_records`).
     """
     recs = validate_records(records)
-    weights = {"alpha": tuple(alpha), "beta": tuple(beta), "delta_s": float(delta_s)}
+    alpha, beta = check_has_weights(alpha, beta)
+    weights = {"alpha": alpha, "beta": beta, "delta_s": float(delta_s)}
     has_scores = any(r["consistency"] is not None for r in recs)
     use_consistency = has_scores if consistency_available is None else bool(consistency_available)
     train = None
@@ -230,6 +235,46 @@ def summarize_predictions(
     ceiling = human_ceiling(reviews, n_resamples=int(bootstrap), seed=seed, delta_s=delta_s)
     out["ceiling"] = None if ceiling["status"] == "no data" else ceiling
     return _clean(out)
+
+
+def unit_has(predictions: Sequence[Any], references: Sequence[Any], dimensions: Sequence[str],
+             consistency: Sequence[Any] | None = None, *, alpha: Sequence[float] = (0.4, 0.6),
+             beta: Sequence[float] = (0.75, 0.25), delta_s: float = 4.0) -> dict[str, Any]:
+    """HAS of per-unit columns: the result of the ``has`` (alias ``ssr``) evaluate modules (SurveyReview Eq. 2-8).
+
+    Args:
+        predictions: judge score per unit ({-2, -1, 1, 2}, ``None`` = failed), length n.
+        references: human score per unit, length n.
+        dimensions: dimension per unit, length n.
+        consistency: rationale-consistency rating per unit in [0, 1] (``None`` where missing), or ``None`` for no
+            RQS stage (then ``has`` is ``None`` and ``has_note`` says why).
+        alpha, beta: HAS weights (each pair >= 0, summing to 1); delta_s: the largest score gap (4).
+
+    Returns:
+        ``{"has", "has_note", "align", "a_mse", "a_mae", "rqs", "avg_mse", "avg_mae", "avg_dimensions", "accuracy",
+        "n", "n_scored", "n_failed", "per_dimension" (survey_alignment entries plus ``rq``), "weights"}``.
+
+    Raises:
+        ValueError: bad scores, ratings or weights (see :func:`alignment_errors`, :func:`reason_quality`,
+            :func:`human_aligned_score`).
+    """
+    err = alignment_errors(predictions, references, dimensions)
+    have_rq = consistency is not None and any(c is not None for c in consistency)
+    rq = reason_quality(consistency, dimensions) if have_rq else None
+    score = human_aligned_score(err["avg_mse"], err["avg_mae"], None if rq is None else rq["rqs"],
+                                alpha=tuple(alpha), beta=tuple(beta), delta_s=delta_s)
+    per_dim = err["per_dimension"]
+    for dim, entry in per_dim.items():
+        entry["rq"] = None if rq is None else rq["per_dimension"][dim]["rq"]
+    n_scored = sum(e["n_scored"] for e in per_dim.values())
+    return {
+        "has": score["has"], "has_note": score["has_note"], "align": score["align"],
+        "a_mse": score["a_mse"], "a_mae": score["a_mae"], "rqs": score["rqs"],
+        "avg_mse": err["avg_mse"], "avg_mae": err["avg_mae"], "avg_dimensions": err["avg_dimensions"],
+        "accuracy": mean_or_none([per_dim[d]["accuracy"] for d in err["avg_dimensions"]]),
+        "n": len(predictions), "n_scored": n_scored, "n_failed": len(predictions) - n_scored,
+        "per_dimension": per_dim, "weights": score["weights"],
+    }
 
 
 def reading_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
