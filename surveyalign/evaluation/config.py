@@ -67,6 +67,15 @@ class EvalConfig(ModelRole):
     aggregation: Literal["majority"] = Field(
         "majority", description="K>1: majority vote, tie -> highest mean log-probability (App. E)"
     )
+    synthesis: bool = Field(
+        True, description="K>1: merge the winning samples' rationales into one consistent with the voted score, by "
+        "one more call of the judge (App. E); false (CLI --no-synthesis): keep the winning sample with the highest "
+        "mean log-probability"
+    )
+    batch: bool | None = Field(
+        None, description="send every stage (judge, synthesis, RQS) through the provider batch API where its backend "
+        "has one (CLI --batch); unset: the judge's backend.options.batch decides and the RQS stage follows it"
+    )
     knowledge_dimensions: list[DimensionName] = Field(
         default_factory=lambda: ["comprehensiveness", "criticalness"],
         description="dimensions whose prompt includes the dataset's `knowledge` column when non-empty (§5.2)",

@@ -27,6 +27,7 @@ from surveyalign.calls import Call, CallCache, CallPlan
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.spend import model_of_call, spent_usd
 from surveyalign.evaluation.config import EvalConfig
+from surveyalign.evaluation.consolidation import merge_calls, plan_merge_calls
 from surveyalign.evaluation.lengths import prepare_units
 from surveyalign.evaluation.plan import execute, judge_calls
 from surveyalign.evaluation.predictions import assemble_predictions
@@ -76,12 +77,15 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         calls = [c for u in chunk for c in judge.calls_for(u.prompt, config.samples_per_unit, unit_id=u.unit_id)]
         todo, n_cached = cache.missing(calls, retry_errors=config.retry_errors, check=judge.unusable)
+        merges, unwritten = plan_merge_calls(config, chunk, judge, cache, {c.unit_id for c in todo})
+        merge_todo = [c for c in merges if (c.key in unwritten or cache.get(c.key) is None) and c.key not in planned]
         todo = [c for c in todo if c.key not in planned]
-        planned.update(c.key for c in todo)
-        cached += n_cached
-        spent += spent_usd(cache, calls, prices, model_of_call)
-        plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call)[0])
-        calls = todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
+        planned.update(c.key for c in [*todo, *merge_todo])
+        cached += n_cached + len(merges) - len(merge_todo)
+        spent += spent_usd(cache, [*calls, *merges], prices, model_of_call)
+        plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call, merge_todo=merge_todo,
+                                    merge_unwritten=unwritten)[0])
+        calls = todo = merges = merge_todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
     return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0]}
 
 
@@ -141,7 +145,8 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
     Returns:
         ``{"prompt_length", "predictions", "calls"}`` (the judge calls without their messages: keys, backends) and
         ``"cached"``, ``"made"``, ``"errors"``, ``"seconds"``, ``"calls_per_s"``, ``"keys"`` (distinct call keys)
-        as the whole-split path counts them.
+        as the whole-split path counts them, and ``"synthesis"`` (``cached``, ``made``, ``errors``, ``seconds`` of
+        the merge calls, App. E; ``None`` with K = 1 or synthesis off). The ``calls`` list the merge calls too.
     """
     lengths: list[dict[str, Any]] = []
     predictions: list[dict[str, Any]] = []
@@ -149,11 +154,20 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
     keys: set[str] = set()
     cached = made = errors = 0
     seconds, timed = 0.0, True
+    merged = {"cached": 0, "made": 0, "errors": 0, "seconds": 0.0}
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         todo, n_cached = judge_calls(config, chunk, judge, cache)
         n_errors, n_seconds, rate = execute(todo, config, cache, "judge")
         cached, made, errors, seconds = cached + n_cached, made + len(todo), errors + n_errors, seconds + n_seconds
         timed = timed and (rate is not None or not todo)
+        merges, merge_todo, n_merged = merge_calls(config, chunk, judge, cache)  # App. E: one rationale per unit
+        if merges:
+            n_errors, n_seconds, _ = execute(merge_todo, config, cache, "synthesis")
+            merged["cached"] += n_merged
+            merged["made"] += len(merge_todo)
+            merged["errors"] += n_errors
+            merged["seconds"] += n_seconds
+            light += [dataclasses.replace(call, messages=[]) for call in merges]
         predictions += assemble_predictions(config, chunk, judge, cache)
         for unit in chunk:
             for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id):
@@ -162,7 +176,9 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
         todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
     rate = round(made / seconds, 2) if made and seconds > 0 and timed else None
     return {"prompt_length": lengths[0], "predictions": predictions, "calls": light, "cached": cached, "made": made,
-            "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys)}
+            "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys),
+            "synthesis": {**merged, "seconds": round(merged["seconds"], 3)} if config.samples_per_unit > 1
+            and config.synthesis else None}
 
 
 def _give_back() -> None:
