@@ -24,7 +24,12 @@ from surveyalign.constants import SCORED
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
 from surveyalign.judge import Judge, Judgement
-from surveyalign.judge.synthesis import SYNTHESIS_OFF, SYNTHESIS_VERSION, merge_check, synthesis_call
+from surveyalign.judge.synthesis import (
+    SYNTHESIS_OFF,
+    SYNTHESIS_VERSION,
+    merge_check,
+    synthesis_call,
+)
 
 __all__ = ["BEST_SAMPLE_RULE", "merge_calls", "plan_merge_calls", "synthesis_counts", "synthesis_settings"]
 
