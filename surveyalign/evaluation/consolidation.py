@@ -31,7 +31,8 @@ from surveyalign.judge.synthesis import (
     synthesis_call,
 )
 
-__all__ = ["BEST_SAMPLE_RULE", "merge_calls", "plan_merge_calls", "synthesis_counts", "synthesis_settings"]
+__all__ = ["BEST_SAMPLE_RULE", "merge_calls", "merge_lines", "plan_merge_calls", "synthesis_counts",
+           "synthesis_settings"]
 
 #: How the kept sample is chosen when no merged rationale is used (recorded in ``run_config.json``).
 BEST_SAMPLE_RULE = "the winning-score sample with the highest mean log-probability (the vote's tie-break order)"
@@ -106,6 +107,17 @@ def plan_merge_calls(config: EvalConfig, units: Sequence[Unit], judge: Judge, ca
         if call is not None:
             calls.append(call)
     return calls, unwritten
+
+
+def merge_lines(merges: Sequence[Call] | int) -> list[str]:
+    """The ``--plan`` line of the synthesis stage: the bound of the merge calls still to make (a list of them or
+    their number), planned apart from the judge's calls because each is made only for a voted unit with two or
+    more distinct winning rationales; no line when there are none."""
+    n = merges if isinstance(merges, int) else len(merges)
+    if not n:
+        return []
+    return [(f"  synthesis (App. E): up to {n} merge call(s) of the judge, one per voted unit with two or more "
+            "distinct winning rationales (not in the figures above)")]
 
 
 def synthesis_counts(predictions: Sequence[dict[str, Any]]) -> dict[str, int]:

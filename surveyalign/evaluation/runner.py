@@ -49,6 +49,7 @@ from surveyalign.evaluation.adapters import check_training_records
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.consolidation import (
     merge_calls,
+    merge_lines,
     plan_merge_calls,
     synthesis_counts,
     synthesis_settings,
@@ -57,7 +58,12 @@ from surveyalign.evaluation.identity import check_drift as rejudge
 from surveyalign.evaluation.identity import judge_identity
 from surveyalign.evaluation.judges import build_backends, build_judge, close_backend
 from surveyalign.evaluation.lengths import prepare_units
-from surveyalign.evaluation.plan import execute, judge_calls
+from surveyalign.evaluation.plan import (
+    context_lines,
+    execute,
+    judge_calls,
+    offline_contexts,
+)
 from surveyalign.evaluation.predictions import assemble_predictions
 from surveyalign.evaluation.provenance import redact_argv, scrub
 from surveyalign.evaluation.provenance import run_config as provenance
@@ -191,6 +197,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     try:
         judge, groups, judge_of_dim, sources = build_judge(config, backend)
         built += [b for b in groups.values() if b is not backend]
+        contexts = offline_contexts(config, judge, sources) if plan_only else None  # --plan asks no server
         if done is not None:
             if finished.confirm(done, groups, judge_of_dim):
                 got = finished.read_back(run_dir, done)
@@ -209,9 +216,9 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             if rqs_judge is not rqs_backend:
                 built.append(rqs_judge)
         # before the first call: every recorded setting applies, and each API server answers (no minutes of retries)
-        preflight(list(groups.values()), config.generation)
+        preflight(list(groups.values()), config.generation, ready=not plan_only)
         if rqs_judge is not None:
-            preflight([rqs_judge], rqs_cfg.generation)
+            preflight([rqs_judge], rqs_cfg.generation, ready=not plan_only)
         run_config = provenance(config, run_dir, data_info, template_hashes(config), groups, judge_of_dim, rqs_judge,
                                 argv, started)
         run_config["training_records"] = training_records
@@ -236,10 +243,12 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 out = stream.plan_in_chunks(config, units, judge, sources, cache, prices, console)
                 run_config["prompt_length"] = out["prompt_length"]
                 write_json(run_dir / "run_config.json", run_config)
-                for line in out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]):
+                for line in [*out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]),
+                             *merge_lines(out["merges"]), *context_lines(contexts)]:
                     console.print(line, markup=False)
                 _print_attempts(console, cache.attempts())  # chunked: the calls are never held at once
-                return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": out["plan"].to_dict()})
+                return RunResult(run_dir=run_dir, metrics={}, counts={},
+                                 calls={"plan": out["plan"].to_dict(), "context": contexts})
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
                 prompt_length = run_config["prompt_length"] = out["prompt_length"]
@@ -261,19 +270,19 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 merge_all, merge_unwritten = plan_merge_calls(config, units, judge, cache, {c.unit_id for c in todo})
                 merge_plan = [c for c in merge_all if c.key in merge_unwritten or cache.get(c.key) is None]
                 plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
-                                          rqs_unwritten=unwritten, merge_todo=merge_plan,
-                                          merge_unwritten=merge_unwritten)
+                                          rqs_unwritten=unwritten)
                 if plan_only:
                     planned = [*all_calls, *merge_all, *rqs_all]
                     for line in plan.lines(spent_usd=spent_usd(cache, planned, prices, model_of_call),
-                                           cached_calls=cached + len(merge_all) - len(merge_plan) + len(rqs_all)
-                                           - len(rqs_todo)):
+                                           cached_calls=cached + len(rqs_all) - len(rqs_todo)) + \
+                            merge_lines(merge_plan) + context_lines(contexts):
                         console.print(line, markup=False)
                     _print_attempts(console, cache.attempts(c.key for c in planned))
                     if unwritten:
                         console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
                                       "every unit is scored, each rationale as long as a judge answer)", markup=False)
-                    return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": plan.to_dict()})
+                    return RunResult(run_dir=run_dir, metrics={}, counts={},
+                                     calls={"plan": plan.to_dict(), "context": contexts})
                 cap = make_cap(config, [*all_calls, *merge_all, *rqs_all], cache, prices, model_of_call, estimate)
                 cost_of = answer_cost(prices)
                 calls.update(cached=cached, made=len(todo))

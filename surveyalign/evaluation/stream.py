@@ -67,26 +67,25 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
 
     Returns:
         ``{"plan": CallPlan, "cached": calls answered from the cache, "spent_usd": USD of those answers,
-        "prompt_length": the prompt-length summary}``: the numbers the whole-split path prints (a call key met
+        "prompt_length": the prompt-length summary, "merges": the bound of the merge calls still to make (App. E)}``: the numbers the whole-split path prints (a call key met
         in an earlier chunk is planned once, as :meth:`CallCache.missing` makes it once).
     """
     lengths: list[dict[str, Any]] = []
     plan = CallPlan()  # the plan of no call: merged with the first chunk's, it is that plan
     planned: set[str] = set()
-    cached, spent = 0, 0.0
+    cached, spent, n_merges = 0, 0.0, 0
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         calls = [c for u in chunk for c in judge.calls_for(u.prompt, config.samples_per_unit, unit_id=u.unit_id)]
         todo, n_cached = cache.missing(calls, retry_errors=config.retry_errors, check=judge.unusable)
         merges, unwritten = plan_merge_calls(config, chunk, judge, cache, {c.unit_id for c in todo})
-        merge_todo = [c for c in merges if (c.key in unwritten or cache.get(c.key) is None) and c.key not in planned]
+        n_merges += sum(c.key in unwritten or cache.get(c.key) is None for c in merges)  # the bound, apart
         todo = [c for c in todo if c.key not in planned]
-        planned.update(c.key for c in [*todo, *merge_todo])
-        cached += n_cached + len(merges) - len(merge_todo)
+        planned.update(c.key for c in todo)
+        cached += n_cached
         spent += spent_usd(cache, [*calls, *merges], prices, model_of_call)
-        plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call, merge_todo=merge_todo,
-                                    merge_unwritten=unwritten)[0])
-        calls = todo = merges = merge_todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
-    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0]}
+        plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call)[0])
+        calls = todo = merges = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
+    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0], "merges": n_merges}
 
 
 def _prepared_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources: dict[str, str | None],
@@ -146,7 +145,7 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
         ``{"prompt_length", "predictions", "calls"}`` (the judge calls without their messages: keys, backends) and
         ``"cached"``, ``"made"``, ``"errors"``, ``"seconds"``, ``"calls_per_s"``, ``"keys"`` (distinct call keys)
         as the whole-split path counts them, and ``"synthesis"`` (``cached``, ``made``, ``errors``, ``seconds`` of
-        the merge calls, App. E; ``None`` with K = 1 or synthesis off). The ``calls`` list the merge calls too.
+        the merge calls, App. E; ``None`` when no unit needed one). The ``calls`` list the merge calls too.
     """
     lengths: list[dict[str, Any]] = []
     predictions: list[dict[str, Any]] = []
@@ -155,6 +154,7 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
     cached = made = errors = 0
     seconds, timed = 0.0, True
     merged = {"cached": 0, "made": 0, "errors": 0, "seconds": 0.0}
+    any_merge = False
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         todo, n_cached = judge_calls(config, chunk, judge, cache)
         n_errors, n_seconds, rate = execute(todo, config, cache, "judge")
@@ -162,6 +162,7 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
         timed = timed and (rate is not None or not todo)
         merges, merge_todo, n_merged = merge_calls(config, chunk, judge, cache)  # App. E: one rationale per unit
         if merges:
+            any_merge = True
             n_errors, n_seconds, _ = execute(merge_todo, config, cache, "synthesis")
             merged["cached"] += n_merged
             merged["made"] += len(merge_todo)
@@ -177,8 +178,7 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
     rate = round(made / seconds, 2) if made and seconds > 0 and timed else None
     return {"prompt_length": lengths[0], "predictions": predictions, "calls": light, "cached": cached, "made": made,
             "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys),
-            "synthesis": {**merged, "seconds": round(merged["seconds"], 3)} if config.samples_per_unit > 1
-            and config.synthesis else None}
+            "synthesis": {**merged, "seconds": round(merged["seconds"], 3)} if any_merge else None}
 
 
 def _give_back() -> None:
