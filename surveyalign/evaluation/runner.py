@@ -225,6 +225,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
         run_config["allow_training_mismatch"] = config.allow_training_mismatch
         run_config["prompt_length"] = prompt_length
         run_config["synthesis"] = synthesis_settings(config)
+        run_config["batch"] = config.batch_stages()  # which stages go through a provider batch API
         write_json(run_dir / "run_config.json", run_config)
 
         with CallCache.load(calls_path, fsync=config.fsync) as cache:
