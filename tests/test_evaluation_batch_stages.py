@@ -15,7 +15,6 @@ from surveyalign.evaluation import EvalConfig
 from surveyalign.testing import FakeBatchServer
 
 
-
 def _reply(body: dict) -> str:
     content = body["messages"][-1]["content"]
     if "<consistency>" in content:  # the RQS prompt asks for the tag
