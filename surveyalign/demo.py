@@ -203,6 +203,10 @@ _PRED_HEAD = "\n\nMachine rationale (to be rated):\n"
 _PRED_END = "\n\nRate the agreement"
 
 
+#: How leaderboards name the offline word-overlap rater of the demo's RQS stage (``rqs_judge.name``).
+LEXICAL_RQS_NAME = "lexical stand-in"
+
+
 def lexical_rqs_reply(messages: list[dict[str, str]], settings: Any = None, index: int = 0) -> str:
     """A lexical stand-in for the RQS consistency judge, for the offline demo only.
 
@@ -324,7 +328,7 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
         if ev.lexical_rqs:
             from surveyalign.backends import load_backend
 
-            payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}}
+            payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}, "name": LEXICAL_RQS_NAME}
             rqs_backend = load_backend("scripted", replies=lexical_rqs_reply)
         result = run_evaluation(EvalConfig.model_validate(payload), rqs_backend=rqs_backend)
         summaries[judge] = result.metrics

@@ -61,6 +61,8 @@ class RQSConfig(ModelRole):
     generation_defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 256}
 
     enabled: bool = Field(True, description="run the RQS stage after the judge stage")
+    name: str | None = Field(None, description="how leaderboards name the RQS judge (metrics.json / run_config.json "
+                             "rqs_judge.name); default: the backend's model id")
 
 
 class EvalConfig(ModelRole):

@@ -72,6 +72,7 @@ from surveyalign.evaluation.rqs import (
     plan_rqs_calls,
     rqs_calls,
     rqs_counts,
+    rqs_judge_info,
     rqs_unusable,
 )
 from surveyalign.evaluation.rundir import (
@@ -226,6 +227,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
         run_config["prompt_length"] = prompt_length
         run_config["synthesis"] = synthesis_settings(config)
         run_config["batch"] = config.batch_stages()  # which stages go through a provider batch API
+        if rqs_judge is not None:  # named on leaderboards (surveyalign.scoring.rqs_judge)
+            run_config["rqs_judge"] = rqs_judge_info(rqs_cfg.name, rqs_judge)
         write_json(run_dir / "run_config.json", run_config)
 
         with CallCache.load(calls_path, fsync=config.fsync) as cache:
@@ -334,6 +337,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     if merged:
         metrics["harness"]["synthesis_counts"] = run_config["synthesis_counts"] = merged
     metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension (issue 21 B)
+    if run_config.get("rqs_judge"):
+        metrics["rqs_judge"] = run_config["rqs_judge"]
     write_json(run_dir / "metrics.json", metrics)
 
     run_config["finished"] = now()
