@@ -64,8 +64,8 @@ def test_marks_without_a_shared_judge_mark_every_row_and_rows_without_rqs_show_a
                  "z": {"rqs": None}}
     cells, notes = rqs_judge_marks(summaries)
     assert cells == {"x": "gpt-5.2 ‡", "y": "claude ‡", "z": "–"}
-    assert notes == ["‡ RQS judge differs from the other rows' (RQS judges: claude, gpt-5.2): RQS and HAS are not "
-                     "comparable across those rows"]
+    assert notes == [("‡ RQS judge differs from the other rows' (RQS judges: claude, gpt-5.2): RQS and HAS are not "
+                     "comparable across those rows")]
     table = render_leaderboard({"x": {**summaries["x"], "avg_mse": 1.0, "avg_mae": 1.0, "align": 0.8,
                                       "n": 2, "n_scored": 2}})
     assert [c.header for c in table.columns][:6] == ["Judge", "MSE", "MAE", "RQS", "Align", "RQS judge"]

@@ -54,8 +54,8 @@ def rqs_judge_marks(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[dict[st
         if name and name != shared:
             cells[row] = f"{name} {RQS_JUDGE_MARK}"
     judges = ", ".join(sorted(counts))
-    return cells, [f"{RQS_JUDGE_MARK} RQS judge differs from the other rows' (RQS judges: {judges}): RQS and HAS are "
-                   "not comparable across those rows"]
+    return cells, [(f"{RQS_JUDGE_MARK} RQS judge differs from the other rows' (RQS judges: {judges}): RQS and HAS are "
+                   "not comparable across those rows")]
 
 
 def rqs_judge_of_run(run_dir: str | Path) -> dict[str, Any] | None:
