@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from surveyalign.scoring.cells import _DASH
+
 __all__ = ["RQS_JUDGE_MARK", "rqs_judge_marks", "rqs_judge_name", "rqs_judge_of_run"]
 
 #: The footnote mark of a leaderboard row whose RQS judge differs from the other rows'.
@@ -45,7 +47,7 @@ def rqs_judge_marks(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[dict[st
     """
     names = {row: rqs_judge_name(s) for row, s in summaries.items()}
     counts = Counter(n for n in names.values() if n)
-    cells = {row: n or "–" for row, n in names.items()}
+    cells = {row: n or _DASH for row, n in names.items()}
     if len(counts) <= 1:
         return cells, []
     ranked = counts.most_common()
