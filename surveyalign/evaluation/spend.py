@@ -42,16 +42,14 @@ def load_run_prices(config: EvalConfig) -> PriceTable:
 
 def plan_run(config: EvalConfig, todo: Sequence[Call], judge: Any, cache: CallCache, prices: PriceTable,
              model_of: Callable[[Any], str | None], *, rqs_todo: Sequence[Call] = (),
-             rqs_unwritten: set[str] | frozenset[str] = frozenset(), merge_todo: Sequence[Call] = (),
-             merge_unwritten: set[str] | frozenset[str] = frozenset()) -> tuple[CallPlan, Callable[[Call], float]]:
+             rqs_unwritten: set[str] | frozenset[str] = frozenset()) -> tuple[CallPlan, Callable[[Call], float]]:
     """The estimate of the calls still to make (``--plan``), and the per-call cost estimate (for ``--max-cost``):
     :func:`surveyalign.calls.spend.plan_calls` over the judge calls (the judge's tokenizer per dimension) and the
     RQS stage's (:func:`surveyalign.evaluation.rqs.plan_rqs_calls`; the RQS backend's tokenizer, else 4
     characters per token), with the run's ``concurrency``.
 
     A rating call of a rationale not written yet (``rqs_unwritten``) adds the tokens a judge answer is expected
-    to take (the mean of the judge answers so far, else the judge's ``max_new_tokens``) to its prompt; a merge call
-    of rationales not written yet (``merge_unwritten``, App. E) adds K of them.
+    to take (the mean of the judge answers so far, else the judge's ``max_new_tokens``) to its prompt.
 
     Args:
         config: the run configuration (``concurrency``, ``generation.max_new_tokens``).
@@ -61,9 +59,6 @@ def plan_run(config: EvalConfig, todo: Sequence[Call], judge: Any, cache: CallCa
         prices: the price table; model_of: the model answering a call.
         rqs_todo: the RQS stage's calls still to make; rqs_unwritten: the keys of those quoting a rationale
             that is not written yet.
-        merge_todo: the synthesis stage's merge calls still to make
-            (:func:`surveyalign.evaluation.consolidation.plan_merge_calls`); merge_unwritten: the keys of those
-            merging rationales not written yet.
 
     Returns:
         ``(plan, estimate)``: :class:`~surveyalign.calls.budget.CallPlan` and ``call -> estimated USD`` (0 for
@@ -71,15 +66,13 @@ def plan_run(config: EvalConfig, todo: Sequence[Call], judge: Any, cache: CallCa
     """
     from surveyalign.calls.spend import answer_history
 
-    calls = [*todo, *merge_todo, *rqs_todo]
+    calls = [*todo, *rqs_todo]
     counter = PromptCounter(lambda call: judge.tokenizer_for(call.namespace) if call.stage == "judge" else None,
                             calls)
     means = answer_history(cache)[0]
     rationale = round(min(means.get("judge", config.generation.max_new_tokens), config.generation.max_new_tokens))
 
     def extra(call: Call) -> int:
-        if call.key in merge_unwritten:
-            return config.samples_per_unit * rationale
         return rationale if call.key in rqs_unwritten else 0
 
     return plan_calls(calls, counter, cache, prices, concurrency=config.concurrency, model_of=model_of,
