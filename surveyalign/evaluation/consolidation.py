@@ -80,7 +80,7 @@ def plan_merge_calls(config: EvalConfig, units: Sequence[Unit], judge: Judge, ca
     A unit already judged gets its real merge call (none when it was not scored or has one distinct winning
     rationale). A unit whose judge calls are still to make (``pending``) is counted as if its K samples all voted
     for one score with K distinct rationales (the upper bound): its call carries K stand-in rationales, and its key
-    is returned so the caller adds K judge answers' tokens to its prompt.
+    is returned (``--plan`` prints the bound apart from the judge's figures: :func:`merge_lines`).
 
     Args:
         config: the run configuration; units: the units with their prompts; judge: the run's judge.
