@@ -293,9 +293,9 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
         if ev.lexical_rqs:
             from surveyalign.backends import load_backend
 
-            payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}}
-            from surveyalign.testing import lexical_rqs_reply
+            from surveyalign.testing import LEXICAL_RQS_NAME, lexical_rqs_reply
 
+            payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}, "name": LEXICAL_RQS_NAME}
             rqs_backend = load_backend("scripted", replies=lexical_rqs_reply)
         result = run_evaluation(EvalConfig.model_validate(payload), rqs_backend=rqs_backend)
         summaries[judge] = result.metrics

@@ -297,14 +297,16 @@ def test_k_samples_vote_with_logprob_tie_break(dataset_dir, tmp_path):
         text, lp = table[k]
         return Generation(text, "stop", lp)
 
+    # synthesis off: the vote alone (the merge of "Very clear." and "Crystal clear." is tests/test_evaluation_synthesis.py)
     cfg = _config(dataset_dir, tmp_path, samples_per_unit=4, limit=1, dimensions=["readability", "structure"],
-                  generation={"temperature": 0.7, "seed": 100})
+                  generation={"temperature": 0.7, "seed": 100}, synthesis=False)
     result = run_evaluation(cfg, backend=ScriptedBackend(reply))
     assert sorted(seen_seeds) == [100, 100, 101, 101, 102, 102, 103, 103]
     for p in result.predictions:
         assert p["prediction"] == 2 and p["vote"] == {"counts": {"-1": 2, "2": 2}, "tie_break": "logprob",
                                                      "chosen_sample": 3}
-        assert p["rationale"] == "Crystal clear."
+        assert p["rationale"] == "Crystal clear."  # the best winning sample (log-prob -0.1 > -0.3)
+        assert (p["synthesis"]["source"], p["synthesis"]["n_merged"]) == ("best_sample", 2)
 
 
 def test_rqs_stage_counts_zero_as_a_score(dataset_dir, tmp_path):

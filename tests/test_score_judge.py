@@ -11,7 +11,7 @@ from surveyalign.documents import read_document
 from surveyalign.inference.judge import KNOWLEDGE_REFUSED, SurveyAlignJudge
 from surveyalign.inference.knowledge import FileKnowledge
 from surveyalign.inference.spec import JudgeSpec
-from surveyalign.inference.synthesis import build_synthesis_messages
+from surveyalign.judge.synthesis import build_synthesis_messages
 
 SURVEY = "# A Survey of Tests\n\n## 1 Introduction\n\nTests check programs.\n"
 

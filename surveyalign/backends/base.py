@@ -361,12 +361,13 @@ def check_request(prompts: Sequence[Messages], settings: GenerationSettings | No
     return settings if settings is not None else GenerationSettings()
 
 
-def preflight(backends: Sequence[Backend], settings: GenerationSettings) -> None:
+def preflight(backends: Sequence[Backend], settings: GenerationSettings, *, ready: bool = True) -> None:
     """Check every backend of a run before its first call: the settings apply, and the server answers.
 
     Args:
         backends: the run's backends (objects without ``check_settings`` / ``check_ready`` are skipped).
         settings: the generation settings the run records.
+        ready: also ask each server whether it answers; ``False`` (``evaluate --plan``): the settings only, no request.
 
     Raises:
         ValueError: a backend cannot apply one of ``settings`` (:meth:`Backend.check_settings`).
@@ -376,6 +377,6 @@ def preflight(backends: Sequence[Backend], settings: GenerationSettings) -> None
         check = getattr(backend, "check_settings", None)
         if callable(check):
             check(settings)
-        ready = getattr(backend, "check_ready", None)
-        if callable(ready):
-            ready()
+        answers = getattr(backend, "check_ready", None)
+        if ready and callable(answers):
+            answers()

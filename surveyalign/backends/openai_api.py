@@ -197,6 +197,11 @@ class OpenAIBackend(_ChatWire, Backend):
         self._max_model_len = max_model_len
 
     @property
+    def max_model_len_option(self) -> int | None:
+        """The ``max_model_len`` option as configured (``None``: not set); never asks the server."""
+        return self._max_model_len
+
+    @property
     def max_model_len(self) -> int | None:
         """The served model's context in tokens: the ``max_model_len`` option, else what the server lists for
         ``model`` in ``GET {base_url}/models`` (one request per instance, shared with the fingerprint probe),

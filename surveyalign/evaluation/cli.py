@@ -67,6 +67,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=positive_int, help="requests in flight for API backends: exactly this many (overrides `concurrency` and the "
                    "backend's own `backend.options.concurrency`; default: that option, else 32)")
     add_cost_arguments(p, config_keys=True)
+    p.add_argument("--no-synthesis", action="store_true",
+                   help="K>1: keep the winning sample with the highest mean log-probability as each unit's rationale "
+                   "instead of merging the winning rationales by one more judge call (sets `synthesis: false`)")
+    p.add_argument("--batch", action="store_true",
+                   help="send the judge, synthesis and RQS calls through the provider batch API where their backend "
+                   "has one (sets `batch: true`)")
     p.add_argument("--no-resume", action="store_true", help="start afresh (the old calls.jsonl is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quantization", choices=("auto", "none", "4bit", "8bit"),
@@ -126,6 +132,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "max_length": getattr(args, "max_length", None),
         "tokenizer": getattr(args, "tokenizer", None),
         "resume": False if args.no_resume else None,
+        "synthesis": False if getattr(args, "no_synthesis", False) else None,
+        "batch": True if getattr(args, "batch", False) else None,
         "progress": False if args.no_progress else None,
         "allow_training_mismatch": True if getattr(args, "allow_training_mismatch", False) else None,
         "backend.options.quantization": getattr(args, "quantization", None),
@@ -142,7 +150,7 @@ FLAG_OF_KEY = {
     "backend.options.model": "--model", "backend.options.adapter": "--adapter",
     "backend.options.base_url": "--base-url", "concurrency": "--concurrency", "max_length": "--max-length",
     "tokenizer": "--tokenizer", "backend.options.quantization": "--quantization", "max_cost": "--max-cost",
-    "prices": "--prices",
+    "prices": "--prices", "synthesis": "--no-synthesis", "batch": "--batch",
     "backend.options.allow_base_mismatch": "--allow-base-mismatch",
 }
 
@@ -164,7 +172,7 @@ def flags_from_args(args: argparse.Namespace) -> dict[str, str]:
     for key, value in overrides_from_args(args).items():
         if key in FLAG_OF_KEY:
             shown = ",".join(value) if isinstance(value, list) else value
-            out[key] = FLAG_OF_KEY[key] if value is True else f"{FLAG_OF_KEY[key]} {shown}"
+            out[key] = FLAG_OF_KEY[key] if isinstance(value, bool) else f"{FLAG_OF_KEY[key]} {shown}"
     return out
 
 

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from surveyalign.backends import ModelRole
@@ -30,7 +31,20 @@ __all__ = [
     "EvalConfigError",
     "RQSConfig",
     "apply_overrides",
+    "takes_batch",
 ]
+
+
+def takes_batch(kind: str) -> bool:
+    """Whether backends of ``kind`` can send calls through a provider batch API (their ``batch`` option)."""
+    import inspect
+
+    from surveyalign.backends.registry import backend_class
+
+    try:
+        return "batch" in inspect.signature(backend_class(kind).__init__).parameters
+    except (ImportError, ValueError, KeyError):
+        return False
 
 
 class EvalConfigError(ValueError):
@@ -48,6 +62,8 @@ class RQSConfig(ModelRole):
     generation_defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 256}
 
     enabled: bool = Field(True, description="run the RQS stage after the judge stage")
+    name: str | None = Field(None, description="how leaderboards name the RQS judge (metrics.json / run_config.json "
+                             "rqs_judge.name); default: the backend's model id")
 
 
 class EvalConfig(ModelRole):
@@ -67,6 +83,15 @@ class EvalConfig(ModelRole):
     samples_per_unit: int = Field(1, ge=1, description="K judgements per unit (paper App. E: K=5 at T=0.7)")
     aggregation: Literal["majority"] = Field(
         "majority", description="K>1: majority vote, tie -> highest mean log-probability (App. E)"
+    )
+    synthesis: bool = Field(
+        True, description="K>1: merge the winning samples' rationales into one consistent with the voted score, by "
+        "one more call of the judge (App. E); false (CLI --no-synthesis): keep the winning sample with the highest "
+        "mean log-probability"
+    )
+    batch: bool | None = Field(
+        None, description="send every stage (judge, synthesis, RQS) through the provider batch API where its backend "
+        "has one (CLI --batch); unset: the judge's backend.options.batch decides and the RQS stage follows it"
     )
     knowledge_dimensions: list[DimensionName] = Field(
         default_factory=lambda: ["comprehensiveness", "criticalness"],
@@ -130,6 +155,41 @@ class EvalConfig(ModelRole):
         if not value:
             raise ValueError("at least one dimension is needed")
         return value
+
+    @model_validator(mode="after")
+    def _one_batch_switch(self) -> EvalConfig:
+        """``batch`` sets the ``batch`` option of every stage whose backend has a batch API (the judge, hence its
+        synthesis calls, and the RQS judge); unset, the RQS judge follows the judge's ``backend.options.batch``
+        unless its own options set it."""
+        stages = [("backend", self.backend)] + ([("rqs", self.rqs.backend)] if self.rqs is not None else [])
+        able = [(name, cfg) for name, cfg in stages if takes_batch(cfg.kind)]
+        if self.batch is None:
+            judge = self.backend.options.get("batch")
+            if judge and self.rqs is not None and takes_batch(self.rqs.backend.kind) \
+                    and "batch" not in self.rqs.backend.options:
+                self.rqs.backend = self.rqs.backend.model_copy(
+                    update={"options": {**self.rqs.backend.options, "batch": judge}})
+            return self
+        if self.batch and not able:
+            raise ValueError(f"batch: true, but no stage's backend has a provider batch API (judge: "
+                             f"{self.backend.kind}" + (f", rqs: {self.rqs.backend.kind}" if self.rqs else "")
+                             + "; the openai kind has one)")
+        for name, cfg in able:
+            value = (cfg.options.get("batch") or True) if self.batch else False
+            new = cfg.model_copy(update={"options": {**cfg.options, "batch": value}})
+            if name == "backend":
+                self.backend = new
+            else:
+                self.rqs.backend = new
+        return self
+
+    def batch_stages(self) -> dict[str, Any]:
+        """Which stages go through a provider batch API (``run_config.json`` ``batch``): ``{"switch": the top-level
+        ``batch`` key, "judge", "synthesis" (the judge's own backend), "rqs" (``None`` without an RQS stage)}``."""
+        judge = bool(self.backend.options.get("batch"))
+        rqs = None if self.rqs is None or not self.rqs.enabled else bool(self.rqs.backend.options.get("batch"))
+        return {"switch": self.batch, "judge": judge, "synthesis": judge and self.samples_per_unit > 1
+                and self.synthesis, "rqs": rqs}
 
     @field_validator("split")
     @classmethod

@@ -19,7 +19,13 @@ from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
 from surveyalign.judge import Judge
 
-__all__ = ["execute", "judge_calls"]
+__all__ = ["NO_CONTEXT", "context_lines", "execute", "judge_calls", "offline_contexts"]
+
+#: The source of a ``--plan`` context when none is known without a server.
+NO_CONTEXT = ("none known without a server (no max_model_len option, max_length or tokenizer): prompt tokens "
+              "estimated at 4 characters per token, no prompt refused for its length")
+#: A tokenizer's ``model_max_length`` at or above this is the transformers "no limit" sentinel, not a context.
+_NO_LIMIT = 10**7
 
 
 def judge_calls(config: EvalConfig, units: list[Unit], judge: Judge, cache: CallCache) -> tuple[list[Call], int]:
@@ -38,6 +44,63 @@ def judge_calls(config: EvalConfig, units: list[Unit], judge: Judge, cache: Call
     return cache.missing([call for unit in units
                           for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id)],
                          retry_errors=config.retry_errors, check=judge.unusable)
+
+
+def offline_contexts(config: EvalConfig, judge: Judge, sources: dict[str, str | None]) -> dict[str, dict[str, Any]]:
+    """The model context of each dimension for ``evaluate --plan``, found without asking any server, and set on
+    ``judge`` (:attr:`~surveyalign.judge.Judge.contexts`, ``probe_context`` off) so preparing the prompts sends
+    nothing.
+
+    In order: the backend's ``max_model_len`` option (an API judge) or the local engine's own context; the
+    dimension's ``max_length`` (prompt + ``max_new_tokens`` budget; config, CLI ``--max-length`` or the adapter's
+    training record: with a tokenizer it cuts the survey to fit, without one it is the context prompts are checked
+    against by the 4-characters-per-token estimate); the tokenizer's ``model_max_length`` (``tokenizer``); else none
+    (:data:`NO_CONTEXT`: the 4-characters-per-token estimate, no prompt refused for its length).
+
+    Args:
+        config: the run configuration (``dimensions``).
+        judge: the run's judge (changed: ``probe_context = False``, ``contexts`` filled).
+        sources: dimension -> where its ``max_length`` comes from (:func:`surveyalign.evaluation.judges.build_judge`).
+
+    Returns:
+        ``{dimension: {"tokens": int | None, "source": str}}``.
+
+    Raises:
+        ValueError: a tokenizer that cannot be loaded.
+    """
+    from surveyalign.judge import model_context
+
+    judge.probe_context = False
+    out: dict[str, dict[str, Any]] = {}
+    for dim in config.dimensions:
+        backend = judge.backend_for(dim)
+        tokens, source = model_context(backend, probe=False), None
+        if tokens is not None:
+            source = ("backend option max_model_len" if hasattr(backend, "max_model_len_option")
+                      else "the local engine's context")
+        elif judge.options(dim).max_length is not None:
+            tokens = int(judge.options(dim).max_length)
+            source = f"max_length ({sources.get(dim) or 'config'})"
+            if judge.tokenizer_for(dim) is None:  # with a tokenizer the budget already cuts the survey to fit
+                judge.contexts[dim] = tokens
+        else:
+            limit = getattr(judge.tokenizer_for(dim), "model_max_length", None)
+            if isinstance(limit, int) and 0 < limit < _NO_LIMIT:
+                tokens, source = limit, "the tokenizer's model_max_length"
+                judge.contexts[dim] = tokens
+        out[dim] = {"tokens": tokens, "source": source or NO_CONTEXT}
+    return out
+
+
+def context_lines(contexts: dict[str, dict[str, Any]]) -> list[str]:
+    """The ``--plan`` lines saying which context figure each dimension was planned with and where it came from
+    (dimensions sharing one figure and source on one line)."""
+    groups: dict[tuple[Any, str], list[str]] = {}
+    for dim, entry in contexts.items():
+        groups.setdefault((entry["tokens"], entry["source"]), []).append(dim)
+    return [f"  context (no server asked): {', '.join(dims)}: "
+            + (f"{tokens:,} tokens from {source}" if tokens is not None else source)
+            for (tokens, source), dims in groups.items()]
 
 
 def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str, *, cap: Any = None,

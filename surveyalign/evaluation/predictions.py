@@ -2,6 +2,9 @@
 
 The cached answers of a unit's K samples are parsed (:func:`surveyalign.prompts.parse_generation`) and decided
 by the judge's vote step; units never sent (``missing_text``, ``prompt_too_long``) are kept with their reason.
+With K > 1 a scored unit's ``rationale`` is the one consolidated from its winning samples (App. E:
+:func:`surveyalign.judge.synthesis.consolidate`, the merge answer read from the cache), and ``synthesis`` says how it
+was made; ``samples`` keeps every sample.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from surveyalign.calls import CallCache
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit
 from surveyalign.judge import Judge
+from surveyalign.judge.synthesis import consolidate, synthesis_call
 
 __all__ = ["assemble_predictions"]
 
@@ -58,5 +62,10 @@ def assemble_predictions(config: EvalConfig, units: list[Unit], judge: Judge, ca
                        "consistency": None})
         if verdict.vote is not None and config.samples_per_unit > 1:
             record["vote"] = verdict.vote.to_dict()
+            if verdict.score is not None:
+                merge = synthesis_call(judge, verdict, unit_id=unit.unit_id) if config.synthesis else None
+                answer = None if merge is None or cache.get(merge.key) is None else cache.generation(merge.key)
+                synthesis = consolidate(verdict, answer, protocol=judge.protocol, enabled=config.synthesis)
+                record["rationale"], record["synthesis"] = synthesis.rationale, synthesis.to_dict()
         out.append(record)
     return out

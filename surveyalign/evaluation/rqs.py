@@ -35,6 +35,7 @@ __all__ = [
     "plan_rqs_calls",
     "rqs_calls",
     "rqs_counts",
+    "rqs_judge_info",
     "rqs_template_hash",
     "rqs_unusable",
 ]
@@ -246,6 +247,23 @@ def attach_ratings(units: list[Unit], predictions: list[dict[str, Any]], backend
             parsed = parse_generation(answer, parse=parse_rqs_rating)  # truncated / refused: parse_failed
             pred["consistency"] = parsed.score
             pred["consistency_error"] = None if parsed.score is not None else f"parse_failed: {parsed.error}"
+
+
+def rqs_judge_info(name: str | None, backend: Backend) -> dict[str, Any]:
+    """The RQS judge as ``metrics.json`` / ``run_config.json`` record it (``rqs_judge``), for leaderboards to name
+    it and to mark rows rated by another judge (:mod:`surveyalign.scoring.rqs_judge`).
+
+    Args:
+        name: the RQS config's ``name`` (``None``: the backend's model id, else its kind).
+        backend: the RQS judge.
+
+    Returns:
+        ``{"name", "model", "backend"}`` (``model`` ``None`` for a backend without one, e.g. a scripted rater).
+    """
+    desc = backend.describe() if hasattr(backend, "describe") else {}
+    model = desc.get("model")
+    kind = desc.get("backend") or type(backend).__name__
+    return {"name": name or (str(model) if model else str(kind)), "model": model, "backend": kind}
 
 
 def rqs_counts(predictions: list[dict[str, Any]]) -> dict[str, int]:

@@ -12,8 +12,10 @@
 3. for every unit and sample k < K, look the call up in ``RUN_DIR/calls.jsonl`` by its key and run only the
    missing calls (:mod:`surveyalign.evaluation.plan`), concurrently for async backends and in batches for local
    ones, appending each answer to the cache as soon as it returns;
-4. parse every answer and vote over the K samples (:mod:`surveyalign.evaluation.predictions`); optionally
-   (``rqs``) rate every scored unit's rationale against the reference (:mod:`surveyalign.evaluation.rqs`);
+4. parse every answer and vote over the K samples; with K > 1 merge each voted unit's winning rationales into one
+   (:mod:`surveyalign.evaluation.consolidation`, App. E; ``synthesis: false`` keeps the best winning sample), then
+   build the records (:mod:`surveyalign.evaluation.predictions`); optionally (``rqs``) rate every scored unit's
+   rationale, the consolidated one, against the reference (:mod:`surveyalign.evaluation.rqs`);
 5. write ``predictions.jsonl`` (one line per unit, whatever its status), ``metrics.json``
    (``surveyalign.scoring.summarize_predictions``) and ``run_config.json``
    (:mod:`surveyalign.evaluation.provenance`), and print the summary (:mod:`surveyalign.evaluation.summary`);
@@ -45,11 +47,23 @@ from surveyalign.constants import count_statuses
 from surveyalign.evaluation import finished, stream
 from surveyalign.evaluation.adapters import check_training_records
 from surveyalign.evaluation.config import EvalConfig
+from surveyalign.evaluation.consolidation import (
+    merge_calls,
+    merge_lines,
+    plan_merge_calls,
+    synthesis_counts,
+    synthesis_settings,
+)
 from surveyalign.evaluation.identity import check_drift as rejudge
 from surveyalign.evaluation.identity import judge_identity
 from surveyalign.evaluation.judges import build_backends, build_judge, close_backend
 from surveyalign.evaluation.lengths import prepare_units
-from surveyalign.evaluation.plan import execute, judge_calls
+from surveyalign.evaluation.plan import (
+    context_lines,
+    execute,
+    judge_calls,
+    offline_contexts,
+)
 from surveyalign.evaluation.predictions import assemble_predictions
 from surveyalign.evaluation.provenance import redact_argv, scrub
 from surveyalign.evaluation.provenance import run_config as provenance
@@ -58,6 +72,7 @@ from surveyalign.evaluation.rqs import (
     plan_rqs_calls,
     rqs_calls,
     rqs_counts,
+    rqs_judge_info,
     rqs_unusable,
 )
 from surveyalign.evaluation.rundir import (
@@ -183,6 +198,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     try:
         judge, groups, judge_of_dim, sources = build_judge(config, backend)
         built += [b for b in groups.values() if b is not backend]
+        contexts = offline_contexts(config, judge, sources) if plan_only else None  # --plan asks no server
         if done is not None:
             if finished.confirm(done, groups, judge_of_dim):
                 got = finished.read_back(run_dir, done)
@@ -201,14 +217,18 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             if rqs_judge is not rqs_backend:
                 built.append(rqs_judge)
         # before the first call: every recorded setting applies, and each API server answers (no minutes of retries)
-        preflight(list(groups.values()), config.generation)
+        preflight(list(groups.values()), config.generation, ready=not plan_only)
         if rqs_judge is not None:
-            preflight([rqs_judge], rqs_cfg.generation)
+            preflight([rqs_judge], rqs_cfg.generation, ready=not plan_only)
         run_config = provenance(config, run_dir, data_info, template_hashes(config), groups, judge_of_dim, rqs_judge,
                                 argv, started)
         run_config["training_records"] = training_records
         run_config["allow_training_mismatch"] = config.allow_training_mismatch
         run_config["prompt_length"] = prompt_length
+        run_config["synthesis"] = synthesis_settings(config)
+        run_config["batch"] = config.batch_stages()  # which stages go through a provider batch API
+        if rqs_judge is not None:  # named on leaderboards (surveyalign.scoring.rqs_judge)
+            run_config["rqs_judge"] = rqs_judge_info(rqs_cfg.name, rqs_judge)
         write_json(run_dir / "run_config.json", run_config)
 
         with CallCache.load(calls_path, fsync=config.fsync) as cache:
@@ -227,45 +247,59 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 out = stream.plan_in_chunks(config, units, judge, sources, cache, prices, console)
                 run_config["prompt_length"] = out["prompt_length"]
                 write_json(run_dir / "run_config.json", run_config)
-                for line in out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]):
+                for line in [*out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]),
+                             *merge_lines(out["merges"]), *context_lines(contexts)]:
                     console.print(line, markup=False)
                 _print_attempts(console, cache.attempts())  # chunked: the calls are never held at once
-                return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": out["plan"].to_dict()})
+                return RunResult(run_dir=run_dir, metrics={}, counts={},
+                                 calls={"plan": out["plan"].to_dict(), "context": contexts})
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
                 prompt_length = run_config["prompt_length"] = out["prompt_length"]
                 predictions, all_calls = out["predictions"], out["calls"]
-                n_judge_calls, n_judge_keys = len(all_calls), out["keys"]
                 calls.update(cached=out["cached"], made=out["made"], errors=out["errors"], seconds=out["seconds"],
                              calls_per_s=out["calls_per_s"])
+                if out["synthesis"]:
+                    calls.update({f"synthesis_{k}": v for k, v in out["synthesis"].items()})
             else:
                 todo, cached = judge_calls(config, units, judge, cache)
                 all_calls = [c for u in units for c in judge.calls_for(u.prompt, config.samples_per_unit,
                                                                           unit_id=u.unit_id)]
-                n_judge_calls, n_judge_keys = len(all_calls), len({c.key for c in all_calls})
                 rqs_all, rqs_todo, unwritten = [], [], set()
                 if rqs_cfg is not None:  # exact for units already judged; the rest as if they will be scored
                     rqs_all, unwritten = plan_rqs_calls(units, assemble_predictions(config, units, judge, cache),
                                                         {c.unit_id for c in todo}, rqs_judge, rqs_cfg.generation)
                     # a plan, not a run: not counted in the answers reused / retried / made
                     rqs_todo = unanswered(cache, rqs_all, rqs_unusable, retry_errors=config.retry_errors)
+                merge_all, merge_unwritten = plan_merge_calls(config, units, judge, cache, {c.unit_id for c in todo})
+                merge_plan = [c for c in merge_all if c.key in merge_unwritten or cache.get(c.key) is None]
                 plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
                                           rqs_unwritten=unwritten)
                 if plan_only:
-                    for line in plan.lines(spent_usd=spent_usd(cache, [*all_calls, *rqs_all], prices, model_of_call),
-                                           cached_calls=cached + len(rqs_all) - len(rqs_todo)):
+                    planned = [*all_calls, *merge_all, *rqs_all]
+                    for line in plan.lines(spent_usd=spent_usd(cache, planned, prices, model_of_call),
+                                           cached_calls=cached + len(rqs_all) - len(rqs_todo)) + \
+                            merge_lines(merge_plan) + context_lines(contexts):
                         console.print(line, markup=False)
-                    _print_attempts(console, cache.attempts(c.key for c in [*all_calls, *rqs_all]))
+                    _print_attempts(console, cache.attempts(c.key for c in planned))
                     if unwritten:
                         console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
                                       "every unit is scored, each rationale as long as a judge answer)", markup=False)
-                    return RunResult(run_dir=run_dir, metrics={}, counts={}, calls={"plan": plan.to_dict()})
-                cap = make_cap(config, [*all_calls, *rqs_all], cache, prices, model_of_call, estimate)
+                    return RunResult(run_dir=run_dir, metrics={}, counts={},
+                                     calls={"plan": plan.to_dict(), "context": contexts})
+                cap = make_cap(config, [*all_calls, *merge_all, *rqs_all], cache, prices, model_of_call, estimate)
                 cost_of = answer_cost(prices)
                 calls.update(cached=cached, made=len(todo))
                 calls["errors"], calls["seconds"], calls["calls_per_s"] = execute(
                     todo, config, cache, "judge", cap=cap, cost_of=cost_of, batches=batches)
-                _stop_if_incomplete(cap, batches, todo, cache, config, "judge", later=rqs_todo)
+                _stop_if_incomplete(cap, batches, todo, cache, config, "judge", later=[*merge_plan, *rqs_todo])
+                merge_all, merge_todo, merge_cached = merge_calls(config, units, judge, cache)
+                if merge_all:
+                    calls.update(synthesis_cached=merge_cached, synthesis_made=len(merge_todo))
+                    calls["synthesis_errors"], calls["synthesis_seconds"], _ = execute(
+                        merge_todo, config, cache, "synthesis", cap=cap, cost_of=cost_of, batches=batches)
+                    _stop_if_incomplete(cap, batches, merge_todo, cache, config, "synthesis", later=rqs_todo)
+                    all_calls += merge_all
                 predictions = assemble_predictions(config, units, judge, cache)
                 if rqs_cfg is not None:
                     rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache,
@@ -277,6 +311,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                     attach_ratings(units, predictions, rqs_judge, rqs_cfg.generation, cache)
                     all_calls += [c for c in rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation,
                                                        CallCache(Path(run_dir / ".none")))[0]]
+            # judge and merge calls (and the RQS stage's, which never leaves a finished.json)
+            n_judge_calls, n_judge_keys = len(all_calls), len({c.key for c in all_calls})
             if batches:
                 calls["batches"] = batches
             calls["answers"] = dict(cache.counts)  # reused / retried (cached failed) / made (issue 21 C)
@@ -291,13 +327,18 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     write_jsonl(run_dir / "predictions.jsonl", predictions)
     counts = count_statuses(predictions)
     stage_counts = rqs_counts(predictions) if rqs_cfg is not None else {}
+    merged = synthesis_counts(predictions) if config.samples_per_unit > 1 else {}
     train_scores = train_scores_or_none(config.dataset)
     metrics = summarize_predictions(predictions, train_scores=train_scores or None,
                                     consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
                                     seed=config.generation.seed, alpha=config.has.alpha, beta=config.has.beta)
     metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
                           "prompt_length": prompt_length, "cost": cost}
+    if merged:
+        metrics["harness"]["synthesis_counts"] = run_config["synthesis_counts"] = merged
     metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension (issue 21 B)
+    if run_config.get("rqs_judge"):
+        metrics["rqs_judge"] = run_config["rqs_judge"]
     write_json(run_dir / "metrics.json", metrics)
 
     run_config["finished"] = now()
@@ -313,6 +354,11 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
 
     print_summary(console, config, metrics, predictions, counts, calls, stage_counts, run_dir,
                   prompt_length=prompt_length)
+    if merged:
+        console.print(f"synthesis ({'on' if config.synthesis else 'off: best winning sample kept'}): "
+                      f"{merged['eligible']} voted unit(s): {merged['synthesized']} merged, {merged['single']} with one "
+                      f"distinct rationale, {merged['best_sample']} best sample kept, {merged['failed']} merge(s) "
+                      "failed (best sample kept, reason in predictions.jsonl synthesis.error)", markup=False)
     for line in cost_lines(cost):
         console.print(line, markup=False)
     return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)

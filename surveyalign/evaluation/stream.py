@@ -27,6 +27,7 @@ from surveyalign.calls import Call, CallCache, CallPlan
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.spend import model_of_call, spent_usd
 from surveyalign.evaluation.config import EvalConfig
+from surveyalign.evaluation.consolidation import merge_calls, plan_merge_calls
 from surveyalign.evaluation.lengths import prepare_units
 from surveyalign.evaluation.plan import execute, judge_calls
 from surveyalign.evaluation.predictions import assemble_predictions
@@ -66,23 +67,25 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
 
     Returns:
         ``{"plan": CallPlan, "cached": calls answered from the cache, "spent_usd": USD of those answers,
-        "prompt_length": the prompt-length summary}``: the numbers the whole-split path prints (a call key met
+        "prompt_length": the prompt-length summary, "merges": the bound of the merge calls still to make (App. E)}``: the numbers the whole-split path prints (a call key met
         in an earlier chunk is planned once, as :meth:`CallCache.missing` makes it once).
     """
     lengths: list[dict[str, Any]] = []
     plan = CallPlan()  # the plan of no call: merged with the first chunk's, it is that plan
     planned: set[str] = set()
-    cached, spent = 0, 0.0
+    cached, spent, n_merges = 0, 0.0, 0
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         calls = [c for u in chunk for c in judge.calls_for(u.prompt, config.samples_per_unit, unit_id=u.unit_id)]
         todo, n_cached = cache.missing(calls, retry_errors=config.retry_errors, check=judge.unusable)
+        merges, unwritten = plan_merge_calls(config, chunk, judge, cache, {c.unit_id for c in todo})
+        n_merges += sum(c.key in unwritten or cache.get(c.key) is None for c in merges)  # the bound, apart
         todo = [c for c in todo if c.key not in planned]
         planned.update(c.key for c in todo)
         cached += n_cached
-        spent += spent_usd(cache, calls, prices, model_of_call)
+        spent += spent_usd(cache, [*calls, *merges], prices, model_of_call)
         plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call)[0])
-        calls = todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
-    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0]}
+        calls = todo = merges = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
+    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0], "merges": n_merges}
 
 
 def _prepared_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources: dict[str, str | None],
@@ -141,7 +144,8 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
     Returns:
         ``{"prompt_length", "predictions", "calls"}`` (the judge calls without their messages: keys, backends) and
         ``"cached"``, ``"made"``, ``"errors"``, ``"seconds"``, ``"calls_per_s"``, ``"keys"`` (distinct call keys)
-        as the whole-split path counts them.
+        as the whole-split path counts them, and ``"synthesis"`` (``cached``, ``made``, ``errors``, ``seconds`` of
+        the merge calls, App. E; ``None`` when no unit needed one). The ``calls`` list the merge calls too.
     """
     lengths: list[dict[str, Any]] = []
     predictions: list[dict[str, Any]] = []
@@ -149,11 +153,22 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
     keys: set[str] = set()
     cached = made = errors = 0
     seconds, timed = 0.0, True
+    merged = {"cached": 0, "made": 0, "errors": 0, "seconds": 0.0}
+    any_merge = False
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
         todo, n_cached = judge_calls(config, chunk, judge, cache)
         n_errors, n_seconds, rate = execute(todo, config, cache, "judge")
         cached, made, errors, seconds = cached + n_cached, made + len(todo), errors + n_errors, seconds + n_seconds
         timed = timed and (rate is not None or not todo)
+        merges, merge_todo, n_merged = merge_calls(config, chunk, judge, cache)  # App. E: one rationale per unit
+        if merges:
+            any_merge = True
+            n_errors, n_seconds, _ = execute(merge_todo, config, cache, "synthesis")
+            merged["cached"] += n_merged
+            merged["made"] += len(merge_todo)
+            merged["errors"] += n_errors
+            merged["seconds"] += n_seconds
+            light += [dataclasses.replace(call, messages=[]) for call in merges]
         predictions += assemble_predictions(config, chunk, judge, cache)
         for unit in chunk:
             for call in judge.calls_for(unit.prompt, config.samples_per_unit, unit_id=unit.unit_id):
@@ -162,7 +177,8 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
         todo = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
     rate = round(made / seconds, 2) if made and seconds > 0 and timed else None
     return {"prompt_length": lengths[0], "predictions": predictions, "calls": light, "cached": cached, "made": made,
-            "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys)}
+            "errors": errors, "seconds": round(seconds, 3), "calls_per_s": rate, "keys": len(keys),
+            "synthesis": {**merged, "seconds": round(merged["seconds"], 3)} if any_merge else None}
 
 
 def _give_back() -> None:

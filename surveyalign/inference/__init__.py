@@ -9,6 +9,8 @@ Public surface::
         write_survey_report, write_comparison, render_html, render_markdown,
     )
 
+The rationale merge (App. E) lives in :mod:`surveyalign.judge.synthesis` (``evaluate`` uses it too).
+
 CLI: ``surveyalign score SURVEY... --judge CONFIG|DIR|HUB_ID --out DIR``. Surveys are read with
 :func:`surveyalign.documents.read_document`.
 """
@@ -19,27 +21,23 @@ import lazy_loader
 # does not import them.
 __getattr__ = lazy_loader.attach(
     __name__,
-    submodules=["judge", "knowledge", "report", "spec", "synthesis"],
+    submodules=["judge", "knowledge", "report", "spec"],
     submod_attrs={
         "judge": ["KNOWLEDGE_REFUSED", "SurveyAlignJudge"],
         "knowledge": ["FileKnowledge", "GraphKnowledge", "KnowledgeRecord", "KnowledgeSource"],
         "report": ["render_html", "render_markdown", "write_comparison", "write_survey_report"],
         "spec": ["JudgeSpec", "build_dimension_backends", "load_judge_spec"],
-        "synthesis": ["SYNTHESIS_VERSION", "Synthesis", "build_synthesis_messages"],
     })[0]
 
 __all__ = [
     "KNOWLEDGE_REFUSED",
-    "SYNTHESIS_VERSION",
     "FileKnowledge",
     "GraphKnowledge",
     "JudgeSpec",
     "KnowledgeRecord",
     "KnowledgeSource",
     "SurveyAlignJudge",
-    "Synthesis",
     "build_dimension_backends",
-    "build_synthesis_messages",
     "load_judge_spec",
     "render_html",
     "render_markdown",

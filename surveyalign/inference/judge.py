@@ -7,7 +7,7 @@ rationales (SurveyReview §5, §5.3, App. E, App. F).
 made in one call per prompt so they share one prefill, the vote is the majority over parsed samples with the
 mean-log-probability tie-break (unparsed samples do not vote and are counted; no parsed sample = the dimension
 fails, with the reason), and the winning rationales are merged by one more call
-(:mod:`surveyalign.inference.synthesis`). Every call goes through the call cache, so an interrupted run resumes.
+(:mod:`surveyalign.judge.synthesis`). Every call goes through the call cache, so an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from surveyalign import __version__
-from surveyalign.calls import Call, CallCache, cached_generate, make_call
+from surveyalign.calls import Call, CallCache
 from surveyalign.calls.budget import CostCapReached
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.spend import unanswered
@@ -30,14 +30,13 @@ from surveyalign.inference.spec import (
     JudgeSpec,
     build_dimension_backends,
 )
-from surveyalign.inference.synthesis import (
+from surveyalign.judge import DimensionOptions, Judge, Judgement, JudgeRequest
+from surveyalign.judge.synthesis import (
     SYNTHESIS_VERSION,
     Synthesis,
-    build_synthesis_messages,
-    distinct_rationales,
-    read_synthesis,
+    synthesis_call,
+    synthesize,
 )
-from surveyalign.judge import DimensionOptions, Judge, Judgement, JudgeRequest
 from surveyalign.models import read_training_record, resolve_max_length
 from surveyalign.paths import content_sha256
 
@@ -279,33 +278,12 @@ class SurveyAlignJudge:
     # ------------------------------------------------------------------ rationale synthesis (App. E)
     def synthesis_call(self, judgement: Judgement, rationales: Sequence[str] | None = None) -> Call | None:
         """The call merging a scored judgement's winning rationales (``None`` when there is nothing to merge or
-        synthesis is off). ``rationales``: stand-ins for rationales not written yet (``--plan``)."""
-        merged = distinct_rationales(rationales if rationales is not None else
-                                     [judgement.samples[i].rationale for i in judgement.vote.winners])
-        if not self.spec.synthesis or len(merged) <= 1:
-            return None
-        dim = judgement.dimension
-        messages = build_synthesis_messages(dim, judgement.score, merged, protocol=self.spec.protocol)
-        settings = self.settings.model_copy(update={"temperature": 0.0})
-        return make_call(self.judge.backend_for(dim), settings, stage="synthesis",
-                         unit_id=f"{judgement.prompt.messages_hash}:{SYNTHESIS_VERSION}", namespace="synthesis",
-                         messages=messages, identity=self.judge.identity(dim))
+        synthesis is off): :func:`surveyalign.judge.synthesis.synthesis_call`. ``rationales``: stand-ins for
+        rationales not written yet (``--plan``)."""
+        return synthesis_call(self.judge, judgement, rationales=rationales) if self.spec.synthesis else None
 
     def _synthesize(self, judgement: Judgement) -> tuple[Synthesis, Call | None]:
-        best, score = judgement.rationale, judgement.score
-        merged = distinct_rationales([judgement.samples[i].rationale for i in judgement.vote.winners])
-        call = self.synthesis_call(judgement)
-        if call is None:
-            return Synthesis(best, "single" if len(merged) <= 1 else "best_sample",
-                             None if len(merged) <= 1 else "synthesis turned off", "", len(merged)), None
-
-        def check(_call, generation) -> str | None:  # an unusable merge answer is asked again on a re-run
-            got = read_synthesis(generation, score, best, protocol=self.spec.protocol, n_merged=len(merged))
-            return got.error if got.source == "best_sample" else None
-
-        answer = cached_generate([call], self.cache, check=check)[0]
-        return (read_synthesis(answer.generation, score, best, protocol=self.spec.protocol, n_merged=len(merged)),
-                call)
+        return synthesize(self.judge, judgement, self.cache, enabled=self.spec.synthesis)
 
     # ------------------------------------------------------------------ description
     def describe(self) -> dict[str, Any]:

@@ -55,10 +55,13 @@ TOO_LONG_TEXT = "prompt too long for the model context"
 CHARS_PER_TOKEN = 4
 
 
-def model_context(backend: Any) -> int | None:
+def model_context(backend: Any, *, probe: bool = True) -> int | None:
     """The model context (tokens) of a backend: ``max_positions`` (transformers), vLLM's ``max_model_len``, or
     the ``openai`` backend's ``max_model_len`` (its option, or what the server lists in ``/v1/models``); ``None``
-    when unknown."""
+    when unknown. ``probe=False``: no server is asked (an API backend gives its ``max_model_len`` option only)."""
+    if not probe and hasattr(backend, "max_model_len_option"):
+        value = backend.max_model_len_option
+        return value if isinstance(value, int) and value > 0 else None
     for getter in (lambda b: b.max_positions, lambda b: b.max_model_len,
                    lambda b: b.llm.llm_engine.model_config.max_model_len):
         try:
@@ -145,6 +148,10 @@ class Judge:
         self.concurrency = concurrency
         self.batch_size = batch_size
         self.context_length = context_length
+        #: dimension -> model context (tokens) taking precedence over the backend's (``evaluate --plan`` offline)
+        self.contexts: dict[str, int] = {}
+        #: ask an API server for its context (``/v1/models``) when no option gives it; off for ``evaluate --plan``
+        self.probe_context = True
         self._tokenizers: dict[str, Any] = {}
         self._identities: dict[int, dict[str, Any]] = {}
 
@@ -186,8 +193,10 @@ class Judge:
         return tok if tok is not None else getattr(self.backend_for(dimension), "tokenizer", None)
 
     def context_for(self, dimension: Dimension) -> int | None:
-        """The model context (tokens) of ``dimension``'s backend, ``None`` when unknown."""
-        return self.context_length or model_context(self.backend_for(dimension))
+        """The model context (tokens) of ``dimension``'s backend, ``None`` when unknown (:attr:`contexts` first;
+        the server is asked only when :attr:`probe_context` is on)."""
+        return (self.context_length or self.contexts.get(dimension)
+                or model_context(self.backend_for(dimension), probe=self.probe_context))
 
     def settings_for(self, sample: int) -> GenerationSettings:
         """The settings of sample ``sample``: ``settings`` with seed ``settings.seed + sample``."""

@@ -7,8 +7,8 @@ rationale and reason. :class:`surveyalign.judge.Judge` takes the vote step as a 
 so another aggregation plugs in without touching the status rules.
 
 The second half of App. E (merging the K rationales into one, conditioned on the rubric and the winning
-score) is not done here: the rationale of the best-scoring winning sample is kept;
-:class:`surveyalign.inference.SurveyAlignJudge` adds the merge (:mod:`surveyalign.inference.synthesis`).
+score) is not done here: the rationale of the best-scoring winning sample is kept; the merge is
+:mod:`surveyalign.judge.synthesis` (used by ``surveyalign score`` and ``surveyalign evaluate``).
 """
 
 from __future__ import annotations

@@ -33,8 +33,10 @@ def rqs_judge_name(run: PaperRun) -> str:
 def _rqs_block(run: PaperRun) -> dict[str, Any]:
     rqs = run.cfg.rqs
     if rqs.judge == "lexical":
-        return {"backend": {"kind": "scripted", "options": {}}}
-    block: dict[str, Any] = {"backend": rqs.backend}
+        from surveyalign.testing import LEXICAL_RQS_NAME
+
+        return {"backend": {"kind": "scripted", "options": {}}, "name": LEXICAL_RQS_NAME}
+    block: dict[str, Any] = {"backend": rqs.backend, "name": rqs_judge_name(run)}
     if rqs.generation:
         block["generation"] = rqs.generation
     return block
@@ -42,7 +44,8 @@ def _rqs_block(run: PaperRun) -> dict[str, Any]:
 
 def _common(run: PaperRun) -> dict[str, Any]:
     ev = run.cfg.evaluate
-    out: dict[str, Any] = {"split": ev.split, "output_dir": str(run.paths.eval), "bootstrap": ev.bootstrap}
+    out: dict[str, Any] = {"split": ev.split, "output_dir": str(run.paths.eval), "bootstrap": ev.bootstrap,
+                           "has": {"alpha": list(run.cfg.has.alpha), "beta": list(run.cfg.has.beta)}}
     if ev.limit:
         out["limit"] = ev.limit
     return out

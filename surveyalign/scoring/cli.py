@@ -146,6 +146,7 @@ def _report(args: argparse.Namespace) -> int:
         render_per_source,
         render_voting,
     )
+    from surveyalign.scoring.rqs_judge import rqs_judge_of_run
     from surveyalign.scoring.run_folder import (
         find_train_scores,
         had_consistency_stage,
@@ -242,6 +243,9 @@ def _report(args: argparse.Namespace) -> int:
     if ceiling is None and why:
         say(f"note: no human ceiling: {why}")
     for name, run in run_dirs.items():  # the header: the judge that ran in each run (issue 21 B)
+        rated_by = rqs_judge_of_run(run)  # the RQS judge, named on the leaderboard
+        if rated_by and summaries[name].get("rqs") is not None:
+            summaries[name]["rqs_judge"] = rated_by
         ran = judge_of_run(run) or summaries[name].get("judge")
         if ran:
             summaries[name]["judge"] = ran

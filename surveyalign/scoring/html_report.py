@@ -143,7 +143,7 @@ def _baseline_rows(summaries: Mapping[str, Mapping[str, Any]], dims: list[str]) 
             "avg_mse": {"value": _f(b.get("avg_mse")), "ci": None}, "avg_mae": {"value": _f(b.get("avg_mae")), "ci": None},
             "rqs": {"value": _DASH, "ci": None}, "align": {"value": _f(b.get("align")), "ci": None},
             "has": {"value": _DASH, "ci": None}, "accuracy": {"value": _DASH, "ci": None}, "scored": _DASH,
-            "read": _DASH,
+            "read": _DASH, "rqs_judge": _DASH,
         })
     return rows
 
@@ -273,7 +273,10 @@ def render_html_report(
     from surveyalign.scoring.report import average_scopes, source_scopes
 
     dims = [d for d in DIMENSIONS if any(d in (s.get("per_dimension") or {}) for s in summaries.values())]
+    from surveyalign.scoring.rqs_judge import rqs_judge_marks
+
     marks, scope_notes = average_scopes(summaries)
+    rqs_cells, rqs_notes = rqs_judge_marks(summaries)
     leaderboard = []
     for name, s in summaries.items():
         per = s.get("per_dimension") or {}
@@ -288,6 +291,7 @@ def render_html_report(
             **averaged,
             "scored": f"{s.get('n_scored', 0)}/{s.get('n', 0)}",
             "read": reading_summary_text(s["reading"]["all"]) if s.get("reading") else _DASH,
+            "rqs_judge": rqs_cells[name],
         })
     if ceiling is not None:
         per = ceiling.get("per_dimension") or {}
@@ -298,12 +302,12 @@ def render_html_report(
             **{key: _cell(ceiling, key) for key in ("avg_mse", "avg_mae", "align")},
             "rqs": {"value": _DASH, "ci": None}, "has": {"value": _DASH, "ci": None},
             "accuracy": {"value": _DASH, "ci": None},
-            "scored": f"{ceiling['n']} units, {ceiling['n_papers']} papers", "read": _DASH,
+            "scored": f"{ceiling['n']} units, {ceiling['n_papers']} papers", "read": _DASH, "rqs_judge": _DASH,
         })
     leaderboard += _baseline_rows(summaries, dims)
     notes = sorted({s.get("has_note") for s in summaries.values()} - {None})
     notes += sorted({(s.get("ci") or {}).get(k) for s in summaries.values() for k in ("note", "insufficient")} - {None})
-    notes += scope_notes + weights_note(summaries)
+    notes += scope_notes + weights_note(summaries) + rqs_notes
     judges = []
     for k, name in enumerate(summaries):
         recs = records.get(name)

@@ -16,6 +16,7 @@ from surveyalign.documents.reading import reading_summary_text
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 from surveyalign.scoring.ceiling_tables import render_ceiling, render_ceiling_comparison
 from surveyalign.scoring.cells import _DASH, _SHORT, _ci, _dims, _f
+from surveyalign.scoring.rqs_judge import rqs_judge_marks
 from surveyalign.scoring.run_folder import (
     find_train_scores,
     read_predictions,
@@ -122,7 +123,9 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
         dimension is present; with one, AVG is that dimension), AVG MSE, AVG MAE, RQS, Align, HAS, Acc (exact score
         matches over scored units, the mean of the dimensions' shares; "–" for a summary written before it),
         Skill (1 - AVGMSE / AVGMSE of the majority-class judge on the same units), scored (scored/n),
-        failed (counts by status) and, when a summary has a ``reading`` block, "survey read" (units whose survey
+        failed (counts by status), "RQS judge" (with RQS and a recorded ``rqs_judge``: the model that rated each
+        row's rationales, marked ‡ with a caption note where the rows' RQS judges differ:
+        :mod:`surveyalign.scoring.rqs_judge`) and, when a summary has a ``reading`` block, "survey read" (units whose survey
         was cut / units sent, median and least fraction read: issue 21 D). Missing values show as "–"; a column that is missing for every
         judge (RQS/HAS without consistency scores, Skill without training labels) is left out and the
         caption says why. Judge names fold instead of being cut; a single-dimension board fits 80
@@ -149,6 +152,10 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
              or (k == "accuracy" and any(k in s for s in summaries.values()))}
     for name in shown:
         table.add_column(name, justify="right")
+    rqs_cells, rqs_notes = rqs_judge_marks(summaries)
+    named = "RQS" in shown and any(cell != _DASH for cell in rqs_cells.values())
+    if named:  # who rated the rationales; rows rated by another judge marked (not comparable)
+        table.add_column("RQS judge", overflow="fold", max_width=12)
     table.add_column("scored", justify="right")
     table.add_column("failed", justify="right", overflow="fold", max_width=8)
     reading = any(s.get("reading") for s in summaries.values())
@@ -162,6 +169,8 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
             e = per.get(d) or {}
             row.append(f"{_f(e.get('mse'))}/{_f(e.get('mae'))}")
         row += [_marked(s, k, marks[judge]) for k in shown.values()]
+        if named:
+            row.append(rqs_cells[judge])
         row += [f"{s.get('n_scored', 0)}/{s.get('n', 0)}", _failures(s)]
         if reading:
             row.append(reading_summary_text(s["reading"]["all"]) if s.get("reading") else _DASH)
@@ -175,7 +184,7 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
                           "is perfect on them; see metrics.json)")
         else:
             notes.append("Skill left out: no training labels")
-    notes += scope_notes
+    notes += scope_notes + (rqs_notes if named else [])
     notes += weights_note(summaries)
     if "Acc" in shown:
         notes.append("Acc: share of scored units whose score equals the human score (mean over dimensions)")
