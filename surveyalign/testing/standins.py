@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Name of the lexical RQS stand-in in tables and run records.
-LEXICAL_RQS_NAME = "lexical stand-in (word overlap, not an LLM)"
+#: Name of the lexical RQS stand-in (word overlap, not an LLM) in tables and run records.
+LEXICAL_RQS_NAME = "lexical stand-in"
 
 _REF_HEAD = "Human reviewer's rationale (the reference):\n"
 _PRED_HEAD = "\n\nMachine rationale (to be rated):\n"
