@@ -16,6 +16,10 @@ def _parse(rel: str):
         from surveyalign.demo import DemoConfig
 
         return DemoConfig.from_yaml(path)
+    if rel.startswith("configs/paper/"):
+        from surveyalign.paper import PaperConfig
+
+        return PaperConfig.from_yaml(path)
     if rel.startswith("configs/ka/"):
         from surveyalign.knowledge import KAConfig
 

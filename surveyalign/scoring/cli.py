@@ -171,6 +171,7 @@ def _report(args: argparse.Namespace) -> int:
         DEFAULT_BETA,
         parse_has_weights,
         recorded_weights,
+        reweigh_summary,
     )
 
     forced = None
@@ -211,7 +212,7 @@ def _report(args: argparse.Namespace) -> int:
             say(f"note: {run}: no predictions.jsonl, showing its metrics.json as written")
             summaries[name] = json.loads(metrics.read_text(encoding="utf-8"))
             if forced is not None:  # the weights change HAS only: recomputed from the written averages
-                summaries[name] = _reweigh(summaries[name], *forced)
+                summaries[name] = reweigh_summary(summaries[name], *forced)
             continue
         except ValueError as exc:
             say(f"error: {exc}")
@@ -334,16 +335,6 @@ def _read_json(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _reweigh(summary: dict, alpha: tuple[float, float], beta: tuple[float, float]) -> dict:
-    """A metrics.json summary with Align / HAS recomputed under other weights (its averages and RQS kept)."""
-    from surveyalign.scoring.metrics import human_aligned_score
-
-    has = human_aligned_score(summary.get("avg_mse"), summary.get("avg_mae"), summary.get("rqs"), alpha=alpha,
-                              beta=beta, delta_s=(summary.get("weights") or {}).get("delta_s", 4.0))
-    return {**summary, **{k: has[k] for k in ("a_mse", "a_mae", "align", "has", "has_note")}, "weights": has["weights"],
-            "ci": None}
 
 
 def _run_cost(run: Path | None) -> dict | None:
