@@ -229,7 +229,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "runs the driver command given after -- with RAY_ADDRESS set. --dry-run prints the command "
                     "each node runs without SLURM.",
         epilog="examples:\n  surveyalign train slurm sft --config configs/sft/criticalness.yaml --nodes 2 "
-               "--gpus-per-node 8 --dry-run -- --dataset_path data/surveyreview\n"
+               "--gpus-per-node 8 --dry-run -- --dataset_path data/surveyreview-ka\n"
                "  surveyalign train slurm ray-cluster --nodes 2 --gpus-per-node 8 --dry-run -- "
                "surveyalign evaluate --config configs/eval/qwen3-32b-vllm.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
