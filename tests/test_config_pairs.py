@@ -58,7 +58,8 @@ def training() -> dict[str, dict]:
 def _by_output(training: dict[str, dict]) -> dict[str, dict]:
     outputs: dict[str, dict] = {}
     for rel, entry in training.items():
-        assert entry["output_dir"] not in outputs, f"{rel} and {outputs[entry['output_dir']]['rel']} write the same folder"
+        earlier = outputs.get(entry["output_dir"], {}).get("rel")
+        assert earlier is None, f"{rel} and {earlier} write the same folder {entry['output_dir']}"
         outputs[entry["output_dir"]] = {**entry, "rel": rel}
     return outputs
 
@@ -92,7 +93,7 @@ def test_tiny_and_demo_training_configs_agree_with_what_fills_them():
 
     for name in ("demo.yaml", "demo-ka.yaml"):
         demo = DemoConfig.from_yaml(REPO / "configs" / name)
-        script, train, _ = parse_recipe_yaml(REPO / demo.sft_config, check_device=False)
+        script = parse_recipe_yaml(REPO / demo.sft_config, check_device=False)[0]
         assert script.dataset_path is None and script.dimension == demo.dimension
         assert script.use_knowledge is (demo.knowledge is not None), name  # KA step <=> KA prompts
     for tiny, paper in (("tiny-criticalness", "criticalness"), ("tiny-readability", "readability")):
@@ -272,12 +273,11 @@ def test_shipped_adapter_config_passes_the_record_check_on_the_ka_dataset(traini
     with pytest.raises(TrainingMismatchError) as caught:
         check_training_records(on_plain, units, None, console)
     lines = str(caught.value).splitlines()
-    assert lines[1:3] == [
-        f"  adapter runs/sft/comprehensiveness (judging comprehensiveness): trained with knowledge in 40/40 training "
-        f"examples; this evaluation has knowledge in 0/12 units of comprehensiveness (config keys: dataset, a KA "
-        f"dataset of `surveyalign ka build`; knowledge_dimensions)",
-        f"  adapter runs/dpo/criticalness (judging criticalness): trained with knowledge in 40/40 training "
-        f"examples; this evaluation has knowledge in 0/12 units of criticalness (config keys: dataset, a KA "
-        f"dataset of `surveyalign ka build`; knowledge_dimensions)"]
+    fix = "(config keys: dataset, a KA dataset of `surveyalign ka build`; knowledge_dimensions)"
+    comp = (f"  adapter runs/sft/comprehensiveness (judging comprehensiveness): trained with knowledge in 40/40 "
+            f"training examples; this evaluation has knowledge in 0/12 units of comprehensiveness {fix}")
+    crit = (f"  adapter runs/dpo/criticalness (judging criticalness): trained with knowledge in 40/40 training "
+            f"examples; this evaluation has knowledge in 0/12 units of criticalness {fix}")
+    assert lines[1:3] == [comp, crit]
     assert json.loads((tmp_path / "runs/sft/readability/surveyalign_training.json").read_text())["use_knowledge"] \
         is False

@@ -125,14 +125,15 @@ def _knowledge_problem(record: dict[str, Any], n_with: int, n_train: int | None,
     trained = f"knowledge in {n_with}/{n_train if n_train is not None else '?'} training examples"
     evaluated = f"knowledge in {n_eval_with}/{n_eval} units of {dim}"
     if record.get("use_knowledge") and n_with == 0:  # a KA adapter trained on a dataset without knowledge
-        return (f"use_knowledge true but {trained} (trained on a dataset without a `knowledge` column: retrain it "
-                "on the KA dataset of `surveyalign ka build`)", evaluated)
+        why = (f"use_knowledge true but {trained} (trained on a dataset without a `knowledge` column: retrain it "
+               "on the KA dataset of `surveyalign ka build`)")
+        return why, evaluated
     if n_with > 0 and n_eval and n_eval_with == 0:
-        return (f"trained with {trained}", f"this evaluation has {evaluated} (config keys: dataset, a KA dataset "
-                "of `surveyalign ka build`; knowledge_dimensions)")
+        fix = "config keys: dataset, a KA dataset of `surveyalign ka build`; knowledge_dimensions"
+        return f"trained with {trained}", f"this evaluation has {evaluated} ({fix})"
     if n_with == 0 and n_eval_with > 0:
-        return (f"trained without knowledge ({trained})", f"this evaluation has {evaluated} (config key: "
-                "knowledge_dimensions)")
+        plain = f"trained without knowledge ({trained})"
+        return plain, f"this evaluation has {evaluated} (config key: knowledge_dimensions)"
     return None
 
 
