@@ -2,7 +2,7 @@
 
 # 1. make preference pairs from the SFT adapter (K sampled answers per training unit):
 ```bash
-surveyalign train dpo-pairs --adapter runs/sft/criticalness --dataset data/surveyreview \
+surveyalign train dpo-pairs --adapter runs/sft/criticalness --dataset data/surveyreview-ka \
     --out runs/dpo/criticalness-pairs.jsonl --k 4
 ```
 # 2. train (the paper's scale; ZeRO-3):

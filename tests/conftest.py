@@ -61,6 +61,24 @@ def dataset_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def ka_dataset_dir(dataset_dir, tmp_path_factory) -> Path:
+    """``dataset_dir`` with the ``knowledge`` column (``surveyalign ka build``, SurveyReview App. F), built once per
+    session into ``.../data/surveyreview-ka``: Comp-KA from the sample citation graph (at most 60 whitespace
+    tokens), Crit-KA from a scripted summariser that answers one fixed sentence. What the KA-trained configs
+    (``use_knowledge: true``) train on; read-only, like ``dataset_dir``."""
+    from surveyalign.backends import load_backend
+    from surveyalign.knowledge import KAConfig, build_ka_dataset, sample_graph
+
+    out = tmp_path_factory.mktemp("data-ka") / "surveyreview-ka"
+    build_ka_dataset(dataset_dir, sample_graph(dataset_dir), out,
+                     KAConfig(tokenizer="whitespace", dimensions=["comprehensiveness", "criticalness"],
+                              comp_max_tokens=60, block_tokens=64, summary_tokens=16, length=32),
+                     backend=load_backend("scripted", replies=lambda m, s, i: "Later work favours graph transformers."),
+                     progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
 def shared_real() -> Path:
     """../shared/real (real third-party inputs); tests using it skip when it is absent."""
     if not SHARED_REAL.is_dir():

@@ -101,7 +101,7 @@ def test_truncated_sample_never_becomes_the_rejected_answer(tiny_model_dir, data
     adapter.mkdir()
     out = tmp_path / "pairs.jsonl"
     summary = make_dpo_pairs(str(dataset_dir), str(adapter), out, k=2, model=str(tiny_model_dir), limit=2,
-                             max_length=4096, sampler=sampler)
+                             max_length=4096, sampler=sampler, use_knowledge=False)  # plain dataset, plain prompts
     assert (summary.n_paired, summary.n_no_pair) == (0, 2)
     records = read_pairs(out, paired_only=False)
     assert all(r["status"] == "no_pair" and r["sft_sample_scores"] == [None, None] for r in records)

@@ -33,11 +33,11 @@ def _run(cmd: list[str], log: Path, *, ok: bool = True) -> subprocess.CompletedP
 
 
 @pytest.fixture(scope="module")
-def qlora_sft(tmp_path_factory, tiny_model_dir, dataset_dir) -> Path:
+def qlora_sft(tmp_path_factory, tiny_model_dir, ka_dataset_dir) -> Path:
     """A Criticalness SFT adapter trained on the tiny model loaded in 4-bit NF4 (2 steps, CPU)."""
     out = tmp_path_factory.mktemp("qlora-sft") / "adapter"
     _run([*ACCELERATE_1, "recipes/sft.py", "--config", "configs/sft/tiny-criticalness.yaml", "--model_name_or_path",
-          str(tiny_model_dir), "--dataset_path", str(dataset_dir), "--output_dir", str(out), *FOUR_BIT],
+          str(tiny_model_dir), "--dataset_path", str(ka_dataset_dir), "--output_dir", str(out), *FOUR_BIT],
          out.parent / "sft.log")
     return out
 
@@ -59,13 +59,13 @@ def test_qlora_sft_saves_a_full_adapter_whose_record_carries_the_quantisation(ql
 
 
 def test_evaluation_loads_the_qlora_base_in_4bit_and_refuses_full_precision(qlora_sft, tiny_model_dir,
-                                                                           dataset_dir, tmp_path, capsys):
+                                                                           ka_dataset_dir, tmp_path, capsys):
     from surveyalign.cli import main
     from surveyalign.evaluation import EvalConfig, run_evaluation
 
     def config(**options) -> EvalConfig:
         return EvalConfig.from_dict({
-            "name": "qlora", "dataset": str(dataset_dir), "output_dir": str(tmp_path), "progress": False,
+            "name": "qlora", "dataset": str(ka_dataset_dir), "output_dir": str(tmp_path), "progress": False,
             "bootstrap": 0, "limit": 1, "dimensions": ["criticalness"], "generation": {"max_new_tokens": 2},
             "knowledge_dimensions": ["criticalness"],
             "backend": {"kind": "transformers", "options": {"model": str(tiny_model_dir), "adapter": str(qlora_sft),
@@ -90,7 +90,7 @@ def test_evaluation_loads_the_qlora_base_in_4bit_and_refuses_full_precision(qlor
     assert "trained on another base" in capsys.readouterr().err
 
 
-def test_qlora_dpo_on_the_qlora_sft_adapter(qlora_sft, tiny_model_dir, dataset_dir, tmp_path):
+def test_qlora_dpo_on_the_qlora_sft_adapter(qlora_sft, tiny_model_dir, ka_dataset_dir, tmp_path):
     from surveyalign.backends import load_backend
     from surveyalign.models import read_training_record
     from surveyalign.training import (
@@ -100,7 +100,7 @@ def test_qlora_dpo_on_the_qlora_sft_adapter(qlora_sft, tiny_model_dir, dataset_d
 
     sampler = load_backend("scripted", replies=lambda m, s, i: "Deep synthesis.$$$2$$$" if i else "Shallow.$$$-1$$$")
     pairs = tmp_path / "pairs.jsonl"
-    assert make_dpo_pairs(str(dataset_dir), str(qlora_sft), pairs, k=2, limit=4, max_new_tokens=64, max_length=2048,
+    assert make_dpo_pairs(str(ka_dataset_dir), str(qlora_sft), pairs, k=2, limit=4, max_new_tokens=64, max_length=2048,
                           sampler=sampler).n_paired == 4
     out = tmp_path / "dpo"
     _run([*ACCELERATE_1, "recipes/dpo.py", "--config", "configs/dpo/tiny-criticalness.yaml", "--sft_adapter",

@@ -274,11 +274,12 @@ def test_model_card_names_base_dimension_data_and_settings(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def sft_adapter(tmp_path_factory, tiny_model_dir, dataset_dir) -> Path:
-    """A tiny Criticalness SFT adapter trained by recipes/sft.py under accelerate (1 process, 2 steps)."""
+def sft_adapter(tmp_path_factory, tiny_model_dir, ka_dataset_dir) -> Path:
+    """A tiny Criticalness SFT adapter trained by recipes/sft.py under accelerate (1 process, 2 steps) on the KA
+    dataset (Crit-KA in every prompt, as configs/sft/tiny-criticalness.yaml's use_knowledge asks)."""
     out = tmp_path_factory.mktemp("sft") / "adapter"
     run_recipe([*ACCELERATE_1, "recipes/sft.py", "--config", "configs/sft/tiny-criticalness.yaml",
-                "--model_name_or_path", str(tiny_model_dir), "--dataset_path", str(dataset_dir),
+                "--model_name_or_path", str(tiny_model_dir), "--dataset_path", str(ka_dataset_dir),
                 "--output_dir", str(out)], out.parent / "sft.log")  # no --data_version: read from build_report
     return out
 
@@ -297,7 +298,7 @@ def lora_b_bound(best_checkpoint: str | None) -> tuple[float, float]:
     return 5e-5, 7.5e-5 * 1.001
 
 
-def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny_model_dir, dataset_dir):
+def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny_model_dir, ka_dataset_dir):
     from safetensors.torch import load_file
 
     from surveyalign.data import load_surveyreview
@@ -310,7 +311,7 @@ def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny
     # App. D's schedule on 16 units: batch 1 x accumulation 16 = one optimizer step per epoch, eval each epoch
     assert [e["step"] for e in log if "loss" in e] == [1, 2] and all(e["loss"] > 0 for e in log if "loss" in e)
     assert [e["learning_rate"] for e in log if "loss" in e] == pytest.approx([5e-5, 2.5e-5])
-    assert [e["num_tokens"] for e in log if "loss" in e] == [16 * 512, 32 * 512]  # 16 fitted examples per step
+    assert [e["num_tokens"] for e in log if "loss" in e] == [16 * 640, 32 * 640]  # 16 fitted examples per step
     evals = {e["step"]: e["eval_loss"] for e in log if "eval_loss" in e and "train_runtime" not in e}
     assert sorted(evals) == [1, 2]
     best_step = min(evals, key=evals.get)
@@ -321,13 +322,16 @@ def test_sft_recipe_saves_a_rank8_adapter_with_record_and_card(sft_adapter, tiny
                if "lora_B" in k]
     assert len(largest) == 14 and all(low < v <= high for v in largest)
 
-    train = load_surveyreview(dataset_dir, "criticalness", split="train").select(range(16))
+    train = load_surveyreview(ka_dataset_dir, "criticalness", split="train").select(range(16))
     assert (record["stage"], record["dimension"], record["protocol"], record["enable_thinking"],
             record["use_knowledge"]) == ("sft", "criticalness", "v1.0", False, True)
     assert record["data_hash"] == data_hash(train) and (record["n_train"], record["n_eval"]) == (16, 4)
-    assert record["length"]["train"]["longest"] <= record["max_length"] == 512
+    # every one of the 16 training rows has a Crit-KA text, so every prompt carries the block
+    assert sum(bool(k) for k in train["knowledge"]) == 16
+    assert (record["n_train_with_knowledge"], record["allow_missing_knowledge"]) == (16, False)
+    assert record["length"]["train"]["longest"] <= record["max_length"] == 640
     assert record["adapter"]["ranks"] == [8] and record["adapter"]["modules"] == sorted(SEVEN)
-    build = json.loads((dataset_dir / "build_report.json").read_text())
+    build = json.loads((ka_dataset_dir / "build_report.json").read_text())
     version = f"surveyreview@{build['input']['sha256'][:12]} seed 42 builder {build['surveyalign_version']}"
     assert record["data_version"] == version
     card = (sft_adapter / "README.md").read_text()
@@ -374,7 +378,7 @@ def test_read_training_record_checks_the_keys_evaluation_needs(tmp_path):
         read_training_record(tmp_path / "elsewhere")
 
 
-def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_dir, dataset_dir, tmp_path):
+def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_dir, ka_dataset_dir, tmp_path):
     import torch
     from safetensors.torch import load_file
 
@@ -385,7 +389,7 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
     # sample 0 agrees with a -1 gold, sample 1 says +2: units with gold -1 pair with sample 1, the others with 0
     sampler = load_backend("scripted", replies=lambda m, s, i: "Deep synthesis.$$$2$$$" if i else "Shallow.$$$-1$$$")
     pairs_file = tmp_path / "pairs.jsonl"
-    summary = make_dpo_pairs(str(dataset_dir), str(sft_adapter), pairs_file, k=2, limit=6, max_new_tokens=64,
+    summary = make_dpo_pairs(str(ka_dataset_dir), str(sft_adapter), pairs_file, k=2, limit=6, max_new_tokens=64,
                              max_length=2048, sampler=sampler)
     assert (summary.n_units, summary.n_paired, summary.origins) == (6, 6, {"sft_sample": 6})
     pairs = read_pairs(pairs_file)
@@ -393,7 +397,7 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
         assert pair["rejected_score"] != pair["gold_score"] and pair["origin"] == "sft_sample"
         assert pair["chosen"][0]["content"].endswith(f"$$${pair['gold_score']}$$$")
         assert pair["sample_index"] == (1 if pair["gold_score"] == -1 else 0)
-    again = make_dpo_pairs(str(dataset_dir), str(sft_adapter), pairs_file, k=2, limit=6, sampler=sampler,
+    again = make_dpo_pairs(str(ka_dataset_dir), str(sft_adapter), pairs_file, k=2, limit=6, sampler=sampler,
                            max_new_tokens=64, max_length=2048)
     assert (again.n_skipped_existing, again.n_paired) == (6, 0)  # resumed: nothing sampled twice
     assert (again.n_paired_in_file, again.origins_in_file) == (6, {"sft_sample": 6})
@@ -417,6 +421,9 @@ def test_dpo_pairs_then_dpo_recipe_from_the_sft_adapter(sft_adapter, tiny_model_
     assert (record["stage"], record["sft_adapter"], record["pair_origins"]) == ("dpo", str(sft_adapter),
                                                                                 {"sft_sample": 4})
     assert record["reference"] == "frozen copy of the SFT adapter" and record["use_knowledge"] is True
+    # the 4 pairs trained on (max_train_samples) were made from the KA dataset: each prompt carries Crit-KA
+    assert all(pair["with_knowledge"] and pair["dataset_path"] == str(ka_dataset_dir) for pair in pairs)
+    assert (record["n_train"], record["n_train_with_knowledge"], record["allow_missing_knowledge"]) == (4, 4, False)
     assert record["reference_check"] == {"reference": "frozen copy of the SFT adapter", "adapter": "ref",
                                          "n_tensors_checked": 28}  # A and B x 7 modules x 2 layers
     # the step-0 agreement is informative: the adapter-disabled base model answers differently from the SFT
@@ -536,8 +543,8 @@ def _without_text(dataset_dir: Path, out: Path, split: str) -> Path:
      ("no evaluation examples for criticalness in {dir} (validation split: 2 units, 2 without survey text); pass "
       "--eval_strategy no --load_best_model_at_end false")),
 ])
-def test_sft_recipe_fails_early_without_examples(tiny_model_dir, dataset_dir, tmp_path, split, limit, message):
-    folder = _without_text(dataset_dir, tmp_path / f"surveyreview-no-{split}-text", split)
+def test_sft_recipe_fails_early_without_examples(tiny_model_dir, ka_dataset_dir, tmp_path, split, limit, message):
+    folder = _without_text(ka_dataset_dir, tmp_path / f"surveyreview-no-{split}-text", split)
     recipe = _recipe("sft")
     args = recipe.make_parser().parse_args_and_config([
         "--config", "configs/sft/tiny-criticalness.yaml", "--model_name_or_path", str(tiny_model_dir),
@@ -571,16 +578,17 @@ def recorded_adapter(tmp_path, tiny_model_dir) -> Path:
     return adapter
 
 
-def test_no_pair_records_keep_sample_texts_and_the_summary_counts_the_file(recorded_adapter, dataset_dir, tmp_path):
+def test_no_pair_records_keep_sample_texts_and_the_summary_counts_the_file(recorded_adapter, ka_dataset_dir,
+                                                                           tmp_path):
     from surveyalign.backends import load_backend
     from surveyalign.training import make_dpo_pairs, read_pairs
 
     rambling = "I think this survey is " + "quite long " * 40  # 463 characters, no score
     sampler = load_backend("scripted", replies=lambda m, s, i: rambling if i == 0 else "Fine.$$$7$$$")
     out = tmp_path / "pairs.jsonl"
-    first = make_dpo_pairs(str(dataset_dir), str(recorded_adapter), out, k=2, limit=2, max_new_tokens=64,
+    first = make_dpo_pairs(str(ka_dataset_dir), str(recorded_adapter), out, k=2, limit=2, max_new_tokens=64,
                            max_length=2048, sampler=sampler)
-    second = make_dpo_pairs(str(dataset_dir), str(recorded_adapter), out, k=2, limit=3, max_new_tokens=64,
+    second = make_dpo_pairs(str(ka_dataset_dir), str(recorded_adapter), out, k=2, limit=3, max_new_tokens=64,
                             max_length=2048, sampler=sampler)
     assert (first.n_no_pair, first.n_no_pair_in_file) == (2, 2)
     assert (second.n_no_pair, second.n_skipped_existing, second.n_no_pair_in_file, second.n_paired_in_file) == \

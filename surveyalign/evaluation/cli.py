@@ -83,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "training record; sets `backend.options.allow_base_mismatch`, the mismatch is recorded in run_config")
     p.add_argument("--allow-training-mismatch", action="store_true",
                    help="evaluate an adapter whose training record disagrees with the config (dimension, protocol, "
-                   "enable_thinking, use_knowledge); sets `allow_training_mismatch: true`, recorded in run_config")
+                   "enable_thinking, use_knowledge, knowledge counts); sets `allow_training_mismatch: true`, recorded in run_config")
     p.add_argument("--check-drift", type=positive_int, metavar="N",
                    help="before the run, re-judge N units already stored in the run folder's calls.jsonl (sample 0, "
                    "bypassing the cache) and say how many scores changed (recorded in run_config.json check_drift)")

@@ -141,7 +141,8 @@ class EvalConfig(ModelRole):
     allow_training_mismatch: bool = Field(
         False,
         description="evaluate an adapter even when its training record (surveyalign_training.json) disagrees "
-        "with this config on dimension, protocol, enable_thinking or use_knowledge (mismatches are recorded)",
+        "with this config on dimension, protocol, enable_thinking, use_knowledge or the knowledge counts of its "
+        "training examples vs the evaluated units (mismatches are recorded)",
     )
 
     @field_validator("dimensions", "knowledge_dimensions")

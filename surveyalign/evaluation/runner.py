@@ -159,7 +159,8 @@ def run_evaluation(
         FileNotFoundError: the dataset folder does not exist.
         ValueError: the split or a dimension is absent from the dataset, or a backend option is invalid.
         TrainingMismatchError: (a ``ValueError``) an adapter's training record disagrees with the config on
-            dimension, protocol, enable_thinking or use_knowledge, and ``allow_training_mismatch`` is false.
+            dimension, protocol, enable_thinking, use_knowledge or the knowledge counts (training examples vs
+            evaluated units), and ``allow_training_mismatch`` is false.
         RuntimeError: another process holds the run folder's lock.
         RunIncomplete: the ``max_cost`` cap stopped the run, or provider batches are still running; what was
             answered is kept in ``calls.jsonl``.

@@ -45,8 +45,9 @@ __getattr__ = lazy_loader.attach(
     submod_attrs={
         "arguments": ["DPOScriptArguments", "SFTScriptArguments", "make_dpo_parser", "make_sft_parser",
                       "parse_recipe_yaml"],
-        "data": ["LengthReport", "check_prepared_lengths", "data_hash", "describe_split", "prepare_sft_dataset",
-                 "require_examples", "template_hash"],
+        "data": ["LengthReport", "check_prepared_lengths", "count_knowledge", "data_hash", "describe_split",
+                 "ka_build_command", "ka_dataset_path", "prepare_sft_dataset", "require_examples",
+                 "require_knowledge", "template_hash"],
         "dpo": ["DPOInputs", "check_reference", "dpo_datasets", "dpo_policy", "dpo_record", "read_dpo_inputs"],
         "sft": ["SFTData", "load_sft_data", "sft_record"]})[0]
 
@@ -66,6 +67,7 @@ __all__ = [
     "check_trainer",
     "checkpoint_step",
     "choose_rejected",
+    "count_knowledge",
     "data_hash",
     "dataset_version",
     "describe_split",
@@ -76,6 +78,8 @@ __all__ = [
     "hyperparameters",
     "init_deepspeed_comm",
     "inspect_adapter",
+    "ka_build_command",
+    "ka_dataset_path",
     "load_sft_data",
     "make_dpo_pairs",
     "make_dpo_parser",
@@ -92,6 +96,7 @@ __all__ = [
     "recipe_usage",
     "render_model_card",
     "require_examples",
+    "require_knowledge",
     "run_recipe",
     "sft_record",
     "template_hash",

@@ -56,6 +56,13 @@ class SFTScriptArguments(ScriptArguments):
             "non-empty (Comp-KA / Crit-KA, SurveyAlign §5.2.3)."
         },
     )
+    allow_missing_knowledge: bool = field(
+        default=False,
+        metadata={
+            "help": "With use_knowledge, train even when no training row carries a `knowledge` text (a dataset not "
+            "built by `surveyalign ka build`); recorded in surveyalign_training.json. Off: such a run is refused."
+        },
+    )
     dataset_eval_split: str = field(
         default="validation",
         metadata={"help": "Split used for evaluation loss and best-checkpoint selection (paper-level 10%%)."},
@@ -102,6 +109,13 @@ class DPOScriptArguments(ScriptArguments):
         metadata={"help": "SFT adapter folder to continue from (its frozen copy is the DPO reference)."},
     )
     dimension: str = field(default="criticalness", metadata={"help": "Dimension of the pairs (checked)."})
+    allow_missing_knowledge: bool = field(
+        default=False,
+        metadata={
+            "help": "Train even when the pairs say use_knowledge but no pair's prompt carries a knowledge block "
+            "(pairs made from a dataset without a `knowledge` column); recorded. Off: such a run is refused."
+        },
+    )
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Keep only the first N pairs (tiny runs); None keeps all."}
     )

@@ -77,7 +77,8 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
     summary = make_dpo_pairs(
         args.dataset, args.adapter, args.out, k=args.k, dimension=args.dimension, split=args.split,
         model=args.model, protocol=args.protocol, enable_thinking=args.enable_thinking,
-        use_knowledge=not args.no_knowledge, temperature=args.temperature, top_p=args.top_p,
+        use_knowledge=False if args.no_knowledge else None,
+        allow_missing_knowledge=args.allow_missing_knowledge, temperature=args.temperature, top_p=args.top_p,
         max_new_tokens=args.max_new_tokens, max_length=args.max_length, seed=args.seed,
         fallback_model=args.fallback_model, fallback_k=args.fallback_k, limit=args.limit,
         batch_size=args.batch_size, device=args.device,
@@ -228,7 +229,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "runs the driver command given after -- with RAY_ADDRESS set. --dry-run prints the command "
                     "each node runs without SLURM.",
         epilog="examples:\n  surveyalign train slurm sft --config configs/sft/criticalness.yaml --nodes 2 "
-               "--gpus-per-node 8 --dry-run -- --dataset_path data/surveyreview\n"
+               "--gpus-per-node 8 --dry-run -- --dataset_path data/surveyreview-ka\n"
                "  surveyalign train slurm ray-cluster --nodes 2 --gpus-per-node 8 --dry-run -- "
                "surveyalign evaluate --config configs/eval/qwen3-32b-vllm.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -260,7 +261,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--adapter", required=True, help="SFT adapter folder (its surveyalign_training.json gives "
                                                     "the base model, dimension, protocol and enable_thinking)")
-    p.add_argument("--dataset", required=True, help="SurveyReview dataset folder (`surveyalign data build`)")
+    p.add_argument("--dataset", default="data/surveyreview-ka",
+                   help="SurveyReview dataset folder; default data/surveyreview-ka, the KA dataset that "
+                        "`surveyalign ka build --out` writes and the KA-trained SFT configs read")
     p.add_argument("--out", required=True, help="JSONL file of pairs (appended; <out>.summary.json written)")
     p.add_argument("--k", type=positive_int, default=4, help="answers sampled per unit (default 4)")
     p.add_argument("--dimension", type=dimension_value, default=None, help="dimension (default: the adapter's)")
@@ -269,7 +272,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", default=None, help="answer protocol (default: the adapter's)")
     p.add_argument("--enable-thinking", type=bool_value, default=None, metavar="{true,false}",
                    help="chat-template thinking switch (default: the adapter's)")
-    p.add_argument("--no-knowledge", action="store_true", help="leave the KA block out of the prompts")
+    p.add_argument("--no-knowledge", action="store_true",
+                   help="leave the KA block out of the prompts (default: as the adapter was trained)")
+    p.add_argument("--allow-missing-knowledge", action="store_true",
+                   help="make pairs with knowledge on even when no row of the split has a `knowledge` text "
+                        "(recorded in each pair); without it such a run is refused")
     p.add_argument("--temperature", type=non_negative_float, default=1.0, help="sampling temperature (default 1.0)")
     p.add_argument("--top-p", type=probability, default=1.0, help="nucleus mass (default 1.0)")
     p.add_argument("--max-new-tokens", type=positive_int, default=512, help="tokens per sampled answer (default 512)")

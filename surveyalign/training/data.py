@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -190,6 +191,91 @@ def require_examples(report: LengthReport, n_rows: int, *, dataset_path: str, di
     units = f"{n_rows} unit" + ("" if n_rows == 1 else "s")
     raise ValueError(f"no {what} examples for {dimension} in {dataset_path} ({split} split: {units}, "
                      f"{report.n_missing_text} without survey text){hint}")
+
+
+#: The KA config named in the command that builds a dataset's ``knowledge`` column (SurveyReview App. F).
+KA_CONFIG = "configs/ka/default.yaml"
+
+
+def ka_dataset_path(dataset_path: str | os.PathLike) -> str:
+    """The folder ``surveyalign ka build`` writes for a dataset folder: its path with ``-ka`` appended.
+
+    Args:
+        dataset_path: a SurveyReview dataset folder, e.g. ``data/surveyreview``.
+
+    Returns:
+        e.g. ``"data/surveyreview-ka"`` (a trailing ``/`` is dropped first); the shipped configs of the
+        knowledge-augmented dimensions read this folder.
+    """
+    return str(dataset_path).rstrip("/\\") + "-ka"
+
+
+def ka_build_command(dataset_path: str | os.PathLike) -> str:
+    """The command that adds the ``knowledge`` column (Comp-KA / Crit-KA, SurveyAlign §5.2, App. F) to a dataset.
+
+    Args:
+        dataset_path: the dataset folder without knowledge.
+
+    Returns:
+        ``surveyalign ka build --dataset PATH --graph GRAPH --out PATH-ka --config configs/ka/default.yaml``.
+    """
+    path = str(dataset_path).rstrip("/\\")
+    return f"surveyalign ka build --dataset {path} --graph GRAPH --out {ka_dataset_path(path)} --config {KA_CONFIG}"
+
+
+def count_knowledge(rows: Any) -> int:
+    """Rows whose ``knowledge`` text is non-empty (after stripping white space).
+
+    Args:
+        rows: a ``datasets.Dataset`` or a list of row dicts; a dataset without a ``knowledge`` column counts 0.
+
+    Returns:
+        The count, in [0, len(rows)].
+    """
+    names = getattr(rows, "column_names", None)
+    if names is not None:
+        values = rows["knowledge"] if "knowledge" in names else []
+    else:
+        values = [row.get("knowledge") for row in rows]
+    return sum(1 for value in values if str(value or "").strip())
+
+
+def require_knowledge(rows: Any, *, dataset_path: str | os.PathLike, dimension: str, split: str,
+                      allow_missing: bool, fix: str) -> int:
+    """Refuse to build knowledge-augmented training prompts from rows that carry no knowledge (SurveyAlign §5.2.3).
+
+    With ``use_knowledge`` on, a row's non-empty ``knowledge`` text goes before its survey; on a dataset without the
+    column (or with only empty values) every prompt would be plain while the training record says
+    ``use_knowledge: true``. Called by the SFT recipe, the DPO recipe's pair check and ``train dpo-pairs``.
+
+    Args:
+        rows: the split's rows (after any sample limit).
+        dataset_path: the dataset folder (named in the message, with the command that builds its KA version).
+        dimension: the dimension trained.
+        split: the split name.
+        allow_missing: the override (``allow_missing_knowledge``): return the count (0) instead of raising.
+        fix: how the caller turns knowledge off or allows its absence, appended to the message.
+
+    Returns:
+        The number of rows with a non-empty ``knowledge`` text (> 0 unless ``allow_missing``).
+
+    Raises:
+        ValueError: one line, when no row carries knowledge and ``allow_missing`` is false, e.g. ``data/surveyreview:
+            use_knowledge is true but no train row of criticalness carries a knowledge text (the dataset has no
+            `knowledge` column); build the KA dataset with `surveyalign ka build --dataset data/surveyreview --graph
+            GRAPH --out data/surveyreview-ka --config configs/ka/default.yaml` and train on data/surveyreview-ka, or
+            <fix>``.
+    """
+    n_with = count_knowledge(rows)
+    if n_with or allow_missing:
+        return n_with
+    names = getattr(rows, "column_names", None)
+    has_column = "knowledge" in names if names is not None else any("knowledge" in row for row in rows)
+    why = (f"the `knowledge` column is empty in all {len(rows)} rows" if has_column
+           else "the dataset has no `knowledge` column")
+    raise ValueError(f"{dataset_path}: use_knowledge is true but no {split} row of {dimension} carries a knowledge "
+                     f"text ({why}); build the KA dataset with `{ka_build_command(dataset_path)}` and train on "
+                     f"{ka_dataset_path(dataset_path)}, or {fix}")
 
 
 def data_hash(dataset: Iterable[dict], columns: tuple[str, ...] = ("unit_id", "score", "rationales", "text",

@@ -26,7 +26,7 @@ from surveyalign.models import (
 from surveyalign.models.paths import from_hub, hub_folder
 from surveyalign.prompts import count_chat_tokens
 from surveyalign.training.adapter import hyperparameters
-from surveyalign.training.data import data_hash
+from surveyalign.training.data import data_hash, ka_build_command, ka_dataset_path
 from surveyalign.training.pairs import read_pairs
 from surveyalign.training.progress import quiet_library_bars
 from surveyalign.training.steps import model_init_kwargs, provenance
@@ -47,6 +47,8 @@ class DPOInputs:
         base_model: the base model (``--model_name_or_path``, else the SFT record's).
         use_knowledge: whether the prompts carry knowledge blocks (the pairs' record, else the SFT record's).
         origins: pair origin -> count.
+        n_with_knowledge: pairs whose prompt carries a knowledge block (their ``with_knowledge``), or ``None``
+            when the pairs file does not say (made before the field existed).
     """
 
     pairs: list[dict[str, Any]]
@@ -55,6 +57,7 @@ class DPOInputs:
     base_model: str
     use_knowledge: bool
     origins: Counter = field(default_factory=Counter)
+    n_with_knowledge: int | None = None
 
 
 def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
@@ -69,7 +72,9 @@ def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
 
     Raises:
         ValueError: no pairs file, no base model, no usable pair (the message counts the file's paired / no_pair
-            records), or a pair's dimension, protocol or thinking switch that disagrees with the SFT adapter.
+            records), a pair's dimension, protocol or thinking switch that disagrees with the SFT adapter, or pairs
+            made with ``use_knowledge`` none of whose prompts carries a knowledge block (a dataset without a
+            ``knowledge`` column) unless ``allow_missing_knowledge``.
     """
     if not script_args.pairs_path:
         raise ValueError("--pairs_path is required (a file written by `surveyalign train dpo-pairs`)")
@@ -105,10 +110,18 @@ def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
     if use_knowledge is None:
         print("neither the pairs nor an SFT record say whether knowledge blocks were used; recording false",
               flush=True)
+    n_with = sum(bool(p["with_knowledge"]) for p in pairs) if all("with_knowledge" in p for p in pairs) else None
+    if use_knowledge and n_with == 0 and not script_args.allow_missing_knowledge:
+        dataset = pairs[0].get("dataset_path") or "DATASET"
+        raise ValueError(f"{script_args.pairs_path}: use_knowledge is true but none of the {len(pairs)} pairs' "
+                         f"prompts carries a knowledge block (made from {dataset}, which has no `knowledge` text); "
+                         f"build the KA dataset with `{ka_build_command(dataset)}` and re-make the pairs with "
+                         f"`surveyalign train dpo-pairs --dataset {ka_dataset_path(dataset)}`, or set "
+                         "allow_missing_knowledge: true to train without it (recorded)")
     origins = Counter(p["origin"] for p in pairs)
     print(f"DPO on {len(pairs)} pairs ({dict(origins)}); {len(records) - len(pairs)} units of the file "
           "have no pair or are beyond max_train_samples", flush=True)
-    return DPOInputs(pairs, len(records), sft, base_model, bool(use_knowledge), origins)
+    return DPOInputs(pairs, len(records), sft, base_model, bool(use_knowledge), origins, n_with)
 
 
 def dpo_datasets(inputs: DPOInputs, script_args: Any, training_args: Any, tokenizer: Any) -> tuple[Any, Any]:
@@ -235,7 +248,8 @@ def dpo_record(script_args: Any, training_args: Any, model_args: Any, inputs: DP
 
     Returns:
         ``stage``="dpo", ``dimension``, ``protocol``, ``template_hash``, ``enable_thinking``, ``use_knowledge``,
-        ``base_model``, ``sft_adapter``, ``reference``, ``reference_check``, ``data_hash``, ``pair_origins``,
+        ``n_train_with_knowledge`` (pairs whose prompt carries a knowledge block; null for a pairs file that does
+        not say), ``allow_missing_knowledge``, ``base_model``, ``sft_adapter``, ``reference``, ``reference_check``, ``data_hash``, ``pair_origins``,
         ``n_train``/``n_eval`` (pairs), ``max_length``, ``lora``, ``hyperparameters`` (with ``beta``,
         ``loss_type``), ``metrics``, ``best_checkpoint``, ``command``, ``versions``.
     """
@@ -262,6 +276,8 @@ def dpo_record(script_args: Any, training_args: Any, model_args: Any, inputs: DP
         "sft_data_hash": sft.get("data_hash"),
         "pair_origins": dict(inputs.origins),
         "n_train": len(train),
+        "n_train_with_knowledge": inputs.n_with_knowledge,  # evaluation compares it with its units
+        "allow_missing_knowledge": bool(getattr(script_args, "allow_missing_knowledge", False)),
         "n_eval": len(evaluation) if evaluation is not None else 0,
         "max_length": training_args.max_length,
         "length": {"n_shortened": sum(1 for p in pairs if p.get("survey_tokens_removed"))},

@@ -118,6 +118,19 @@ def choose_rejected(samples: Sequence[Any], gold: int, protocol: str) -> tuple[i
     return None, scores
 
 
+def example_has_knowledge(row: dict[str, Any], use_knowledge: bool) -> bool:
+    """Whether a row's prompt carries a knowledge block: ``use_knowledge`` and a non-empty ``knowledge`` text.
+
+    Args:
+        row: a dataset row (``knowledge`` optional).
+        use_knowledge: the pairs' setting.
+
+    Returns:
+        True when the KA text goes before the survey (the ``with_knowledge`` field of a pair record).
+    """
+    return bool(use_knowledge and (row.get("knowledge") or ""))
+
+
 def read_pairs(path: str | os.PathLike, *, paired_only: bool = True) -> list[dict[str, Any]]:
     """Read a pairs JSONL file written by :func:`make_dpo_pairs`.
 
@@ -169,7 +182,8 @@ def make_dpo_pairs(
     model: str | None = None,
     protocol: str | None = None,
     enable_thinking: bool | None = None,
-    use_knowledge: bool = True,
+    use_knowledge: bool | None = None,
+    allow_missing_knowledge: bool = False,
     temperature: float = 1.0,
     top_p: float = 1.0,
     max_new_tokens: int = 512,
@@ -188,7 +202,7 @@ def make_dpo_pairs(
     Args:
         dataset_path: SurveyReview dataset folder (``surveyalign/data/schema.py``).
         adapter: the SFT adapter folder; its ``surveyalign_training.json`` supplies defaults for ``model``,
-            ``dimension``, ``protocol``, ``enable_thinking`` and ``use_knowledge`` (explicit values must agree).
+            ``dimension``, ``protocol``, ``enable_thinking`` (explicit values must agree) and ``use_knowledge``.
         out: JSONL file to append to (created with parents).
         k: answers sampled per unit, >= 1.
         dimension: dimension of the units, as parsed by the flag (default: the adapter's; SurveyAlign uses
@@ -196,7 +210,10 @@ def make_dpo_pairs(
         split: dataset split to pair (train).
         model: base model folder (default: the adapter's base model).
         protocol: answer protocol; enable_thinking: chat-template switch (defaults: the adapter's).
-        use_knowledge: put the row's KA text before the survey (as in SFT).
+        use_knowledge: put the row's KA text before the survey (as in SFT); None: the adapter's recorded value,
+            else on for Comprehensiveness and Criticalness (the KA dimensions, SurveyAlign §5.2.3).
+        allow_missing_knowledge: with ``use_knowledge`` on, make pairs even when no row of the split carries a
+            ``knowledge`` text (recorded in every pair as ``allow_missing_knowledge``); off: refused.
         temperature, top_p, max_new_tokens, seed: sampling settings (sample i uses seed + i).
         max_length: token budget of prompt + answer; the survey body is shortened so the prompt plus
             ``max_new_tokens`` and prompt plus chosen both fit (use the DPO ``max_length``).
@@ -212,7 +229,9 @@ def make_dpo_pairs(
         :class:`PairsSummary` (also written next to ``out`` as ``<out>.summary.json``).
 
     Raises:
-        ValueError: when explicit settings disagree with the adapter's training record, or k < 1.
+        ValueError: when explicit settings disagree with the adapter's training record, k < 1, or ``use_knowledge``
+            is on and no row of the split carries a ``knowledge`` text (one line naming the dataset folder and the
+            ``surveyalign ka build`` command; :func:`surveyalign.training.data.require_knowledge`).
     """
     from surveyalign.backends import GenerationSettings
     from surveyalign.data import load_surveyreview
@@ -227,6 +246,7 @@ def make_dpo_pairs(
         count_chat_tokens,
         fit_survey_text,
     )
+    from surveyalign.training.data import require_knowledge
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -242,6 +262,8 @@ def make_dpo_pairs(
     dimension = dimension or trained.get("dimension") or "criticalness"
     protocol = protocol or trained.get("protocol") or "v1.0"
     enable_thinking = bool(trained.get("enable_thinking", False) if enable_thinking is None else enable_thinking)
+    if use_knowledge is None:  # as the SFT adapter was trained; without a record: SurveyAlign's KA dimensions
+        use_knowledge = bool(trained.get("use_knowledge", dimension in ("comprehensiveness", "criticalness")))
     model = model or trained.get("base_model")
     if model is None:
         raise ValueError(f"no base model given and none recorded in {record_path}")
@@ -249,12 +271,18 @@ def make_dpo_pairs(
     if fallback_model is not None:
         fallback_model = resolve_model_path(fallback_model, "--fallback-model")
 
-    from transformers import AutoTokenizer
-
-    tokenizer = from_hub(AutoTokenizer.from_pretrained, model, "tokenizer")
     rows = load_surveyreview(dataset_path, dimension, split=split)
     if limit is not None:
         rows = rows.select(range(min(limit, len(rows))))
+    if use_knowledge:  # KA prompts from rows without knowledge: refused before the model is loaded
+        require_knowledge(rows, dataset_path=dataset_path, dimension=dimension, split=split,
+                          allow_missing=allow_missing_knowledge,
+                          fix="pass --no-knowledge (plain prompts, for an adapter trained without knowledge) or "
+                              "--allow-missing-knowledge to make the pairs without it (recorded)")
+
+    from transformers import AutoTokenizer
+
+    tokenizer = from_hub(AutoTokenizer.from_pretrained, model, "tokenizer")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {r.get("unit_id") for r in read_pairs(out, paired_only=False)} if out.exists() else set()
@@ -271,7 +299,7 @@ def make_dpo_pairs(
         if not (row.get("text") or "").strip():
             summary.n_missing_text += 1
             continue
-        knowledge = (row.get("knowledge") or None) if use_knowledge else None
+        knowledge = (row.get("knowledge") or None) if example_has_knowledge(row, use_knowledge) else None
 
         def build(text: str, row=row, knowledge=knowledge) -> dict:
             return build_sft_example(dimension, text, row["rationales"], int(row["score"]), protocol=protocol,
@@ -314,6 +342,8 @@ def make_dpo_pairs(
                     "source": row.get("source"), "dimension": dimension, "gold_score": gold,
                     "protocol": protocol, "chat_template_kwargs": {"enable_thinking": enable_thinking},
                     "use_knowledge": bool(use_knowledge),
+                    "with_knowledge": example_has_knowledge(row, use_knowledge),  # this prompt carries a KA block
+                    "allow_missing_knowledge": bool(allow_missing_knowledge), "dataset_path": str(dataset_path),
                     "survey_tokens_removed": removed, "sft_sample_scores": scores,
                     "zero_shot_sample_scores": fb_scores, "adapter": str(adapter),
                     "sft_samples": _sample_records(samples, protocol),

@@ -18,6 +18,7 @@ from surveyalign.training.data import (
     describe_split,
     prepare_sft_dataset,
     require_examples,
+    require_knowledge,
     template_hash,
 )
 from surveyalign.training.steps import provenance
@@ -61,12 +62,21 @@ def load_sft_data(script_args: Any, training_args: Any, tokenizer: Any) -> SFTDa
         The :class:`SFTData`.
 
     Raises:
-        ValueError: a split gives no example (the message names the folder, dimension, split and counts; an empty
-            evaluation split is an error too: the App. D schedule picks the best checkpoint by eval loss), a row
-            of another dimension, or an example that does not fit even without survey text.
+        ValueError: ``use_knowledge`` is on but no training row carries a ``knowledge`` text and
+            ``allow_missing_knowledge`` is off (:func:`surveyalign.training.data.require_knowledge`: the folder and
+            the ``surveyalign ka build`` command are named), a split gives no example (the message names the
+            folder, dimension, split and counts; an empty evaluation split is an error too: the App. D schedule
+            picks the best checkpoint by eval loss), a row of another dimension, or an example that does not fit
+            even without survey text.
     """
     data = load_surveyreview(script_args.dataset_path, script_args.dimension)
     train_rows = _rows(data, script_args.dataset_train_split, script_args.max_train_samples)
+    if script_args.use_knowledge:  # KA prompts from rows without knowledge: refused before any example is built
+        require_knowledge(train_rows, dataset_path=script_args.dataset_path, dimension=script_args.dimension,
+                          split=script_args.dataset_train_split,
+                          allow_missing=script_args.allow_missing_knowledge,
+                          fix="set use_knowledge: false (plain prompts) or allow_missing_knowledge: true to train "
+                              "without it (recorded)")
     build = {"dimension": script_args.dimension, "protocol": script_args.protocol,
              "enable_thinking": script_args.enable_thinking, "max_length": training_args.max_length,
              "use_knowledge": script_args.use_knowledge}
@@ -83,8 +93,8 @@ def load_sft_data(script_args: Any, training_args: Any, tokenizer: Any) -> SFTDa
         print(describe_split(out.eval_lengths, script_args.dataset_eval_split, what="evaluation"), flush=True)
     if script_args.use_knowledge:
         print(f"{out.train_lengths.n_with_knowledge}/{out.train_lengths.n_units} training examples carry a "
-              "knowledge block" + ("" if "knowledge" in train_rows.column_names
-                                   else " (the dataset has no `knowledge` column)"), flush=True)
+              "knowledge block" + ("" if out.train_lengths.n_with_knowledge
+                                   else " (allow_missing_knowledge: true; recorded)"), flush=True)
     return out
 
 
@@ -102,6 +112,8 @@ def sft_record(script_args: Any, training_args: Any, model_args: Any, data: SFTD
 
     Returns:
         ``stage``="sft", ``dimension``, ``protocol``, ``template_hash``, ``enable_thinking``, ``use_knowledge``,
+        ``n_train_with_knowledge`` (training examples whose prompt carries a knowledge block, in [0, n_train];
+        0 without ``use_knowledge``), ``allow_missing_knowledge``,
         ``base_model``, ``dataset_path``, ``data_version``, ``data_hash`` (64 hex), ``n_train``/``n_eval``,
         ``max_length`` (the one place it is stored), ``length``, ``lora``, ``hyperparameters``, ``metrics``,
         ``best_checkpoint``, ``command``, ``versions``.
@@ -119,6 +131,8 @@ def sft_record(script_args: Any, training_args: Any, model_args: Any, data: SFTD
         "data_version": script_args.data_version or dataset_version(script_args.dataset_path),
         "data_hash": data_hash(data.train_rows),
         "n_train": len(data.train_dataset),
+        "n_train_with_knowledge": data.train_lengths.n_with_knowledge,  # evaluation compares it with its units
+        "allow_missing_knowledge": bool(getattr(script_args, "allow_missing_knowledge", False)),
         "n_eval": len(data.eval_dataset) if data.eval_dataset is not None else 0,
         "max_length": training_args.max_length,
         "length": {"train": data.train_lengths.to_dict(),
