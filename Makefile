@@ -36,7 +36,7 @@ $(STAMP): setup.cfg pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/surveyalign demo $(DEMO_ARGS)
+	$(BIN)/surveyalign paper --config configs/paper/tiny.yaml $(DEMO_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "$(MARKERS)" $(PYTEST_ARGS)
