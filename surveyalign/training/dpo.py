@@ -208,8 +208,9 @@ def check_reference(model: Any, sft_adapter: str | None) -> dict[str, Any]:
 
     Returns:
         ``{"reference": str, "adapter": "ref" | None, "n_tensors_checked": int}``; with ``sft_adapter`` every
-        ``ref`` LoRA tensor was compared with the saved SFT tensor of the same module (exact equality after
-        casting the saved tensor to the parameter's dtype; ZeRO-3-partitioned, zero-sized ones are skipped).
+        ``ref`` tensor (LoRA, and whole modules of ``modules_to_save``) was compared with the saved SFT tensor of the
+        same module (exact equality after casting the saved tensor to the parameter's dtype; ZeRO-3-partitioned,
+        zero-sized ones are skipped).
 
     Raises:
         RuntimeError: when there is an SFT adapter but no ``ref`` adapter (TRL would use the base model), or a
@@ -232,7 +233,9 @@ def check_reference(model: Any, sft_adapter: str | None) -> dict[str, Any]:
             continue
         if param.requires_grad:
             raise RuntimeError(f"reference tensor {name} is trainable; the reference must stay frozen")
-        key = name.replace(".ref.", ".")
+        # LoRA tensors are saved as `<module>.lora_A.weight`; a module trained whole (PEFT modules_to_save, e.g.
+        # the tiny profile's lm_head) is saved under the module's own name, `<module>.weight`
+        key = name.replace(".modules_to_save.ref.", ".").replace(".ref.", ".")
         if key not in saved:
             raise RuntimeError(f"reference tensor {name} has no counterpart {key} in {sft_adapter}")
         if not torch.equal(param.detach().cpu(), saved[key].to(param.dtype)):
