@@ -166,3 +166,47 @@ def test_stages_are_skipped_when_nothing_changed_and_rerun_when_the_seed_does(tm
         "readability": 11, "structure": 12, "comprehensiveness": 12, "criticalness": 12, "rqs": 47}
     assert runs["surveyalign"]["summary"].startswith("local adapters not trained yet")
     assert plan["gpu_hours"] is not None and plan["gpu_hours"] < 0.01
+
+
+@pytest.mark.slow
+def test_tiny_profile_end_to_end_then_every_stage_skipped(tmp_path):
+    """The tiny profile as `make demo` runs it (fewer steps, units and variants): four adapters, KA counts in the
+    training records, the eval run naming exactly those adapters, scored units in every dimension, RQS and HAS for
+    SurveyAlign and the baselines, the tables; a second run skips every stage."""
+    import time
+
+    cfg = _tiny(tmp_path, **{"sft_overrides": ["--max_steps", "40"], "dpo.pairs.limit": 8, "evaluate.limit": 4,
+                             "evaluate.bootstrap": 20,
+                             "variants": [{"name": "comp-sft", "table": 3, "label": "SFT",
+                                           "dimension": "comprehensiveness", "knowledge": False},
+                                          {"name": "comp-sft-ka", "table": 3, "label": "SFT + Comp-KA",
+                                           "dimension": "comprehensiveness", "knowledge": True}]})
+    out = run_paper(cfg, console=_Console())
+    assert set(out["stages"].values()) == {"ran"}
+    work = Path(cfg.workdir)
+    records = {p.parent.name: json.loads(p.read_text()) for p in (work / "adapters").glob("*/surveyalign_training.json")}
+    assert sorted(records) == ["dpo-criticalness-ka", "sft-comprehensiveness", "sft-comprehensiveness-ka",
+                               "sft-criticalness-ka", "sft-readability", "sft-structure"]
+    for name in ("sft-comprehensiveness-ka", "sft-criticalness-ka"):
+        assert records[name]["n_train_with_knowledge"] > 0 and records[name]["use_knowledge"] is True
+    assert records["sft-readability"]["n_train_with_knowledge"] == 0
+
+    run_config = json.loads((work / "eval" / "surveyalign" / "run_config.json").read_text())
+    named = json.dumps(run_config)
+    for dim, folder in {"readability": "sft-readability", "structure": "sft-structure",
+                        "comprehensiveness": "sft-comprehensiveness-ka", "criticalness": "dpo-criticalness-ka"}.items():
+        assert str(work / "adapters" / folder) in named, dim
+    t2 = json.loads((work / "table2.json").read_text())
+    rows = {r["run"]: r for r in t2["data"]["rows"]}
+    assert set(rows) == {"surveyalign", "constant-minus1", "constant-plus1"}
+    assert all(rows["surveyalign"]["per_dimension"][d]["n_scored"] > 0 for d in rows["surveyalign"]["per_dimension"])
+    assert len(rows["surveyalign"]["per_dimension"]) == 4
+    for row in rows.values():
+        assert row["rqs"] is not None and row["has"] is not None and row["rqs_judge"] == "lexical stand-in"
+    for n in (2, 3, 4, 7, 8):
+        assert (work / f"table{n}.md").is_file() and (work / f"table{n}.json").is_file()
+
+    started = time.time()
+    again = run_paper(cfg, console=_Console())
+    assert set(again["stages"].values()) == {"skipped"}
+    assert time.time() - started < 30

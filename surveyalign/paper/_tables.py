@@ -190,7 +190,7 @@ def _table34(run: PaperRun, runs: dict[str, Any], records: dict[str, list], numb
                     row += [INSUFFICIENT_DATA, "", ""]
                 else:
                     ci = m.get("ci95")
-                    row += [f"{m['diff']:+.2f}", "–" if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
+                    row += [f"{m['diff']:+.2f}", INSUFFICIENT_DATA if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
                             "–" if m.get("p_value") is None else f"{m['p_value']:.3f}"]
         rows.append(row)
         data.append({"variant": v.model_dump(), "avg_mse": s.get("avg_mse"), "avg_mae": s.get("avg_mae"),
