@@ -292,7 +292,6 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
         rqs_backend = None
         if ev.lexical_rqs:
             from surveyalign.backends import load_backend
-
             from surveyalign.testing import LEXICAL_RQS_NAME, lexical_rqs_reply
 
             payload["rqs"] = {"backend": {"kind": "scripted", "options": {}}, "name": LEXICAL_RQS_NAME}

@@ -6,10 +6,22 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from surveyalign.constants import DIMENSIONS
-from surveyalign.yamlconfig import DimensionName, apply_overrides, read_yaml_mapping, validation_line
+from surveyalign.yamlconfig import (
+    DimensionName,
+    apply_overrides,
+    read_yaml_mapping,
+    validation_line,
+)
 
 #: Stage names in the order they run (``--from`` / ``--until`` take these).
 STAGES: tuple[str, ...] = ("data", "ka", "sft", "dpo-pairs", "dpo", "evaluate", "tables")

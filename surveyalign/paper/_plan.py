@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
 
 from surveyalign.paper._stages import PaperRun
 
@@ -16,8 +15,8 @@ def stage_commands(run: PaperRun, stage: str) -> list[str]:
     if stage == "data":
         return [f"surveyalign data build --official {cfg.release or '<shipped sample release>'} --out {paths.data}"]
     if stage == "ka":
-        return [f"surveyalign ka build --dataset {paths.data} --graph {cfg.knowledge.graph} --out {paths.ka} "
-                f"--config {cfg.knowledge.config}"]
+        return [(f"surveyalign ka build --dataset {paths.data} --graph {cfg.knowledge.graph} --out {paths.ka} "
+                f"--config {cfg.knowledge.config}")]
     model = cfg.base_model or "<tiny random Qwen3>"
     if stage in ("sft", "dpo"):
         dpo = stage == "dpo"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from pathlib import Path
 from typing import Any
 
 from surveyalign.paper._config import PaperConfig
@@ -33,7 +32,12 @@ def _data(run: PaperRun) -> dict[str, Any]:
 
 
 def _ka(run: PaperRun) -> dict[str, Any]:
-    from surveyalign.knowledge import CitationGraph, KAConfig, build_ka_dataset, sample_graph
+    from surveyalign.knowledge import (
+        CitationGraph,
+        KAConfig,
+        build_ka_dataset,
+        sample_graph,
+    )
 
     ka = run.cfg.knowledge
     run.say(f"      surveyalign ka build --dataset {run.paths.data} --graph {ka.graph} --out {run.paths.ka} "

@@ -26,7 +26,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any

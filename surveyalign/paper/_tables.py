@@ -195,9 +195,9 @@ def _table34(run: PaperRun, runs: dict[str, Any], records: dict[str, list], numb
         rows.append(row)
         data.append({"variant": v.model_dump(), "avg_mse": s.get("avg_mse"), "avg_mae": s.get("avg_mae"),
                      "n": s.get("n"), "n_scored": s.get("n_scored"), "paired_vs_first": comparison})
-    notes = [f"Each variant is trained as named (knowledge = on the KA dataset; DPO after SFT) and judged on the same "
+    notes = [(f"Each variant is trained as named (knowledge = on the KA dataset; DPO after SFT) and judged on the same "
              f"{run.cfg.evaluate.split} units; differences are paired on the units both scored (paper-level bootstrap, "
-             f"{run.cfg.evaluate.bootstrap} resamples; '{INSUFFICIENT_DATA}' under 10 papers or no spread)."]
+             f"{run.cfg.evaluate.bootstrap} resamples; '{INSUFFICIENT_DATA}' under 10 papers or no spread).")]
     return _write(run.work, number, title, header, rows, {"rows": data}, notes)
 
 
@@ -239,10 +239,10 @@ def _table8(run: PaperRun, runs: dict[str, Any], records: dict[str, list]) -> di
 
 
 def _html(work: Path, payloads: list[dict[str, Any]], profile: str) -> None:
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>SurveyReview tables ({html.escape(profile)})"
+    parts = [(f"<!doctype html><html><head><meta charset='utf-8'><title>SurveyReview tables ({html.escape(profile)})"
              "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child"
-             "{text-align:left}p.note{color:#555;max-width:60em}</style></head><body>",
+             "{text-align:left}p.note{color:#555;max-width:60em}</style></head><body>"),
              f"<h1>SurveyReview tables: profile {html.escape(profile)}</h1>"]
     for p in payloads:
         parts.append(f"<h2>Table {p['table']}. {html.escape(p['title'])}</h2><table><tr>"
