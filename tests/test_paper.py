@@ -210,3 +210,23 @@ def test_tiny_profile_end_to_end_then_every_stage_skipped(tmp_path):
     again = run_paper(cfg, console=_Console())
     assert set(again["stages"].values()) == {"skipped"}
     assert time.time() - started < 30
+
+
+def test_slurm_launcher_runs_each_training_as_the_shipped_sbatch_script(tmp_path):
+    from surveyalign.paper._stages import PaperRun
+
+    cfg = PaperConfig.from_yaml(REPO / "configs/paper/paper.yaml",
+                                {"workdir": str(tmp_path / "run"), "launcher.kind": "slurm", "launcher.nodes": 2})
+    run = PaperRun(cfg, _Console())
+    cmd = run.sft_command("criticalness", True)
+    # slurm/train.slurm RECIPE CONFIG [ACCELERATE_CONFIG] -- RECIPE FLAGS, waited for
+    assert cmd[:4] == ["sbatch", "--wait", "--nodes=2", "--gres=gpu:8"]
+    assert cmd[4].endswith("slurm/train.slurm") and cmd[5] == "sft"
+    assert cmd[6].endswith("configs/sft/criticalness.yaml") and cmd[7].endswith("configs/accelerate/zero3.yaml")
+    assert cmd[8] == "--"
+    flags = dict(zip(cmd[9::2], cmd[10::2]))
+    assert flags["--dataset_path"] == str(tmp_path / "run" / "data" / "surveyreview-ka")
+    assert flags["--output_dir"] == str(tmp_path / "run" / "adapters" / "sft-criticalness-ka")
+    assert flags["--use_knowledge"] == "true" and flags["--model_name_or_path"] == "Qwen/Qwen3-32B"
+    dpo = run.dpo_command("criticalness", True)
+    assert dpo[5] == "dpo" and dict(zip(dpo[9::2], dpo[10::2]))["--sft_adapter"].endswith("adapters/sft-criticalness-ka")

@@ -280,7 +280,8 @@ class PaperRun:
                 "--output_dir", str(self.paths.adapter(cfg, dimension, knowledge, False)), "--seed", str(cfg.seed),
                 "--dimension", dimension, "--use_knowledge", "true" if knowledge else "false", *cfg.sft_overrides]
         if cfg.launcher.kind == "slurm":
-            return [*head, config, "--", *args]
+            accelerate = [str(cfg.resolve(cfg.launcher.accelerate_config))] if cfg.launcher.accelerate_config else []
+            return [*head, config, *accelerate, "--", *args]
         return [*head, "--config", config, *args]
 
     def dpo_command(self, dimension: str, knowledge: bool) -> list[str]:
@@ -294,7 +295,8 @@ class PaperRun:
                 "--output_dir", str(self.paths.adapter(cfg, dimension, knowledge, True)), "--seed", str(cfg.seed),
                 *cfg.dpo.overrides]
         if cfg.launcher.kind == "slurm":
-            return [*head, config, "--", *args]
+            accelerate = [str(cfg.resolve(cfg.launcher.accelerate_config))] if cfg.launcher.accelerate_config else []
+            return [*head, config, *accelerate, "--", *args]
         return [*head, "--config", config, *args]
 
     def pairs_command(self, dimension: str, knowledge: bool) -> list[str]:
