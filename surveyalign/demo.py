@@ -309,7 +309,10 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     table = Table(title="the same runs through evaluate.load('metrics/survey_alignment') and ('metrics/has')")
     for col in ("judge", "AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "scored"):
         table.add_column(col, justify="left" if col == "judge" else "right")
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
     for judge, m in modules.items():
         table.add_row(judge, fmt(m["avg_mse"]), fmt(m["avg_mae"]), fmt(m["rqs"]), fmt(m["align"]), fmt(m["has"]),
                       f"{m['n_scored']}/{m['n']}")

@@ -79,11 +79,11 @@ def test_demo_metrics_through_evaluate_modules_match_harness(demo_run):
 
 
 def test_lexical_consistency_judge_reads_the_real_prompt():
-    from surveyalign.testing import lexical_rqs_reply
     from surveyalign.evaluation.rqs import (
         build_rqs_messages,
         parse_rqs_rating,
     )
+    from surveyalign.testing import lexical_rqs_reply
 
     same = build_rqs_messages("readability", title="T", reference=["The prose is clear."],
                                       prediction="The prose is clear.")

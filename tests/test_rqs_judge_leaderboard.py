@@ -10,10 +10,10 @@ from html import unescape
 
 from surveyalign.backends.simple import ScriptedBackend
 from surveyalign.cli import main
-from surveyalign.testing import LEXICAL_RQS_NAME
 from surveyalign.evaluation import EvalConfig, run_evaluation
 from surveyalign.scoring import render_leaderboard
 from surveyalign.scoring.rqs_judge import rqs_judge_marks
+from surveyalign.testing import LEXICAL_RQS_NAME
 
 NOTE = ("‡ RQS judge differs from the other rows' (RQS judges: gpt-5.2, lexical stand-in): RQS and HAS are not "
         "comparable across those rows")
