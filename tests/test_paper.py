@@ -230,3 +230,32 @@ def test_slurm_launcher_runs_each_training_as_the_shipped_sbatch_script(tmp_path
     assert flags["--use_knowledge"] == "true" and flags["--model_name_or_path"] == "Qwen/Qwen3-32B"
     dpo = run.dpo_command("criticalness", True)
     assert dpo[5] == "dpo" and dict(zip(dpo[9::2], dpo[10::2]))["--sft_adapter"].endswith("adapters/sft-criticalness-ka")
+
+
+def test_a_prior_evaluator_is_imported_as_a_table2_row_with_the_closest_category(tmp_path):
+    from surveyalign.paper._config import PriorImport
+    from surveyalign.paper._evaluate import _import_prior
+    from surveyalign.paper._stages import PaperRun, StageRecord
+    from surveyalign.paper._tables import write_tables
+
+    cfg = _tiny(tmp_path)
+    run_paper(cfg, console=_Console(), until_stage="ka")
+    scores = tmp_path / "drbench.jsonl"
+    # DeepResearch Bench scores on 0-10: comprehensiveness 2.0 -> -1.2 -> -1; insight 5.0 -> 0 (tie, to the majority
+    # -1); readability 9.0 -> +1.6 -> +2 (App. H: the closest of {-2, -1, +1, +2})
+    scores.write_text(json.dumps({"id": "sr0005", "comprehensiveness": 2.0, "insight": 5.0, "readability": 9.0}) + "\n")
+    run = PaperRun(cfg, _Console())
+    run.record = StageRecord(Path(cfg.workdir))
+    entry = _import_prior(run, PriorImport(tool="drbench", scores=str(scores), model="GPT-5.2"))
+    preds = [json.loads(x) for x in (Path(entry["run_dir"]) / "predictions.jsonl").read_text().splitlines()]
+    mine = [p for p in preds if p["paper_id"] == "sr0005"]
+    assert mine and {p["dimension"]: p["prediction"] for p in mine} == {
+        "comprehensiveness": -1, "criticalness": -1, "readability": 2}
+    assert entry["n_scored"] == len(mine) and entry["n"] == len(preds) > len(mine)  # the other papers: missing
+    assert all(p["status"] == "missing" for p in preds if p["paper_id"] != "sr0005")
+
+    run.record.save("evaluate", {"runs": {"prior-drbench": entry}})
+    write_tables(run)
+    row = json.loads((Path(cfg.workdir) / "table2.json").read_text())["data"]["rows"][0]
+    assert row["rqs"] is None and row["has"] is None and row["rqs_judge"] is None
+    assert "| Prior work |" in (Path(cfg.workdir) / "table2.md").read_text()

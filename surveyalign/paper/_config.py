@@ -85,6 +85,15 @@ class DPOSettings(_Strict):
     overrides: list[str] = Field(default_factory=list, description="extra recipe flags")
 
 
+class PriorImport(_Strict):
+    """One prior evaluator's output imported as a Table 2 "Prior Work" row (``surveyalign import-scores``, App. H)."""
+
+    tool: Literal["llmxmapreduce", "drbench", "surveyx", "generic"]
+    scores: str = Field(..., description="the tool's output file (its per-survey scores)")
+    model: str | None = Field(None, description="the LLM the tool ran with, e.g. GPT-5.2 (recorded)")
+    name: str | None = Field(None, description="row name (default: the tool's label and model)")
+
+
 class EvalSettings(_Strict):
     """The evaluation stage: SurveyAlign (K samples, vote, consolidated rationale) and the baselines."""
 
@@ -99,6 +108,8 @@ class EvalSettings(_Strict):
                                                                      "batch_size": 4}},
         description="backend of the SurveyAlign judge; the base model and per-dimension adapters are filled in")
     baselines: list[str] = Field(default_factory=list, description="evaluation configs of the other Table 2 rows")
+    prior: list[PriorImport] = Field(default_factory=list,
+                                     description="prior evaluators' outputs imported as Table 2 rows (App. H)")
     limit: int | None = Field(None, ge=1, description="at most this many units per dimension")
     bootstrap: int = Field(1000, ge=0)
     extra: dict[str, Any] = Field(default_factory=dict,

@@ -141,7 +141,32 @@ def evaluate_stage(run: PaperRun) -> dict[str, Any]:
             if empty:
                 raise StageFailed(f"stage evaluate: SurveyAlign scored no unit of {', '.join(empty)} (see "
                                   f"{result.run_dir}/predictions.jsonl for the answers); Table 2 would be empty there")
+    for prior in run.cfg.evaluate.prior:
+        runs[f"prior-{prior.tool}"] = _import_prior(run, prior)
     return {"outputs": [r["run_dir"] for r in runs.values()], "runs": runs}
+
+
+def _import_prior(run: PaperRun, prior: Any) -> dict[str, Any]:
+    """``surveyalign import-scores`` of one prior evaluator into ``WORKDIR/eval/prior-<tool>`` (App. H mapping)."""
+    import shutil
+
+    from surveyalign.evaluation.prior import import_scores
+    from surveyalign.evaluation.prior_map import PROFILES, mapping_table
+
+    out = run.paths.eval / f"prior-{prior.tool}"
+    if out.exists():
+        shutil.rmtree(out)  # an earlier import of a changed file (the stage's fingerprint covers its content)
+    scores = run.cfg.resolve(prior.scores)
+    run.say(f"      surveyalign import-scores --from {prior.tool} --scores {scores} --dataset {run.paths.ka} "
+            f"--split {run.cfg.evaluate.split} --out {out}" + (f" --model {prior.model}" if prior.model else ""))
+    result = import_scores(scores, run.paths.ka, out, tool=prior.tool, mapping=mapping_table(PROFILES[prior.tool]),
+                           split=run.cfg.evaluate.split, name=prior.name, model=prior.model,
+                           bootstrap=run.cfg.evaluate.bootstrap, seed=run.cfg.seed,
+                           argv=["surveyalign", "paper", "--config", str(run.cfg.source), f"[prior-{prior.tool}]"])
+    metrics = result.metrics
+    return {"run_dir": str(out), "kind": "prior", "variant": None, "config": None,
+            "name": result.run_config.get("name") or prior.name or prior.tool, "source": str(scores),
+            "rqs_judge": None, "n": metrics.get("n"), "n_scored": metrics.get("n_scored")}
 
 
 def planned_runs(run: PaperRun, console: Any) -> list[dict[str, Any]]:

@@ -231,6 +231,7 @@ class PaperRun:
             return {"upstream": upstream, "evaluate": cfg.evaluate.model_dump(), "rqs": cfg.rqs.model_dump(),
                     "has": cfg.has.model_dump(), "variants": [v.model_dump() for v in cfg.variants],
                     "baselines": [self.file_text(b) for b in cfg.evaluate.baselines],
+                    "prior": [folder_hash(cfg.resolve(p.scores)) for p in cfg.evaluate.prior],
                     "knowledge_dimensions": cfg.knowledge_dimensions, "dpo_dimensions": cfg.dpo_dimensions}
         if stage == "tables":
             return {"evaluate": upstream["evaluate"], "has": cfg.has.model_dump(), "version": __version__}

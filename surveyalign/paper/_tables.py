@@ -101,14 +101,14 @@ def write_tables(run: PaperRun) -> dict[str, Any]:
 
 
 def _rows(runs: dict[str, Any]) -> list[str]:
-    return [n for n, r in runs.items() if r["kind"] in ("surveyalign", "baseline")]
+    return [n for n, r in runs.items() if r["kind"] in ("surveyalign", "baseline", "prior")]
 
 
 def _rqs_notes(runs: dict[str, Any], names: list[str]) -> tuple[set[str], list[str]]:
     """Rows whose RQS judge differs from the SurveyAlign row's (marked), and the notes naming the judges."""
     from surveyalign.testing import LEXICAL_RQS_NAME
 
-    judges = {n: runs[n].get("rqs_judge") for n in names}
+    judges = {n: runs[n].get("rqs_judge") for n in names if runs[n].get("rqs_judge") is not None}
     reference = judges.get("surveyalign") or next(iter(judges.values()), None)
     marked = {n for n, j in judges.items() if j != reference}
     notes = [f"RQS judge: {reference}." if not marked else
@@ -128,16 +128,16 @@ def _table2(run: PaperRun, runs: dict[str, Any], records: dict[str, list]) -> di
              ["AVG MSE", "AVG MAE", "Acc.", "RQS", "HAS", "scored", "RQS judge"]
     rows, data = [], []
     for name in names:
-        s = _summary(run, records[name], consistency=True)
+        s = _summary(run, records[name], consistency=runs[name].get("rqs_judge") is not None)
         acc = exact_accuracy(records[name])
         per = s.get("per_dimension") or {}
-        method = "SurveyAlign" if runs[name]["kind"] == "surveyalign" else "Baseline"
+        method = {"surveyalign": "SurveyAlign", "prior": "Prior work"}.get(runs[name]["kind"], "Baseline")
         mark = _MIXED if name in marked else ""
         row = [method, runs[name]["name"]]
         for d in dims:
             row += [_f((per.get(d) or {}).get("mse")), _f((per.get(d) or {}).get("mae"))]
         row += [_f(s.get("avg_mse")), _f(s.get("avg_mae")), _f(acc["avg"]), _f(s.get("rqs")) + mark,
-                _f(s.get("has")) + mark, f"{s.get('n_scored')}/{s.get('n')}", str(runs[name].get("rqs_judge"))]
+                _f(s.get("has")) + mark, f"{s.get('n_scored')}/{s.get('n')}", str(runs[name].get("rqs_judge") or "–")]
         rows.append(row)
         data.append({"run": name, "name": runs[name]["name"], "run_dir": runs[name]["run_dir"],
                      "avg_mse": s.get("avg_mse"), "avg_mae": s.get("avg_mae"), "rqs": s.get("rqs"),
