@@ -24,8 +24,6 @@ from surveyalign import __version__
 _COMMANDS = (
     ("demo", "surveyalign.demo",
      "run the main job small: tiny model, dataset, SFT adapter, evaluation, leaderboard"),
-    ("paper", "surveyalign.paper.cli",
-     "SurveyReview end to end: data, KA, SFT x 4, DPO, evaluate (vote, RQS, HAS), Tables 2-4, 7, 8"),
     ("data", "surveyalign.data.cli", "build, inspect and publish the SurveyReview dataset"),
     ("prompts", "surveyalign.prompts.cli",
      "show the judge prompt of a dimension, or parse a judge answer (SurveyReview App. C)"),
@@ -33,6 +31,8 @@ _COMMANDS = (
      "run a judge over a SurveyReview split (resumable; writes predictions, metrics, run_config)"),
     ("import-scores", "surveyalign.evaluation.prior_cli",
      "import a prior evaluator's scores (LLMxMapReduce-V2, DR-Bench, SurveyX, any) as a run folder (App. H)"),
+    ("paper", "surveyalign.paper.cli",
+     "SurveyReview end to end: data, KA, SFT x 4, DPO, evaluate (vote, RQS, HAS), Tables 2-4, 7, 8"),
     ("rqs-judges", "surveyalign.evaluation.study_cli",
      ("App. I.4: RQS and HAS of every system under each RQS judge, inter-judge alpha, Kendall tau of the rankings "
       "with CIs")),

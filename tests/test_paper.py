@@ -259,3 +259,22 @@ def test_a_prior_evaluator_is_imported_as_a_table2_row_with_the_closest_category
     row = json.loads((Path(cfg.workdir) / "table2.json").read_text())["data"]["rows"][0]
     assert row["rqs"] is None and row["has"] is None and row["rqs_judge"] is None
     assert "| Prior work |" in (Path(cfg.workdir) / "table2.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_failed_training_keeps_the_adapters_it_finished(tmp_path):
+    from surveyalign.paper import StageFailed
+
+    bad = tmp_path / "bad-sft.yaml"
+    bad.write_text((REPO / "configs/sft/tiny-paper.yaml").read_text() + "not_a_recipe_key: 1\n")
+    cfg = _tiny(tmp_path, **{"sft_overrides": ["--max_steps", "1"], "sft.structure": str(bad), "variants": []})
+    with pytest.raises(StageFailed, match=r"stage sft: .*sft-structure\.log"):
+        run_paper(cfg, console=_Console(), until_stage="sft")
+    work = Path(cfg.workdir)
+    assert (work / "adapters" / "sft-readability" / "adapter_config.json").is_file()
+    assert "sft" not in json.loads((work / "stages.json").read_text())  # the stage did not finish
+    console = _Console()
+    fixed = _tiny(tmp_path, **{"sft_overrides": ["--max_steps", "1"], "variants": []})
+    assert run_paper(fixed, console=console, until_stage="sft")["stages"]["sft"] == "ran"
+    said = "\n".join(console.lines)
+    assert "sft-readability: up to date" in said and "sft-structure: up to date" not in said

@@ -7,7 +7,7 @@ import shlex
 import time
 from typing import Any
 
-from surveyalign.paper._config import PaperConfig
+from surveyalign.paper._config import STAGES, PaperConfig
 from surveyalign.paper._evaluate import evaluate_stage, planned_runs
 from surveyalign.paper._stages import (
     PaperRun,
@@ -63,7 +63,9 @@ def _ka(run: PaperRun) -> dict[str, Any]:
 def _train(run: PaperRun, stage: str, upstream: dict[str, str | None]) -> dict[str, Any]:
     """SFT or DPO of every adapter the config needs; an adapter whose own inputs did not change is kept."""
     dpo = stage == "dpo"
-    earlier = ((run.record.data.get(stage) or {}).get("adapters", {})) if run.record else {}
+    record = run.record.data if run.record else {}
+    # adapters of the last finished stage, and those an interrupted or failed run of this stage finished
+    earlier = {**(record.get(stage) or {}).get("adapters", {}), **(record.get(f"{stage}:progress") or {})}
     adapters: dict[str, str] = {}
     outputs: list[str] = []
     todo = [(d, k) for d, k, is_dpo in run.cfg.trainings() if is_dpo == dpo]
@@ -84,10 +86,13 @@ def _train(run: PaperRun, stage: str, upstream: dict[str, str | None]) -> dict[s
         if not (out / "adapter_config.json").exists():
             raise StageFailed(f"stage {stage}: {key} finished without an adapter in {out}; log "
                               f"{run.paths.logs / f'{key}.log'}")
-        record = json.loads((out / "surveyalign_training.json").read_text())
-        with_k = record.get("n_train_with_knowledge")
+        trained = json.loads((out / "surveyalign_training.json").read_text())
+        with_k = trained.get("n_train_with_knowledge")
         run.say(f"      {key}: trained in {time.time() - t0:.0f} s"
-                + (f"; {with_k}/{record.get('n_train')} examples carried knowledge" if with_k is not None else ""))
+                + (f"; {with_k}/{trained.get('n_train')} examples carried knowledge" if with_k is not None else ""))
+        if run.record is not None:
+            done = {**(run.record.data.get(f"{stage}:progress") or {}), key: fp}
+            run.record.save(f"{stage}:progress", done)
     return {"outputs": outputs, "adapters": adapters}
 
 
@@ -146,7 +151,7 @@ def run_paper(cfg: PaperConfig, *, console: Any, from_stage: str | None = None, 
     selected = select_stages(from_stage, until_stage)
     status: dict[str, str] = {}
     tables: dict[str, Any] = {}
-    for n, stage in enumerate(("data", "ka", "sft", "dpo-pairs", "dpo", "evaluate", "tables"), 1):
+    for n, stage in enumerate(STAGES, 1):
         if stage not in selected:
             status[stage] = "not selected"
             continue
@@ -157,12 +162,12 @@ def run_paper(cfg: PaperConfig, *, console: Any, from_stage: str | None = None, 
                              f"{run.work}; run without --from (or --from {missing[0]})")
         fp = _sha(run.stage_inputs(stage, upstream))
         if not force and run.record.done(stage, fp):
-            run.say(f"==> [{n}/7] {stage}: up to date, skipped")
+            run.say(f"==> [{n}/{len(STAGES)}] {stage}: up to date, skipped")
             status[stage] = "skipped"
             if stage == "tables":
                 tables = run.record.data[stage].get("tables", {})
             continue
-        run.say(f"==> [{n}/7] {stage}")
+        run.say(f"==> [{n}/{len(STAGES)}] {stage}")
         started = time.time()
         if stage == "data":
             entry = _data(run)
@@ -208,7 +213,7 @@ def plan_paper(cfg: PaperConfig, *, console: Any, from_stage: str | None = None,
     run.record = record
     selected = select_stages(from_stage, until_stage)
     rows = []
-    for stage in ("data", "ka", "sft", "dpo-pairs", "dpo", "evaluate", "tables"):
+    for stage in STAGES:
         state = "not selected"
         if stage in selected:
             state = "will run"
