@@ -11,7 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA, MIN_BOOTSTRAP_PAPERS, resample_weights
+from surveyalign.scoring.bootstrap import (
+    INSUFFICIENT_DATA,
+    MIN_BOOTSTRAP_PAPERS,
+    resample_weights,
+)
 
 __all__ = ["paired_difference", "resampled_means", "sign_test"]
 

@@ -43,7 +43,7 @@ def tau_between(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], 
     Returns:
         ``{"a", "b", "systems", "tau" (in [-1, 1] | None), "ci95" ([lo, hi] | None), "note"}``; no interval (note
         :data:`INSUFFICIENT_DATA`) below :data:`MIN_BOOTSTRAP_PAPERS` topics or when tau is undefined in more than
-        half the resamples or the same in all of them.
+        half the resamples; a tau the same in every resample gives ``[tau, tau]`` with a note saying so.
     """
     def mean(col: str, s: str) -> float | None:
         got = [v for v in values[col].get(s, {}).values() if v is not None]
@@ -64,12 +64,14 @@ def tau_between(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], 
         x, y = [ra[s][k] for s in common], [rb[s][k] for s in common]
         t = None if not np.all(np.isfinite(x + y)) else kendall_tau(x, y)[0]
         taus.append(np.nan if t is None else t)
-    finite = np.asarray(taus)[np.isfinite(taus)]
-    if finite.size < 0.5 * n_resamples or np.ptp(finite) == 0:
-        out["note"] = f"{INSUFFICIENT_DATA}: tau is undefined or the same in (nearly) every resample"
-    else:
-        lo, hi = np.percentile(finite, [2.5, 97.5])
-        out["ci95"] = [float(lo), float(hi)]
+    finite = np.round(np.asarray(taus)[np.isfinite(taus)], 12)  # tau-b of equal rankings differs only in fp noise
+    if finite.size < 0.5 * n_resamples:
+        out["note"] = f"{INSUFFICIENT_DATA}: tau is undefined in more than half of the resamples"
+        return out
+    lo, hi = np.percentile(finite, [2.5, 97.5])
+    out["ci95"] = [float(lo), float(hi)]
+    if np.ptp(finite) == 0:
+        out["note"] = "the same tau in every resample: the rankings do not move with the topics drawn"
     return out
 
 
@@ -89,7 +91,8 @@ def aggregate(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], co
 
     Returns:
         ``{"table": {row: {column: {"mean", "ci95", "n_papers" (topics with a value), "n_missing", "n_absent",
-        "note"}}}, "pairwise": [{"column", "a", "b", "diff", "ci95", "sign_p", "better", "n_shared", ...}],
+        "note"}}}, "pairwise": [{"column", "a", "b" (rows), "mean_a", "mean_b", "diff", "ci95", "sign_p", "better", "n_shared",
+        ...}],
         "rankings": {column: [systems, best first]}, "kendall": [{"a", "b", "kind", "tau", "ci95", "note", ...}]}``.
     """
     rows = [*systems, *([reference] if reference else [])]
@@ -101,7 +104,9 @@ def aggregate(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], co
         present = [r for r in rows if r in values[col["key"]] and (r != reference or col["reference"])]
         for a, b in combinations(present, 2):
             got = paired_difference(values[col["key"]][a], values[col["key"]][b], n_resamples=n_resamples, seed=seed)
-            pairwise.append({"column": col["key"], "a": a, "b": b, **{k: v for k, v in got.items() if k != "units"}})
+            means = {"mean_a": got.pop("a"), "mean_b": got.pop("b")}
+            pairwise.append({"column": col["key"], **{k: v for k, v in got.items() if k != "units"}, **means,
+                             "a": a, "b": b})
     ranked = [c for c in columns if c["headline"] or c["kind"] == "covariate"]
     rankings = {c["key"]: sorted((s for s in systems if table[s][c["key"]]["mean"] is not None),
                                  key=lambda s, k=c["key"]: -table[s][k]["mean"]) for c in ranked}

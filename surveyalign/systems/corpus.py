@@ -90,7 +90,7 @@ def _reference_entry(entry: Any, where: str) -> Reference:
             raise ValueError(f"{where}: an empty reference")
         return Reference(key=where.rsplit("[", 1)[-1].rstrip("]"), title=entry.strip(), raw=entry, source="topics")
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: a reference is a title or a mapping (title, doi, arxiv, year, authors)")
+        raise ValueError(f"{where}: a reference is a title or a mapping (title, doi, arxiv, year, authors)")  # noqa: TRY004
     unknown = sorted(set(entry) - {"title", "doi", "arxiv", "arxiv_id", "year", "authors"})
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)} (title, doi, arxiv, year, authors)")

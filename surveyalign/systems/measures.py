@@ -205,8 +205,8 @@ def _citations(measure: MeasureConfig, docs: Mapping[tuple[str, str], Document],
     for pair, refs in survey_refs.items():
         if pair not in wanted:
             details[pair] = {"note": f"topic {pair[1]}: no reference list (_topics.yaml or a human reference)"}
-            for key in values:
-                values[key][pair] = None
+            for per in values.values():
+                per[pair] = None
             continue
         got = citation_scores(refs, topic_refs[pair[1]], resolver)
         values[measure.label][pair] = got["f1"] if refs else None

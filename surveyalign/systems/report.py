@@ -152,12 +152,12 @@ def render_html(result: Mapping[str, Any]) -> str:
         f'<tr data-system="{e(r)}"><th>{e(_name(result, r))}</th>'
         + "".join(f'<td data-measure="{e(c["key"])}">{e(_cell(result["table"][r].get(c["key"])))}</td>' for c in cols)
         + "</tr>" for r in _rows(result))
-    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(result['name'])}: survey "
+    parts = [(f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(result['name'])}: survey "
              f"writers</title><style>{_STYLE}</style></head><body><h1>Survey writers on {len(result['topics'])} "
              f"topics</h1><p>Mean over topics [topic-level bootstrap 95% CI]; n = topics with a value, missing = "
              f"written but not computable, absent = not written (never imputed). Missing pairs: "
              f"{result['n_missing']}.</p><table id=\"systems\"><thead><tr><th>system</th>{head}</tr></thead><tbody>"
-             f"{rows}</tbody></table>"]
+             f"{rows}</tbody></table>")]
     for label, sxs in result["sxs"].items():
         body = "".join(f'<tr data-system="{e(s)}"><th>{e(s)}</th><td>{e(_num(v["win_rate"]))}</td><td>'
                        + e(", ".join(f"{k} {n}" for k, n in sorted(v["outcomes"].items())))

@@ -58,7 +58,12 @@ def _resolver(out: Path, measure: Any, client: Any) -> Any:
     def factory() -> Any:
         if client is not None:
             return client
-        from surveyalign.knowledge import OPENALEX_URL, S2_URL, OpenAlexClient, SemanticScholarClient
+        from surveyalign.knowledge import (
+            OPENALEX_URL,
+            S2_URL,
+            OpenAlexClient,
+            SemanticScholarClient,
+        )
 
         if measure.api == "openalex":
             return OpenAlexClient(measure.base_url or OPENALEX_URL, cache_dir=out / "http-cache",
@@ -109,8 +114,8 @@ def plan_systems(corpus_dir: str | Path, config: SystemsConfig, out_dir: str | P
     out = Path(out_dir)
     corpus, docs, unreadable, refs, ref_source, references = _setup(corpus_dir, config, out, pdf_extractor)
     cache = CallCache.load(out / "calls.jsonl")  # read only: a plan appends nothing
-    lines = [f"{len(corpus.systems)} system(s) x {len(corpus.topics)} topic(s): {len(docs)} survey(s) read, "
-             f"{len(corpus.missing)} missing pair(s), {len(unreadable)} unreadable"]
+    lines = [(f"{len(corpus.systems)} system(s) x {len(corpus.topics)} topic(s): {len(docs)} survey(s) read, "
+              f"{len(corpus.missing)} missing pair(s), {len(unreadable)} unreadable")]
     for measure in config.measures:
         got = run_measure(measure, config, _applies(measure, docs, corpus, ref_source), references=references,
                           topic_refs=refs, cache=cache, backend=(backends or {}).get(measure.label),
