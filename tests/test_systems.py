@@ -146,7 +146,7 @@ def test_rankings_and_kendall_tau_by_hand(run):
 
 
 def test_reports_written(run):
-    result, _, _, _, tmp = run
+    tmp = run[4]
     md = (tmp / "out" / "systems.md").read_text()
     assert "| alpha | 1.750 [" in md and "Missing (system, topic) pairs: 1: gamma/t12" in md
     page = (tmp / "out" / "systems.html").read_text()
@@ -253,3 +253,60 @@ def test_bad_corpus_and_config_say_where(tmp_path):
 
     with pytest.raises(ValueError, match=r"_topics.yaml: topic t: references\[1\]: unknown field\(s\) pages"):
         read_corpus(corpus)
+
+
+def test_html_page_in_headless_chromium(run):
+    """The systems table and one topic's drill-down render in a real browser (skips without chromium)."""
+    from test_scoring_unit_browser import _browser
+
+    page = run[4] / "out" / "systems.html"
+    driver = _browser()
+    try:
+        from selenium.webdriver.common.by import By
+
+        driver.get(page.as_uri())
+        rows = driver.find_elements(By.CSS_SELECTOR, "#systems tbody tr")
+        assert [r.get_attribute("data-system") for r in rows] == ["alpha", "beta", "gamma", "_reference"]
+        assert all(r.is_displayed() for r in rows)
+        cell = driver.find_element(By.CSS_SELECTOR, '#systems tr[data-system="alpha"] td[data-measure="surveyalign"]')
+        assert cell.text.startswith("1.750 [")
+        drill = driver.find_element(By.ID, "topic-t11")
+        row = drill.find_element(By.CSS_SELECTOR, 'tr[data-measure="sxs"]')
+        assert not row.is_displayed()  # closed until its summary is clicked
+        drill.find_element(By.TAG_NAME, "summary").click()
+        assert row.is_displayed()
+        alpha = row.find_element(By.CSS_SELECTOR, 'td[data-system="alpha"]')
+        assert alpha.text.startswith("0.000") and "loss" in alpha.text
+        rationale = drill.find_element(By.CSS_SELECTOR, 'tr[data-measure="surveyalign.readability"] td[data-system="beta"]')
+        assert "Graded -1 as scripted." in rationale.text
+        absent = driver.find_element(By.ID, "topic-t12")
+        absent.find_element(By.TAG_NAME, "summary").click()
+        assert "not written: gamma" in absent.text
+    finally:
+        driver.quit()
+
+
+def test_real_writers_corpus_with_a_scripted_judge(shared_real, tmp_path):
+    """The real corpus (four writers, four topics, a human reference each): read, scored by the scripted judge on
+    the side-by-side and covariates; four topics are below the bootstrap minimum, so no interval is claimed."""
+    corpus = shared_real / "writers"
+    if not corpus.is_dir():
+        pytest.skip("../shared/real/writers is not here")
+
+    def sxs(body: dict) -> str:  # always prefers paper_2: every pair ties under the seed rule, flip rate 1
+        return json.dumps({"paper_1_analysis": "a", "paper_2_analysis": "b", "comparison_justification": "c",
+                           "winner": "paper_2"})
+
+    with FakeChatServer(replies=sxs) as server:
+        (tmp_path / "a.yaml").write_text(json.dumps({"backend": {"kind": "openai", "options": {
+            "model": "fake-judge", "base_url": server.base_url, "api_key_env": None}}}), encoding="utf-8")
+        (tmp_path / "c.yaml").write_text(json.dumps({"measures": [{"kind": "sxs", "judge": "a.yaml"}],
+                                                     "bootstrap": {"resamples": 50}}), encoding="utf-8")
+        result = run_systems(corpus, SystemsConfig.from_yaml(tmp_path / "c.yaml"), tmp_path / "out")
+    assert result["systems"] == ["AutoSurvey", "LLMxMR-V2", "OpenAI_DeepResearch", "SurveyForge"]
+    assert len(result["topics"]) == 4 and result["n_missing"] == 0 and result["unreadable"] == {}
+    for system in result["systems"]:
+        assert result["sxs"]["sxs"]["systems"][system]["outcomes"] == {"tie": 4}
+        assert result["sxs"]["sxs"]["systems"][system]["flip_rate"]["rate"] == 1.0
+        assert result["table"][system]["words"]["mean"] > 1000 and result["table"][system]["words"]["ci95"] is None
+    assert all(p["note"].startswith("insufficient data") for p in result["pairwise"])
