@@ -310,3 +310,14 @@ def test_real_writers_corpus_with_a_scripted_judge(shared_real, tmp_path):
         assert result["sxs"]["sxs"]["systems"][system]["flip_rate"]["rate"] == 1.0
         assert result["table"][system]["words"]["mean"] > 1000 and result["table"][system]["words"]["ci95"] is None
     assert all(p["note"].startswith("insufficient data") for p in result["pairwise"])
+
+
+def test_paired_difference_and_sign_test_by_hand():
+    from surveyalign.scoring import paired_difference, sign_test
+
+    # 5 positive, 1 negative, 1 zero: two-sided p = 2 * (C(6,0) + C(6,1)) / 2^6 = 14 / 64
+    assert sign_test([1, 2, 0.5, 3, 1, -1, 0]) == (pytest.approx(14 / 64), 5, 1)
+    assert sign_test([0, 0]) == (None, 0, 0)
+    few = paired_difference({"t1": 2.0, "t2": 1.0, "t3": None}, {"t1": 1.0, "t2": 1.0, "t3": 0.0, "t4": 1.0})
+    assert few["n_shared"] == 2 and few["diff"] == pytest.approx(0.5) and few["ci95"] is None
+    assert few["sign_p"] is None and few["note"] == "insufficient data: 2 shared units, fewer than 10"

@@ -7,7 +7,7 @@ Public surface:
   :func:`~surveyalign.systems.run.plan_systems` (the calls still to make and their cost, nothing sent);
 - :class:`~surveyalign.systems.config.SystemsConfig` (``configs/systems/*.yaml``);
 - :func:`~surveyalign.systems.corpus.read_corpus` (``DIR/<system>/<topic>.*``, ``_reference/``, ``_topics.yaml``);
-- :func:`~surveyalign.systems.aggregate.aggregate` (topic-level bootstrap means, pairwise differences with a sign
+- :func:`~surveyalign.systems.aggregate.aggregate_systems` (topic-level bootstrap means, pairwise differences with a sign
   test, rankings and Kendall tau with intervals);
 - :func:`~surveyalign.systems.citations.citation_scores` and its
   :class:`~surveyalign.systems.citations.ResolutionCache` (citation P / R / F1 on resolved paper ids).
@@ -22,7 +22,7 @@ __getattr__ = lazy_loader.attach(
     __name__,
     submodules=["aggregate", "citations", "config", "corpus", "measures", "report", "run"],
     submod_attrs={
-        "aggregate": ["aggregate", "tau_between"],
+        "aggregate": ["aggregate_systems", "tau_between"],
         "citations": ["ResolutionCache", "citation_scores"],
         "config": ["MEASURE_KINDS", "MeasureConfig", "SystemsConfig"],
         "corpus": ["Corpus", "Topic", "read_corpus"],
@@ -32,5 +32,5 @@ __getattr__ = lazy_loader.attach(
     })[0]
 
 __all__ = ["COVARIATES", "MEASURE_KINDS", "Corpus", "MeasureConfig", "ResolutionCache", "SystemsConfig", "Topic",
-           "aggregate", "citation_scores", "columns_of", "plan_systems", "read_corpus", "render_html",
+           "aggregate_systems", "citation_scores", "columns_of", "plan_systems", "read_corpus", "render_html",
            "render_markdown", "run_measure", "run_systems", "tau_between"]

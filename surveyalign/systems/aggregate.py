@@ -25,7 +25,7 @@ from surveyalign.scoring import (
     resampled_means,
 )
 
-__all__ = ["aggregate", "tau_between"]
+__all__ = ["aggregate_systems", "tau_between"]
 
 
 def tau_between(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], a: str, b: str,
@@ -75,7 +75,7 @@ def tau_between(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], 
     return out
 
 
-def aggregate(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], columns: Sequence[Mapping[str, Any]],
+def aggregate_systems(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], columns: Sequence[Mapping[str, Any]],
               systems: Sequence[str], topics: Sequence[str], reference: str | None, *, n_resamples: int = 1000,
               seed: int = 0) -> dict[str, Any]:
     """The table, pairwise comparisons, rankings and Kendall taus of a systems run (module docstring).

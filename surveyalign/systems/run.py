@@ -17,7 +17,7 @@ from surveyalign import __version__
 from surveyalign.calls import CallCache
 from surveyalign.documents import Document, read_document
 from surveyalign.paths import safe_output_name
-from surveyalign.systems.aggregate import aggregate
+from surveyalign.systems.aggregate import aggregate_systems
 from surveyalign.systems.config import SystemsConfig
 from surveyalign.systems.corpus import Corpus, read_corpus
 from surveyalign.systems.measures import columns_of, covariates, run_measure
@@ -196,7 +196,7 @@ def run_systems(corpus_dir: str | Path, config: SystemsConfig, out_dir: str | Pa
         values.setdefault(column["key"], {})
     topics = [t.name for t in corpus.topics]
     reference = corpus.reference if corpus.has_reference else None
-    agg = aggregate(values, columns, corpus.systems, topics, reference, n_resamples=config.bootstrap.resamples,
+    agg = aggregate_systems(values, columns, corpus.systems, topics, reference, n_resamples=config.bootstrap.resamples,
                     seed=config.bootstrap.seed)
     for (system, topic), detail in details.items():
         path = out / "surveys" / safe_output_name(system) / f"{safe_output_name(topic)}.json"
