@@ -17,7 +17,7 @@ the map, README "Architecture" prints it):
 - users: ``evaluation`` (resumable harness), ``inference`` (``surveyalign score``), ``autoraters``
   (PaperOrchestra autoraters), ``prism`` (PRISM review pipeline), ``annotation``
   (extend SurveyReview: find surveys, collect reviews, LLM pre-annotation, Label Studio round trip, agreement,
-  release).
+  release), ``systems`` (rank survey writers on shared topics: ``surveyalign systems``).
 - top: ``cli``, ``demo``, ``paper`` (the paper end to end: ``surveyalign paper``), ``testing`` (tiny test model,
   stand-in servers, offline RQS / Crit-KA stand-ins).
 """

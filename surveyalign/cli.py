@@ -54,6 +54,8 @@ _COMMANDS = (
      "PRISM review-quality metrics of a paper's reviews (depth, novelty, flaws, constructiveness)"),
     ("autorate", "surveyalign.autoraters.cli",
      "PaperOrchestra autoraters: citation F1, literature-review quality, side-by-side"),
+    ("systems", "surveyalign.systems.cli",
+     "rank survey-writing systems on shared topics: judges, side-by-side, citations, paired CIs, Kendall tau"),
     ("ka", "surveyalign.knowledge.cli", "knowledge augmentation: Comp-KA / Crit-KA from a citation graph"),
 )
 

@@ -53,6 +53,10 @@ def _parse(rel: str):
 
         kinds = {"rqs-judges": RQSJudgesConfig, "jury": JuryConfig, "sweep": SweepConfig}
         return next(cls for prefix, cls in kinds.items() if path.stem.startswith(prefix)).from_yaml(path)
+    if rel.startswith("configs/systems/"):
+        from surveyalign.systems import SystemsConfig
+
+        return SystemsConfig.from_yaml(path)
     if rel.startswith("configs/accelerate/"):
         from accelerate.commands.config.config_args import load_config_from_file
 

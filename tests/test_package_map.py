@@ -23,7 +23,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "core": ("__init__", "constants", "paths", "argtypes", "console", "yamlconfig", "redact"),
     "services": ("models", "documents", "backends", "calls"),
     "domains": ("prompts", "data", "knowledge", "judge", "training", "scoring"),
-    "users": ("evaluation", "inference", "autoraters", "prism", "annotation"),
+    "users": ("evaluation", "inference", "autoraters", "prism", "annotation", "systems"),
     "top": ("cli", "demo", "paper", "testing", "__main__"),
 }
 #: Imports inside one layer, each with why it points that way (a layer's units are otherwise independent).
@@ -36,6 +36,8 @@ SAME_LAYER: dict[tuple[str, str], str] = {
     ("training", "data"): "training reads the SurveyReview dataset",
     ("training", "prompts"): "SFT examples are the evaluation prompt",
     ("scoring", "data"): "baselines read the training labels; rows are parsed with data.row_dimension",
+    ("systems", "inference"): "the systems comparison runs the SurveyAlign judge as `score` does",
+    ("systems", "autoraters"): "the systems comparison runs the PaperOrchestra autoraters and their citation F1",
     ("__main__", "cli"): "python -m surveyalign runs the CLI",
     ("demo", "testing"): "the demo builds the tiny model",
     ("cli", "demo"): "the CLI registers the demo command",

@@ -32,7 +32,8 @@ __getattr__ = lazy_loader.attach(
                     "read_json_answer"],
         "prompts": ["PROMPT_VERSION", "SXS_KEYS", "build_litreview_messages", "build_partition_messages",
                     "build_sxs_messages", "litreview_system"],
-        "raters": ["NumberedReference", "PaperText", "rate_citation_f1", "rate_litreview", "rate_sxs"],
+        "raters": ["NumberedReference", "PaperText", "litreview_prompt_calls", "rate_citation_f1", "rate_litreview",
+                   "rate_sxs", "sxs_prompt_calls"],
         "rubric": ["AXES", "AXIS_WEIGHTS", "DEFAULT_AVERAGE_CITATIONS", "VENUE_AVERAGE_CITATIONS"],
         "sections": ["SectionSelection", "TakenSection", "extract_review_sections"],
         "sxs": ["FAILED", "FlipRate", "OUTCOMES", "SXS_RULES", "SxSOutcome", "position_flip_rate",
@@ -91,6 +92,7 @@ __all__ = [
     "citation_f1_by_pair",
     "extract_review_sections",
     "fit_prompt",
+    "litreview_prompt_calls",
     "litreview_system",
     "parse_litreview",
     "parse_partition",
@@ -101,4 +103,5 @@ __all__ = [
     "rate_sxs",
     "read_json_answer",
     "sxs_outcome",
+    "sxs_prompt_calls",
 ]

@@ -179,6 +179,11 @@ class AutoraterJudge:
         """The cache key of ``call``."""
         return self._call(call).key
 
+    def planned(self, calls: Sequence[PromptCall]) -> list[Call]:
+        """The call-layer :class:`~surveyalign.calls.Call` of each prompt call, as sent when no length rule cuts
+        it (for ``--plan`` estimates; nothing is sent and no server is asked)."""
+        return [self._call(c) for c in calls]
+
     def ask(self, calls: Sequence[PromptCall], desc: str = "autorater calls",
             read: Callable[[PromptCall, CallAnswer], str | None] | None = None) -> list[CallAnswer]:
         """Answer ``calls`` in order, from the cache where possible; never raises for a failed call.

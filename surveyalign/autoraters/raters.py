@@ -34,7 +34,8 @@ from surveyalign.autoraters.sxs import (
     sxs_outcome,
 )
 
-__all__ = ["NumberedReference", "PaperText", "rate_citation_f1", "rate_litreview", "rate_sxs"]
+__all__ = ["NumberedReference", "PaperText", "litreview_prompt_calls", "rate_citation_f1", "rate_litreview", "rate_sxs",
+           "sxs_prompt_calls"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,41 @@ def _read_litreview(call: PromptCall, answer: CallAnswer) -> str | None:
     return None if parsed.judgement is not None else ("; ".join(parsed.problems) or answer.failure or "invalid")
 
 
+def sxs_prompt_calls(pairs: Sequence[tuple[PaperText, PaperText]], kind: str = "litreview"
+                     ) -> tuple[list[PromptCall], list[dict[str, Any]]]:
+    """The order-swapped calls of :func:`rate_sxs` (two per pair: AB then BA), built without asking anyone.
+
+    Args:
+        pairs: (A, B) papers; ``kind="litreview"`` sends only their Introduction + Related Work sections.
+        kind: ``"litreview"`` or ``"paper"``.
+
+    Returns:
+        ``(calls, views)``: 2 x len(pairs) :class:`PromptCall` and one view per pair (``pair``, ``a``, ``b``,
+        ``sections`` taken for ``litreview``).
+
+    Raises:
+        ValueError: unknown ``kind``.
+    """
+    if kind not in ("litreview", "paper"):
+        raise ValueError(f"unknown side-by-side kind {kind!r}; expected 'litreview' or 'paper'")
+    stage = f"sxs-{kind}"
+    calls, views = [], []
+    for index, (a, b) in enumerate(pairs):
+        texts, sections = {}, {}
+        for side, paper in (("a", a), ("b", b)):
+            if kind == "litreview":
+                selection = extract_review_sections(paper.text)
+                texts[side], sections[side] = selection.text, selection.to_dict()
+            else:
+                texts[side] = paper.text
+        unit = f"{index}:{a.paper_id}|{b.paper_id}"
+        build = partial(_sxs_build, kind)
+        for order, pair in (("AB", (texts["a"], texts["b"])), ("BA", (texts["b"], texts["a"]))):
+            calls.append(PromptCall(stage, f"{unit}::{order}", build(pair), pair, build))
+        views.append({"pair": index, "a": a.paper_id, "b": b.paper_id, **({"sections": sections} if sections else {})})
+    return calls, views
+
+
 def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge, kind: str = "litreview",
              rule: str = "seed") -> dict[str, Any]:
     """Side-by-side comparison of each pair (A, B), judged twice with the order swapped (PaperOrchestra §5.2).
@@ -118,20 +154,7 @@ def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge
     if rule not in SXS_RULES:
         raise ValueError(f"unknown side-by-side rule {rule!r}; expected one of {SXS_RULES}")
     stage = f"sxs-{kind}"
-    calls, views = [], []
-    for index, (a, b) in enumerate(pairs):
-        texts, sections = {}, {}
-        for side, paper in (("a", a), ("b", b)):
-            if kind == "litreview":
-                selection = extract_review_sections(paper.text)
-                texts[side], sections[side] = selection.text, selection.to_dict()
-            else:
-                texts[side] = paper.text
-        unit = f"{index}:{a.paper_id}|{b.paper_id}"
-        build = partial(_sxs_build, kind)
-        for order, pair in (("AB", (texts["a"], texts["b"])), ("BA", (texts["b"], texts["a"]))):
-            calls.append(PromptCall(stage, f"{unit}::{order}", build(pair), pair, build))
-        views.append({"pair": index, "a": a.paper_id, "b": b.paper_id, **({"sections": sections} if sections else {})})
+    calls, views = sxs_prompt_calls(pairs, kind)
     answers = judge.ask(calls, desc=stage, read=partial(_read_sxs, kind))
     winners = []
     for index, view in enumerate(views):
@@ -156,6 +179,18 @@ def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge
     }
 
 
+def litreview_prompt_calls(papers: Sequence[PaperText], avg_citation_count: float = DEFAULT_AVERAGE_CITATIONS
+                           ) -> list[PromptCall]:
+    """The calls of :func:`rate_litreview`, one per paper, built without asking anyone.
+
+    Raises:
+        ValueError: ``avg_citation_count`` not positive.
+    """
+    build = partial(_litreview_build, avg_citation_count)
+    return [PromptCall("litreview", f"{i}:{p.paper_id}", build([p.text]), (p.text,), build)
+            for i, p in enumerate(papers)]
+
+
 def rate_litreview(papers: Sequence[PaperText], judge: AutoraterJudge,
                    avg_citation_count: float = DEFAULT_AVERAGE_CITATIONS, venue: str | None = None) -> dict[str, Any]:
     """Six-axis literature-review quality of each paper (PaperOrchestra App. F.3).
@@ -174,9 +209,7 @@ def rate_litreview(papers: Sequence[PaperText], judge: AutoraterJudge,
     Raises:
         ValueError: ``avg_citation_count`` not positive.
     """
-    build = partial(_litreview_build, avg_citation_count)
-    calls = [PromptCall("litreview", f"{i}:{p.paper_id}", build([p.text]), (p.text,), build)
-             for i, p in enumerate(papers)]
+    calls = litreview_prompt_calls(papers, avg_citation_count)
     answers = judge.ask(calls, desc="litreview", read=_read_litreview)
     rows = []
     for paper, answer in zip(papers, answers, strict=True):

@@ -3,7 +3,7 @@ figures the paper leaves out (training-label baselines, chance-corrected agreeme
 bootstrap intervals and paired tests), HAS weights (``weights.py``: checked, parsed, the eval config's ``has:`` block) and HAS under other RQS weights
 (``sensitivity.py``: SurveyReview Table 8, from finished runs), the human ceiling (``ceiling.py``: one review against the other reviews of
 the same paper), juries and rankings across RQS judges (``jury.py``, App. I.4), the meta-evaluation of the RQS
-judge (``metaeval.py``, App. I.2), drift between two runs of one judge (``drift.py``), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
+judge (``metaeval.py``, App. I.2), drift between two runs of one judge (``drift.py``), paired differences over shared topics with a sign test (``paired.py``), run summaries and leaderboard tables (``surveyalign/scoring/summary.py``).
 """
 
 import lazy_loader
@@ -12,7 +12,7 @@ import lazy_loader
 __getattr__ = lazy_loader.attach(
     __name__,
     submodules=["baselines", "bootstrap", "calibration", "ceiling", "corpus", "drift", "jury", "metaeval",
-                "metrics", "records", "registry", "report", "sensitivity", "summary", "weights"],
+                "metrics", "paired", "records", "registry", "report", "sensitivity", "summary", "weights"],
     submod_attrs={
         "baselines": ["baseline_metrics", "check_train_scores", "majority_label", "score_distribution"],
         "bootstrap": ["INSUFFICIENT_DATA", "MIN_BOOTSTRAP_PAPERS", "bootstrap_intervals", "paired_bootstrap"],
@@ -25,6 +25,7 @@ __getattr__ = lazy_loader.attach(
                      "spearman"],
         "metrics": ["agreement_statistics", "alignment_errors", "check_scores", "human_aligned_score",
                     "krippendorff_alpha_interval", "macro_mae", "quadratic_weighted_kappa", "reason_quality"],
+        "paired": ["paired_difference", "resampled_means", "sign_test"],
         "records": ["validate_records"],
         "registry": ["register_metrics"],
         "report": ["read_predictions", "render_agreement", "render_baselines", "render_ceiling",
@@ -72,6 +73,7 @@ __all__ = [
     "meta_evaluate",
     "multi_judge_rankings",
     "paired_bootstrap",
+    "paired_difference",
     "parse_has_weights",
     "pearson",
     "quadratic_weighted_kappa",
@@ -91,7 +93,9 @@ __all__ = [
     "render_per_source",
     "render_table8_markdown",
     "render_voting",
+    "resampled_means",
     "score_distribution",
+    "sign_test",
     "spearman",
     "summarize_predictions",
     "table8_rows",
