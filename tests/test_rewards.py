@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import shutil
+import subprocess
 
 import httpx
 import pytest
@@ -198,6 +200,11 @@ def test_get_reward_endpoint_same_values_key_and_body_cap(judge_server):
             ok = httpx.post(server.url, json=body, headers={"Authorization": "Bearer sekret"})
             assert ok.status_code == 200
             assert ok.json() == {"rewards": direct, "failed": [], "flags": [[], []]}
+            if shutil.which("curl"):  # the command line OpenRLHF users check a server with
+                done = subprocess.run(["curl", "-s", "-H", "Authorization: Bearer sekret", "-H",
+                                       "Content-Type: application/json", "-d", json.dumps(body), server.url],
+                                      capture_output=True, text=True, check=True, timeout=30)
+                assert json.loads(done.stdout)["rewards"] == direct
             big = httpx.post(server.url, content=json.dumps({"query": ["x" * 5000]}),
                              headers={"Authorization": "Bearer sekret", "Content-Type": "application/json"})
             assert big.status_code == 413 and "4,000" in big.json()["error"]["message"]

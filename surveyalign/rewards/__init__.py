@@ -25,7 +25,12 @@ report LOG``. Modules: ``_config`` (YAML), ``_checks``, ``_reward``, ``_remote``
 ``cli``.
 """
 
-from surveyalign.rewards._checks import INJECTION_PATTERNS, check_completion, repeated_share, spearman
+from surveyalign.rewards._checks import (
+    INJECTION_PATTERNS,
+    check_completion,
+    repeated_share,
+    spearman,
+)
 from surveyalign.rewards._config import (
     FLAG_KINDS,
     SIGNALS,

@@ -27,7 +27,7 @@ from surveyalign.constants import DIMENSIONS, VALID_SCORES
 from surveyalign.prompts import DEFAULT_PROTOCOL
 from surveyalign.yamlconfig import DimensionName, read_yaml_mapping, validation_line
 
-__all__ = ["FLAG_KINDS", "SIGNALS", "HeldOut", "HackingChecks", "LengthPenalty", "RewardConfig", "RewardJudge"]
+__all__ = ["FLAG_KINDS", "SIGNALS", "HackingChecks", "HeldOut", "LengthPenalty", "RewardConfig", "RewardJudge"]
 
 #: How the K sampled scores of one dimension become its reward (see :func:`dimension_value`).
 SIGNALS = ("vote", "expected", "expected_logprob")

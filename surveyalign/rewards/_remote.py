@@ -20,7 +20,13 @@ from typing import Any
 
 from surveyalign.backends import ServerLimits
 from surveyalign.backends._http import _UvicornThread
-from surveyalign.backends.server_guard import BodyError, http_protocol_class, is_loopback, json_depth, read_body_limited
+from surveyalign.backends.server_guard import (
+    BodyError,
+    http_protocol_class,
+    is_loopback,
+    json_depth,
+    read_body_limited,
+)
 from surveyalign.rewards._reward import SurveyAlignReward
 
 __all__ = ["CONFIG_ENV", "RewardServer", "build_reward_app", "compute_score", "reward_server_in_thread",

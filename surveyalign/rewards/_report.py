@@ -163,8 +163,8 @@ def reward_report_html(records: Sequence[dict[str, Any]], title: str = "SurveyAl
     unit = completions[0]["length_unit"] if completions else "length"
     ax.set_xlabel(f"completion length ({unit})")
     ax.set_ylabel("judge reward")
-    figures.append((f"Judge reward against length (Spearman {_f(summary['total']['length_spearman'])}; red: "
-                    f"flagged)", _png(fig)))
+    figures.append(((f"Judge reward against length (Spearman {_f(summary['total']['length_spearman'])}; red: "
+                    f"flagged)"), _png(fig)))
     fig = Figure(figsize=(6, 3.2))
     ax = fig.add_subplot()
     ax.bar(xs, [r["flagged"] for r in steps], label="flagged", alpha=0.6)

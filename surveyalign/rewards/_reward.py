@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from surveyalign.calls import CallCache, stable_hash
 from surveyalign.constants import SCORED
@@ -189,7 +189,7 @@ class SurveyAlignReward:
             if callable(close):
                 close()
 
-    def __enter__(self) -> SurveyAlignReward:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,7 +12,12 @@ HELP = "SurveyAlign as a training reward: serve /get_reward (OpenRLHF), report a
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from surveyalign.rewards import format_reward_report, read_reward_log, reward_report_html, summarize_reward_log
+    from surveyalign.rewards import (
+        format_reward_report,
+        read_reward_log,
+        reward_report_html,
+        summarize_reward_log,
+    )
 
     records = read_reward_log(args.log)
     print(format_reward_report(summarize_reward_log(records)))
