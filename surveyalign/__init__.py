@@ -17,7 +17,8 @@ the map, README "Architecture" prints it):
 - users: ``evaluation`` (resumable harness), ``inference`` (``surveyalign score``), ``autoraters``
   (PaperOrchestra autoraters), ``prism`` (PRISM review pipeline), ``annotation``
   (extend SurveyReview: find surveys, collect reviews, LLM pre-annotation, Label Studio round trip, agreement,
-  release), ``systems`` (rank survey writers on shared topics: ``surveyalign systems``).
+  release), ``systems`` (rank survey writers on shared topics: ``surveyalign systems``), ``rewards``
+  (SurveyAlign as a training reward for TRL GRPO / OpenRLHF / verl, reward-hacking checks, the reward log report).
 - top: ``cli``, ``demo``, ``paper`` (the paper end to end: ``surveyalign paper``), ``testing`` (tiny test model,
   stand-in servers, offline RQS / Crit-KA stand-ins).
 """

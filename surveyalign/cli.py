@@ -57,6 +57,8 @@ _COMMANDS = (
     ("systems", "surveyalign.systems.cli",
      "rank survey-writing systems on shared topics: judges, side-by-side, citations, paired CIs, Kendall tau"),
     ("ka", "surveyalign.knowledge.cli", "knowledge augmentation: Comp-KA / Crit-KA from a citation graph"),
+    ("rewards", "surveyalign.rewards.cli",
+     "SurveyAlign as a training reward: serve /get_reward (OpenRLHF), report a reward log (hacking checks)"),
 )
 
 #: Modules that add subcommands to a group another module registers (a users-layer package extending a domain

@@ -61,6 +61,25 @@ def _parse(rel: str):
         from accelerate.commands.config.config_args import load_config_from_file
 
         return load_config_from_file(str(path))
+    if rel.startswith("configs/rewards/"):
+        from surveyalign.rewards import RewardConfig
+
+        return RewardConfig.from_yaml(path)
+    if rel.startswith("configs/grpo/"):
+        import importlib.util
+        import sys
+        from unittest import mock
+
+        from surveyalign.yamlconfig import read_yaml_mapping
+
+        spec = importlib.util.spec_from_file_location("_recipe_grpo", REPO / "recipes" / "grpo.py")
+        recipe = sys.modules["_recipe_grpo"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(recipe)
+        config = read_yaml_mapping(path, "recipe config")
+        for key in ("dataset_path", "reward_config"):  # shipped files the recipe reads (the paper's prompts aside)
+            assert config[key].startswith("data/") or (REPO / config[key]).is_file(), f"{rel}: {key}"
+        with mock.patch("transformers.training_args.is_torch_bf16_gpu_available", return_value=True):
+            return recipe.make_parser().parse_dict(config, allow_extra_keys=False)
     if rel == "configs/prices.yaml":
         from surveyalign.calls.cost import load_prices
 

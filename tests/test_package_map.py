@@ -23,7 +23,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "core": ("__init__", "constants", "paths", "argtypes", "console", "yamlconfig", "redact"),
     "services": ("models", "documents", "backends", "calls"),
     "domains": ("prompts", "data", "knowledge", "judge", "training", "scoring"),
-    "users": ("evaluation", "inference", "autoraters", "prism", "annotation", "systems"),
+    "users": ("evaluation", "inference", "autoraters", "prism", "annotation", "systems", "rewards"),
     "top": ("cli", "demo", "paper", "testing", "__main__"),
 }
 #: Imports inside one layer, each with why it points that way (a layer's units are otherwise independent).
