@@ -234,7 +234,7 @@ def test_slurm_launcher_runs_each_training_as_the_shipped_sbatch_script(tmp_path
 
 def test_a_prior_evaluator_is_imported_as_a_table2_row_with_the_closest_category(tmp_path):
     from surveyalign.paper._config import PriorImport
-    from surveyalign.paper._evaluate import _import_prior
+    from surveyalign.paper._evaluate import import_prior
     from surveyalign.paper._stages import PaperRun, StageRecord
     from surveyalign.paper._tables import write_tables
 
@@ -246,7 +246,7 @@ def test_a_prior_evaluator_is_imported_as_a_table2_row_with_the_closest_category
     scores.write_text(json.dumps({"id": "sr0005", "comprehensiveness": 2.0, "insight": 5.0, "readability": 9.0}) + "\n")
     run = PaperRun(cfg, _Console())
     run.record = StageRecord(Path(cfg.workdir))
-    entry = _import_prior(run, PriorImport(tool="drbench", scores=str(scores), model="GPT-5.2"))
+    entry = import_prior(run, PriorImport(tool="drbench", scores=str(scores), model="GPT-5.2"))
     preds = [json.loads(x) for x in (Path(entry["run_dir"]) / "predictions.jsonl").read_text().splitlines()]
     mine = [p for p in preds if p["paper_id"] == "sr0005"]
     assert mine and {p["dimension"]: p["prediction"] for p in mine} == {

@@ -142,11 +142,11 @@ def evaluate_stage(run: PaperRun) -> dict[str, Any]:
                 raise StageFailed(f"stage evaluate: SurveyAlign scored no unit of {', '.join(empty)} (see "
                                   f"{result.run_dir}/predictions.jsonl for the answers); Table 2 would be empty there")
     for prior in run.cfg.evaluate.prior:
-        runs[f"prior-{prior.tool}"] = _import_prior(run, prior)
+        runs[f"prior-{prior.tool}"] = import_prior(run, prior)
     return {"outputs": [r["run_dir"] for r in runs.values()], "runs": runs}
 
 
-def _import_prior(run: PaperRun, prior: Any) -> dict[str, Any]:
+def import_prior(run: PaperRun, prior: Any) -> dict[str, Any]:
     """``surveyalign import-scores`` of one prior evaluator into ``WORKDIR/eval/prior-<tool>`` (App. H mapping)."""
     import shutil
 

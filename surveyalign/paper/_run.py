@@ -13,8 +13,8 @@ from surveyalign.paper._stages import (
     PaperRun,
     StageFailed,
     StageRecord,
-    _run_logged,
-    _sha,
+    content_sha,
+    run_logged,
     select_stages,
     upstream_of,
 )
@@ -72,7 +72,7 @@ def _train(run: PaperRun, stage: str, upstream: dict[str, str | None]) -> dict[s
     for i, (dim, knowledge) in enumerate(todo, 1):
         key = run.cfg.adapter_key(dim, knowledge, dpo)
         inputs = run.dpo_inputs(dim, knowledge, upstream) if dpo else run.sft_inputs(dim, knowledge, upstream)
-        fp = _sha(inputs)
+        fp = content_sha(inputs)
         out = run.paths.adapter(run.cfg, dim, knowledge, dpo)
         adapters[key] = fp
         outputs.append(str(out))
@@ -82,7 +82,7 @@ def _train(run: PaperRun, stage: str, upstream: dict[str, str | None]) -> dict[s
         cmd = run.dpo_command(dim, knowledge) if dpo else run.sft_command(dim, knowledge)
         run.say(f"      [{i}/{len(todo)}] {key}: {shlex.join(cmd)}")
         t0 = time.time()
-        _run_logged(cmd, run.paths.logs / f"{key}.log", run.say, stage)
+        run_logged(cmd, run.paths.logs / f"{key}.log", run.say, stage)
         if not (out / "adapter_config.json").exists():
             raise StageFailed(f"stage {stage}: {key} finished without an adapter in {out}; log "
                               f"{run.paths.logs / f'{key}.log'}")
@@ -160,7 +160,7 @@ def run_paper(cfg: PaperConfig, *, console: Any, from_stage: str | None = None, 
         if missing:
             raise ValueError(f"stage {stage} reads the output of {', '.join(missing)}, which has not finished in "
                              f"{run.work}; run without --from (or --from {missing[0]})")
-        fp = _sha(run.stage_inputs(stage, upstream))
+        fp = content_sha(run.stage_inputs(stage, upstream))
         if not force and run.record.done(stage, fp):
             run.say(f"==> [{n}/{len(STAGES)}] {stage}: up to date, skipped")
             status[stage] = "skipped"
@@ -220,7 +220,7 @@ def plan_paper(cfg: PaperConfig, *, console: Any, from_stage: str | None = None,
             if record is not None:
                 upstream = {u: record.fingerprint(u) for u in upstream_of(stage)}
                 try:
-                    fp = _sha(run.stage_inputs(stage, upstream)) if all(upstream.values()) else None
+                    fp = content_sha(run.stage_inputs(stage, upstream)) if all(upstream.values()) else None
                 except FileNotFoundError:
                     fp = None
                 if fp is not None and record.done(stage, fp):

@@ -42,7 +42,7 @@ class StageFailed(RuntimeError):
     """A stage of ``surveyalign paper`` failed; the message names the stage, the command and its log file."""
 
 
-def _sha(value: Any) -> str:
+def content_sha(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -72,7 +72,7 @@ def model_fingerprint(model: str) -> str:
         return f"hub:{model}"
     listing = sorted((str(f.relative_to(p)), f.stat().st_size) for f in p.rglob("*") if f.is_file())
     config = (p / "config.json").read_text() if (p / "config.json").exists() else ""
-    return _sha([config, listing])
+    return content_sha([config, listing])
 
 
 class StageRecord:
@@ -133,7 +133,7 @@ class Paths:
         return self.pairs / f"{dimension}{'-ka' if knowledge else ''}.jsonl"
 
 
-def _run_logged(cmd: list[str], log: Path, say: Callable[[str], None], stage: str) -> None:
+def run_logged(cmd: list[str], log: Path, say: Callable[[str], None], stage: str) -> None:
     """Run ``cmd``, its output to ``log`` (progress and error lines echoed); raise :class:`StageFailed` on exit != 0."""
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
