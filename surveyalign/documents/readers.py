@@ -43,6 +43,7 @@ from surveyalign.documents.references import (
 )
 from surveyalign.documents.sections import Section, split_sections
 from surveyalign.documents.text import extract_references, extract_title
+from surveyalign.paths import inside_folder
 
 __all__ = ["DOCUMENT_SUFFIXES", "PDF_EXTRACTORS", "Document", "find_documents", "read_document", "read_documents"]
 
@@ -175,12 +176,13 @@ def find_documents(folder: Path | str) -> list[Path]:
 
     Raises:
         NotADirectoryError: ``folder`` is not a directory.
+        OutsideFolderError: a symlink under ``folder`` resolves outside it (named; nothing is read).
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise NotADirectoryError(f"{folder} is not a folder")
     found = []
-    for path in sorted(folder.rglob("*")):
+    for path in inside_folder(folder, sorted(folder.rglob("*")), "survey folder"):
         if any(part.startswith(".") for part in path.relative_to(folder).parts) or not path.is_file():
             continue
         kind = DOCUMENT_SUFFIXES.get(path.suffix.lower())
