@@ -55,6 +55,8 @@ _COMMANDS = (
     ("autorate", "surveyalign.autoraters.cli",
      "PaperOrchestra autoraters: citation F1, literature-review quality, side-by-side"),
     ("ka", "surveyalign.knowledge.cli", "knowledge augmentation: Comp-KA / Crit-KA from a citation graph"),
+    ("stress", "surveyalign.stress",
+     "a judge's robustness: score shifts under injected instructions, hidden text, padding, shuffles, praise"),
 )
 
 #: Modules that add subcommands to a group another module registers (a users-layer package extending a domain

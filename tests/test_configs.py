@@ -57,6 +57,10 @@ def _parse(rel: str):
         from accelerate.commands.config.config_args import load_config_from_file
 
         return load_config_from_file(str(path))
+    if rel.startswith("configs/stress/"):
+        from surveyalign.stress import StressConfig
+
+        return StressConfig.from_yaml(path)
     if rel == "configs/prices.yaml":
         from surveyalign.calls.cost import load_prices
 
