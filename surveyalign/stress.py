@@ -81,8 +81,7 @@ def perturb(name: str, text: str, *, seed: int = 0, key: str = "", pad_chars: in
         parts = re.split(r"(?m)^(?=## )", text)
         head, sections = parts[0], parts[1:]
         random.Random(f"{seed}:{key}").shuffle(sections)
-        sections = [s if s.endswith("\n") else s + "\n\n" for s in sections]
-        return head + "".join(sections)
+        return head + "".join(s.rstrip() + "\n\n" for s in sections).rstrip() + "\n"
     if name == "praise":
         return _insert_after_first_block(text, PRAISE)
     raise ValueError(f"unknown perturbation {name!r}; choose from {', '.join(PERTURBATIONS)}")
@@ -306,7 +305,8 @@ def _cmd_stress(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``stress`` subcommand."""
     p = subparsers.add_parser(
-        "stress", help="a judge's robustness: score shifts under injected instructions, hidden text, padding, ...",
+        "stress", help=("a judge's robustness: score shifts under injected instructions, hidden text, padding, shuffles, "
+                         "praise"),
         description=("Judge the test surveys as they are and under named perturbations ("
                      + ", ".join(PERTURBATIONS) + "); report per judge and dimension the score shift with a paired "
                      "95%% interval and the share of flipped units."))
