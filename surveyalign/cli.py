@@ -59,6 +59,8 @@ _COMMANDS = (
     ("ka", "surveyalign.knowledge.cli", "knowledge augmentation: Comp-KA / Crit-KA from a citation graph"),
     ("rewards", "surveyalign.rewards.cli",
      "SurveyAlign as a training reward: serve /get_reward (OpenRLHF), report a reward log (hacking checks)"),
+    ("stress", "surveyalign.stress",
+     "a judge's robustness: score shifts under injected instructions, hidden text, padding, shuffles, praise"),
 )
 
 #: Modules that add subcommands to a group another module registers (a users-layer package extending a domain

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -266,3 +266,33 @@ def resolve_inside(root: str | Path, candidate: str | Path) -> Path:
     if target != base and base not in target.parents:
         raise OutsideFolderError(f"{candidate}: resolves to {target}, outside the project folder {base}; not read")
     return target
+
+
+def inside_folder(root: str | Path, paths: Iterable[str | Path], what: str = "folder") -> list[Path]:
+    """The paths found by walking ``root``, each checked to resolve inside it (the guard of every folder walk).
+
+    A symlink (a file, or a folder on the way) whose target lies outside ``root`` is refused: its text would be
+    read and sent to a judge although it is not part of the input given. Checked with :func:`resolve_inside`.
+
+    Args:
+        root: the folder given (``score DIR``, ``prism --corpus``, ``data collect``, ``ka``, ``fetch``).
+        paths: what the walk found under ``root`` (in order).
+        what: how the folder is named in the message (``"--corpus"``, ``"survey folder"``).
+
+    Returns:
+        ``paths`` as :class:`Path` objects, in order (unresolved: the names the walk found).
+
+    Raises:
+        OutsideFolderError: the first path that resolves outside ``root``; the message names the link, its
+            target and the folder.
+    """
+    out = []
+    for path in paths:
+        path = Path(path)
+        try:
+            resolve_inside(root, path)
+        except OutsideFolderError:
+            raise OutsideFolderError(f"{path}: a symlink to {path.resolve()}, outside the {what} {Path(root)}; "
+                                     f"refused (copy the file into the folder to use it)") from None
+        out.append(path)
+    return out

@@ -80,6 +80,10 @@ def _parse(rel: str):
             assert config[key].startswith("data/") or (REPO / config[key]).is_file(), f"{rel}: {key}"
         with mock.patch("transformers.training_args.is_torch_bf16_gpu_available", return_value=True):
             return recipe.make_parser().parse_dict(config, allow_extra_keys=False)
+    if rel.startswith("configs/stress/"):
+        from surveyalign.stress import StressConfig
+
+        return StressConfig.from_yaml(path)
     if rel == "configs/prices.yaml":
         from surveyalign.calls.cost import load_prices
 

@@ -81,7 +81,7 @@ def test_markdown_document_fields_and_description(tmp_path):
         "bibliography_paths": [], "bibliography_format": None, "n_cited_keys": 0, "extractor": None, "chars": 40,
         "leakage": {"status_lines": 0, "record_sections": 0, "top_boxes": 0, "records": [], "running_headers": 0,
                     "status_marks": 0, "lines_removed": 0, "chars_removed": 0},
-        "warnings": []}
+        "warnings": [], "hidden_text": {"n": 0, "counts": {}, "chars": {}, "items": []}}
     assert "text" not in described and doc.to_dict(with_text=True)["text"] == doc.text
     assert doc.to_dict(with_text=True)["bibliography"] is None
 

@@ -24,7 +24,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "services": ("models", "documents", "backends", "calls"),
     "domains": ("prompts", "data", "knowledge", "judge", "training", "scoring"),
     "users": ("evaluation", "inference", "autoraters", "prism", "annotation", "systems", "rewards"),
-    "top": ("cli", "demo", "paper", "testing", "__main__"),
+    "top": ("cli", "demo", "paper", "stress", "testing", "__main__"),
 }
 #: Imports inside one layer, each with why it points that way (a layer's units are otherwise independent).
 SAME_LAYER: dict[tuple[str, str], str] = {
@@ -42,6 +42,8 @@ SAME_LAYER: dict[tuple[str, str], str] = {
     ("demo", "testing"): "the demo builds the tiny model",
     ("cli", "demo"): "the CLI registers the demo command",
     ("cli", "paper"): "the CLI registers the paper command",
+    ("cli", "stress"): "the CLI registers the stress command",
+    ("stress", "testing"): "the study's scripted gullible / robust judges",
     ("paper", "testing"): "the tiny profile builds the tiny model and uses the offline RQS / Crit-KA stand-ins",
 }
 MAX_LINES = 450

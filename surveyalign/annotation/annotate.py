@@ -75,7 +75,8 @@ class AnnotateResult:
 
 def _unreadable(call: Any, generation: Any) -> str | None:
     """The call layer's ``check``: why a cached answer is unusable (no dimension got a label), else ``None``."""
-    parsed = read_annotation(generation.text)
+    parsed = read_annotation(generation.text, untrusted=tuple(
+        m.get("content") or "" for m in (getattr(call, "messages", None) or ()) if m.get("role") == "user"))
     if any(d.label is not None for d in parsed.dimensions.values()):
         return None
     return "; ".join(parsed.problems) or "no dimension labelled"
@@ -168,7 +169,8 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
     cached = sum(a.cached for a in answers)
     for i, review in enumerate(reviews):
         got = answers[i * samples:(i + 1) * samples]
-        parsed = [None if a.generation.error else read_annotation(a.generation.text) for a in got]
+        parsed = [None if a.generation.error else read_annotation(a.generation.text, untrusted=(review.text,))
+                  for a in got]
         sample_log = [{"sample": k, "text": a.generation.text, "error": a.generation.error,
                        "finish_reason": a.generation.finish_reason, "cached": a.cached,
                        "problems": list(p.problems) if p else []} for k, (a, p) in enumerate(zip(got, parsed))]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.documents import DOCUMENT_SUFFIXES, find_verbatim, read_document
+from surveyalign.paths import inside_folder
 
 from .fetched import is_fetch_output, read_fetched_texts
 from .records import ReviewRecord, SurveyRecord, paper_key, review_uid, write_jsonl
@@ -55,8 +56,8 @@ def review_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
     for p in map(Path, paths):
         if not p.exists():
             raise FileNotFoundError(f"review path {p} does not exist")
-        out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in _REVIEW_SUFFIXES)
-                   if p.is_dir() else [p])
+        out.extend(sorted(f for f in inside_folder(p, p.rglob("*"), "review folder")
+                          if f.is_file() and f.suffix in _REVIEW_SUFFIXES) if p.is_dir() else [p])
     return out
 
 
@@ -76,7 +77,7 @@ def read_texts(folder: str | os.PathLike) -> dict[str, tuple[str, str]]:
     if not folder.is_dir():
         raise FileNotFoundError(f"texts folder {folder} does not exist")
     out: dict[str, tuple[str, str]] = {}
-    for f in sorted(folder.iterdir()):
+    for f in inside_folder(folder, sorted(folder.iterdir()), "texts folder"):
         if f.suffix not in DOCUMENT_SUFFIXES:
             continue
         text = read_document(f).text  # markdown, LaTeX, PDF or JATS; the leakage guard on

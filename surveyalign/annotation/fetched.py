@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.documents import extract_abstract, extract_title
+from surveyalign.paths import inside_folder
 
 from .identify import Candidate
 
@@ -146,7 +147,7 @@ def read_fetched_candidates(path: str | os.PathLike) -> tuple[list[Candidate], d
     if _SHARD_RE.match(p.name):
         shards, state_path, report_path = [p], None, None
     else:
-        shards = sorted((folder / "articles").glob(SHARD_GLOB))
+        shards = inside_folder(folder, sorted((folder / "articles").glob(SHARD_GLOB)), "fetch folder")
         state_path = folder / FETCH_STATE if (folder / FETCH_STATE).is_file() else None
         report_path = folder / FETCH_REPORT if (folder / FETCH_REPORT).is_file() else None
     texts = _read_shards(shards)
@@ -200,7 +201,8 @@ def read_fetched_texts(path: str | os.PathLike) -> dict[str, tuple[str, str]]:
     if not p.exists():
         raise FileNotFoundError(f"texts path {p} does not exist")
     folder = p if p.is_dir() else p.parent
-    shards = [p] if _SHARD_RE.match(p.name) else sorted((folder / "articles").glob(SHARD_GLOB))
+    shards = [p] if _SHARD_RE.match(p.name) else inside_folder(
+        folder, sorted((folder / "articles").glob(SHARD_GLOB)), "fetch folder")
     texts = _read_shards(shards)
     state = _read_state(folder / FETCH_STATE) if not _SHARD_RE.match(p.name) and (folder / FETCH_STATE).is_file() else {}
     out: dict[str, tuple[str, str]] = {}

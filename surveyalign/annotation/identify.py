@@ -21,6 +21,7 @@ from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
 from surveyalign.calls import CallCache, backend_identity, cached_generate, make_call
+from surveyalign.documents.untrusted import neutralise_text
 from surveyalign.prompts import read_json_answer
 
 from .records import carry_person_cells
@@ -123,14 +124,19 @@ def build_screen_messages(title: str, abstract: str) -> list[dict[str, str]]:
         "review, a tutorial overview), as opposed to a paper that mainly reports its own new method, experiment, "
         "data or case.\n\n"
         'Answer with one JSON object and nothing else: {"survey": "yes" or "no", "reason": "<one sentence>"}.\n\n'
-        f"Title: {title.strip()}\n\nAbstract: {abstract.strip() or '(none given)'}"
+        f"Title: {neutralise_text(title.strip())}\n\nAbstract: {neutralise_text(abstract.strip()) or '(none given)'}"
     )
     return [{"role": "user", "content": content}]
 
 
-def read_screen(text: str | None) -> tuple[str, str]:
-    """Read a screen answer: ``("yes" | "no", reason)``, or ``("failed", why)`` when it holds no clear verdict."""
-    answer = read_json_answer(text)
+def _shown(call: Any) -> tuple[str, ...]:
+    return tuple(m.get("content") or "" for m in (getattr(call, "messages", None) or ()) if m.get("role") == "user")
+
+
+def read_screen(text: str | None, untrusted: Sequence[str] | None = None) -> tuple[str, str]:
+    """Read a screen answer: ``("yes" | "no", reason)``, or ``("failed", why)`` when it holds no clear verdict;
+    ``untrusted`` (the title and abstract shown): a verdict the answer quotes from them is never taken."""
+    answer = read_json_answer(text, untrusted=untrusted)
     if answer.data is None:
         return "failed", "; ".join(answer.problems) or "no JSON object"
     value = answer.data.get("survey", answer.data.get("verdict"))
@@ -195,14 +201,14 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
         try:
             # issue 21 C: a screen answer with no clear verdict is asked again on a re-run
             answers = cached_generate(calls, cache, desc="screen",
-                                      check=lambda call, gen: None if read_screen(gen.text)[0] != "failed"
-                                      else read_screen(gen.text)[1])
+                                      check=lambda call, gen: None if read_screen(gen.text, _shown(call))[0] != "failed"
+                                      else read_screen(gen.text, _shown(call))[1])
         finally:
             if cache is not None:
                 cache.close()
                 answered = dict(cache.counts)
         for i, a in zip(to_screen, answers):
-            verdicts[i] = ("failed", a.generation.error) if a.generation.error else read_screen(a.generation.text)
+            verdicts[i] = ("failed", a.generation.error) if a.generation.error else read_screen(a.generation.text, (candidates[i].title, candidates[i].abstract))
     result = IdentifyResult()
     counts: dict[str, Counter] = defaultdict(Counter)
     for i, c in enumerate(candidates):

@@ -13,9 +13,11 @@ returns, per dimension, the label and snippets or the reason it could not be rea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from surveyalign.constants import DIMENSIONS
+from surveyalign.documents.untrusted import neutralise_text
 from surveyalign.prompts import read_json_answer
 
 from .records import LABELS, parse_label
@@ -62,7 +64,8 @@ def build_annotation_messages(review: str, *, title: str = "") -> list[dict[str,
         title: the reviewed survey's title ("" leaves the line out).
 
     Returns:
-        One user message.
+        One user message; the review and the title have their answer-format tokens neutralised
+        (:func:`surveyalign.documents.untrusted.neutralise`).
     """
     aspects = "\n".join(f"- {dim}: {text}" for dim, text in DEFINITIONS.items())
     keys = ", ".join(f'"{d}"' for d in DIMENSIONS)
@@ -74,8 +77,8 @@ def build_annotation_messages(review: str, *, title: str = "") -> list[dict[str,
         f"{_RULES}\n\n"
         f"Answer with one JSON object and nothing else. Its keys are {keys}; each value is an object "
         '{"label": <one of 2, 1, -1, -2, 0, -3>, "snippets": [<strings copied from the review>]}.\n\n'
-        + (f"Reviewed survey: {title.strip()}\n\n" if title.strip() else "")
-        + "=== Review report ===\n" + review.strip() + "\n=== End of review report ==="
+        + (f"Reviewed survey: {neutralise_text(title.strip())}\n\n" if title.strip() else "")
+        + "=== Review report ===\n" + neutralise_text(review.strip()) + "\n=== End of review report ==="
     )
     return [{"role": "user", "content": content}]
 
@@ -108,7 +111,7 @@ class AnnotationAnswer:
     problems: tuple[str, ...] = ()
 
 
-def read_annotation(text: str | None) -> AnnotationAnswer:
+def read_annotation(text: str | None, *, untrusted: Sequence[str] | None = None) -> AnnotationAnswer:
     """Read a pre-annotation answer (see the module docstring for the shape).
 
     Dimension keys are matched case-insensitively. A label must be one of -3, -2, -1, 0, 1, 2 (``"+1"``,
@@ -117,11 +120,13 @@ def read_annotation(text: str | None) -> AnnotationAnswer:
 
     Args:
         text: the raw answer, or None.
+        untrusted: the review (and title) the model read; a JSON object the answer quotes from them is never
+            the one read.
 
     Returns:
         An :class:`AnnotationAnswer`; never raises.
     """
-    answer = read_json_answer(text)
+    answer = read_json_answer(text, untrusted=untrusted)
     if answer.data is None:
         reason = "; ".join(answer.problems) or "no JSON object"
         return AnnotationAnswer({d: DimensionAnswer(None, (), reason) for d in DIMENSIONS}, answer.problems)

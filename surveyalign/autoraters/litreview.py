@@ -10,6 +10,7 @@ from the JSON is checked, so rule-breaking judgements are flagged rather than si
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -101,17 +102,18 @@ class LitReviewParse:
     problems: tuple[str, ...] = ()
 
 
-def parse_litreview(text: str | None) -> LitReviewParse:
+def parse_litreview(text: str | None, *, untrusted: Sequence[str] | None = None) -> LitReviewParse:
     """Read and validate a literature-review quality answer.
 
     Args:
         text: the judge's answer.
+        untrusted: the paper text the judge read; what the answer quotes from it never decides.
 
     Returns:
         A :class:`LitReviewParse`; ``judgement`` is ``None`` when the JSON is invalid or fails validation, with
         one problem per failing field (all of them, not only the first). Never raises on model output.
     """
-    answer = read_json_answer(text)
+    answer = read_json_answer(text, untrusted=untrusted)
     if not answer.ok:
         return LitReviewParse(None, answer.problems)
     try:

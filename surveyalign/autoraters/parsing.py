@@ -8,7 +8,7 @@ JSON object, surrounding text and duplicate keys reported; re-exported here), th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,12 +59,15 @@ def _label(value: Any) -> str | None:
     return None
 
 
-def parse_partition(text: str | None, numbers: Iterable[str]) -> PartitionParse:
+def parse_partition(text: str | None, numbers: Iterable[str], *,
+                    untrusted: Sequence[str] | None = None) -> PartitionParse:
     """Read a P0/P1 partition answer (PaperOrchestra App. F.3) and check it against the reference numbers.
 
     Args:
         text: the judge's answer, expected ``{"1": "P0", "2": "P1", ...}``.
         numbers: the paper's reference numbers as strings (``"1"``, ``"2"``...).
+        untrusted: the paper texts the judge read; what the answer quotes from them never decides
+            (:func:`surveyalign.prompts.read_json_answer`).
 
     Returns:
         A :class:`PartitionParse` naming unknown, duplicated and missing numbers and invalid labels; ``error`` is
@@ -72,7 +75,7 @@ def parse_partition(text: str | None, numbers: Iterable[str]) -> PartitionParse:
     """
     expected = [str(n) for n in numbers]
     known = set(expected)
-    answer = read_json_answer(text)
+    answer = read_json_answer(text, untrusted=untrusted)
     if not answer.ok:
         return PartitionParse({}, missing_numbers=tuple(expected), problems=answer.problems,
                               error="; ".join(answer.problems))
@@ -136,12 +139,14 @@ class SxSParse:
                 "problems": list(self.problems)}
 
 
-def parse_sxs(text: str | None, kind: str) -> SxSParse:
+def parse_sxs(text: str | None, kind: str, *, untrusted: Sequence[str] | None = None) -> SxSParse:
     """Read a side-by-side answer of ``kind`` (``"paper"`` or ``"litreview"``).
 
     Args:
         text: the judge's answer.
         kind: which autorater asked: its JSON keys are :data:`~surveyalign.autoraters.prompts.SXS_KEYS`.
+        untrusted: the two paper texts the judge read; a verdict the answer quotes from them is never taken
+            (:func:`surveyalign.prompts.read_json_answer`).
 
     Returns:
         An :class:`SxSParse`; ``winner`` is ``None`` when the answer has no object or the ``winner`` value is
@@ -154,7 +159,7 @@ def parse_sxs(text: str | None, kind: str) -> SxSParse:
     if kind not in SXS_KEYS:
         raise ValueError(f"unknown side-by-side kind {kind!r}; expected one of {sorted(SXS_KEYS)}")
     first, second, justification, winner_key = SXS_KEYS[kind]
-    answer = read_json_answer(text)
+    answer = read_json_answer(text, untrusted=untrusted)
     if not answer.ok:
         return SxSParse(None, problems=answer.problems)
     data, problems = answer.data, list(answer.problems)

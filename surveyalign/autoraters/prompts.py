@@ -27,6 +27,7 @@ from surveyalign.autoraters.rubric import (
     SXS_PAPER_CRITERIA,
     WINNERS,
 )
+from surveyalign.documents.untrusted import neutralise_text
 
 #: Name of this prompt wording; recorded in every output and part of every cache key.
 PROMPT_VERSION = "paperorchestra-f3/own-words-v1"
@@ -69,7 +70,7 @@ def build_partition_messages(paper_text: str, references: str) -> Messages:
     Returns:
         ``[system, user]`` messages; the answer is a JSON object ``{"1": "P0", "2": "P1", ...}``.
     """
-    user = f"Paper text:\n{paper_text}\n\nNumbered reference list:\n{references}"
+    user = f"Paper text:\n{neutralise_text(paper_text)}\n\nNumbered reference list:\n{neutralise_text(references)}"
     return [{"role": "system", "content": PARTITION_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -194,7 +195,7 @@ def build_litreview_messages(paper_text: str, avg_citation_count: float) -> Mess
     """
     if not isinstance(avg_citation_count, (int, float)) or not avg_citation_count > 0:
         raise ValueError(f"avg_citation_count must be a positive number, got {avg_citation_count!r}")
-    user = f"Venue average citation count: {avg_citation_count:g}\n\nPaper:\n{paper_text}"
+    user = f"Venue average citation count: {avg_citation_count:g}\n\nPaper:\n{neutralise_text(paper_text)}"
     return [{"role": "system", "content": litreview_system(avg_citation_count)}, {"role": "user", "content": user}]
 
 
@@ -260,5 +261,5 @@ def build_sxs_messages(kind: str, paper_1: str, paper_2: str) -> Messages:
     """
     if kind not in SXS_SYSTEMS:
         raise ValueError(f"unknown side-by-side kind {kind!r}; expected one of {sorted(SXS_SYSTEMS)}")
-    user = f"paper_1:\n{paper_1}\n\n=====\n\npaper_2:\n{paper_2}"
+    user = f"paper_1:\n{neutralise_text(paper_1)}\n\n=====\n\npaper_2:\n{neutralise_text(paper_2)}"
     return [{"role": "system", "content": SXS_SYSTEMS[kind]}, {"role": "user", "content": user}]

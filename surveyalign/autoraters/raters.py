@@ -84,13 +84,13 @@ def _call_view(answer: CallAnswer, problems: Sequence[str]) -> dict[str, Any]:
 
 def _read_sxs(kind: str, call: PromptCall, answer: CallAnswer) -> str | None:
     """Why a side-by-side answer names no winner (asked again on a re-run), else ``None``."""
-    parsed = parse_sxs(answer.readable_text, kind)
+    parsed = parse_sxs(answer.readable_text, kind, untrusted=call.texts)
     return None if parsed.winner is not None else ("; ".join(parsed.problems) or answer.failure or "no winner")
 
 
 def _read_litreview(call: PromptCall, answer: CallAnswer) -> str | None:
     """Why a literature-review answer gives no valid judgement (asked again on a re-run), else ``None``."""
-    parsed = parse_litreview(answer.readable_text)
+    parsed = parse_litreview(answer.readable_text, untrusted=call.texts)
     return None if parsed.judgement is not None else ("; ".join(parsed.problems) or answer.failure or "invalid")
 
 
@@ -159,7 +159,9 @@ def rate_sxs(pairs: Sequence[tuple[PaperText, PaperText]], judge: AutoraterJudge
     winners = []
     for index, view in enumerate(views):
         ab, ba = answers[2 * index], answers[2 * index + 1]
-        parsed_ab, parsed_ba = parse_sxs(ab.readable_text, kind), parse_sxs(ba.readable_text, kind)
+        pair_texts = calls[2 * index].texts
+        parsed_ab = parse_sxs(ab.readable_text, kind, untrusted=pair_texts)
+        parsed_ba = parse_sxs(ba.readable_text, kind, untrusted=pair_texts)
         view["calls"] = [
             {"order": "AB", "paper_1": view["a"], "paper_2": view["b"], **parsed_ab.to_dict(),
              **_call_view(ab, parsed_ab.problems)},
@@ -213,7 +215,7 @@ def rate_litreview(papers: Sequence[PaperText], judge: AutoraterJudge,
     answers = judge.ask(calls, desc="litreview", read=_read_litreview)
     rows = []
     for paper, answer in zip(papers, answers, strict=True):
-        parsed = parse_litreview(answer.readable_text)
+        parsed = parse_litreview(answer.readable_text, untrusted=(paper.text,))
         row: dict[str, Any] = {"paper": paper.paper_id, "call": _call_view(answer, parsed.problems),
                                "valid": parsed.judgement is not None}
         if parsed.judgement is not None:
@@ -274,12 +276,13 @@ def rate_citation_f1(ground_truth: PaperText, gt_references: Sequence[NumberedRe
     numbers = {call.unit_id: [r.number for r in sides[side][1]] for side, call in zip(wanted, calls, strict=True)}
 
     def read_partition(call: PromptCall, answer: CallAnswer) -> str | None:
-        return parse_partition(answer.readable_text, numbers[call.unit_id]).error
+        return parse_partition(answer.readable_text, numbers[call.unit_id], untrusted=call.texts).error
 
     answers = dict(zip(wanted, judge.ask(calls, desc="partition", read=read_partition), strict=True))
     partitions, problems = {}, []
     for side, answer in answers.items():
-        parsed = parse_partition(answer.readable_text, [r.number for r in sides[side][1]])
+        parsed = parse_partition(answer.readable_text, [r.number for r in sides[side][1]],
+                                 untrusted=(sides[side][0].text,))
         partitions[side] = {**parsed.to_dict(), "call": _call_view(answer, parsed.problems)}
         problems += [f"{side} partition: {p}" for p in partitions[side]["call"]["problems"]]
     resolved = {side: {r.number: (ids.get(side) or {}).get(r.number) for r in refs}

@@ -23,11 +23,12 @@ folder after symlinks (anything else is refused with a warning naming the path, 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pylatexenc import latex2text, latexwalker, macrospec
 
+from surveyalign.documents.hidden import HiddenText, scan_latex
 from surveyalign.documents.latex_flatten import _strip_comments, flatten_latex
 from surveyalign.documents.limits import DocumentLimits
 from surveyalign.documents.papers import Reference
@@ -79,6 +80,7 @@ class LatexConversion:
         bibliography_format: ``"bibtex"``, ``"thebibliography"`` or ``None``.
         files: the ``.tex`` files read.
         warnings: unresolved includes, missing bibliography files, cited keys without an entry, duplicate keys.
+        hidden: LaTeX that never renders (dropped) or renders invisibly (kept) (:func:`.hidden.scan_latex`).
     """
 
     text: str
@@ -89,6 +91,7 @@ class LatexConversion:
     bibliography_format: str | None
     files: list[Path]
     warnings: list[str]
+    hidden: list[HiddenText] = field(default_factory=list)
 
 
 def _balanced(text: str, start: int) -> tuple[str, int] | None:
@@ -376,7 +379,7 @@ def latex_to_markdown(main: Path | str, *, limits: DocumentLimits | None = None)
     main = Path(main)
     flat = flatten_latex(main, limits=limits)
     warnings = list(flat.warnings)
-    text = flat.text
+    text, hidden = scan_latex(flat.text)
     begin = text.find("\\begin{document}")
     if begin < 0:
         raise ValueError(f"{main}: no \\begin{{document}}; pass the project's main .tex file")
@@ -433,4 +436,5 @@ def latex_to_markdown(main: Path | str, *, limits: DocumentLimits | None = None)
         markdown = f"# {title}\n\n{markdown}"
     fmt = "bibtex" if entries else ("thebibliography" if thebib else None)
     return LatexConversion(text=markdown, title=title, cited_keys=cited, bibliography="\n".join(raw) if raw else None,
-                           bibliography_paths=bib_paths, bibliography_format=fmt, files=flat.files, warnings=warnings)
+                           bibliography_paths=bib_paths, bibliography_format=fmt, files=flat.files, warnings=warnings,
+                           hidden=hidden)

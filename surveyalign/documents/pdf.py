@@ -15,6 +15,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from surveyalign.documents.hidden import PdfHiddenText
 from surveyalign.documents.limits import (
     DOCUMENT_LIMITS_ENV,
     DocumentLimitError,
@@ -43,8 +44,9 @@ def _content_bytes(page: Any) -> int:
     return sum(len(s.get_object().get_data()) for s in streams)
 
 
-def _pdf_limited(path: Path, limits: DocumentLimits) -> tuple[list[str], str]:
-    """Page texts and metadata title of a PDF, within ``limits`` (pages, decompressed bytes, seconds)."""
+def _pdf_limited(path: Path, limits: DocumentLimits, hidden: PdfHiddenText | None = None) -> tuple[list[str], str]:
+    """Page texts and metadata title of a PDF, within ``limits`` (pages, decompressed bytes, seconds); ``hidden``
+    lists the white, tiny and invisible text it meets."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError
 
@@ -75,15 +77,21 @@ def _pdf_limited(path: Path, limits: DocumentLimits) -> tuple[list[str], str]:
             raise over(f"decompressing took over pdf_max_seconds={limits.pdf_max_seconds:g} s")
     deadline = start + limits.pdf_max_seconds
 
-    def check(*_: object) -> None:  # called by pypdf before every content operator
+    def check(*args: object) -> None:  # called by pypdf before every content operator
         if time.monotonic() > deadline:
             raise _OutOfTime
+        if hidden is not None and len(args) == 4:
+            hidden.operator(*args)
 
     pages = []
     for number, page in enumerate(reader.pages, 1):
         try:
             check()
+            if hidden is not None:
+                hidden.start_page(number)
             pages.append(page.extract_text(visitor_operand_before=check) or "")
+            if hidden is not None:
+                hidden.end_page()
         except _OutOfTime:
             raise over(f"text extraction took over pdf_max_seconds={limits.pdf_max_seconds:g} s "
                        f"(stopped in page {number} of {n_pages})") from None
@@ -91,7 +99,8 @@ def _pdf_limited(path: Path, limits: DocumentLimits) -> tuple[list[str], str]:
     return pages, meta_title
 
 
-def _pypdf_markdown(path: Path, warnings: list[str], limits: DocumentLimits | None = None) -> str:
+def _pypdf_markdown(path: Path, warnings: list[str], limits: DocumentLimits | None = None,
+                    hidden: PdfHiddenText | None = None) -> str:
     import pypdf
     from pypdf.errors import LimitReachedError, PdfReadError, PyPdfError
 
@@ -104,7 +113,7 @@ def _pypdf_markdown(path: Path, warnings: list[str], limits: DocumentLimits | No
               else contextlib.nullcontext())
     try:
         with config:
-            pages, meta_title = _pdf_limited(path, limits)
+            pages, meta_title = _pdf_limited(path, limits, hidden)
     except LimitReachedError as exc:
         raise DocumentLimitError(f"{path}: a stream decompresses to over {cap:,} bytes (pdf_max_content_bytes; a "
                                  f"decompression bomb?): {' '.join(str(exc).split())}; not read") from None

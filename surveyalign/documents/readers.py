@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from surveyalign.documents.hidden import HiddenText, PdfHiddenText, clean_title, hidden_summary, scan_unicode
 from surveyalign.documents.jats import JatsError, parse_jats
 from surveyalign.documents.latex import latex_to_markdown
 from surveyalign.documents.leakage import LeakageEdit, strip_review_record
@@ -42,6 +43,7 @@ from surveyalign.documents.references import (
 )
 from surveyalign.documents.sections import Section, split_sections
 from surveyalign.documents.text import extract_references, extract_title
+from surveyalign.paths import inside_folder
 
 __all__ = ["DOCUMENT_SUFFIXES", "PDF_EXTRACTORS", "Document", "find_documents", "read_document", "read_documents"]
 
@@ -74,6 +76,10 @@ class Document:
         extractor: the PDF extractor used (``None`` for other formats).
         leakage: what the leakage guard removed.
         warnings: problems met while reading (unresolved ``\\input``, missing ``.bib``, pages without text...).
+        hidden: text a reader of the rendered document would not see
+            (:class:`~surveyalign.documents.hidden.HiddenText`: LaTeX never rendered (dropped) or invisible
+            (kept), white / tiny / invisible PDF text (kept), Unicode tags (removed), zero-width and bidi
+            characters (kept in the text, removed from the title)).
     """
 
     text: str
@@ -88,6 +94,7 @@ class Document:
     extractor: str | None = None
     leakage: LeakageEdit = field(default_factory=LeakageEdit)
     warnings: list[str] = field(default_factory=list)
+    hidden: list[HiddenText] = field(default_factory=list)
 
     @property
     def bibliography_path(self) -> Path | None:
@@ -135,6 +142,7 @@ class Document:
             "extractor": self.extractor, "chars": len(self.text),
             "leakage": asdict(self.leakage),
             "warnings": list(self.warnings),
+            "hidden_text": hidden_summary(self.hidden),
         }
         if with_text:
             out["text"], out["bibliography"] = self.text, self.bibliography
@@ -168,12 +176,13 @@ def find_documents(folder: Path | str) -> list[Path]:
 
     Raises:
         NotADirectoryError: ``folder`` is not a directory.
+        OutsideFolderError: a symlink under ``folder`` resolves outside it (named; nothing is read).
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise NotADirectoryError(f"{folder} is not a folder")
     found = []
-    for path in sorted(folder.rglob("*")):
+    for path in inside_folder(folder, sorted(folder.rglob("*")), "survey folder"):
         if any(part.startswith(".") for part in path.relative_to(folder).parts) or not path.is_file():
             continue
         kind = DOCUMENT_SUFFIXES.get(path.suffix.lower())
@@ -211,7 +220,7 @@ def _read_latex(path: Path, limits: DocumentLimits) -> Document:
     return Document(text=result.text, format="latex", title=result.title, source=path,
                     bibliography=result.bibliography, bibliography_paths=result.bibliography_paths,
                     bibliography_format=result.bibliography_format, cited_keys=result.cited_keys,
-                    files=result.files, warnings=result.warnings)
+                    files=result.files, warnings=result.warnings, hidden=list(result.hidden))
 
 
 def _read_jats(path: Path) -> Document:
@@ -228,10 +237,11 @@ def _read_jats(path: Path) -> Document:
 
 def _read_pdf(path: Path, extractor: str, limits: DocumentLimits) -> Document:
     warnings: list[str] = []
-    text = (_pypdf_markdown(path, warnings, limits) if extractor == "pypdf"
+    hidden = PdfHiddenText()
+    text = (_pypdf_markdown(path, warnings, limits, hidden) if extractor == "pypdf"
             else _optional_pdf_markdown(path, extractor))
     return Document(text=text, format="pdf", title="", source=path, files=[path], extractor=extractor,
-                    bibliography_format=_markdown_bibliography(text), warnings=warnings)
+                    bibliography_format=_markdown_bibliography(text), warnings=warnings, hidden=hidden.found)
 
 
 def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool = True,
@@ -287,7 +297,14 @@ def read_document(path: Path | str, *, pdf_extractor: str = "pypdf", guard: bool
     document.text, document.title = fix_ligatures(document.text), fix_ligatures(document.title)
     document.bibliography = fix_ligatures(document.bibliography) if document.bibliography else document.bibliography
     document = _guarded(document) if guard else document
+    document.text, in_text = scan_unicode(document.text, "text")
     document.title = document.title or extract_title(document.text)
+    in_title = scan_unicode(document.title, "title")[1]
+    document.hidden += in_text + in_title
+    document.title = clean_title(document.title)
+    if document.hidden:
+        kinds = hidden_summary(document.hidden)["counts"]
+        document.warnings.append(f"{path.name}: hidden text: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
     return document
 
 

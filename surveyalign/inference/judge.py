@@ -24,6 +24,7 @@ from surveyalign.calls.budget import CostCapReached
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.spend import unanswered
 from surveyalign.documents import Document
+from surveyalign.documents.untrusted import neutralise
 from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
 from surveyalign.inference.spec import (
     KA_DIMENSIONS,
@@ -137,7 +138,8 @@ class SurveyAlignJudge:
             n_samples, n_voted, n_unparsed, n_errors, vote_share, tie_break, samples (seed, score, rationale,
             text, finish_reason, mean_logprob, error, parse_error), knowledge, prompt, read (chars_read,
             chars_total, tokens_read, tokens_total, cut, cut_at_char, counted, max_length, context: how much of
-            the survey the judge read), adapter, fingerprint, notes}), ``summary`` (n_scored, n_failed, n_refused) and ``warnings``.
+            the survey the judge read), adapter, fingerprint, notes}; each sample's ``quoted``: answer tokens it
+            quoted from the survey, ignored), ``summary`` (n_scored, n_failed, n_refused) and ``warnings``.
         """
         bar = tqdm(total=len(self.spec.dimensions), desc=(document.title or document.source.name)[:40],
                    unit="dim", disable=not progress, leave=True)
@@ -152,7 +154,9 @@ class SurveyAlignJudge:
         statuses = [d["status"] for d in dims.values()]
         warnings = [w for w in (self._sample_warning(d, r) for d, r in dims.items()) if w]
         return {
-            "survey": {**document.to_dict(), "sha256": content_sha256(document.text)},  # whose report (issue 21 A)
+            # whose report; the answer-format tokens its text and title carried (neutralised before any prompt)
+            "survey": {**document.to_dict(), "sha256": content_sha256(document.text),
+                       "neutralised": neutralise(document.text + "\n" + (document.title or "")).summary()},
             "judge": self.describe(),
             "dimensions": dims,
             "summary": {"n_dimensions": len(dims), "n_scored": statuses.count("scored"),
@@ -264,7 +268,8 @@ class SurveyAlignJudge:
             "chosen_sample": vote.best_index if vote else None,
             "samples": [{"sample": s.sample, "seed": s.seed, "score": s.score, "rationale": s.rationale,
                          "text": s.text, "finish_reason": s.finish_reason, "mean_logprob": s.mean_logprob,
-                         "error": s.error, "parse_error": s.parse_error} for s in judgement.samples],
+                         "error": s.error, "parse_error": s.parse_error, "quoted": list(s.quoted)}
+                        for s in judgement.samples],
             "prompt": None if prompt is None else {
                 "prompt_tokens": prompt.prompt_tokens, "shortened_tokens": prompt.shortened_tokens,
                 "max_length": max_length, "max_length_from": origin, "has_knowledge": prompt.has_knowledge,

@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from surveyalign import __version__
 from surveyalign.constants import VALID_SCORES
+from surveyalign.documents.hidden import clean_title, hidden_lines
 from surveyalign.documents.reading import reading_text
 from surveyalign.paths import resource_path
 from surveyalign.prompts import RUBRICS
@@ -158,12 +159,27 @@ def _dimension_view(dim: str, record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def hidden_text_lines(review: Mapping[str, Any]) -> list[str]:
+    """The "hidden text" section of a report, one line each: text a reader of the rendered survey would not see
+    (:mod:`surveyalign.documents.hidden`), the answer-format tokens neutralised before the judge read it, and the
+    tokens a judge's answer quoted from it (ignored by the parser); ``["none found"]`` when there is nothing."""
+    survey = review.get("survey") or {}
+    lines = list(hidden_lines({**(survey.get("hidden_text") or {}), "neutralised": survey.get("neutralised")}))
+    for dim, record in (review.get("dimensions") or {}).items():
+        for sample in record.get("samples") or []:
+            if sample.get("quoted"):
+                lines.append(f"- {dim}, sample {sample.get('sample')}: the answer quoted "
+                             f"{', '.join('`' + q + '`' for q in sample['quoted'])} from the survey; not read as "
+                             f"the judge's answer")
+    return lines or ["none found"]
+
+
 def _survey_view(review: Mapping[str, Any]) -> dict[str, Any]:
     survey = review.get("survey") or {}
     dims = review.get("dimensions") or {}
-    return {"title": survey.get("title") or survey.get("source"), "source": survey.get("source"),
+    return {"title": clean_title(survey.get("title") or survey.get("source")), "source": survey.get("source"),
             "format": survey.get("format"), "extractor": survey.get("extractor"), "chars": survey.get("chars"),
-            "warnings": survey.get("warnings") or [],
+            "warnings": survey.get("warnings") or [], "hidden": hidden_text_lines(review),
             "dimensions": [_dimension_view(d, r) for d, r in dims.items()]}
 
 
@@ -185,7 +201,8 @@ def _comparison(reviews: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             else:
                 share = r.get("vote_share")
                 cells.append(_score_text(r["score"]) + ("" if share is None else f" ({agreement_text(r)})"))
-        rows.append({"title": (review.get("survey") or {}).get("title") or (review.get("survey") or {}).get("source"),
+        rows.append({"title": clean_title((review.get("survey") or {}).get("title")
+                                          or (review.get("survey") or {}).get("source")),
                      "cells": cells, "failed": failed, "skipped": skipped})
     return {"labels": [RUBRICS[d].label if d in RUBRICS else d for d in dims], "rows": rows}
 
@@ -253,6 +270,7 @@ def render_markdown(review: Mapping[str, Any]) -> str:
         if item["rationale_note"]:
             lines += ["", f"*Rationale: {item['rationale_note']}.*"]
         lines += [f"- note: {n}" for n in item["notes"]]
+    lines += ["", "## Hidden text", "", *view["hidden"]]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -233,9 +233,10 @@ class Judge:
             return build_judge_prompt(dim, text, protocol=self.protocol, knowledge=knowledge,
                                       title=title).messages()
 
-        template = build_judge_prompt(dim, "", protocol=self.protocol, knowledge=knowledge, title=title)
+        template = build_judge_prompt(dim, survey or "", protocol=self.protocol, knowledge=knowledge, title=title)
         common = {"dimension": dim, "template_hash": template.template_hash, "has_knowledge": template.has_knowledge,
-                  "survey_chars": len(survey or "")}
+                  "survey_chars": len(survey or ""), "neutralised": template.neutralised,
+                  "untrusted": tuple(t for t in (survey, title, knowledge) if t)}
         if not (survey or "").strip():
             return PreparedPrompt(**common, messages=None, messages_hash=None, status=MISSING_TEXT,
                                   reason="empty survey text: no call made")
@@ -320,8 +321,8 @@ class Judge:
 
     def decide(self, prepared: PreparedPrompt, generations: Sequence[Generation]) -> Judgement:
         """Parse the K answers of ``prepared`` (sample order) and vote (:func:`surveyalign.judge.decide`)."""
-        records = [read_sample(g, protocol=self.protocol, sample=k, seed=self.settings.seed + k)
-                   for k, g in enumerate(generations)]
+        records = [read_sample(g, protocol=self.protocol, sample=k, seed=self.settings.seed + k,
+                               untrusted=prepared.untrusted) for k, g in enumerate(generations)]
         return decide(prepared, records, vote=self.vote)
 
     # ------------------------------------------------------------------------------------------ judging

@@ -31,6 +31,7 @@ class SampleRecord:
         rationale: the parsed rationale (``""`` when none).
         error: the backend's error text when the call failed (the sample is an ``api_error``).
         parse_error: why no score was read from a successful answer (the sample is ``parse_failed``).
+        quoted: answer-format tokens the answer quoted from the survey, ignored by the parser (empty when none).
     """
 
     sample: int
@@ -42,6 +43,7 @@ class SampleRecord:
     rationale: str
     error: str | None = None
     parse_error: str | None = None
+    quoted: tuple[str, ...] = ()
 
     @property
     def status(self) -> str:
@@ -56,7 +58,8 @@ class SampleRecord:
                 "mean_logprob": self.mean_logprob, "error": self.error}
 
 
-def read_sample(generation: Generation, *, protocol: str, sample: int = 0, seed: int | None = None) -> SampleRecord:
+def read_sample(generation: Generation, *, protocol: str, sample: int = 0, seed: int | None = None,
+                untrusted: tuple[str, ...] = ()) -> SampleRecord:
     """Read one backend answer into a :class:`SampleRecord` (SurveyReview App. C answer formats).
 
     Args:
@@ -65,6 +68,8 @@ def read_sample(generation: Generation, *, protocol: str, sample: int = 0, seed:
             :func:`surveyalign.prompts.parse_judgement`.
         sample: sample index k.
         seed: the seed of that sample, when known.
+        untrusted: the texts the judge read (survey, title, knowledge): what the answer quotes from them never
+            decides the score (:func:`surveyalign.prompts.parse_judgement`).
 
     Returns:
         The record: ``error`` set (and nothing parsed) for a failed call; otherwise ``score`` and
@@ -79,9 +84,10 @@ def read_sample(generation: Generation, *, protocol: str, sample: int = 0, seed:
               "mean_logprob": generation.mean_logprob}
     if generation.error:
         return SampleRecord(**common, score=None, rationale="", error=generation.error)
-    parsed = parse_generation(generation, protocol=protocol)
+    parsed = parse_generation(generation, protocol=protocol, untrusted=untrusted)
     return SampleRecord(**common, score=parsed.score, rationale=parsed.rationale or "",
-                        parse_error=None if parsed.score is not None else (parsed.error or "no score"))
+                        parse_error=None if parsed.score is not None else (parsed.error or "no score"),
+                        quoted=getattr(parsed, "quoted", ()))
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,10 @@ class PreparedPrompt:
         survey_tokens: tokens of the whole survey body when a tokenizer counted them (read + cut), else ``None``.
         counted: how the length was checked: ``"tokens"`` (a tokenizer), ``"characters"`` (no tokenizer: a
             characters / 4 estimate against a known context) or ``"none"`` (no tokenizer, no known limit).
+        untrusted: the texts the judge reads (survey, title, knowledge), given to the answer parser so that what
+            an answer quotes from them never decides.
+        neutralised: the answer-format tokens neutralised in those texts
+            (:func:`surveyalign.documents.untrusted.neutralise`).
     """
 
     dimension: str
@@ -120,6 +130,8 @@ class PreparedPrompt:
     read_chars: int | None = None
     survey_tokens: int | None = None
     counted: str = "none"
+    untrusted: tuple[str, ...] = ()
+    neutralised: tuple[Any, ...] = ()
 
     def reading(self) -> dict[str, Any]:
         """How much of the survey the judge read, for the reports (issue 21 D).

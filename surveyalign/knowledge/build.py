@@ -29,6 +29,7 @@ from surveyalign.documents import (
     parse_reference_text,
 )
 from surveyalign.knowledge.config import KAConfig
+from surveyalign.paths import inside_folder
 from surveyalign.knowledge.dataset import write_knowledge_dataset
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import (
@@ -274,7 +275,7 @@ def dataset_surveys(rows: dict[str, dict[str, list[dict[str, Any]]]], dimensions
 def dataset_rows(dataset_dir: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """dimension -> split -> rows, read straight from the folder's parquet files."""
     rows: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
-    for path in sorted((dataset_dir / "data").glob("*/*.parquet")):
+    for path in inside_folder(dataset_dir, sorted((dataset_dir / "data").glob("*/*.parquet")), "dataset folder"):
         rows[path.parent.name][path.stem] = pq.read_table(path).to_pylist()
     if not rows:
         raise FileNotFoundError(f"{dataset_dir}: no data/<dimension>/<split>.parquet files (build the dataset "

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from surveyalign.documents import Paper, normalise_title, parse_reference_text
 from surveyalign.knowledge.graph import CitationGraph
+from surveyalign.paths import inside_folder
 
 __all__ = ["sample_graph"]
 
@@ -38,7 +39,7 @@ def sample_graph(dataset_dir: str | os.PathLike, *, seed: int = 0, neighbours_pe
     Raises:
         FileNotFoundError: no parquet files under ``dataset_dir/data``.
     """
-    files = sorted(Path(dataset_dir).glob("data/*/*.parquet"))
+    files = inside_folder(dataset_dir, sorted(Path(dataset_dir).glob("data/*/*.parquet")), "dataset folder")
     if not files:
         raise FileNotFoundError(f"{dataset_dir}: no data/<dimension>/<split>.parquet files")
     rng = random.Random(seed)

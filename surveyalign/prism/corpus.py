@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign import __version__
-from surveyalign.paths import name_beside_earlier
+from surveyalign.paths import inside_folder, name_beside_earlier
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.readers import read_paper, read_reviews
 from surveyalign.prism.report import (
@@ -53,7 +53,10 @@ def corpus_papers(root: str | Path) -> list[Path]:
     folder = Path(root)
     if not folder.is_dir():
         raise FileNotFoundError(f"--corpus {folder}: not a folder")
-    found = sorted(p for p in folder.iterdir() if p.is_dir() and _paper_file(p) is not None)
+    found = sorted(p for p in inside_folder(folder, folder.iterdir(), "--corpus")
+                   if p.is_dir() and _paper_file(p) is not None)
+    for paper_folder in found:  # the files read from each paper folder stay inside the corpus too
+        inside_folder(folder, paper_folder.rglob("*"), "--corpus")
     if not found:
         raise FileNotFoundError(f"--corpus {folder}: no paper folder (a sub-folder with paper.json / paper.md / ...)")
     return found

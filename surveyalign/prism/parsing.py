@@ -10,6 +10,8 @@ be used at all is left out and recorded in ``invalid``. Nothing is filled silent
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,18 +67,20 @@ class Parsed:
         return self.error is None
 
 
-def parse_json_object(text: str | None, key: str | None = None) -> Parsed:
+def parse_json_object(text: str | None, key: str | None = None, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """Read an answer that must hold one JSON object (via :func:`surveyalign.prompts.read_json_answer`).
 
     Args:
         text: the model's answer.
         key: a key the object must have (its value is returned), or None to return the whole object.
+        untrusted: the inputs the model read (the review, the paper); what the answer quotes from them never
+            decides (reported in ``notes``).
 
     Returns:
         :class:`Parsed` with ``value`` the object (or ``object[key]``) and the reader's reported problems in
         ``notes``, or ``error`` saying what was wrong.
     """
-    answer = read_json_answer(text)
+    answer = read_json_answer(text, untrusted=untrusted)
     if not answer.ok:
         return Parsed(error="; ".join(answer.problems))
     obj, notes = answer.data, list(answer.problems)
@@ -87,8 +91,8 @@ def parse_json_object(text: str | None, key: str | None = None) -> Parsed:
     return Parsed(value=obj, notes=notes)
 
 
-def _items(text: str | None, key: str) -> tuple[Parsed, list[Any]]:
-    parsed = parse_json_object(text, key)
+def _items(text: str | None, key: str, untrusted: Sequence[str] | None = None) -> tuple[Parsed, list[Any]]:
+    parsed = parse_json_object(text, key, untrusted=untrusted)
     if parsed.ok and not isinstance(parsed.value, list):
         return Parsed(notes=parsed.notes, error=f"{key!r} must be a list, got {type(parsed.value).__name__}"), []
     return parsed, (parsed.value if parsed.ok else [])
@@ -107,10 +111,10 @@ def _label(value: Any) -> str:
     return str(value).strip().lower().replace("_", " ") if value is not None else ""
 
 
-def parse_adus(text: str | None) -> Parsed:
+def parse_adus(text: str | None, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """ADUs of a review: a bad role / aspect becomes claim / other (recorded, :attr:`ADU.defaulted`); a bad
     premise grounding becomes None (ungraded, recorded); a unit without text is left out (recorded)."""
-    parsed, items = _items(text, "units")
+    parsed, items = _items(text, "units", untrusted)
     if not parsed.ok:
         return parsed
     out = Parsed(notes=parsed.notes, value=[])
@@ -129,9 +133,9 @@ def parse_adus(text: str | None) -> Parsed:
     return out
 
 
-def parse_claims(text: str | None) -> Parsed:
+def parse_claims(text: str | None, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """Novelty claims as ``(text, stance)``; a bad stance becomes "somewhat novel" (recorded)."""
-    parsed, items = _items(text, "claims")
+    parsed, items = _items(text, "claims", untrusted)
     if not parsed.ok:
         return parsed
     out = Parsed(notes=parsed.notes, value=[])
@@ -144,9 +148,9 @@ def parse_claims(text: str | None) -> Parsed:
     return out
 
 
-def parse_verdict(text: str | None) -> Parsed:
+def parse_verdict(text: str | None, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """A (claim, prior paper) verdict -> its score in -2..2 (an unknown verdict is a failure, never 0)."""
-    parsed = parse_json_object(text, "verdict")
+    parsed = parse_json_object(text, "verdict", untrusted=untrusted)
     if not parsed.ok:
         return parsed
     verdict = _label(parsed.value)
@@ -155,9 +159,9 @@ def parse_verdict(text: str | None) -> Parsed:
     return Parsed(notes=parsed.notes, value=VERDICT_SCORES[verdict])
 
 
-def parse_flaws(text: str | None) -> Parsed:
+def parse_flaws(text: str | None, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """Atomic flaws as dicts ``{text, quote, section}``; a bad section becomes "weaknesses" (recorded)."""
-    parsed, items = _items(text, "flaws")
+    parsed, items = _items(text, "flaws", untrusted)
     if not parsed.ok:
         return parsed
     out = Parsed(notes=parsed.notes, value=[])
@@ -171,9 +175,9 @@ def parse_flaws(text: str | None) -> Parsed:
     return out
 
 
-def parse_groups(text: str | None, n: int) -> Parsed:
+def parse_groups(text: str | None, n: int, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """Flaw groups: a partition of ``range(n)`` into lists of entry numbers (anything else is a failure)."""
-    parsed, items = _items(text, "groups")
+    parsed, items = _items(text, "groups", untrusted)
     if not parsed.ok:
         return parsed
     seen: list[int] = []
@@ -189,9 +193,9 @@ def parse_groups(text: str | None, n: int) -> Parsed:
     return Parsed(notes=parsed.notes, value=groups)
 
 
-def parse_validation(text: str | None) -> Parsed:
+def parse_validation(text: str | None, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """Flaw validation -> ``(valid: bool, severity: "critical" | "minor" | "none")``; anything else fails."""
-    parsed = parse_json_object(text)
+    parsed = parse_json_object(text, untrusted=untrusted)
     if not parsed.ok:
         return parsed
     obj = parsed.value
@@ -203,10 +207,10 @@ def parse_validation(text: str | None) -> Parsed:
     return Parsed(notes=parsed.notes, value=(valid, severity))
 
 
-def parse_comments(text: str | None) -> Parsed:
+def parse_comments(text: str | None, *, untrusted: Sequence[str] | None = None) -> Parsed:
     """Atomic comments with their five scores; a bad type becomes "observation" (recorded); a comment with a
     missing or out-of-range score is left out (recorded), never given a default score."""
-    parsed, items = _items(text, "comments")
+    parsed, items = _items(text, "comments", untrusted)
     if not parsed.ok:
         return parsed
     out = Parsed(notes=parsed.notes, value=[])

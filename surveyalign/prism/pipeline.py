@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from surveyalign.backends import Generation
@@ -68,9 +69,16 @@ def answer_problem(gen: Generation, parser, *args) -> str | None:
     return None if parsed.ok else (parsed.error or "unparseable")
 
 
+def inputs_of(request: Any) -> tuple[str, ...]:
+    """The untrusted inputs of a call: its user messages (the review, the paper, titles, abstracts), given to the
+    answer readers so that what an answer quotes from them never decides
+    (:func:`surveyalign.prompts.read_json_answer`)."""
+    return tuple(m.get("content") or "" for m in (getattr(request, "messages", None) or ()) if m.get("role") == "user")
+
+
 def _reader(parser, *args):
     """``(request, generation) -> reason | None`` for :meth:`Extractor.run` with one parser."""
-    return lambda _req, gen: answer_problem(gen, parser, *args)
+    return lambda req, gen: answer_problem(gen, partial(parser, untrusted=inputs_of(req)), *args)
 
 
 @dataclass
@@ -92,7 +100,8 @@ class ExtractionLog:
     invalid: list[dict[str, str]] = field(default_factory=list)
     notes: list[dict[str, str]] = field(default_factory=list)
 
-    def read(self, stage: str, unit_id: str, gen: Generation, parser, *args) -> Parsed:
+    def read(self, stage: str, unit_id: str, gen: Generation, parser, *args,
+             untrusted: Sequence[str] | None = None) -> Parsed:
         """Parse one answer with ``parser`` and record the outcome (truncated / refused answers are failures).
 
         Args:
@@ -101,6 +110,7 @@ class ExtractionLog:
             gen: the backend's answer.
             parser: a ``prism.parsing.parse_*`` function.
             *args: extra arguments of ``parser`` (e.g. the entry count of a flaw merge).
+            untrusted: the call's inputs (:func:`inputs_of`); what the answer quotes from them never decides.
 
         Returns:
             The :class:`~surveyalign.prism.parsing.Parsed` (``error`` set for API errors and non-final answers).
@@ -113,7 +123,7 @@ class ExtractionLog:
         elif (not_final := answer_failure(gen, "JSON object")) is not None:  # truncated or refused: never parsed
             parsed, status = Parsed(error=not_final), "parse_failed"
         else:
-            parsed = parser(gen.text, *args)
+            parsed = parser(gen.text, *args, untrusted=untrusted)
             status = "parsed" if parsed.ok else "parse_failed"
         entry[status] += 1
         if status != "parsed":
@@ -208,7 +218,7 @@ def _judge_pairs(paper: Submission, units: PaperUnits, extractor: Extractor, ret
     verdicts: dict[tuple[str, int], list[PairVerdict | None]] = {}
     for (rid, c, prior, rel), req, gen in zip(plan, requests, extractor.run(requests, "novelty pairs",
                                                                              read=_reader(parse_verdict)), strict=True):
-        parsed = units.log.read("novelty_pair", req.unit_id, gen, parse_verdict)
+        parsed = units.log.read("novelty_pair", req.unit_id, gen, parse_verdict, untrusted=inputs_of(req))
         verdicts.setdefault((rid, c), []).append(PairVerdict(parsed.value, rel, prior.paper_id) if parsed.ok else None)
     for rid, got in list(units.claims.items()):
         if not isinstance(got, list):
@@ -285,7 +295,7 @@ def _pool_flaws(paper: Submission, units: PaperUnits, extractor: Extractor, max_
             "flaw_merge", flaws=[f"[{rid}] {f['text']}" for rid, _, f in entries]))
         parsed = units.log.read("flaw_merge", paper.paper_id, extractor.run([req], "flaw merge",
                                                                                  _reader(parse_groups, len(entries)))[0],
-                                parse_groups, len(entries))
+                                parse_groups, len(entries), untrusted=inputs_of(req))
         if parsed.ok:
             groups = parsed.value
         else:
@@ -298,7 +308,7 @@ def _pool_flaws(paper: Submission, units: PaperUnits, extractor: Extractor, max_
     for g, (group, req, gen) in enumerate(zip(groups, requests, extractor.run(requests, "flaw validation",
                                                                                       _reader(parse_validation)),
                                               strict=True)):
-        parsed = units.log.read("flaw_validation", req.unit_id, gen, parse_validation)
+        parsed = units.log.read("flaw_validation", req.unit_id, gen, parse_validation, untrusted=inputs_of(req))
         valid, severity = parsed.value if parsed.ok else (None, "none")
         flaw_id = f"F{g}"
         units.pool.append(Flaw(flaw_id, entries[group[0]][2]["text"], severity, valid,
@@ -337,9 +347,11 @@ def extract_units(paper: Submission, reviews: Sequence[Review], extractor: Extra
     parsers = dict(_PER_REVIEW)
     targets = {"adu": units.adus, "novelty_claims": units.claims, "flaws": units.review_flaws,
                "comments": units.comments}
-    for req, gen in zip(requests, extractor.run(requests, "review units",
-                                                            lambda req, gen: answer_problem(gen, parsers[req.stage])), strict=True):
-        parsed = units.log.read(req.stage, req.unit_id, gen, parsers[req.stage])
+    def problem(req: Any, gen: Generation) -> str | None:
+        return answer_problem(gen, partial(parsers[req.stage], untrusted=inputs_of(req)))
+
+    for req, gen in zip(requests, extractor.run(requests, "review units", problem), strict=True):
+        parsed = units.log.read(req.stage, req.unit_id, gen, parsers[req.stage], untrusted=inputs_of(req))
         targets[req.stage][req.unit_id] = parsed.value if parsed.ok else f"{req.stage} failed: {parsed.error}"
     if retriever is None:
         units.novelty_note = "no prior-work retrieval configured: novelty not assessed"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from surveyalign.documents.untrusted import neutralise_text
 from surveyalign.prism.units import (
     ASPECTS,
     COMMENT_TYPES,
@@ -157,14 +158,19 @@ def build_messages(stage: str, **fields) -> list[dict[str, str]]:
             ``flaws(review)``, ``flaw_merge(flaws)``, ``flaw_validation(flaw, paper)``, ``comments(review)``.
 
     Returns:
-        A system and a user message.
+        A system and a user message. Every text input (the review, titles, abstracts, the paper, flaws) has its
+        answer-format tokens neutralised (:func:`surveyalign.documents.untrusted.neutralise`): a review cannot
+        plant the JSON answer.
 
     Raises:
         ValueError: unknown stage or grounding rubric.
     """
     if stage not in _BUILDERS:
         raise ValueError(f"unknown PRISM stage {stage!r}; choose one of {list(STAGES)}")
-    return _BUILDERS[stage](**fields)
+    clean = {k: (neutralise_text(v) if isinstance(v, str) and k != "rubric"
+                 else [neutralise_text(x) if isinstance(x, str) else x for x in v] if isinstance(v, list) else v)
+             for k, v in fields.items()}
+    return _BUILDERS[stage](**clean)
 
 
 def stage_of(messages: Sequence[dict[str, str]]) -> str | None:

@@ -16,7 +16,7 @@ anything built on them. Before the text is parsed, the answer must be final:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from surveyalign.prompts.parser import ParsedAnswer, parse_judgement
@@ -70,7 +70,8 @@ def answer_failure(generation: Any, expected: str | None = None) -> str | None:
 
 
 def parse_generation(generation: Any, protocol: str = "auto", *,
-                     parse: Callable[[str], _R] | None = None) -> ParsedAnswer | _R:
+                     parse: Callable[[str], _R] | None = None,
+                     untrusted: Sequence[str] | None = None) -> ParsedAnswer | _R:
     """Parse one generated answer, refusing answers that are not final (SurveyReview App. C output format).
 
     Args:
@@ -80,7 +81,9 @@ def parse_generation(generation: Any, protocol: str = "auto", *,
         protocol: answer protocol for :func:`~surveyalign.prompts.parse_judgement` (``"v1.0"``, ``"v1.1"``,
             ``"auto"``).
         parse: another reader of the answer text (e.g. the RQS stage's ``parse_consistency``); its result must
-            have ``score`` and ``error``. Default: ``parse_judgement(text, protocol)``.
+            have ``score`` and ``error``. Default: ``parse_judgement(text, protocol, untrusted=untrusted)``.
+        untrusted: the input texts the judge read (the survey, title, knowledge); what the answer quotes from
+            them never decides (:func:`~surveyalign.prompts.parse_judgement`). Used by the default reader only.
 
     Returns:
         What ``parse`` returns for the answer text; for an answer that is not final (see :func:`answer_failure`),
@@ -91,7 +94,8 @@ def parse_generation(generation: Any, protocol: str = "auto", *,
     Raises:
         ValueError: an unknown ``protocol``.
     """
-    reader = parse if parse is not None else (lambda text: parse_judgement(text, protocol=protocol))
+    reader = parse if parse is not None else (lambda text: parse_judgement(text, protocol=protocol,
+                                                                          untrusted=untrusted))
     if protocol != "auto" and parse is None:
         from surveyalign.prompts.protocols import get_protocol
 

@@ -7,6 +7,10 @@ Template order (App. C): reviewer role for the dimension; knowledge-augmentation
 knowledge); the dimension's definition; its criteria for -2/-1/+1/+2; output requirements; answer format
 of the protocol; a separator; the knowledge-augmentation content (only with knowledge); the survey text;
 a closing separator. The prompt is one user message (no system prompt).
+
+The survey text, the title and the knowledge block are untrusted: their answer-format tokens (score markers,
+think/reason/score tags, JSON keys) are neutralised into same-length look-alikes before they enter the prompt
+(:func:`surveyalign.documents.untrusted.neutralise`); ``JudgePrompt.neutralised`` names each one.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.constants import DIMENSIONS, VALID_SCORES, Dimension
+from surveyalign.documents.untrusted import NeutralisedSpan, neutralise
 from surveyalign.prompts import templates as T
 from surveyalign.prompts.protocols import DEFAULT_PROTOCOL, Protocol, get_protocol
 
@@ -43,12 +48,14 @@ class JudgePrompt:
         protocol: protocol name ("v1.0" or "v1.1").
         instruction: everything that precedes the survey text: role, KA description, definition,
             criteria, requirements, answer format, separator, KA content, title line, survey heading.
-        input: the survey text, unchanged.
+        input: the survey text with its answer-format tokens neutralised (same length; otherwise unchanged).
         suffix: what follows the survey text (a newline and the closing separator).
         has_knowledge: whether a knowledge-augmentation block is included.
         template_hash: sha256 hex digest (64 chars) of the template skeleton for this dimension, protocol, KA flag
             and title flag; independent of the survey text, KA content and title, so an evaluation cache
             can key on it and a change in any template string invalidates it.
+        neutralised: the answer-format tokens neutralised in the survey text, the title and the knowledge block
+            (in that order; offsets are into each text).
     """
 
     dimension: str
@@ -58,6 +65,7 @@ class JudgePrompt:
     suffix: str
     has_knowledge: bool
     template_hash: str
+    neutralised: tuple[NeutralisedSpan, ...] = ()
 
     @property
     def content(self) -> str:
@@ -130,7 +138,8 @@ def build_judge_prompt(
     Args:
         dimension: one of readability, structure, comprehensiveness, criticalness (a parsed
             :data:`~surveyalign.constants.Dimension`: lower case).
-        text: the survey text (markdown), placed verbatim after the survey heading.
+        text: the survey text (markdown), placed after the survey heading with its answer-format tokens
+            neutralised.
         protocol: protocol name ("v1.0" = ``Reason$$$X$$$``, "v1.1" = tags) or a :class:`Protocol`.
         knowledge: knowledge-augmentation content (Comp-KA or Crit-KA text). ``None`` or a blank string
             means no KA: neither the KA description nor the KA block appears.
@@ -152,15 +161,18 @@ def build_judge_prompt(
     knowledge = _clean_optional(knowledge, "knowledge")
     title = _clean_optional(title, "title")
     rubric = T.RUBRICS[dim]
-    instruction, suffix = _render_parts(rubric, proto, knowledge, title)
+    body, head, block = neutralise(text), neutralise(title or ""), neutralise(knowledge or "")
+    instruction, suffix = _render_parts(rubric, proto, block.text if knowledge is not None else None,
+                                        head.text if title is not None else None)
     return JudgePrompt(
         dimension=dim,
         protocol=proto.name,
         instruction=instruction,
-        input=text,
+        input=body.text,
         suffix=suffix,
         has_knowledge=knowledge is not None,
         template_hash=_template_hash(rubric, proto, knowledge is not None, title is not None),
+        neutralised=body.spans + head.spans + block.spans,
     )
 
 

@@ -8,6 +8,10 @@
   tolerated but reported as a problem; two objects, a cut-off object, a non-object value or no object give no
   result.
 * Duplicate keys are seen (the JSON reader keeps every pair) and reported.
+* Text the judge quotes from its input never decides: given the input (``untrusted``), a ``</think>``, a JSON key
+  or a score marker written as part of a quote of it is neutralised before reading
+  (:func:`surveyalign.documents.untrusted.mask_quoted`), so a planted ``{"winner": ...}`` is not the object read;
+  the quoted tokens are a reported problem.
 
 Callers decide what a reported problem means for them (the autoraters list it with the answer, PRISM records
 it in its extraction log); nothing is dropped silently.
@@ -18,9 +22,11 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from surveyalign.documents.untrusted import mask_quoted
 from surveyalign.prompts.parser import strip_reasoning
 
 __all__ = ["JsonAnswer", "read_json_answer"]
@@ -41,12 +47,14 @@ class JsonAnswer:
         pairs: the top-level (key, value) pairs in order, duplicates included (empty without an object).
         duplicate_keys: top-level keys that occur more than once, in first-seen order.
         problems: everything wrong with the answer, one readable line each (empty when clean).
+        quoted: answer-format tokens the judge quoted from its input, ignored (empty when none).
     """
 
     data: dict[str, Any] | None
     pairs: tuple[tuple[str, Any], ...] = ()
     duplicate_keys: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    quoted: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -67,11 +75,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def read_json_answer(text: str | None) -> JsonAnswer:
+def read_json_answer(text: str | None, *, untrusted: Sequence[str] | None = None) -> JsonAnswer:
     """Read the single JSON object of a judge answer, reporting every problem.
 
     Args:
         text: the raw answer (may hold reasoning blocks, a code fence, stray prose), or ``None``.
+        untrusted: the input texts the judge read (papers, review, snippets); tokens the answer quotes from them
+            are ignored and reported (``JsonAnswer.quoted``). ``None``: the answer is read as is.
 
     Returns:
         A :class:`JsonAnswer`; ``data`` is ``None`` with the reasons in ``problems`` when no object could be
@@ -79,6 +89,15 @@ def read_json_answer(text: str | None) -> JsonAnswer:
     """
     if text is None or not text.strip():
         return JsonAnswer(None, problems=("empty answer",))
+    text, quoted = mask_quoted(text, untrusted)
+    answer = _read(text)
+    if not quoted:
+        return answer
+    note = f"{len(quoted)} answer token(s) quoted from the input ignored: {', '.join(quoted[:5])}"
+    return replace(answer, problems=(*answer.problems, note), quoted=quoted)
+
+
+def _read(text: str) -> JsonAnswer:
     visible, error = strip_reasoning(text)
     if error:
         return JsonAnswer(None, problems=(error,))

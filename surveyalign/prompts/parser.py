@@ -18,15 +18,21 @@ Rules:
   emphasis and fences around it removed. When nothing but a label precedes the marker
   ("**Score:** $$$-1$$$") the score stands and the rationale is "" (``ParsedAnswer.has_rationale`` is
   False; ``surveyalign report`` counts such units per dimension).
+* Text the judge quotes from its input never decides: given the input (``untrusted``), an answer-format token
+  written as part of a quote of it (:func:`surveyalign.documents.untrusted.mask_quoted`) is neutralised first, so
+  a quoted ``</think>`` drops nothing and a quoted ``$$$2$$$`` is not a marker; the tokens are named in
+  ``ParsedAnswer.quoted``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from surveyalign.constants import VALID_SCORES
+from surveyalign.documents.untrusted import mask_quoted
 from surveyalign.prompts.protocols import PROTOCOLS, Protocol, get_protocol
 
 __all__ = ["ParsedAnswer", "parse_judgement", "strip_reasoning"]
@@ -59,11 +65,13 @@ class ParsedAnswer:
             v1.1: the text inside the reason tags). On failure, the visible text (reasoning removed) so
             it can be inspected; "" when nothing is visible.
         error: None when ``score`` is set; otherwise why not (missing, cut off, invalid value, ...).
+        quoted: answer-format tokens the judge quoted from its input, ignored (empty when none).
     """
 
     score: int | None
     rationale: str
     error: str | None = None
+    quoted: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -229,13 +237,16 @@ def _tag_free(text: str, tags: tuple[str, str]) -> str:
     return text
 
 
-def parse_judgement(text: str | None, protocol: str = "auto") -> ParsedAnswer:
+def parse_judgement(text: str | None, protocol: str = "auto", *,
+                    untrusted: Sequence[str] | None = None) -> ParsedAnswer:
     """Read the score and rationale out of one judge answer (SurveyReview App. C).
 
     Args:
         text: the raw generated text (may contain ``<think>`` blocks, markdown, code fences).
         protocol: "v1.0" (``Reason$$$X$$$``), "v1.1" (``<reason>...</reason> <score>X</score>``) or
             "auto" (whichever well-formed marker comes last).
+        untrusted: the input texts the judge read (survey, title, knowledge); tokens the answer quotes from them
+            are ignored (``ParsedAnswer.quoted``). ``None``: the answer is read as is.
 
     Returns:
         :class:`ParsedAnswer`; ``score`` in {-2, -1, 1, 2} or None with ``error`` set. Never raises for
@@ -251,7 +262,13 @@ def parse_judgement(text: str | None, protocol: str = "auto") -> ParsedAnswer:
     names = "/".join(p.name for p in protocols)
     if text is None or not str(text).strip():
         return ParsedAnswer(None, "", "empty output")
-    visible, error = strip_reasoning(str(text))
+    answer, quoted = mask_quoted(str(text), untrusted)
+    parsed = _parse(answer, protocols, names)
+    return replace(parsed, quoted=quoted) if quoted else parsed
+
+
+def _parse(text: str, protocols: tuple[Protocol, ...], names: str) -> ParsedAnswer:
+    visible, error = strip_reasoning(text)
     if error is not None:
         return ParsedAnswer(None, "", error)
     shown = visible.strip()

@@ -21,7 +21,9 @@ __getattr__ = lazy_loader.attach(
     submod_attrs={"batch_server": ["FakeBatchServer"], "batch_shapes": ["BatchCall"], "chat_server": ["FakeChatServer"],
                   "scholar_server": ["FakeScholarServer", "RequestLog"],
                   "standins": ["LEXICAL_RQS_NAME", "extractive_summary_reply", "lexical_rqs_reply"],
+                  "stress_judges": ["gullible_reply", "robust_reply"],
                   "tiny": ["CHAT_TEMPLATE", "TinyModelSpec", "build_tiny_model"]})[0]
 
 __all__ = ["CHAT_TEMPLATE", "LEXICAL_RQS_NAME", "BatchCall", "FakeBatchServer", "FakeChatServer", "FakeScholarServer", "RequestLog",
-           "TinyModelSpec", "build_tiny_model", "extractive_summary_reply", "lexical_rqs_reply"]
+           "TinyModelSpec", "build_tiny_model", "extractive_summary_reply", "gullible_reply", "lexical_rqs_reply",
+           "robust_reply"]

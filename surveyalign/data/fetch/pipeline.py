@@ -39,7 +39,7 @@ from surveyalign.documents import (
     parse_jats,
     read_document,
 )
-from surveyalign.paths import safe_output_name
+from surveyalign.paths import inside_folder, safe_output_name
 
 from ..leakcheck import check_leaks, guard_texts
 from ..readers import FETCH_REPORT_FILE as FETCH_REPORT
@@ -86,7 +86,7 @@ def _read_state(path: Path) -> dict[str, dict]:
 
 
 def _own_shards(out: Path) -> list[Path]:
-    return sorted((out / "articles").glob(SHARD_PATTERN.replace("{:03d}", "*")))
+    return inside_folder(out, sorted((out / "articles").glob(SHARD_PATTERN.replace("{:03d}", "*"))), "fetch folder")
 
 
 def _convert(target: PaperTarget, ident, europepmc: EuropePMC, openreview: list[OpenReview], pdf_dir: Path,
