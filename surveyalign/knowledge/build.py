@@ -29,7 +29,6 @@ from surveyalign.documents import (
     parse_reference_text,
 )
 from surveyalign.knowledge.config import KAConfig
-from surveyalign.paths import inside_folder
 from surveyalign.knowledge.dataset import write_knowledge_dataset
 from surveyalign.knowledge.graph import CitationGraph
 from surveyalign.knowledge.ka import (
@@ -40,6 +39,7 @@ from surveyalign.knowledge.ka import (
 )
 from surveyalign.knowledge.resolve import Resolver, resolution_counts
 from surveyalign.knowledge.summarise import Summariser, TokenCounter
+from surveyalign.paths import inside_folder
 
 __all__ = ["KA_COLUMN", "KAReport", "SurveyKAInput", "build_ka_dataset", "build_survey_ka", "dataset_rows",
            "dataset_surveys", "read_ka_records", "survey_references"]

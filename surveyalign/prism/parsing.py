@@ -11,7 +11,6 @@ be used at all is left out and recorded in ``invalid``. Nothing is filled silent
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from dataclasses import dataclass, field
 from typing import Any
 
