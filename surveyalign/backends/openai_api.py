@@ -110,6 +110,8 @@ class OpenAIBackend(_ChatWire, Backend):
             most this many estimated prompt tokens (the tokenizer when the backend has one, else 4 characters per
             token) and one is sent only while the running ones plus it stay within it; the rest goes out as batches
             end, or on the next run. A single request over it is refused. ``None`` (default): no limit.
+        prompt_cache_min_tokens: the shortest prefix the provider's prompt cache keeps, in tokens (``None``: the
+            provider's documented minimum for ``model``; :meth:`prompt_cache`).
 
     Raises:
         ValueError: invalid option values.
@@ -141,6 +143,7 @@ class OpenAIBackend(_ChatWire, Backend):
         batch_wait: bool = True,
         batch_poll_s: float = 60.0,
         max_enqueued_tokens: int | None = None,
+        prompt_cache_min_tokens: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("openai backend: 'model' is required")
@@ -187,6 +190,11 @@ class OpenAIBackend(_ChatWire, Backend):
             raise ValueError(f"openai backend: max_enqueued_tokens must be a positive integer (prompt tokens), got "
                              f"{max_enqueued_tokens!r}")
         self.max_enqueued_tokens = max_enqueued_tokens
+        if prompt_cache_min_tokens is not None and (isinstance(prompt_cache_min_tokens, bool) or not isinstance(
+                prompt_cache_min_tokens, int) or prompt_cache_min_tokens < 0):
+            raise ValueError(f"openai backend: prompt_cache_min_tokens must be an integer >= 0, got "
+                             f"{prompt_cache_min_tokens!r}")
+        self.prompt_cache_min_tokens = prompt_cache_min_tokens
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
         self.stats = {"attempts": 0, "retries": 0, "failed": 0}
@@ -257,6 +265,30 @@ class OpenAIBackend(_ChatWire, Backend):
         return make_batch_api(str(self.batch), base_url=self.base_url, api_key=key, model=self.model,
                               body=lambda messages, settings, sample: self._body(messages, settings, sample, 1),
                               max_tokens_field=self.max_tokens_field, timeout=self.timeout)
+
+    def batch_provider(self) -> str | None:
+        """The provider batch API calls go through (``"openai"`` / ``"anthropic"``), ``None`` with ``batch`` off."""
+        if not self.batch:
+            return None
+        if self.batch == "auto":
+            return "anthropic" if "anthropic.com" in self.base_url else "openai"
+        return str(self.batch)
+
+    def prompt_cache(self) -> Any:
+        """The provider prompt cache these requests meet (:mod:`surveyalign.backends.prompt_cache`).
+
+        Returns:
+            Anthropic's rules (marked breakpoints, billed writes) through Message Batches; ``None`` for direct calls
+            to ``anthropic.com`` (its OpenAI-compatible endpoint does not cache); otherwise OpenAI's automatic
+            prefix cache (a vLLM or ``surveyalign serve`` server caches prefixes the same way, unpriced).
+        """
+        from surveyalign.backends.prompt_cache import anthropic_rules, openai_rules
+
+        if self.batch_provider() == "anthropic":
+            return anthropic_rules(self.model, self.prompt_cache_min_tokens)
+        if "anthropic.com" in self.base_url:
+            return None
+        return openai_rules(self.prompt_cache_min_tokens)
 
     def server_fingerprint(self) -> str | None:
         """The served model's content fingerprint, as ``surveyalign serve`` lists it in ``GET {base_url}/models``.
