@@ -190,10 +190,8 @@ class OpenAIBackend(_ChatWire, Backend):
             raise ValueError(f"openai backend: max_enqueued_tokens must be a positive integer (prompt tokens), got "
                              f"{max_enqueued_tokens!r}")
         self.max_enqueued_tokens = max_enqueued_tokens
-        if prompt_cache_min_tokens is not None and (isinstance(prompt_cache_min_tokens, bool) or not isinstance(
-                prompt_cache_min_tokens, int) or prompt_cache_min_tokens < 0):
-            raise ValueError(f"openai backend: prompt_cache_min_tokens must be an integer >= 0, got "
-                             f"{prompt_cache_min_tokens!r}")
+        if prompt_cache_min_tokens is not None and not (type(prompt_cache_min_tokens) is int and prompt_cache_min_tokens >= 0):
+            raise ValueError(f"openai backend: prompt_cache_min_tokens must be an integer >= 0, got {prompt_cache_min_tokens!r}")
         self.prompt_cache_min_tokens = prompt_cache_min_tokens
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
@@ -265,30 +263,6 @@ class OpenAIBackend(_ChatWire, Backend):
         return make_batch_api(str(self.batch), base_url=self.base_url, api_key=key, model=self.model,
                               body=lambda messages, settings, sample: self._body(messages, settings, sample, 1),
                               max_tokens_field=self.max_tokens_field, timeout=self.timeout)
-
-    def batch_provider(self) -> str | None:
-        """The provider batch API calls go through (``"openai"`` / ``"anthropic"``), ``None`` with ``batch`` off."""
-        if not self.batch:
-            return None
-        if self.batch == "auto":
-            return "anthropic" if "anthropic.com" in self.base_url else "openai"
-        return str(self.batch)
-
-    def prompt_cache(self) -> Any:
-        """The provider prompt cache these requests meet (:mod:`surveyalign.backends.prompt_cache`).
-
-        Returns:
-            Anthropic's rules (marked breakpoints, billed writes) through Message Batches; ``None`` for direct calls
-            to ``anthropic.com`` (its OpenAI-compatible endpoint does not cache); otherwise OpenAI's automatic
-            prefix cache (a vLLM or ``surveyalign serve`` server caches prefixes the same way, unpriced).
-        """
-        from surveyalign.backends.prompt_cache import anthropic_rules, openai_rules
-
-        if self.batch_provider() == "anthropic":
-            return anthropic_rules(self.model, self.prompt_cache_min_tokens)
-        if "anthropic.com" in self.base_url:
-            return None
-        return openai_rules(self.prompt_cache_min_tokens)
 
     def server_fingerprint(self) -> str | None:
         """The served model's content fingerprint, as ``surveyalign serve`` lists it in ``GET {base_url}/models``.

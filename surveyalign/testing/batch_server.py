@@ -76,10 +76,8 @@ class FakeBatchServer(ThreadedApp):
         enqueued_token_limit: OpenAI's batch queue limit: a new batch whose prompt tokens (words, as in usage) plus
             those of the running batches (``validating``, ``in_progress``) pass it fails at validation with
             ``token_limit_exceeded``; ``None``: no limit. An attribute: a test may change it between runs.
-        prompt_cache: a :class:`~surveyalign.testing.prompt_cache.StandInPromptCache` both APIs' requests go through
-            as a batch ends, in batch order (Anthropic: ``cache_control`` breakpoints, usage's
-            ``cache_read_input_tokens`` / ``cache_creation_input_tokens``; OpenAI: automatic prefixes,
-            ``prompt_tokens_details.cached_tokens``); ``None`` (default): nothing is cached.
+        prompt_cache: a :class:`~surveyalign.testing.prompt_cache.StandInPromptCache` every request goes through as
+            its batch ends, in batch order (Anthropic breakpoints / OpenAI prefixes); ``None`` (default): no cache.
 
     Attributes:
         created: ids of every batch created, both APIs, in order (a resubmission shows up here).
@@ -151,8 +149,7 @@ class FakeBatchServer(ThreadedApp):
             if verdict == "ok":
                 text = self.reply(body)
                 prompt, completion = words(body.get("messages")), len(text.split())
-                cached = 0 if self.prompt_cache is None else self.prompt_cache.openai(body.get("messages"),
-                                                                                      body.get("model"))
+                cached = self.prompt_cache.openai(body.get("messages"), body.get("model")) if self.prompt_cache else 0
                 n = int(body.get("n") or 1)
                 completion_body = {
                     "id": self._new_id("chatcmpl-"), "object": "chat.completion", "created": int(now),
