@@ -71,7 +71,7 @@ def test_hand_computed_cost_of_one_uncached_and_one_cached_call():
     assert haiku.cost(10_000, 200, 9_000, cache_write_tokens=500) == pytest.approx(0.003025)
     # Message Batches halve every rate, cache reads and writes included
     assert haiku.cost(10_000, 200, 9_000, cache_write_tokens=500, batch=True) == pytest.approx(0.0015125)
-    with pytest.raises(ValueError, match="cached \\+ written <= prompt"):
+    with pytest.raises(ValueError, match="cached <= prompt"):
         ModelPrice(input=1, output=1).cost(10, 0, 6, cache_write_tokens=5)
 
 

@@ -28,7 +28,7 @@ __all__ = ["PRICE_FIELDS", "UNVERIFIED", "ModelPrice", "PriceTable", "TokenTotal
 
 #: Fields of one model's entry, USD per million tokens; ``input`` and ``output`` are required. An entry may also
 #: say ``unverified: true`` (its prices were not confirmed on the provider's own page).
-PRICE_FIELDS = ("input", "cached_input", "cache_write", "output", "batch_input", "batch_output")
+PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output", "cache_write")
 #: Printed after every cost that uses a price marked ``unverified: true``.
 UNVERIFIED = "(unverified price)"
 
@@ -83,7 +83,7 @@ class ModelPrice:
         """
         if min(prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens) < 0 \
                 or cached_tokens + cache_write_tokens > prompt_tokens:
-            raise ValueError(f"token counts must be >= 0 with cached + written <= prompt, got prompt={prompt_tokens} "
+            raise ValueError(f"token counts must be >= 0 with cached <= prompt (cached + written), got prompt={prompt_tokens} "
                              f"completion={completion_tokens} cached={cached_tokens} written={cache_write_tokens}")
         in_rate, out_rate = self.input, self.output
         cached_rate = self.input if self.cached_input is None else self.cached_input
@@ -313,11 +313,18 @@ class TokenTotals:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready copy, costs rounded to 1e-6 USD, with ``cost_per_1000_units``."""
         out = asdict(self)
-        out["total_tokens"] = self.prompt_tokens + self.completion_tokens
-        out["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
+        cache_fields = ("cache_write_tokens", "cache_hits", "uncached_cost_usd")
+        if not (self.cached_tokens or self.cache_write_tokens):  # the prompt-cache fields only where it was used
+            return self._plain({k: v for k, v in out.items() if k not in cache_fields})
+        out = self._plain(out)
         out["uncached_cost_usd"] = None if self.uncached_cost_usd is None else round(self.uncached_cost_usd, 6)
         out["cache_saving_usd"] = (None if self.cost_usd is None or self.uncached_cost_usd is None
                                    else round(self.uncached_cost_usd - self.cost_usd, 6))
+        return out
+
+    def _plain(self, out: dict[str, Any]) -> dict[str, Any]:
+        out["total_tokens"] = self.prompt_tokens + self.completion_tokens
+        out["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
         per = self.cost_per_1000_units
         out["cost_per_1000_units"] = None if per is None else round(per, 6)
         return out

@@ -17,6 +17,7 @@ so). Nothing here sends a request.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,12 +38,16 @@ def shared_text(messages: Sequence[dict[str, Any]]) -> str | None:
 
 
 def prefix_group(call: Any) -> str:
-    """The prefix group of ``call`` (anything with ``messages`` and ``messages_hash``): ``"s:" + sha256`` of the
-    declared shared prefix, else ``"m:" + messages_hash`` (the whole prompt)."""
+    """The prefix group of ``call`` (anything with ``messages``, and ``messages_hash`` when it has one): ``"s:" +
+    sha256`` of the declared shared prefix, else ``"m:" +`` the messages hash (the whole prompt; sha256 of the
+    messages' JSON when the call carries no hash)."""
     text = shared_text(call.messages)
     if text is not None:
         return "s:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return "m:" + str(call.messages_hash)
+    digest = getattr(call, "messages_hash", None)
+    if digest is None:
+        digest = hashlib.sha256(json.dumps(list(call.messages), sort_keys=True).encode("utf-8")).hexdigest()
+    return "m:" + str(digest)
 
 
 def order_for_cache(calls: Sequence[Any]) -> list[Any]:
