@@ -25,6 +25,17 @@ TARGET_TEMPLATES: dict[str, str] = {
     "v1.1": "<reason>{rationale}</reason> <score>{score}</score>",
 }
 
+#: Prompt layouts of the judge (:func:`surveyalign.prompts.build_judge_prompt`): ``"app_c"`` is the order printed
+#: in SurveyReview App. C (instructions, then the survey; what every adapter is trained on); ``"shared"`` puts the
+#: survey first and the dimension's instructions after it, so the prompts of one survey's four dimensions share a
+#: prefix a provider's prompt cache (or vLLM's prefix cache) can reuse. Opt-in, for zero-shot judges only.
+PROMPT_LAYOUTS: tuple[str, ...] = ("app_c", "shared")
+
+#: Key of a chat message (beside ``role`` / ``content``) giving how many leading characters of its ``content`` are
+#: shared with other prompts of the run (the survey block of the ``shared`` layout): an API backend that marks
+#: cache breakpoints (Anthropic ``cache_control``) puts one there. Request bodies never carry the key itself.
+CACHE_PREFIX_KEY = "cache_prefix_chars"
+
 #: Review sources of SurveyReview (App. A); "unknown" when the release does not say.
 SOURCES: tuple[str, ...] = ("f1000", "moprd", "openreview", "unknown")
 

@@ -212,13 +212,14 @@ def test_anthropic_params_and_url():
     two_systems = BatchRequest("k", [SYSTEM, {"role": "system", "content": "Be brief."},
                                      {"role": "user", "content": "hi"}],
                                GenerationSettings(max_new_tokens=32, temperature=1.5, top_p=1.0))
+    marked = [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
     assert api.params(two_systems) == {"model": "claude-x", "max_tokens": 32, "temperature": 1.0,
-                                       "messages": [{"role": "user", "content": "hi"}],
+                                       "messages": marked,  # the whole prompt marked for the prompt cache
                                        "system": "Rate the survey.\n\nBe brief."}
     plain = BatchRequest("k", [{"role": "user", "content": "hi", "name": "x"}],
                          GenerationSettings(max_new_tokens=8, temperature=0.3, top_p=0.99))
     assert api.params(plain) == {"model": "claude-x", "max_tokens": 8, "temperature": 0.3,
-                                 "messages": [{"role": "user", "content": "hi"}], "top_p": 0.99}
+                                 "messages": marked, "top_p": 0.99}
     expected = json.dumps({"custom_id": "k", "params": api.params(plain)})
     assert api.request_size(plain) == len(expected.encode())
     assert api.request_size(BatchRequest("k", [{"role": "user", "content": "é"}], plain.settings)) == \

@@ -45,10 +45,10 @@ def test_override_merges_model_by_model(tmp_path):
 
 @pytest.mark.parametrize(("text", "message"), [
     ('as_of: "x"\nmodels:\n  m1: [1, 2]\n',
-     "models.m1: expected a mapping of input, cached_input, output, batch_input, batch_output"),
+     "models.m1: expected a mapping of input, cached_input, output, batch_input, batch_output, cache_write"),
     ('as_of: "x"\nmodels:\n  m1: {input: 1, output: 1, speed: 2, cache: 1}\n',
      ("models.m1: unknown field(s) cache, speed; known: input, cached_input, output, batch_input, batch_output, "
-     "unverified")),
+     "cache_write, unverified")),
     ('as_of: "x"\nmodels:\n  m1: {output: 1}\n', "models.m1.input: required (USD per million tokens)"),
     ('as_of: "x"\nmodels:\n  m1: {input: true, output: 1}\n', "models.m1.input: expected a number >= 0, got True"),
     ('as_of: "x"\nmodels:\n  m1: {input: -1, output: 1}\n', "models.m1.input: expected a number >= 0, got -1"),

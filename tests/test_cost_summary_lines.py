@@ -39,7 +39,10 @@ def test_totals_per_dimension_and_per_judge():
     s = _summary()
     assert s["total"] == {"calls": 5, "batch_calls": 1, "prompt_tokens": 2510, "completion_tokens": 805,
                           "cached_tokens": 400, "calls_without_usage": 1, "cost_usd": 0.0054, "units": 4, "retries": 0,
-                          "total_tokens": 3315, "cost_per_1000_units": 1.35}  # $0.0054 * 1000 / 4 units
+                          "total_tokens": 3315, "cost_per_1000_units": 1.35,  # $0.0054 * 1000 / 4 units
+                          # the 400 cache reads would have cost 400 x (input - cached_input) more: $0.0006
+                          "cache_write_tokens": 0, "cache_hits": 1, "uncached_cost_usd": 0.006,
+                          "cache_saving_usd": 0.0006}
     read, struct, prism = (s["by_dimension"][d] for d in ("readability", "structure", "prism"))
     assert (read["calls"], read["cost_usd"], read["cost_per_1000_units"]) == (2, 0.0044, 2.2)
     assert (struct["calls"], struct["prompt_tokens"], struct["cost_usd"], struct["cost_per_1000_units"]) == (
@@ -62,6 +65,8 @@ def test_cost_lines_in_full():
     assert cost_lines(s) == [
         ("tokens: 2,510 prompt + 805 completion over 5 call(s) (1 in provider batches); cost $0.0054 "
         "(unverified price) = $1.35 per 1,000 units (prices as of 2026-01-15); 1 call(s) without a token count"),
+        ("  prompt cache: 1 of 5 call(s) read from it, 400 of 2,510 prompt tokens (15.9%) served from cache, 0 written; "
+         "saved $0.0006 of $0.0060 without it"),
         "  per dimension: readability 2,300 tokens $0.0044; structure 1,015 tokens $0.0010; prism 0 tokens $0.0000",
         ("  per judge: judge-a 3 call(s) $0.0044; openai/judge-b-2026-01-01 1 call(s) $0.0010 (unverified price); "
         "local-llama 1 call(s)"),

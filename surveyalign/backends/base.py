@@ -160,6 +160,8 @@ class Generation:
             engines); ``None`` when unknown. For ``n`` samples of one prompt each sample carries the prompt's count.
         completion_tokens: tokens generated for this sample (reasoning included); ``None`` when unknown.
         cached_tokens: how many of ``prompt_tokens`` the provider read from its prompt cache (``None``: unknown).
+        cache_write_tokens: how many of ``prompt_tokens`` the provider wrote to its prompt cache (Anthropic's
+            ``cache_creation_input_tokens``, billed at the ``cache_write`` price); ``None``: unknown or none.
         batch_id: the provider batch that answered it (OpenAI Batch / Anthropic Message Batches); ``None`` for a
             direct call.
         served_model: the model id the server says answered (the reply's ``model``; an API may answer a request
@@ -180,6 +182,7 @@ class Generation:
     batch_id: str | None = None
     served_model: str | None = None
     system_fingerprint: str | None = None
+    cache_write_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.error:
@@ -246,6 +249,12 @@ class Backend(ABC):
     name: str = "backend"
     #: False for judges that answer without running a model (constant, scripted): no rate is shown for them.
     answers_from_model: bool = True
+
+    def prompt_cache(self) -> Any:
+        """The provider prompt cache this backend's requests meet (a
+        :class:`~surveyalign.backends.prompt_cache.PromptCacheRules`), or ``None`` (default: none it can rely on).
+        The call stage orders calls for it and ``--plan`` predicts its reads and writes from it."""
+        return None
 
     def generate(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None, n: int = 1
                  ) -> list[list[Generation]]:

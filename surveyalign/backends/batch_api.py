@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from surveyalign.backends.base import Generation, GenerationSettings, Messages
+from surveyalign.backends.batch_split import split_requests
 from surveyalign.backends.request_bodies import chat_body, messages_params
 from surveyalign.backends.responses import normalise_message
 
@@ -101,39 +102,6 @@ class BatchAPI(Protocol):
     def cancel(self, batch_id: str) -> BatchStatus: ...
 
 
-def split_requests(requests: Sequence[BatchRequest], api: BatchAPI, *, max_tokens: int | None = None,
-                   tokens_of: Callable[[BatchRequest], int] | None = None) -> list[list[BatchRequest]]:
-    """Cut ``requests`` into batches, in order, within ``api.max_requests``, ``api.max_bytes`` and ``max_tokens``
-    estimated prompt tokens (OpenAI's batch queue limit; ``None``: none) as ``tokens_of(request)`` counts them.
-
-    Raises:
-        ValueError: one request alone over ``api.max_bytes`` or ``max_tokens``; ``max_tokens`` without ``tokens_of``.
-    """
-    if max_tokens is not None and tokens_of is None:
-        raise ValueError("split_requests: max_tokens needs tokens_of (a request's estimated prompt tokens)")
-    out: list[list[BatchRequest]] = []
-    current: list[BatchRequest] = []
-    size = tokens = 0
-    limit = float("inf") if max_tokens is None else max_tokens
-    for req in requests:
-        n = api.request_size(req)
-        if n > api.max_bytes:
-            raise ValueError(f"request {req.custom_id} is {n} bytes, over the {api.name} batch limit of "
-                             f"{api.max_bytes} bytes")
-        t = 0 if tokens_of is None else tokens_of(req)
-        if t > limit:
-            raise ValueError(f"request {req.custom_id} holds about {t} prompt tokens, over the batch queue limit "
-                             f"max_enqueued_tokens={max_tokens}: raise the limit or shorten the prompt")
-        if current and (len(current) >= api.max_requests or size + n > api.max_bytes or tokens + t > limit):
-            out.append(current)
-            current, size, tokens = [], 0, 0
-        current.append(req)
-        size, tokens = size + n, tokens + t
-    if current:
-        out.append(current)
-    return out
-
-
 def _usage_generation(text: str, finish: str | None, *, batch_id: str, usage: dict[str, Any] | None,
                       reasoning: str | None = None, refusal: str | None = None,
                       mean_logprob: float | None = None) -> Generation:
@@ -141,7 +109,7 @@ def _usage_generation(text: str, finish: str | None, *, batch_id: str, usage: di
     return Generation(text=text, finish_reason=finish, mean_logprob=mean_logprob, reasoning=reasoning,
                       refusal=refusal, prompt_tokens=usage.get("prompt_tokens"),
                       completion_tokens=usage.get("completion_tokens"), cached_tokens=usage.get("cached_tokens"),
-                      batch_id=batch_id)
+                      batch_id=batch_id, cache_write_tokens=usage.get("cache_write_tokens"))
 
 
 def _failed(batch_id: str, error: str) -> Generation:
@@ -288,6 +256,10 @@ class AnthropicBatchAPI:
     refuse both at once); a field named in ``settings.omit`` is never sent (``max_new_tokens`` cannot be: the API
     requires ``max_tokens``), and ``settings.thinking_budget`` is sent as ``thinking: {type: enabled,
     budget_tokens: N}``. The API has no seed: K samples of one prompt are K requests that differ in their ids.
+    The last user message is marked for the prompt cache (``cache_control`` on the whole prompt, and on the shared
+    survey block of the ``shared`` layout: :func:`surveyalign.backends.prompt_cache.anthropic_blocks`); usage's
+    ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` are recorded as ``cached_tokens`` /
+    ``cache_write_tokens``.
 
     Args:
         base_url: the API root without ``/v1`` (``https://api.anthropic.com``; a trailing ``/v1`` is removed).
@@ -395,7 +367,8 @@ class AnthropicBatchAPI:
                 cached = int(getattr(u, "cache_read_input_tokens", 0) or 0)
                 created = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
                 usage = {"prompt_tokens": int(u.input_tokens or 0) + cached + created,
-                         "completion_tokens": int(u.output_tokens or 0), "cached_tokens": cached}
+                         "completion_tokens": int(u.output_tokens or 0), "cached_tokens": cached,
+                         "cache_write_tokens": created}
                 finish = _STOP_REASONS.get(msg.stop_reason or "", msg.stop_reason)
                 out.append(BatchResult(item.custom_id, _usage_generation(
                     "".join(texts), finish, batch_id=batch_id, usage=usage,

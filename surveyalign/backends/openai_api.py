@@ -110,6 +110,8 @@ class OpenAIBackend(_ChatWire, Backend):
             most this many estimated prompt tokens (the tokenizer when the backend has one, else 4 characters per
             token) and one is sent only while the running ones plus it stay within it; the rest goes out as batches
             end, or on the next run. A single request over it is refused. ``None`` (default): no limit.
+        prompt_cache_min_tokens: the shortest prefix the provider's prompt cache keeps, in tokens (``None``: the
+            provider's documented minimum for ``model``; :meth:`prompt_cache`).
 
     Raises:
         ValueError: invalid option values.
@@ -141,6 +143,7 @@ class OpenAIBackend(_ChatWire, Backend):
         batch_wait: bool = True,
         batch_poll_s: float = 60.0,
         max_enqueued_tokens: int | None = None,
+        prompt_cache_min_tokens: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("openai backend: 'model' is required")
@@ -187,6 +190,9 @@ class OpenAIBackend(_ChatWire, Backend):
             raise ValueError(f"openai backend: max_enqueued_tokens must be a positive integer (prompt tokens), got "
                              f"{max_enqueued_tokens!r}")
         self.max_enqueued_tokens = max_enqueued_tokens
+        if prompt_cache_min_tokens is not None and not (type(prompt_cache_min_tokens) is int and prompt_cache_min_tokens >= 0):
+            raise ValueError(f"openai backend: prompt_cache_min_tokens must be an integer >= 0, got {prompt_cache_min_tokens!r}")
+        self.prompt_cache_min_tokens = prompt_cache_min_tokens
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         #: Counters since construction: HTTP attempts, retries, failed generations.
         self.stats = {"attempts": 0, "retries": 0, "failed": 0}

@@ -46,6 +46,24 @@ class _ChatWire:
     ``model``, ``max_tokens_field``, ``request_logprobs``, ``send_chat_template_kwargs``, ``extra_body``, ``retry``,
     ``stats`` and ``_pool`` it reads."""
 
+    def batch_provider(self) -> str | None:
+        """The provider batch API calls go through (``"openai"`` / ``"anthropic"``), ``None`` with ``batch`` off."""
+        if self.batch == "auto":
+            return "anthropic" if "anthropic.com" in self.base_url else "openai"
+        return str(self.batch) if self.batch else None
+
+    def prompt_cache(self) -> Any:
+        """The provider prompt cache met (:mod:`surveyalign.backends.prompt_cache`): Anthropic's rules through Message
+        Batches; ``None`` for direct calls to ``anthropic.com`` (its OpenAI-compatible endpoint does not cache);
+        else OpenAI's automatic prefixes (vLLM and ``surveyalign serve`` cache prefixes alike, unpriced)."""
+        from surveyalign.backends.prompt_cache import anthropic_rules, openai_rules
+
+        if self.batch_provider() == "anthropic":
+            return anthropic_rules(self.model, self.prompt_cache_min_tokens)
+        if "anthropic.com" in self.base_url:
+            return None
+        return openai_rules(self.prompt_cache_min_tokens)
+
     def _body(self, messages: Messages, settings: GenerationSettings, sample_index: int, n: int = 1
               ) -> dict[str, Any]:
         body = chat_body(self.model, messages, settings, sample_index, n, self.max_tokens_field)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from surveyalign.backends.base import GenerationSettings, Messages
+from surveyalign.backends.prompt_cache import anthropic_blocks, wire_messages
 
 __all__ = ["chat_body", "messages_params"]
 
@@ -35,7 +36,7 @@ def chat_body(model: str, messages: Messages, settings: GenerationSettings, samp
     sampled = {"temperature": ("temperature", settings.temperature), "top_p": ("top_p", settings.top_p),
                "max_new_tokens": (max_tokens_field, settings.max_new_tokens),
                "seed": ("seed", settings.seed + sample_index)}
-    body: dict[str, Any] = {"model": model, "messages": list(messages)}
+    body: dict[str, Any] = {"model": model, "messages": wire_messages(messages)}
     body.update(pair for name, pair in sampled.items() if settings.sent(name))
     body["n"] = n
     if settings.thinking_budget is not None:
@@ -43,12 +44,16 @@ def chat_body(model: str, messages: Messages, settings: GenerationSettings, samp
     return body
 
 
-def messages_params(model: str, messages: Messages, settings: GenerationSettings) -> dict[str, Any]:
+def messages_params(model: str, messages: Messages, settings: GenerationSettings, *, cache: bool = True
+                    ) -> dict[str, Any]:
     """The parameters of one Anthropic Messages API call (a Message Batches request's ``params``).
 
     Args:
         model: the model id.
         messages: the chat prompt; system messages are joined into ``system``.
+        cache: mark the last user message for Anthropic's prompt cache (``cache_control`` breakpoints on the whole
+            prompt and on its declared shared prefix: :func:`surveyalign.backends.prompt_cache.anthropic_blocks`);
+            False: plain string content.
         settings: ``max_new_tokens`` -> ``max_tokens``; ``temperature`` (capped at 1, Anthropic's range) unless
             omitted; ``top_p`` only when below 1 and not omitted; ``thinking_budget`` -> ``thinking: {type:
             enabled, budget_tokens: N}``. The API has no seed.
@@ -64,7 +69,8 @@ def messages_params(model: str, messages: Messages, settings: GenerationSettings
     system = "\n\n".join(str(m["content"]) for m in messages if m.get("role") == "system")
     params: dict[str, Any] = {
         "model": model, "max_tokens": settings.max_new_tokens,
-        "messages": [{"role": m["role"], "content": m["content"]} for m in messages if m.get("role") != "system"],
+        "messages": (anthropic_blocks(messages) if cache else
+                     [{"role": m["role"], "content": m["content"]} for m in messages if m.get("role") != "system"]),
     }
     if settings.sent("temperature"):
         params["temperature"] = min(settings.temperature, 1.0)

@@ -282,8 +282,13 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
     tokens = {k: int(count(c)) for k, c in by_key.items()}
     new = [c for k, c in by_key.items() if k not in in_flight]
     outcome.skipped_in_flight = len(by_key) - len(new)
+    from surveyalign.calls.prefix import order_for_cache, prefix_group
+
+    new = order_for_cache(new)  # the calls sharing a prompt prefix next to each other, and in one batch
+    group = {c.key: prefix_group(c) for c in new}
     requests = [BatchRequest(c.key, list(c.messages), c.settings, c.sample) for c in new]
-    queue = split_requests(requests, api, max_tokens=max_enqueued_tokens, tokens_of=lambda r: tokens[r.custom_id])
+    queue = split_requests(requests, api, max_tokens=max_enqueued_tokens, tokens_of=lambda r: tokens[r.custom_id],
+                           group_of=lambda r: group[r.custom_id])
 
     def send_what_fits() -> None:  # in order; a batch that does not fit waits (and so do the ones after it)
         room = None if max_enqueued_tokens is None else max_enqueued_tokens - _enqueued(log, tokens)

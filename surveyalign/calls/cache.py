@@ -215,7 +215,8 @@ class CallCache:
                           reasoning=rec.get("reasoning"), refusal=rec.get("refusal"),
                           prompt_tokens=rec.get("prompt_tokens"), completion_tokens=rec.get("completion_tokens"),
                           cached_tokens=rec.get("cached_tokens"), batch_id=rec.get("batch_id"),
-                          served_model=rec.get("served_model"), system_fingerprint=rec.get("system_fingerprint"))
+                          served_model=rec.get("served_model"), system_fingerprint=rec.get("system_fingerprint"),
+                          cache_write_tokens=rec.get("cache_write_tokens"))
 
     def failure(self, call: Call, check: Check | None = None) -> str | None:
         """Why the cached answer to ``call`` is a failed one (it errored, or ``check`` rejects it), else ``None``
@@ -275,7 +276,7 @@ class CallCache:
         """Append the answer to ``call`` (a :data:`surveyalign.calls.OnResult`): one ``calls.jsonl`` line with
         key, stage, unit_id, namespace, sample, messages_hash, text, finish_reason, mean_logprob, error, refusal,
         reasoning, prompt_tokens / completion_tokens / cached_tokens (``null`` when the backend did not count),
-        batch_id (provider batch calls), served_model / system_fingerprint (when the server returned them), seconds (latency; for a batch call, submission to collection) and an ISO
+        cache_write_tokens (only when the provider wrote to its prompt cache), batch_id (provider batch calls), served_model / system_fingerprint (when the server returned them), seconds (latency; for a batch call, submission to collection) and an ISO
         time stamp."""
         self.append({
             "key": call.key,
@@ -294,6 +295,7 @@ class CallCache:
             "completion_tokens": generation.completion_tokens,
             "cached_tokens": generation.cached_tokens,
             "batch_id": generation.batch_id,
+            **({"cache_write_tokens": generation.cache_write_tokens} if generation.cache_write_tokens else {}),
             **({"served_model": generation.served_model} if generation.served_model else {}),
             **({"system_fingerprint": generation.system_fingerprint} if generation.system_fingerprint else {}),
             "seconds": round(seconds, 4),

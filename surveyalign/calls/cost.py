@@ -1,13 +1,14 @@
 """Tokens and money of LLM calls: the dated price table (``configs/prices.yaml``) and token -> USD arithmetic.
 
 Pure functions over call records (the lines of ``RUN_DIR/calls.jsonl``): nothing here sends a request. A record
-counts ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` (prompt tokens the provider served from its
-prompt cache) and, for provider batch calls, ``batch_id``. The cost of one call, in USD, is::
+counts ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` (prompt tokens the provider served from its
+prompt cache), ``cache_write_tokens`` (prompt tokens it wrote to that cache: Anthropic bills them) and, for provider
+batch calls, ``batch_id``. The cost of one call, in USD, is::
 
-    ((prompt - cached) * input + cached * cached_input + completion * output) / 1e6
+    ((prompt - cached - written) * input + cached * cached_input + written * cache_write + completion * output) / 1e6
 
-with the batch prices (``batch_input`` / ``batch_output``; cached tokens get the same discount as input) when the
-call went through a batch API. Prices are per million tokens. Local engines have no token price: their cost is
+with the batch prices (``batch_input`` / ``batch_output``; cache reads and writes get the same discount as input,
+as Anthropic documents for Message Batches) when the call went through a batch API. Prices are per million tokens. Local engines have no token price: their cost is
 GPU-hours (wall seconds x GPUs / 3600), priced only when the table names the GPU's hourly rate.
 
 Summaries (:func:`summarize_costs`) group calls per dimension, per judge (model) and in total, and give the cost
@@ -23,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["PRICE_FIELDS", "UNVERIFIED", "ModelPrice", "PriceTable", "TokenTotals", "call_cost", "cost_lines", "default_prices_path",
-           "gpu_hours", "load_prices", "summarize_costs"]
+           "gpu_hours", "load_prices", "summarize_costs", "uncached_cost"]
 
 #: Fields of one model's entry, USD per million tokens; ``input`` and ``output`` are required. An entry may also
 #: say ``unverified: true`` (its prices were not confirmed on the provider's own page).
-PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output")
+PRICE_FIELDS = ("input", "cached_input", "output", "batch_input", "batch_output", "cache_write")
 #: Printed after every cost that uses a price marked ``unverified: true``.
 UNVERIFIED = "(unverified price)"
 
@@ -48,6 +49,8 @@ class ModelPrice:
         input: uncached prompt tokens (>= 0).
         output: completion tokens, reasoning included (>= 0).
         cached_input: prompt tokens read from the provider's prompt cache (default: ``input``).
+        cache_write: prompt tokens written to the provider's prompt cache (Anthropic: 1.25x ``input`` for 5-minute
+            entries; default: ``input``, as OpenAI bills no write).
         batch_input, batch_output: through the provider's batch API (default: ``input`` / ``output``).
         unverified: the table's ``unverified: true``: the price was not confirmed on the provider's own page;
             every cost printed with it says "(unverified price)".
@@ -59,9 +62,10 @@ class ModelPrice:
     batch_input: float | None = None
     batch_output: float | None = None
     unverified: bool = False
+    cache_write: float | None = None
 
-    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0, *, batch: bool = False
-             ) -> float:
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0, *, batch: bool = False,
+             cache_write_tokens: int = 0) -> float:
         """USD of one call (or of summed counts).
 
         Args:
@@ -69,24 +73,30 @@ class ModelPrice:
             completion_tokens: generated tokens (>= 0).
             cached_tokens: how many of ``prompt_tokens`` were cache reads (0 <= cached <= prompt).
             batch: the call went through a batch API.
+            cache_write_tokens: how many of ``prompt_tokens`` were written to the cache (cached + written <= prompt).
 
         Returns:
             The cost in USD (>= 0).
 
         Raises:
-            ValueError: a negative count or more cached than prompt tokens.
+            ValueError: a negative count or more cached and written than prompt tokens.
         """
-        if min(prompt_tokens, completion_tokens, cached_tokens) < 0 or cached_tokens > prompt_tokens:
-            raise ValueError(f"token counts must be >= 0 with cached <= prompt, got prompt={prompt_tokens} "
-                             f"completion={completion_tokens} cached={cached_tokens}")
+        if min(prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens) < 0 \
+                or cached_tokens + cache_write_tokens > prompt_tokens:
+            raise ValueError(f"token counts must be >= 0 with cached <= prompt (cached + written), got prompt={prompt_tokens} "
+                             f"completion={completion_tokens} cached={cached_tokens} written={cache_write_tokens}")
         in_rate, out_rate = self.input, self.output
         cached_rate = self.input if self.cached_input is None else self.cached_input
+        write_rate = self.input if self.cache_write is None else self.cache_write
         if batch:
             in_rate = self.input if self.batch_input is None else self.batch_input
             out_rate = self.output if self.batch_output is None else self.batch_output
-            cached_rate *= in_rate / self.input if self.input else 1.0  # the batch discount applies to cache reads
-        fresh = prompt_tokens - cached_tokens
-        return (fresh * in_rate + cached_tokens * cached_rate + completion_tokens * out_rate) / 1e6
+            discount = in_rate / self.input if self.input else 1.0  # the batch discount applies to cache reads/writes
+            cached_rate *= discount
+            write_rate *= discount
+        fresh = prompt_tokens - cached_tokens - cache_write_tokens
+        return (fresh * in_rate + cached_tokens * cached_rate + cache_write_tokens * write_rate
+                + completion_tokens * out_rate) / 1e6
 
 
 @dataclass(frozen=True)
@@ -232,7 +242,17 @@ def call_cost(record: Mapping[str, Any], price: ModelPrice | None) -> float | No
     if price is None:
         return None
     return price.cost(int(record.get("prompt_tokens") or 0), int(record.get("completion_tokens") or 0),
-                      int(record.get("cached_tokens") or 0), batch=bool(record.get("batch_id")))
+                      int(record.get("cached_tokens") or 0), batch=bool(record.get("batch_id")),
+                      cache_write_tokens=int(record.get("cache_write_tokens") or 0))
+
+
+def uncached_cost(record: Mapping[str, Any], price: ModelPrice | None) -> float | None:
+    """USD the call of ``record`` would have cost without the provider's prompt cache (every prompt token at the
+    input price; batch prices as the call had them): the baseline of the summary's cache saving."""
+    if price is None:
+        return None
+    return price.cost(int(record.get("prompt_tokens") or 0), int(record.get("completion_tokens") or 0),
+                      batch=bool(record.get("batch_id")))
 
 
 @dataclass
@@ -242,6 +262,9 @@ class TokenTotals:
     Attributes:
         calls: calls counted; batch_calls: how many of them went through a batch API.
         prompt_tokens, completion_tokens, cached_tokens: summed token counts.
+        cache_write_tokens: prompt tokens written to the provider's prompt cache; cache_hits: calls that read some.
+        uncached_cost_usd: what the same calls would have cost without the prompt cache (``cache_saving_usd`` in
+            :meth:`to_dict` is the difference).
         calls_without_usage: calls whose record has no token counts (failed calls, or made before counting).
         cost_usd: summed cost; ``None`` when no call of the group has a price.
         units: units of the group (for the cost per 1,000 units).
@@ -258,8 +281,12 @@ class TokenTotals:
     cost_usd: float | None = None
     units: int = 0
     retries: int = 0
+    cache_write_tokens: int = 0
+    cache_hits: int = 0
+    uncached_cost_usd: float | None = None
 
-    def add(self, record: Mapping[str, Any], cost: float | None, retry: bool = False) -> None:
+    def add(self, record: Mapping[str, Any], cost: float | None, retry: bool = False,
+            uncached: float | None = None) -> None:
         """Count one call record with its cost (``None``: unpriced); ``retry``: it re-asked a failed answer."""
         self.calls += 1
         self.retries += bool(retry)
@@ -269,8 +296,12 @@ class TokenTotals:
         self.prompt_tokens += int(record.get("prompt_tokens") or 0)
         self.completion_tokens += int(record.get("completion_tokens") or 0)
         self.cached_tokens += int(record.get("cached_tokens") or 0)
+        self.cache_write_tokens += int(record.get("cache_write_tokens") or 0)
+        self.cache_hits += bool(record.get("cached_tokens"))
         if cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + cost
+        if uncached is not None:
+            self.uncached_cost_usd = (self.uncached_cost_usd or 0.0) + uncached
 
     @property
     def cost_per_1000_units(self) -> float | None:
@@ -282,6 +313,16 @@ class TokenTotals:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready copy, costs rounded to 1e-6 USD, with ``cost_per_1000_units``."""
         out = asdict(self)
+        cache_fields = ("cache_write_tokens", "cache_hits", "uncached_cost_usd")
+        if not (self.cached_tokens or self.cache_write_tokens):  # the prompt-cache fields only where it was used
+            return self._plain({k: v for k, v in out.items() if k not in cache_fields})
+        out = self._plain(out)
+        out["uncached_cost_usd"] = None if self.uncached_cost_usd is None else round(self.uncached_cost_usd, 6)
+        out["cache_saving_usd"] = (None if self.cost_usd is None or self.uncached_cost_usd is None
+                                   else round(self.uncached_cost_usd - self.cost_usd, 6))
+        return out
+
+    def _plain(self, out: dict[str, Any]) -> dict[str, Any]:
         out["total_tokens"] = self.prompt_tokens + self.completion_tokens
         out["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
         per = self.cost_per_1000_units
@@ -337,11 +378,12 @@ def summarize_costs(records: Iterable[Mapping[str, Any]], prices: PriceTable, *,
             priced_as[model] = hit[0] if hit else None
         price = prices.models[priced_as[model]] if priced_as[model] else None
         cost = call_cost(record, price)
+        base = uncached_cost(record, price)
         dim = str((dimension_of(record) if dimension_of else None) or record.get("dimension")
                   or record.get("namespace") or "-")
-        by_dim.setdefault(dim, TokenTotals(units=units.get(dim, 0))).add(record, cost, retry)
-        by_judge.setdefault(model, TokenTotals(units=total.units)).add(record, cost, retry)
-        total.add(record, cost, retry)
+        by_dim.setdefault(dim, TokenTotals(units=units.get(dim, 0))).add(record, cost, retry, base)
+        by_judge.setdefault(model, TokenTotals(units=total.units)).add(record, cost, retry, base)
+        total.add(record, cost, retry, base)
     return {
         "prices": prices.describe(),
         "by_dimension": {d: t.to_dict() for d, t in by_dim.items()},
@@ -368,6 +410,14 @@ def cost_lines(summary: Mapping[str, Any]) -> list[str]:
              + f" (prices as of {summary['prices']['as_of']})"]
     if total.get("retries"):
         lines[0] += f"; {total['retries']} of the calls were retries of a failed answer (each attempt is paid)"
+    if total.get("cached_tokens") or total.get("cache_write_tokens"):
+        share = total["cached_tokens"] / total["prompt_tokens"] if total["prompt_tokens"] else 0.0
+        saved = total.get("cache_saving_usd")
+        lines.append(f"  prompt cache: {total['cache_hits']} of {total['calls']} call(s) read from it, "
+                     f"{total['cached_tokens']:,} of {total['prompt_tokens']:,} prompt tokens ({share:.1%}) served "
+                     f"from cache, {total.get('cache_write_tokens', 0):,} written"
+                     + ("" if saved is None else f"; saved ${saved:,.4f} of ${total['uncached_cost_usd']:,.4f} "
+                        "without it"))
     if total.get("calls_without_usage"):
         lines[0] += f"; {total['calls_without_usage']} call(s) without a token count"
     dims = [f"{d} {t['prompt_tokens'] + t['completion_tokens']:,} tokens"

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from surveyalign.backends import Backend, Generation, GenerationSettings
 from surveyalign.calls.fuse import fuse_samples
 
-__all__ = ["Call", "OnResult", "answers_from_models", "arun_calls", "run_calls", "run_coroutine"]
+__all__ = ["Call", "OnResult", "answers_from_models", "arun_calls", "cache_rules", "run_calls", "run_coroutine"]
 
 _log = logging.getLogger(__name__)
 
@@ -77,38 +77,99 @@ def _option(backend: Any, name: str) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
+def cache_rules(backend: Any) -> Any:
+    """The provider prompt cache ``backend`` meets (its ``prompt_cache()``; ``None`` when it has none)."""
+    ask = getattr(backend, "prompt_cache", None)
+    return ask() if callable(ask) else None
+
+
+def _cache_waves(backend: Any, calls: Sequence[Call]) -> list[list[list[Call]]]:
+    """The prefix groups of ``calls`` (:func:`surveyalign.calls.prefix.order_for_cache`), each as a list of runs
+    whose first run is sent alone before the others: the group's first call (its whole fused run when the backend
+    sends a run's samples as one request), so the others find its prefix in the provider's cache."""
+    from surveyalign.calls.prefix import order_for_cache, prefix_group
+
+    groups: dict[str, list[Call]] = {}
+    for call in order_for_cache(calls):
+        groups.setdefault(prefix_group(call), []).append(call)
+    one_request = bool(getattr(backend, "n_per_request", False))
+    out = []
+    for members in groups.values():
+        runs = fuse_samples(members)
+        if not one_request and len(runs[0]) > 1:
+            runs = [runs[0][:1], runs[0][1:], *runs[1:]]
+        out.append(runs)
+    return out
+
+
 async def _run_async(backend: Any, calls: Sequence[Call], concurrency: int, record: OnResult) -> None:
     """``concurrency`` workers pull runs of calls (the K samples of one prompt: :func:`fuse_samples`) and await
-    one ``agenerate(n=len(run))`` each; every answer is recorded on arrival."""
-    pending = list(reversed(fuse_samples(calls)))
+    one ``agenerate(n=len(run))`` each; every answer is recorded on arrival. A backend with a provider prompt cache
+    (:func:`cache_rules`) gets its calls by prefix group: a group's first call, then the rest of the group
+    together, at most ``concurrency`` groups open at once and ``concurrency`` requests in flight."""
     set_limit = getattr(backend, "set_concurrency", None)
     if callable(set_limit):  # one knob: the run's limit is what the backend keeps in flight (issue 23)
         set_limit(concurrency)
+    if cache_rules(backend) is not None:
+        try:
+            await _run_waves(backend, calls, concurrency, record)
+        finally:
+            await _aclose(backend)
+        return
+    pending = list(reversed(fuse_samples(calls)))
 
     async def worker() -> None:
         while pending:
             run = pending.pop()
-            t0 = time.perf_counter()
-            try:
-                out = await backend.agenerate([run[0].messages], run[0].settings, n=len(run))
-                generations = list(out[0])
-                if len(generations) != len(run):
-                    raise RuntimeError(f"backend returned {len(generations)} answers for {len(run)} samples")
-            except Exception as err:  # noqa: BLE001 - a backend bug becomes this call's recorded error
-                generations = [_failed(err)] * len(run)
-            seconds = (time.perf_counter() - t0) / len(run)
-            for call, generation in zip(run, generations):
-                record(call, generation, seconds)
+            await _send(backend, run, record)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(concurrency, len(calls)))))
     finally:
-        aclose = getattr(backend, "aclose", None)
-        if callable(aclose):
-            try:
-                await aclose()
-            except Exception as err:  # noqa: BLE001
-                _log.debug("closing the async client of %s failed: %s", type(backend).__name__, err)
+        await _aclose(backend)
+
+
+async def _run_waves(backend: Any, calls: Sequence[Call], concurrency: int, record: OnResult) -> None:
+    """:func:`_cache_waves` groups through ``concurrency`` group workers sharing ``concurrency`` request slots."""
+    pending = list(reversed(_cache_waves(backend, calls)))
+    slots = asyncio.Semaphore(concurrency)
+
+    async def limited(run: list[Call]) -> None:
+        async with slots:
+            await _send(backend, run, record)
+
+    async def worker() -> None:
+        while pending:
+            runs = pending.pop()
+            await limited(runs[0])
+            if runs[1:]:
+                await asyncio.gather(*(limited(run) for run in runs[1:]))
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(pending)))))
+
+
+async def _send(backend: Any, run: list[Call], record: OnResult) -> None:
+    """One ``agenerate(n=len(run))`` of a run of samples; every answer recorded (a failure as the run's error)."""
+    t0 = time.perf_counter()
+    try:
+        out = await backend.agenerate([run[0].messages], run[0].settings, n=len(run))
+        generations = list(out[0])
+        if len(generations) != len(run):
+            raise RuntimeError(f"backend returned {len(generations)} answers for {len(run)} samples")
+    except Exception as err:  # noqa: BLE001 - a backend bug becomes this call's recorded error
+        generations = [_failed(err)] * len(run)
+    seconds = (time.perf_counter() - t0) / len(run)
+    for call, generation in zip(run, generations):
+        record(call, generation, seconds)
+
+
+async def _aclose(backend: Any) -> None:
+    aclose = getattr(backend, "aclose", None)
+    if callable(aclose):
+        try:
+            await aclose()
+        except Exception as err:  # noqa: BLE001
+            _log.debug("closing the async client of %s failed: %s", type(backend).__name__, err)
 
 
 def _run_sync(backend: Any, calls: Sequence[Call], batch_size: int, record: OnResult) -> None:

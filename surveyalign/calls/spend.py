@@ -236,7 +236,8 @@ def spent_usd(cache: CallCache, calls: Sequence[Call], prices: PriceTable,
         hit = prices.lookup(model_of(by_key[rec["key"]]))
         if hit is not None:
             total += hit[1].cost(int(rec.get("prompt_tokens") or 0), int(rec.get("completion_tokens") or 0),
-                                 int(rec.get("cached_tokens") or 0), batch=bool(rec.get("batch_id")))
+                                 int(rec.get("cached_tokens") or 0), batch=bool(rec.get("batch_id")),
+                                 cache_write_tokens=int(rec.get("cache_write_tokens") or 0))
     return total
 
 
@@ -265,5 +266,6 @@ def answer_cost(prices: PriceTable, model_of: Callable[[Any], str | None] = mode
         if hit is None:
             return None
         return hit[1].cost(int(generation.prompt_tokens or 0), int(generation.completion_tokens or 0),
-                           int(generation.cached_tokens or 0), batch=bool(generation.batch_id))
+                           int(generation.cached_tokens or 0), batch=bool(generation.batch_id),
+                           cache_write_tokens=int(getattr(generation, "cache_write_tokens", None) or 0))
     return cost_of

@@ -9,6 +9,7 @@ evaluated units carry knowledge) and takes the length budget ``max_length`` from
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from surveyalign.evaluation.config import EvalConfig
@@ -166,7 +167,9 @@ def check_training_records(config: EvalConfig, units: list[Unit], given: Any | N
         also ``"knowledge": {"train": [with, n], "evaluation": [with, n]}`` (counts; ``None`` where unknown).
 
     Raises:
-        TrainingMismatchError: on any mismatch unless ``config.allow_training_mismatch`` (then a warning is
+        TrainingMismatchError: ``layout`` other than ``app_c`` for a dimension judged by an adapter with a training
+            record (one line naming the record; never allowed: the adapter never saw that prompt order); on any
+            other mismatch unless ``config.allow_training_mismatch`` (then a warning is
             printed and the mismatches are recorded).
     """
     with_knowledge = {unit.dimension for unit in units
@@ -178,6 +181,12 @@ def check_training_records(config: EvalConfig, units: list[Unit], given: Any | N
         if adapter is None:
             continue
         record = training_record(adapter)
+        if record is not None and config.layout != "app_c":
+            from surveyalign.models.record import TRAINING_RECORD
+
+            raise TrainingMismatchError(
+                f"layout: {config.layout} is for zero-shot judges only: adapter {adapter} (judging {dim}) was trained "
+                f"on the App. C prompt order ({Path(adapter) / TRAINING_RECORD}); use layout: app_c (CLI --layout app_c)")
         entry: dict[str, Any] = {"adapter": adapter, "record": None, "mismatches": [],
                                  "use_knowledge_checked": dim in with_knowledge}
         summary[dim] = entry

@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="judge name shown in the leaderboard (overrides `name`)")
     p.add_argument("--limit", type=positive_int, help="at most this many units per dimension (smoke runs)")
     p.add_argument("--samples", type=positive_int, help="K samples per unit (overrides `samples_per_unit`)")
+    p.add_argument("--layout", choices=("app_c", "shared"),
+                   help="prompt layout (overrides `layout`): app_c (App. C order) or shared (the survey first: a "
+                   "survey's dimensions share a cached prefix; zero-shot judges only)")
     p.add_argument("--model", help="model name or folder (overrides `backend.options.model`)")
     p.add_argument("--adapter", help="PEFT adapter folder for every dimension (overrides `backend.options.adapter` "
                    "and any per-dimension adapter of the YAML)")
@@ -123,6 +126,7 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "name": args.name,
         "limit": args.limit,
         "samples_per_unit": args.samples,
+        "layout": getattr(args, "layout", None),
         "backend.options.model": args.model,
         "backend.options.adapter": args.adapter,
         "backend.options.base_url": args.base_url,
@@ -147,7 +151,7 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
 FLAG_OF_KEY = {
     "dataset": "--dataset", "split": "--split", "dimensions": "--dimensions", "output_dir": "--output-dir",
     "run_name": "--run-name", "name": "--name", "limit": "--limit", "samples_per_unit": "--samples",
-    "backend.options.model": "--model", "backend.options.adapter": "--adapter",
+    "layout": "--layout", "backend.options.model": "--model", "backend.options.adapter": "--adapter",
     "backend.options.base_url": "--base-url", "concurrency": "--concurrency", "max_length": "--max-length",
     "tokenizer": "--tokenizer", "backend.options.quantization": "--quantization", "max_cost": "--max-cost",
     "prices": "--prices", "synthesis": "--no-synthesis", "batch": "--batch",

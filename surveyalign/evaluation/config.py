@@ -80,6 +80,10 @@ class EvalConfig(ModelRole):
     split: str = Field("test", description="split to evaluate: train | validation | test")
     dimensions: list[DimensionName] = Field(default_factory=lambda: list(DIMENSIONS), description="dimensions to judge")
     protocol: Literal["v1.0", "v1.1"] = Field("v1.0", description="prompt/answer protocol version")
+    layout: Literal["app_c", "shared"] = Field(
+        "app_c", description="prompt layout: app_c (SurveyReview App. C order; what adapters are trained on) or shared "
+        "(the survey first, the dimension's instructions after it: a survey's four dimensions share a cached prefix; "
+        "zero-shot judges only; CLI --layout)")
     samples_per_unit: int = Field(1, ge=1, description="K judgements per unit (paper App. E: K=5 at T=0.7)")
     aggregation: Literal["majority"] = Field(
         "majority", description="K>1: majority vote, tie -> highest mean log-probability (App. E)"

@@ -68,7 +68,7 @@ def judge_identity(config: EvalConfig, describes: dict[str, dict[str, Any]], tem
         "served_models": dict(sorted(served.items())),
         "system_fingerprints": dict(sorted(prints.items())),
         "fingerprints": {g: {k: d[k] for k in _FINGERPRINT_KEYS if d.get(k) is not None} for g, d in describes.items()},
-        "prompt_version": {"protocol": config.protocol, "template_hashes": template_hashes},
+        "prompt_version": {"protocol": config.protocol, "layout": config.layout, "template_hashes": template_hashes},
         "package_version": __version__,
         "price_table_date": price_date,
         "price_table_note": price_note,

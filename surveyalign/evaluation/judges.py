@@ -114,7 +114,7 @@ def build_judge(config: EvalConfig, given: Backend | None
         budget, sources[dim] = max_length_for(config, dim, given)
         options[dim] = DimensionOptions(max_length=budget, tokenizer=config.tokenizer, backend=groups[of_dim[dim]])
     judge = Judge(groups["shared"], protocol=config.protocol, settings=config.generation, dimensions=options,
-                  concurrency=config.concurrency, batch_size=config.batch_size)
+                  concurrency=config.concurrency, batch_size=config.batch_size, layout=config.layout)
     if config.tokenizer:
         try:
             judge.tokenizer_for(config.dimensions[0])  # loaded once, now: a bad folder fails before any call

@@ -56,6 +56,7 @@ def run_config(config: EvalConfig, run_dir: Path, data_info: dict[str, Any], tem
         "data": data_info,
         "prompts": {
             "protocol": config.protocol,
+            "layout": config.layout,
             "template_hashes": template_hashes,
             "knowledge_dimensions": config.knowledge_dimensions,
         },

@@ -46,6 +46,7 @@ from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation import finished, stream
 from surveyalign.evaluation.adapters import check_training_records
+from surveyalign.evaluation.caching import cache_plan, cache_plan_lines
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.consolidation import (
     merge_calls,
@@ -278,16 +279,17 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                                           rqs_unwritten=unwritten)
                 if plan_only:
                     planned = [*all_calls, *merge_all, *rqs_all]
+                    cached_plan = cache_plan(todo, judge, cache, prices, model_of_call)
                     for line in plan.lines(spent_usd=spent_usd(cache, planned, prices, model_of_call),
                                            cached_calls=cached + len(rqs_all) - len(rqs_todo)) + \
-                            merge_lines(merge_plan) + context_lines(contexts):
+                            cache_plan_lines(cached_plan) + merge_lines(merge_plan) + context_lines(contexts):
                         console.print(line, markup=False)
                     _print_attempts(console, cache.attempts(c.key for c in planned))
                     if unwritten:
                         console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
                                       "every unit is scored, each rationale as long as a judge answer)", markup=False)
                     return RunResult(run_dir=run_dir, metrics={}, counts={},
-                                     calls={"plan": plan.to_dict(), "context": contexts})
+                                     calls={"plan": {**plan.to_dict(), "cache": cached_plan}, "context": contexts})
                 cap = make_cap(config, [*all_calls, *merge_all, *rqs_all], cache, prices, model_of_call, estimate)
                 cost_of = answer_cost(prices)
                 calls.update(cached=cached, made=len(todo))
@@ -334,7 +336,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                                     consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
                                     seed=config.generation.seed, alpha=config.has.alpha, beta=config.has.beta)
     metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
-                          "prompt_length": prompt_length, "cost": cost}
+                          "prompt_length": prompt_length, "cost": cost, "layout": config.layout}
     if merged:
         metrics["harness"]["synthesis_counts"] = run_config["synthesis_counts"] = merged
     metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension (issue 21 B)

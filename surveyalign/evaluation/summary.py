@@ -39,6 +39,8 @@ def print_summary(console: Any, config: EvalConfig, metrics: dict[str, Any], pre
     """
     if metrics.get("judge"):
         console.print(metrics["judge"]["line"], markup=False)
+    if config.layout != "app_c":  # a prompt variant: every report says so
+        console.print(f"prompt layout: {config.layout} (the survey first; not the App. C order)", markup=False)
     try:
         console.print(render_leaderboard({config.name: metrics}))
     except Exception as err:  # noqa: BLE001 - the status table below is still printed

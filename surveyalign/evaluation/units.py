@@ -230,8 +230,9 @@ def template_hashes(config: EvalConfig) -> dict[str, dict[str, str]]:
     """Template hashes (``JudgePrompt.template_hash``) per dimension, without and with knowledge augmentation."""
     out: dict[str, dict[str, str]] = {}
     for dim in config.dimensions:
-        entry = {"plain": build_judge_prompt(dim, "x", protocol=config.protocol).template_hash}
+        entry = {"plain": build_judge_prompt(dim, "x", protocol=config.protocol, layout=config.layout).template_hash}
         if dim in config.knowledge_dimensions:
-            entry["knowledge"] = build_judge_prompt(dim, "x", protocol=config.protocol, knowledge="k").template_hash
+            entry["knowledge"] = build_judge_prompt(dim, "x", protocol=config.protocol, knowledge="k",
+                                                    layout=config.layout).template_hash
         out[dim] = entry
     return out

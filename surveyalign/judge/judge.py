@@ -128,6 +128,8 @@ class Judge:
         concurrency: requests in flight for async backends (default: the backend's own).
         batch_size: prompts per ``generate`` for the other backends (default: the backend's own).
         context_length: model context in tokens (default: the local backend's; unknown for API backends).
+        layout: prompt layout, ``"app_c"`` (SurveyReview App. C, default) or ``"shared"`` (the survey first, so a
+            survey's dimensions share a cached prefix; :func:`surveyalign.prompts.build_judge_prompt`).
 
     The judge does not own its backends: close them yourself (``with load_backend(...) as backend:``).
     """
@@ -137,8 +139,9 @@ class Judge:
                  dimensions: Mapping[Dimension, DimensionOptions] | None = None,
                  default: DimensionOptions | None = None, vote: VoteFn = vote_samples,
                  cache: CallCache | None = None, concurrency: int | None = None, batch_size: int | None = None,
-                 context_length: int | None = None) -> None:
+                 context_length: int | None = None, layout: str = "app_c") -> None:
         self.backend = backend
+        self.layout = layout
         self.protocol = protocol
         self.settings = settings if settings is not None else GenerationSettings()
         self.dimensions = dict(dimensions or {})
@@ -231,9 +234,10 @@ class Judge:
 
         def build(text: str) -> list[dict[str, str]]:
             return build_judge_prompt(dim, text, protocol=self.protocol, knowledge=knowledge,
-                                      title=title).messages()
+                                      title=title, layout=self.layout).messages()
 
-        template = build_judge_prompt(dim, survey or "", protocol=self.protocol, knowledge=knowledge, title=title)
+        template = build_judge_prompt(dim, survey or "", protocol=self.protocol, knowledge=knowledge, title=title,
+                                      layout=self.layout)
         common = {"dimension": dim, "template_hash": template.template_hash, "has_knowledge": template.has_knowledge,
                   "survey_chars": len(survey or ""), "neutralised": template.neutralised,
                   "untrusted": tuple(t for t in (survey, title, knowledge) if t)}

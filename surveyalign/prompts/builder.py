@@ -11,6 +11,12 @@ a closing separator. The prompt is one user message (no system prompt).
 The survey text, the title and the knowledge block are untrusted: their answer-format tokens (score markers,
 think/reason/score tags, JSON keys) are neutralised into same-length look-alikes before they enter the prompt
 (:func:`surveyalign.documents.untrusted.neutralise`); ``JudgePrompt.neutralised`` names each one.
+
+The ``shared`` layout (opt-in, zero-shot judges only: adapters are trained on the App. C order) puts the survey
+block first (survey heading, title line, survey text, separator) and everything App. C puts before it after that
+block, the answer format last. The survey block is then the same for a survey's four dimensions, so a provider's
+prompt cache can serve it to all of them; the user message carries its length under
+:data:`~surveyalign.constants.CACHE_PREFIX_KEY`.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from surveyalign.constants import DIMENSIONS, VALID_SCORES, Dimension
+from surveyalign.constants import CACHE_PREFIX_KEY, DIMENSIONS, PROMPT_LAYOUTS, VALID_SCORES, Dimension
 from surveyalign.documents.untrusted import NeutralisedSpan, neutralise
 from surveyalign.prompts import templates as T
 from surveyalign.prompts.protocols import DEFAULT_PROTOCOL, Protocol, get_protocol
@@ -52,8 +58,11 @@ class JudgePrompt:
         suffix: what follows the survey text (a newline and the closing separator).
         has_knowledge: whether a knowledge-augmentation block is included.
         template_hash: sha256 hex digest (64 chars) of the template skeleton for this dimension, protocol, KA flag
-            and title flag; independent of the survey text, KA content and title, so an evaluation cache
-            can key on it and a change in any template string invalidates it.
+            and title flag (and layout, for ``shared``); independent of the survey text, KA content and title, so
+            an evaluation cache can key on it and a change in any template string invalidates it.
+        layout: ``"app_c"`` (instruction before the survey) or ``"shared"`` (survey block first).
+        shared_chars: with the ``shared`` layout, how many leading characters of :attr:`content` are the survey
+            block every dimension of the survey shares (``None`` for ``app_c``).
         neutralised: the answer-format tokens neutralised in the survey text, the title and the knowledge block
             (in that order; offsets are into each text).
     """
@@ -66,19 +75,28 @@ class JudgePrompt:
     has_knowledge: bool
     template_hash: str
     neutralised: tuple[NeutralisedSpan, ...] = ()
+    layout: str = "app_c"
+    shared_chars: int | None = None
 
     @property
     def content(self) -> str:
         """The full user message: ``instruction + input + suffix``."""
         return self.instruction + self.input + self.suffix
 
-    def messages(self) -> list[dict[str, str]]:
-        """The prompt as a chat: ``[{"role": "user", "content": self.content}]`` (no system message)."""
-        return [{"role": "user", "content": self.content}]
+    def messages(self) -> list[dict[str, Any]]:
+        """The prompt as a chat: ``[{"role": "user", "content": self.content}]`` (no system message); with the
+        ``shared`` layout the message also carries ``CACHE_PREFIX_KEY: shared_chars`` (never sent as such)."""
+        message: dict[str, Any] = {"role": "user", "content": self.content}
+        if self.shared_chars is not None:
+            message[CACHE_PREFIX_KEY] = self.shared_chars
+        return [message]
 
 
-def _render_parts(rubric: T.DimensionRubric, protocol: Protocol, knowledge: str | None, title: str | None) -> tuple[str, str]:
+def _render_parts(rubric: T.DimensionRubric, protocol: Protocol, knowledge: str | None, title: str | None,
+                  layout: str = "app_c") -> tuple[str, str]:
     """Return ``(instruction, suffix)`` for one rubric/protocol; the survey goes between them."""
+    if layout == "shared":
+        return _render_shared(rubric, protocol, knowledge, title)
     label = rubric.label
     head: list[str] = [T.ROLE.format(label=label)]
     if knowledge is not None:
@@ -102,9 +120,36 @@ def _render_parts(rubric: T.DimensionRubric, protocol: Protocol, knowledge: str 
     return instruction, "\n" + T.SEPARATOR
 
 
-def _template_hash(rubric: T.DimensionRubric, protocol: Protocol, has_knowledge: bool, has_title: bool) -> str:
+def _survey_head(title: str | None) -> str:
+    head = T.SURVEY_HEADING
+    if title is not None:
+        head += "\n" + T.TITLE_LINE.format(title=title.strip())
+    return head + "\n\n"
+
+
+def _render_shared(rubric: T.DimensionRubric, protocol: Protocol, knowledge: str | None, title: str | None
+                   ) -> tuple[str, str]:
+    """``(instruction, suffix)`` of the ``shared`` layout: the survey block first (heading, title, [survey],
+    separator), then role, KA description, definition, criteria, requirements, KA content and the answer format."""
+    label = rubric.label
+    tail: list[str] = [T.SHARED_ROLE.format(label=label)]
+    if knowledge is not None:
+        tail.append(rubric.ka_description.format(label=label))
+    criteria = "\n".join(
+        f"{score:+d} ({T.SCORE_LABELS[score]}): {rubric.criteria[score]}" for score in VALID_SCORES
+    )
+    tail += [T.DEFINITION_HEADING.format(label=label) + "\n" + rubric.definition,
+             T.CRITERIA_HEADING.format(label=label) + "\n" + criteria, T.REQUIREMENTS]
+    if knowledge is not None:
+        tail.append(rubric.ka_heading + "\n" + knowledge.strip())
+    tail.append(T.FORMAT_HEADING + "\n" + protocol.format_text)
+    return _survey_head(title), "\n" + T.SEPARATOR + "\n\n" + "\n\n".join(tail)
+
+
+def _template_hash(rubric: T.DimensionRubric, protocol: Protocol, has_knowledge: bool, has_title: bool,
+                   layout: str = "app_c") -> str:
     instruction, suffix = _render_parts(
-        rubric, protocol, _KNOWLEDGE_SLOT if has_knowledge else None, _TITLE_SLOT if has_title else None
+        rubric, protocol, _KNOWLEDGE_SLOT if has_knowledge else None, _TITLE_SLOT if has_title else None, layout
     )
     payload = {
         "template_version": T.TEMPLATE_VERSION,
@@ -114,6 +159,8 @@ def _template_hash(rubric: T.DimensionRubric, protocol: Protocol, has_knowledge:
         "title": has_title,
         "skeleton": instruction + "\x00survey\x00" + suffix,
     }
+    if layout != "app_c":  # App. C hashes stay as they were (every cached answer keyed on them stays valid)
+        payload["layout"] = layout
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=True).encode("utf-8")).hexdigest()
 
 
@@ -132,6 +179,7 @@ def build_judge_prompt(
     protocol: str | Protocol = DEFAULT_PROTOCOL,
     knowledge: str | None = None,
     title: str | None = None,
+    layout: str = "app_c",
 ) -> JudgePrompt:
     """Build the judge prompt of one unit (SurveyReview App. C; KA placement from App. F / §5.2).
 
@@ -144,12 +192,14 @@ def build_judge_prompt(
         knowledge: knowledge-augmentation content (Comp-KA or Crit-KA text). ``None`` or a blank string
             means no KA: neither the KA description nor the KA block appears.
         title: the survey's title, shown above the text when given (blank means none).
+        layout: ``"app_c"`` (default: the App. C order, the one adapters are trained on) or ``"shared"`` (the
+            survey block first, the dimension's instructions and the answer format after it; see the module).
 
     Returns:
         A :class:`JudgePrompt`; ``.messages()`` is the single user message to send.
 
     Raises:
-        ValueError: unknown dimension or protocol (the message names the bad value).
+        ValueError: unknown dimension, protocol or layout (the message names the bad value).
         TypeError: ``text``, ``knowledge`` or ``title`` is not a string.
     """
     if dimension not in T.RUBRICS:  # a Dimension is parsed at the edge; this names a wrong name in Python use
@@ -160,10 +210,13 @@ def build_judge_prompt(
         raise TypeError(f"survey text must be a string, got {type(text).__name__}")
     knowledge = _clean_optional(knowledge, "knowledge")
     title = _clean_optional(title, "title")
+    if layout not in PROMPT_LAYOUTS:
+        raise ValueError(f"unknown prompt layout {layout!r}; expected one of {', '.join(PROMPT_LAYOUTS)}")
     rubric = T.RUBRICS[dim]
     body, head, block = neutralise(text), neutralise(title or ""), neutralise(knowledge or "")
     instruction, suffix = _render_parts(rubric, proto, block.text if knowledge is not None else None,
-                                        head.text if title is not None else None)
+                                        head.text if title is not None else None, layout)
+    shared = None if layout == "app_c" else len(instruction) + len(body.text) + len("\n" + T.SEPARATOR + "\n\n")
     return JudgePrompt(
         dimension=dim,
         protocol=proto.name,
@@ -171,8 +224,10 @@ def build_judge_prompt(
         input=body.text,
         suffix=suffix,
         has_knowledge=knowledge is not None,
-        template_hash=_template_hash(rubric, proto, knowledge is not None, title is not None),
+        template_hash=_template_hash(rubric, proto, knowledge is not None, title is not None, layout),
         neutralised=body.spans + head.spans + block.spans,
+        layout=layout,
+        shared_chars=shared,
     )
 
 

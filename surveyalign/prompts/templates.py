@@ -41,6 +41,12 @@ ROLE = (
     "You are an experienced peer reviewer of survey articles. Assess the survey given at the end of "
     "this message with respect to a single aspect only: {label}. Ignore every other quality of the work."
 )
+#: The role of the ``shared`` layout (survey first): the survey is above the instructions, not at the end.
+SHARED_ROLE = (
+    "You are an experienced peer reviewer of survey articles. Assess the survey given above, between the survey "
+    "heading and the separator line, with respect to a single aspect only: {label}. Ignore every other quality "
+    "of the work."
+)
 DEFINITION_HEADING = "## What {label} means"
 CRITERIA_HEADING = "## How to score {label}"
 REQUIREMENTS = (

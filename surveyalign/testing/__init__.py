@@ -9,6 +9,8 @@
 - :mod:`~surveyalign.testing.batch_server`: :class:`FakeBatchServer`, OpenAI Files + Batch and Anthropic Message
   Batches on 127.0.0.1 in their documented shapes (files, batches, results, cancel, expiry), for the official SDKs
   (shapes and limits in :mod:`~surveyalign.testing.batch_shapes`);
+- :mod:`~surveyalign.testing.prompt_cache`: :class:`StandInPromptCache`, the providers' prompt caches (Anthropic
+  breakpoints, OpenAI automatic prefixes) for both servers;
 - :mod:`~surveyalign.testing.standins`: offline stand-ins for an RQS judge and a Crit-KA summariser (not models).
 """
 
@@ -19,11 +21,12 @@ import lazy_loader
 __getattr__ = lazy_loader.attach(
     __name__,
     submod_attrs={"batch_server": ["FakeBatchServer"], "batch_shapes": ["BatchCall"], "chat_server": ["FakeChatServer"],
+                  "prompt_cache": ["StandInPromptCache"],
                   "scholar_server": ["FakeScholarServer", "RequestLog"],
                   "standins": ["LEXICAL_RQS_NAME", "extractive_summary_reply", "lexical_rqs_reply"],
                   "stress_judges": ["gullible_reply", "robust_reply"],
                   "tiny": ["CHAT_TEMPLATE", "TinyModelSpec", "build_tiny_model"]})[0]
 
 __all__ = ["CHAT_TEMPLATE", "LEXICAL_RQS_NAME", "BatchCall", "FakeBatchServer", "FakeChatServer", "FakeScholarServer", "RequestLog",
-           "TinyModelSpec", "build_tiny_model", "extractive_summary_reply", "gullible_reply", "lexical_rqs_reply",
-           "robust_reply"]
+           "StandInPromptCache", "TinyModelSpec", "build_tiny_model", "extractive_summary_reply", "gullible_reply",
+           "lexical_rqs_reply", "robust_reply"]

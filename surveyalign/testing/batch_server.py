@@ -76,6 +76,8 @@ class FakeBatchServer(ThreadedApp):
         enqueued_token_limit: OpenAI's batch queue limit: a new batch whose prompt tokens (words, as in usage) plus
             those of the running batches (``validating``, ``in_progress``) pass it fails at validation with
             ``token_limit_exceeded``; ``None``: no limit. An attribute: a test may change it between runs.
+        prompt_cache: a :class:`~surveyalign.testing.prompt_cache.StandInPromptCache` every request goes through as
+            its batch ends, in batch order (Anthropic breakpoints / OpenAI prefixes); ``None`` (default): no cache.
 
     Attributes:
         created: ids of every batch created, both APIs, in order (a resubmission shows up here).
@@ -85,7 +87,8 @@ class FakeBatchServer(ThreadedApp):
 
     def __init__(self, *, reply: Callable[[dict[str, Any]], str] | None = None,
                  outcome: Callable[[dict[str, Any], int], str] | None = None, complete_after: float = 0.0,
-                 port: int = 0, enqueued_token_limit: int | None = None) -> None:
+                 port: int = 0, enqueued_token_limit: int | None = None, prompt_cache: Any = None) -> None:
+        self.prompt_cache = prompt_cache
         self.reply = reply or (lambda body: "The survey is fine.$$$-1$$$")
         self.outcome = outcome or (lambda body, attempt: "ok")
         self.complete_after = float(complete_after)
@@ -146,6 +149,7 @@ class FakeBatchServer(ThreadedApp):
             if verdict == "ok":
                 text = self.reply(body)
                 prompt, completion = words(body.get("messages")), len(text.split())
+                cached = self.prompt_cache.openai(body.get("messages"), body.get("model")) if self.prompt_cache else 0
                 n = int(body.get("n") or 1)
                 completion_body = {
                     "id": self._new_id("chatcmpl-"), "object": "chat.completion", "created": int(now),
@@ -154,7 +158,7 @@ class FakeBatchServer(ThreadedApp):
                                  "finish_reason": "stop", "logprobs": None} for i in range(n)],
                     "usage": {"prompt_tokens": prompt, "completion_tokens": completion * n,
                               "total_tokens": prompt + completion * n,
-                              "prompt_tokens_details": {"cached_tokens": 0}},
+                              "prompt_tokens_details": {"cached_tokens": cached}},
                 }
                 out_lines.append({"id": req_id, "custom_id": cid, "response": {
                     "status_code": 200, "request_id": req_id, "body": completion_body}, "error": None})
@@ -209,12 +213,13 @@ class FakeBatchServer(ThreadedApp):
                 verdict = self._decide(self._prompt_key(params), params)
             if verdict == "ok":
                 text = self.reply(params)
+                usage = ({"input_tokens": words(params.get("messages"), params.get("system")),
+                          "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+                         if self.prompt_cache is None else self.prompt_cache.anthropic(params))
                 message = {"id": self._new_id("msg_"), "type": "message", "role": "assistant",
                            "model": params.get("model"), "content": [{"type": "text", "text": text}],
                            "stop_reason": "end_turn", "stop_sequence": None,
-                           "usage": {"input_tokens": words(params.get("messages"), params.get("system")),
-                                     "output_tokens": len(text.split()), "cache_read_input_tokens": 0,
-                                     "cache_creation_input_tokens": 0}}
+                           "usage": {**usage, "output_tokens": len(text.split())}}
                 results.append({"custom_id": cid, "result": {"type": "succeeded", "message": message}})
                 counts["succeeded"] += 1
             elif verdict == "error":

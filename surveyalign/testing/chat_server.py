@@ -51,6 +51,9 @@ class FakeChatServer(ThreadedApp):
             choices (``None``: all ``n``): the stand-in for a server that answers fewer choices than asked.
         max_model_len: when set, ``GET /v1/models`` lists it (as vLLM does) for clients reading the context.
         tokenizer: a ``transformers`` tokenizer with a chat template: ``usage`` counts its tokens instead of words.
+        prompt_cache: a :class:`~surveyalign.testing.prompt_cache.StandInPromptCache` modelling OpenAI's automatic
+            prefix cache (a prefix seen within its ``ttl_s`` is read: ``usage.prompt_tokens_details.cached_tokens``);
+            ``None`` (default): nothing is cached.
         port: port to bind on 127.0.0.1; 0 picks a free one.
 
     Attributes:
@@ -78,8 +81,10 @@ class FakeChatServer(ThreadedApp):
         max_model_len: int | None = None,
         tokenizer: Any = None,
         port: int = 0,
+        prompt_cache: Any = None,
     ) -> None:
         self.tokenizer = tokenizer
+        self.prompt_cache = prompt_cache
         self.delay = float(delay)
         self._replies = replies if replies is not None else ["The survey is fine.$$$-1$$$"]
         self._cycle = itertools.cycle(self._replies) if isinstance(self._replies, list) else None
@@ -188,6 +193,9 @@ class FakeChatServer(ThreadedApp):
                     choices.append({**choice, "index": i})
                     texts.append(text)
                 usage = self._usage(body, prompt_words, texts[0])
+                if self.prompt_cache is not None:
+                    usage["prompt_tokens_details"] = {
+                        "cached_tokens": self.prompt_cache.openai(body.get("messages") or [], body.get("model"))}
                 for text in texts[1:]:  # the prompt is billed once, every choice's answer counted
                     more = self._usage(body, prompt_words, text)["completion_tokens"]
                     usage["completion_tokens"] += more

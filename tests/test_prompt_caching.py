@@ -1,0 +1,147 @@
+"""Provider prompt caching: the shared-survey layout, Anthropic breakpoints through Message Batches, OpenAI's
+automatic prefixes, cache write/read prices, ``--plan`` with and without the cache, and the adapter refusal,
+against the stand-in servers (a prefix seen within the TTL is a read; tokens are words)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from surveyalign.backends.request_bodies import chat_body, messages_params
+from surveyalign.backends.base import GenerationSettings
+from surveyalign.calls.cost import ModelPrice, load_prices
+from surveyalign.cli import main
+from surveyalign.prompts import build_judge_prompt
+from surveyalign.testing import FakeBatchServer, FakeChatServer, StandInPromptCache
+
+DIMS = ["readability", "structure", "comprehensiveness", "criticalness"]
+
+
+def _dataset(tmp_path: Path, n: int = 20, words: int = 4000) -> Path:
+    from surveyalign.data import build_dataset
+
+    rng = random.Random(0)
+    release = tmp_path / "release" / "raw"
+    release.mkdir(parents=True)
+    records = []
+    for p in range(n):
+        # 3-letter words: a word and its space are 4 characters, one token by the plan's 4-characters rule
+        body = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3)) for _ in range(words))
+        records.append({"uid": f"moprd-p{p}-v1-r1", "source": "moprd", "paper_title": f"A survey of topic {p}",
+                        "paper_text": f"# A survey of topic {p}\n\n{body}",
+                        "result": [{"dimension": d.capitalize(), "score": 1, "reasons": [f"reason {p}"]}
+                                   for d in DIMS]})
+    (release / "test_samples.json").write_text(json.dumps(records), encoding="utf-8")
+    build_dataset(tmp_path / "release", tmp_path / "ds", records="raw")
+    return tmp_path / "ds"
+
+
+def _config(tmp_path: Path, dataset: Path, run: str, options: dict, **top) -> Path:
+    path = tmp_path / f"{run}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": run, "dataset": str(dataset), "output_dir": str(tmp_path / "runs"), "run_name": run,
+        "progress": False, "bootstrap": 0, "dimensions": DIMS, "synthesis": False,
+        "backend": {"kind": "openai", "options": {"api_key_env": None, "batch_poll_s": 0.01,
+                                                  "prompt_cache_min_tokens": 1024, **options}},
+        "generation": {"temperature": 0.7, "seed": 0, "max_new_tokens": 4}, **top}))
+    return path
+
+
+def _plan_and_run(config: Path, capsys) -> tuple[dict, dict, str]:
+    from surveyalign.evaluation import EvalConfig, run_evaluation
+
+    cfg = EvalConfig.from_yaml(config)
+    planned = run_evaluation(cfg, plan_only=True).calls["plan"]["cache"]
+    plan_out = capsys.readouterr().out
+    assert main(["evaluate", "--config", str(config)]) == 0
+    metrics = json.loads((cfg.run_dir / "metrics.json").read_text())
+    return planned, metrics["harness"]["cost"]["total"], plan_out + capsys.readouterr().out
+
+
+def test_hand_computed_cost_of_one_uncached_and_one_cached_call():
+    haiku = load_prices().models["claude-haiku-4-5"]  # input 1.00, cache read 0.10, cache write 1.25, output 5.00
+    assert (haiku.input, haiku.cached_input, haiku.cache_write, haiku.output) == (1.0, 0.10, 1.25, 5.0)
+    # uncached: 10,000 prompt + 200 completion tokens = (10,000 x 1 + 200 x 5) / 1e6
+    assert haiku.cost(10_000, 200) == pytest.approx(0.011)
+    # cached: 9,000 read + 500 written + 500 fresh = (500 x 1 + 9,000 x 0.1 + 500 x 1.25 + 200 x 5) / 1e6
+    assert haiku.cost(10_000, 200, 9_000, cache_write_tokens=500) == pytest.approx(0.003025)
+    # Message Batches halve every rate, cache reads and writes included
+    assert haiku.cost(10_000, 200, 9_000, cache_write_tokens=500, batch=True) == pytest.approx(0.0015125)
+    with pytest.raises(ValueError, match="cached <= prompt"):
+        ModelPrice(input=1, output=1).cost(10, 0, 6, cache_write_tokens=5)
+
+
+def test_shared_layout_puts_the_survey_first_and_marks_it_for_anthropic():
+    prompts = [build_judge_prompt(d, "BODY " * 5, title="T", layout="shared") for d in DIMS]
+    prefixes = {p.content[:p.shared_chars] for p in prompts}
+    assert prefixes == {"Survey under review:\nTitle: T\n\n" + "BODY " * 5 + "\n" + "-" * 32 + "\n\n"}
+    assert prompts[0].content.rstrip().endswith("...$$$-1$$$).")  # the answer format last
+    app_c = build_judge_prompt("readability", "BODY")
+    assert app_c.shared_chars is None and "cache_prefix_chars" not in app_c.messages()[0]
+    assert app_c.template_hash != build_judge_prompt("readability", "BODY", layout="shared").template_hash
+    settings = GenerationSettings(max_new_tokens=8)
+    params = messages_params("claude-haiku-4-5", prompts[0].messages(), settings)
+    [message] = params["messages"]
+    assert [b["text"] for b in message["content"]] == [prompts[0].content[:prompts[0].shared_chars],
+                                                        prompts[0].content[prompts[0].shared_chars:]]
+    assert all(b["cache_control"] == {"type": "ephemeral"} for b in message["content"])
+    assert chat_body("m", prompts[0].messages(), settings)["messages"] == [{"role": "user",
+                                                                             "content": prompts[0].content}]
+    with pytest.raises(ValueError, match="unknown prompt layout 'other'"):
+        build_judge_prompt("readability", "x", layout="other")
+
+
+def test_anthropic_batch_shared_layout_k5_costs_under_a_quarter_of_the_list_price(tmp_path, capsys):
+    dataset = _dataset(tmp_path)
+    with FakeBatchServer(prompt_cache=StandInPromptCache(min_tokens=1024)) as server:
+        config = _config(tmp_path, dataset, "claude", {"model": "claude-haiku-4-5", "base_url": server.anthropic_url,
+                                                       "batch": "anthropic"}, layout="shared", samples_per_unit=5)
+        planned, total, out = _plan_and_run(config, capsys)
+    assert total["calls"] == 20 * 4 * 5 and total["batch_calls"] == 400
+    # recorded usage priced at the list price (no cache, no batch) is the naive run's cost
+    haiku = load_prices().models["claude-haiku-4-5"]
+    naive = haiku.cost(total["prompt_tokens"], total["completion_tokens"])
+    assert total["cost_usd"] <= 0.25 * naive
+    # per survey: 1 write of the survey block, 4 instruction writes, every other call a read
+    assert total["cache_hits"] == 20 * (4 * 5 - 1)
+    assert total["cached_tokens"] / total["prompt_tokens"] > 0.85
+    assert planned["this_run"] == "cache+batch"
+    assert planned["total"]["cache+batch"]["cost_usd"] == pytest.approx(total["cost_usd"], rel=0.10)
+    assert planned["total"]["list"]["cost_usd"] == pytest.approx(naive, rel=0.10)
+    assert "<- this run" in out and "per 1,000 surveys" in out and "prompt cache:" in out
+
+
+def test_openai_k1_shared_layout_saves_what_automatic_prefix_caching_allows(tmp_path, capsys):
+    dataset = _dataset(tmp_path, n=6, words=8000)
+    with FakeChatServer(prompt_cache=StandInPromptCache(min_tokens=1024, block=128)) as server:
+        config = _config(tmp_path, dataset, "gpt", {"model": "gpt-5.2", "base_url": server.base_url},
+                         layout="shared", concurrency=4)
+        planned, total, out = _plan_and_run(config, capsys)
+    # 3 of a survey's 4 calls read its survey block (heading 3 + title line 6 + "# A survey of topic p" 6 + 8,000
+    # body words + separator 1 = 8,016 words) in 128-word blocks past 1,024: 1,024 + 54 x 128 = 7,936 words each
+    assert total["cache_hits"] == 6 * 3
+    assert total["cached_tokens"] == 6 * 3 * (1024 + 54 * 128)
+    assert planned["total"]["cache"]["cost_usd"] == pytest.approx(total["cost_usd"], rel=0.10)
+    assert total["cost_usd"] < 0.6 * planned["total"]["list"]["cost_usd"]
+
+
+def test_shared_layout_is_refused_for_an_adapter_trained_on_the_app_c_order(tmp_path, dataset_dir, capsys):
+    from surveyalign.models import write_training_record
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    write_training_record(adapter, {"dimension": "readability", "protocol": "v1.0", "enable_thinking": False,
+                                    "use_knowledge": False})
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump({"name": "a", "dataset": str(dataset_dir), "output_dir": str(tmp_path),
+                                    "dimensions": ["readability"], "layout": "shared",
+                                    "backend": {"kind": "transformers", "options": {
+                                        "model": "m", "adapter": str(adapter)}}}))
+    assert main(["evaluate", "--config", str(path), "--plan"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "layout: shared is for zero-shot judges only" in err[0]
+    assert str(adapter / "surveyalign_training.json") in err[0]
