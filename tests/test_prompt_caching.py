@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from surveyalign.backends.request_bodies import chat_body, messages_params
 from surveyalign.backends.base import GenerationSettings
+from surveyalign.backends.request_bodies import chat_body, messages_params
 from surveyalign.calls.cost import ModelPrice, load_prices
 from surveyalign.cli import main
 from surveyalign.prompts import build_judge_prompt
