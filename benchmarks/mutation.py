@@ -73,6 +73,7 @@ DEFAULT_TESTS: dict[str, list[str]] = {
     # the worker (7)): the driver's generate / agenerate / dispatch / close and _connect_error run only with Ray
     # workers, in tests/test_ray_engine.py (slow: a local Ray instance starts in 30-120 s, per mutant)
     "surveyalign/backends/ray_backend.py": ["tests/test_ray_backend_edges.py"],
+    "surveyalign/backends/ray_cluster.py": ["tests/test_ray_backend_edges.py", "tests/test_ray_data_llm.py"],
 
     # documents layer: leakage, verbatim, snippet index, limits, fitting, reading (round 5)
     **{m: ["tests/test_data_leakage.py", "tests/test_data_guard.py", "tests/test_verbatim_reference.py",

@@ -28,6 +28,6 @@ import os as _os
 __version__ = "0.1.0"
 
 # pyarrow's bundled mimalloc commits its arenas eagerly by default; on a VM with transparent huge pages on
-# "madvise" that tripled the kernel (page-fault) time of writing the dataset's parquet files (issue 23: 2.1 s vs
-# 0.7 s of system CPU). Read by mimalloc when pyarrow loads, so set before; a value already set wins.
+# "madvise" that triples the kernel (page-fault) time of writing the dataset's parquet files (2.1 s vs 0.7 s of
+# system CPU). Read by mimalloc when pyarrow loads, so set before; a value already set wins.
 _os.environ.setdefault("MIMALLOC_ARENA_EAGER_COMMIT", "0")

@@ -110,7 +110,7 @@ def dimension_list(text: str) -> list[Dimension]:
 
 def add_cost_arguments(parser: argparse.ArgumentParser, *, kept: str = "the answers so far are kept",
                        config_keys: bool = False) -> None:
-    """Adds the spending flags shared by ``evaluate`` and ``score`` (issue 22): ``--plan``, ``--max-cost``, ``--prices``.
+    """Adds the spending flags shared by ``evaluate`` and ``score``: ``--plan``, ``--max-cost``, ``--prices``.
 
     Args:
         parser: the command's parser; gets ``plan`` (bool), ``max_cost`` (float USD > 0 or None) and ``prices``

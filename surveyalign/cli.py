@@ -6,7 +6,7 @@ submodules that the sub-packages load on first use (lazy_loader), so ``surveyali
 
 :func:`main` imports only the ``cli`` module of the command named on the command line: the other commands are
 listed from :data:`_COMMANDS` (name, module, one-line help) without importing their code, so ``surveyalign
---help`` imports no subcommand and ``surveyalign CMD --help`` imports one (issue 23). ``tests/test_cli_imports.py``
+--help`` imports no subcommand and ``surveyalign CMD --help`` imports one. ``tests/test_cli_imports.py``
 checks that the table's help lines are the ones the modules register.
 """
 

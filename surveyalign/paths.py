@@ -135,7 +135,7 @@ def content_sha256(content: str | bytes) -> str:
 
 
 def name_beside_earlier(name: str, digest: str, earlier: dict | None, *, source: str | None = None) -> str | None:
-    """The name an input takes when an earlier run's output already holds ``name`` (issue 21 A, across runs).
+    """The name an input takes when an earlier run's output already holds ``name`` (across runs).
 
     A run into a folder that holds a report of another input (``score a/survey.md`` yesterday, ``score
     b/survey.md`` today, same ``--out``) must not replace it. The earlier output records its input's content
@@ -164,7 +164,7 @@ def name_beside_earlier(name: str, digest: str, earlier: dict | None, *, source:
 
 def unique_output_names(raw_names: Sequence[object], contents: Sequence[str | bytes], *,
                         fallback: str = "item", reserved: Sequence[str] = ()) -> OutputNames:
-    """Stable, unique output stems for a batch of inputs: no input's output ever replaces another's (issue 21 A).
+    """Stable, unique output stems for a batch of inputs: no input's output ever replaces another's.
 
     Every command that writes one output per input (``score`` reports, PRISM review files, autorater papers,
     fetched PDFs, KA records) names its outputs through this function. Rules:

@@ -1,4 +1,4 @@
-"""One redaction rule for secrets in error texts (issue 26): applied where errors are created and recorded.
+"""One redaction rule for secrets in error texts: applied where errors are created and recorded.
 
 A server that echoes the request's ``Authorization`` header in its 401 body (``Bearer sk-...``) would otherwise put
 the key into ``predictions.jsonl``, ``calls.jsonl``, the console and ``score``'s ``<survey>.json`` / ``.md`` /

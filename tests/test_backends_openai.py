@@ -13,7 +13,7 @@ import time
 import pytest
 
 from surveyalign.backends import GenerationSettings, load_backend
-from surveyalign.backends.openai_api import parse_retry_after
+from surveyalign.backends.transport import parse_retry_after
 from surveyalign.testing import FakeChatServer
 
 USER = [{"role": "user", "content": "Judge this survey."}]

@@ -83,7 +83,7 @@ def _unreadable(call: Any, generation: Any) -> str | None:
 
 
 def unique_reviews(reviews: Sequence[ReviewRecord]) -> tuple[list[ReviewRecord], list[str]]:
-    """One record per distinct review, each under its own id (issue 21 A; :func:`surveyalign.paths.unique_output_names`).
+    """One record per distinct review, each under its own id (:func:`surveyalign.paths.unique_output_names`).
 
     A review given twice (same id, paper and text) is annotated once; different reviews that share an id (two
     collected folders numbering their reviews alike) each get the id plus ``-`` and 8 hex digits of their text's
@@ -156,7 +156,7 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
         Path(out).mkdir(parents=True, exist_ok=True)
         cache = CallCache.load(Path(out) / "calls.jsonl")
     try:
-        # issue 21 C: an answer with no label at all (no JSON, nothing readable) is asked again on a re-run
+        # an answer with no label at all (no JSON, nothing readable) is asked again on a re-run
         answers = cached_generate(calls, cache, progress=progress, desc="annotate", check=_unreadable)
     finally:
         if cache is not None:
@@ -224,13 +224,13 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
         "guideline_version": GUIDELINE_VERSION,
         "judge": judge or identity,
         "settings": settings.model_dump(),
-        # issue 21 C: how many answers came from calls.jsonl, were asked again (cached failed), were new
+        # how many answers came from calls.jsonl, were asked again (cached failed), were new
         "answers": dict(cache.counts) if cache is not None else None,
     }
     if out is not None:
         import json
 
-        # issue 21 A: annotations of reviews not in this run (an earlier run on other reviews into the same OUT)
+        # annotations of reviews not in this run (an earlier run on other reviews into the same OUT)
         # are kept after this run's records, never dropped
         kept = _earlier_records(Path(out) / "annotations.jsonl", {r["review_id"] for r in result.records})
         result.report["carried_over"] = len(kept)
@@ -242,7 +242,7 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
 
 def _earlier_records(path: Path, ids: set[str]) -> list[dict[str, Any]]:
     """The records of ``path`` (an earlier run's ``annotations.jsonl``) whose review is not in ``ids``; none when
-    the file is absent or unreadable (a torn file is rewritten by this run, as before)."""
+    the file is absent or unreadable (a torn file is rewritten by this run)."""
     if not path.exists():
         return []
     try:

@@ -230,7 +230,7 @@ def _annotate(args: argparse.Namespace) -> int:
         return _fail(str(err))
     if args.limit:
         reviews = reviews[:args.limit]
-    reviews, messages = unique_reviews(reviews)  # no review's annotation replaces another's (issue 21 A)
+    reviews, messages = unique_reviews(reviews)  # no review's annotation replaces another's
     for line in messages:
         print(line, file=sys.stderr)
     result = annotate_reviews(reviews, backend, judge.generation, out=args.out, samples=args.samples, titles=titles,
@@ -334,7 +334,7 @@ def _agreement(args: argparse.Namespace) -> int:
     if llm:
         print(f"LLM vs human: {scope['units_compared']} units compared; left out: "
               + ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in scope["left_out"].items()))
-    try:  # keep what the third person wrote (decisions, notes, added columns): issue 21 A
+    try:  # keep what the third person wrote (decisions, notes, added columns)
         rows, kept = merge_disagreements(out / "disagreements.csv", disagreements(human))
     except ValueError as err:
         return _fail(str(err))

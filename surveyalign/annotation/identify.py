@@ -199,7 +199,7 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
                            identity=identity) for i in to_screen]
         cache = CallCache.load(Path(out) / "calls.jsonl") if out is not None else None
         try:
-            # issue 21 C: a screen answer with no clear verdict is asked again on a re-run
+            # a screen answer with no clear verdict is asked again on a re-run
             answers = cached_generate(calls, cache, desc="screen",
                                       check=lambda call, gen: None if read_screen(gen.text, _shown(call))[0] != "failed"
                                       else read_screen(gen.text, _shown(call))[1])
@@ -233,7 +233,7 @@ def identify_surveys(candidates: Sequence[Candidate], backend: Backend | None, s
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        # a re-run keeps what a person wrote in the file (issue 21 A: no output overwrites another)
+        # a re-run keeps what a person wrote in the file (no output overwrites another)
         written, carried = merge_verification(out / "verification.csv", result.rows)
         result.report["verification_carried_over"] = carried
         write_verification(out / "verification.csv", written)

@@ -209,7 +209,7 @@ def read_surveys(path: str | os.PathLike) -> list[SurveyRecord]:
 
 def carry_person_cells(rows: Sequence[dict[str, str]], earlier: dict[Any, dict[str, str]], key: Callable[[dict[str, str]], Any],
                        person: Sequence[str]) -> tuple[list[dict[str, str]], dict[str, int]]:
-    """The rows of a new run with what a person wrote in the earlier file's rows carried over (issue 21 A).
+    """The rows of a new run with what a person wrote in the earlier file's rows carried over.
 
     Shared by ``verification.csv`` (:func:`surveyalign.annotation.identify.merge_verification`) and
     ``disagreements.csv`` (:func:`surveyalign.annotation.adjudicate.merge_disagreements`).

@@ -18,7 +18,7 @@ CLI: ``surveyalign autorate citation-f1|litreview|sxs-paper|sxs-litreview``.
 
 import lazy_loader
 
-# Every submodule loads on first use (lazy_loader), so the CLI's `--help` imports none of them (issue 23).
+# Every submodule loads on first use (lazy_loader), so the CLI's `--help` imports none of them.
 __getattr__ = lazy_loader.attach(
     __name__,
     submodules=["calls", "length", "litreview", "parsing", "prompts", "raters", "rubric",

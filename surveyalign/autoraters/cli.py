@@ -214,7 +214,7 @@ def _finish(args: argparse.Namespace, out_dir: Path, result: dict[str, Any], pat
     from surveyalign import __version__
     from surveyalign.autoraters.report import markdown_report, reading_summary
 
-    result["read"] = reading_summary(result)  # how much of the paper texts the judge read (issue 21 D)
+    result["read"] = reading_summary(result)  # how much of the paper texts the judge read
     result["run"] = {"command": ["surveyalign", *sys.argv[1:]] if sys.argv[1:2] == ["autorate"] else None,
                      "surveyalign_version": __version__, "inputs": _inputs(paths), "n_readable_answers": readable,
                      "n_answers": total, "answers": dict(cache.counts) if cache is not None else None}
@@ -233,7 +233,7 @@ def _finish(args: argparse.Namespace, out_dir: Path, result: dict[str, Any], pat
 
 
 def _out_dir(args: argparse.Namespace, command: str, paths: list[Path]) -> Path:
-    """The run folder: ``--output-dir``, else ``runs/autorate/COMMAND/<inputs>`` named after the inputs (issue 21 A).
+    """The run folder: ``--output-dir``, else ``runs/autorate/COMMAND/<inputs>`` named after the inputs.
 
     The default name is the input file stems joined by ``+`` (safe, bounded) and ``-`` plus 8 hex digits of the
     inputs' content hashes, in order: the same inputs find their folder (and call cache) again, other inputs (another

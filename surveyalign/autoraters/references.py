@@ -96,7 +96,7 @@ def paper_references(document: Document) -> PaperReferences:
         uncited = len(set(by_key) - set(document.cited_keys))
         return PaperReferences(numbered, source, problems, uncited)
     parsed = parse_markdown_references(document.text, path=where)
-    # fewer entries than the highest [n] the text cites: entries merged or lost on the way (issue 21 E)
+    # fewer entries than the highest [n] the text cites: entries merged or lost on the way
     check_reference_count(parsed, document.text)
     numbered = [(ref.key.removeprefix("ref-"), ref) for ref in parsed.references]
     return PaperReferences(numbered, "markdown", list(parsed.problems), cited_up_to=parsed.cited_up_to)

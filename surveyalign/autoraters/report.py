@@ -186,7 +186,7 @@ def markdown_report(result: dict[str, Any]) -> str:
 
 
 def judge_line(judge: dict[str, Any]) -> str:
-    """The judge that ran, for the report header (issue 21 B): backend kind, model (and adapter), server, settings.
+    """The judge that ran, for the report header: backend kind, model (and adapter), server, settings.
 
     Args:
         judge: :meth:`~surveyalign.autoraters.AutoraterJudge.describe` (``backend``: the backend's ``describe()``;
@@ -222,8 +222,8 @@ def _lengths(value: Any) -> list[dict[str, Any] | None]:
 
 
 def reading_summary(result: dict[str, Any]) -> dict[str, Any]:
-    """How much of the paper texts the judge read over the result's calls, as numbers (issue 21 D; the ``read``
-    block of ``result.json``).
+    """How much of the paper texts the judge read over the result's calls, as numbers (the ``read`` block
+    of ``result.json``).
 
     Args:
         result: an autorater result; each call's record holds ``length`` (``{"prompt_tokens", "cut_tokens",
@@ -244,7 +244,7 @@ def reading_summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def reading_line(result: dict[str, Any]) -> str:
-    """How much of the paper texts the judge read over the result's calls (issue 21 D; :func:`reading_summary`).
+    """How much of the paper texts the judge read over the result's calls (:func:`reading_summary`).
 
     Args:
         result: an autorater result (see :func:`reading_summary`).

@@ -15,7 +15,7 @@ adapter's cached answers. What is hashed:
 * tokenizer folder: the full bytes of the tokenizer and chat-template files (they change the prompt tokens).
 
 A path that is not a local folder (a hub id resolved from the cache) gets ``{"local": False}``: its identity
-is its name (and the revision a caller passes), as before. Fingerprints never contain file contents, only digests.
+is its name (and the revision a caller passes). Fingerprints never contain file contents, only digests.
 
 A model served by ``surveyalign serve`` is judged through the ``openai`` backend, whose own settings (model name,
 base URL) say nothing about the weights behind the server. The server therefore publishes

@@ -37,18 +37,13 @@ from surveyalign.backends.base import (
     Messages,
     check_request,
 )
-from surveyalign.backends.openai_wire import (
-    _ChatWire,
-    _LoopState,
-    usage_per_choice,  # noqa: F401  (its name before the split)
-)
+from surveyalign.backends.openai_wire import _ChatWire, _LoopState
 from surveyalign.backends.pool import ServerPool, probe_models
 from surveyalign.backends.retry import OPENAI_RETRY, RetryPolicy
 from surveyalign.backends.transport import (
     AiohttpTransport,
     HttpxTransport,
     default_transport,
-    parse_retry_after,  # noqa: F401  (read here by callers and tests since round 2)
 )
 from surveyalign.redact import register_secret_env
 
@@ -340,7 +335,7 @@ class OpenAIBackend(_ChatWire, Backend):
         width = n if self.n_per_request and not settings.greedy else 1  # samples per request
         tasks = []
         for messages in prompts:
-            encoded = json.dumps(list(messages))  # once per prompt, not once per sample (issue 23)
+            encoded = json.dumps(list(messages))  # once per prompt, not once per sample
             tasks.append([asyncio.ensure_future(self._one(state, messages, settings, i, width, encoded))
                           for i in range(0, n, width)])
         flat = [task for row in tasks for task in row]
@@ -370,7 +365,7 @@ class OpenAIBackend(_ChatWire, Backend):
         return (await self._one(self._state(), messages, settings, sample_index))[0]
 
     def set_concurrency(self, concurrency: int) -> None:
-        """Make ``concurrency`` the number of requests in flight from now on (issue 23: one knob).
+        """Make ``concurrency`` the number of requests in flight from now on (one knob: the run's limit).
 
         The call executor passes the run's limit here (``--concurrency``, a config's ``concurrency``), so a run
         asking for 256 calls in flight gets 256 rather than this backend's own ``concurrency`` option. Event loops

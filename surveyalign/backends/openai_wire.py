@@ -89,7 +89,7 @@ class _ChatWire:
         payload = self._encode(body, encoded_messages)
         tried: list[str] = []  # servers this request failed on: the next attempt goes elsewhere, without waiting
         # The policy's tries and waits (RetryPolicy.wait), in a plain loop: tenacity's per-request retrying object
-        # cost about a quarter of the harness's CPU per call (issue 23); the first try builds nothing.
+        # cost about a quarter of the harness's CPU per call; the first try builds nothing.
         attempt = 0
         while True:
             attempt += 1

@@ -9,7 +9,7 @@ the per-row seeded sampler of :mod:`surveyalign.backends.hf`; the tests check th
 
 Decoding then appends one position per step. ``transformers``' ``DynamicCache`` appends with ``torch.cat``, which
 copies the whole cache at every step: K rows of a 2,000-token prompt are copied 32 times for 32 new tokens, the
-largest cost that grows with K on a small model (issue 23's profile: a third of the K=5 overhead). With
+largest cost that grows with K on a small model (a third of the K=5 overhead in a profile). With
 ``reserve`` the expanded cache is written once into buffers with room for the new tokens, and each step writes
 its position in place (:class:`_ReservedLayer`); the keys and values the attention sees are the same numbers.
 """

@@ -160,7 +160,7 @@ class RayDataVLLMBackend(Backend):
     def __init__(self, model: str, adapter: str | None = None, adapters: dict[str, str] | None = None, *,
                  workers: int = 1, address: str | None = None, batch_size: int | None = None,
                  engine_options: dict[str, Any] | None = None) -> None:
-        from surveyalign.backends.ray_backend import cluster_address, connect_cluster
+        from surveyalign.backends.ray_cluster import cluster_address, connect_cluster
         from surveyalign.models.paths import resolve_model_path
 
         options = dict(engine_options or {})

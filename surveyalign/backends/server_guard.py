@@ -1,4 +1,4 @@
-"""What keeps ``surveyalign serve`` safe to expose on a cluster (issue 26): an API key, request limits, timeouts.
+"""What keeps ``surveyalign serve`` safe to expose on a cluster: an API key, request limits, timeouts.
 
 * **API key**: ``--api-key KEY`` or the environment variable ``SURVEYALIGN_API_KEY`` (as vLLM's ``--api-key`` /
   ``VLLM_API_KEY``). With a key set, ``/v1/*`` requests without ``Authorization: Bearer KEY`` get 401 (compared in

@@ -1,6 +1,6 @@
 """Server-sent events of ``surveyalign serve`` (``stream=True``) in the OpenAI ``chat.completion.chunk`` format.
 
-:func:`live_events` sends each token while the batch is still generating (issue 21 F): the transformers backend
+:func:`live_events` sends each token while the batch is still generating: the transformers backend
 hands every token out as soon as its decoding step has run (:mod:`surveyalign.backends.token_stream`); the text a
 chunk adds is the incremental decoding of the choice's tokens, held back while it could be the start of a
 ``stop`` string and never sent past one. When the batch ends, the choice's final answer (stop cut, log-probs) is

@@ -89,7 +89,7 @@ class AiohttpTransport(Transport):
             timeout=aiohttp.ClientTimeout(total=timeout),
             # HTTP(S)_PROXY / NO_PROXY are honoured (like httpx), but looked up once per server below: with
             # trust_env=True aiohttp sends every request through two thread hops (proxy and .netrc look-ups),
-            # a third of the client's CPU per call (issue 23)
+            # a third of the client's CPU per call
             trust_env=False,
         )
         self._proxies: dict[str, tuple[Any, Any]] = {}

@@ -68,7 +68,7 @@ from surveyalign.calls.executor import (
 from surveyalign.calls.fuse import fuse_samples
 
 #: Names of :mod:`surveyalign.calls.http`, loaded on first use (it imports httpx and hishel: a tenth of a second
-#: that ``surveyalign CMD --help`` and every LLM-only caller need not pay; issue 23).
+#: that ``surveyalign CMD --help`` and every LLM-only caller need not pay).
 _HTTP_NAMES = ("UNREACHABLE_RETRY_S", "HttpStats", "HTTPStatusError", "NotFoundError", "PoliteClient",
                "UnreachableError")
 

@@ -270,7 +270,7 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
     def ours(rec: dict[str, Any]) -> bool:
         # a log shared by several backends (one per dimension) or stages: only batches holding these calls are
         # looked up, collected and waited for here (another's answers would be dropped, its intents abandoned);
-        # a record without keys (an older log) cannot be placed and is handled by whoever meets it, as before
+        # a record without keys cannot be placed and is handled by whoever meets it
         keys = rec.get("keys") or ()
         return not keys or any(k in by_key for k in keys)
 

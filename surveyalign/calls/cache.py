@@ -10,13 +10,11 @@ skipped; the next append starts on a fresh line so it never glues onto the torn 
 
 Keys (:func:`call_key`) hash the stage, the unit, a free ``namespace`` chosen by the caller, the sample index,
 the messages, the backend's identity and the generation settings. The namespace keeps one caller's calls apart
-from another's: the survey judge passes the dimension judged (so judge keys are those of earlier versions, and
-their caches resume), the other callers their own name (``"rqs"``, ``"ka.summary"``, ``"prism.extract"``,
-``"autorate.<stage>"``, ``"synthesis"``). Key change of issue 20: those callers used to pass a survey dimension
-(a dummy ``"prism"`` / ``"autorater"`` one, or ``"criticalness"`` for KA summaries, the unit's dimension for RQS),
-so their cached answers of earlier versions are not found and are asked again once. Each line now names the
-namespace under ``"namespace"`` (earlier lines hold ``"dimension"``; both read back alike: nothing reads the
-field, records are found by ``"key"``).
+from another's: the survey judge passes the dimension judged, the other callers their own name (``"rqs"``,
+``"ka.summary"``, ``"prism.extract"``, ``"autorate.<stage>"``, ``"synthesis"``). The namespace is hashed under
+``"dimension"`` in the key's payload (the field name existing judge caches were keyed with), so those resume.
+Each line names the namespace under ``"namespace"``; a line that holds ``"dimension"`` instead reads back alike
+(nothing reads the field: records are found by ``"key"``).
 """
 
 from __future__ import annotations
@@ -131,7 +129,7 @@ def _line(record: dict[str, Any]) -> str:
 class CallCache:
     """The ``calls.jsonl`` of one run folder.
 
-    The rule for failed answers (issue 21 C), the same at every cached call site: a cached answer that errored,
+    The rule for failed answers, the same at every cached call site: a cached answer that errored,
     or that the caller's reader could not use (it failed to parse: the ``check`` of :meth:`missing` /
     :func:`~surveyalign.calls.cached_generate`), is asked again on a re-run; only ``keep_failed=True`` (the
     commands' ``--keep-failed`` flag) keeps it. :attr:`counts` says how many answers were reused, retried and
@@ -340,7 +338,7 @@ class CallCache:
     def attempts(self, keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Every record sent for ``keys`` (default: all keys): the superseded ones (failed answers asked again)
         first, in file order, then the last record of each key in ``keys`` order. Every attempt that was sent was
-        paid; an answer replayed from the cache writes no record, so it is not counted again (issue 22)."""
+        paid; an answer replayed from the cache writes no record, so it is not counted again."""
         if keys is None:
             return [*self.superseded, *self.records.values()]
         wanted = dict.fromkeys(keys)
@@ -403,7 +401,7 @@ class _Writer:
     since its last turn and writes them with one write + flush.
 
     ``put`` only appends to a list (no thread wake-up per answer: at 256 calls in flight a wake-up per record
-    handed the GIL back and forth 1,000 times a second; issue 23). A record reaches the file at most
+    handed the GIL back and forth 1,000 times a second). A record reaches the file at most
     :attr:`INTERVAL` seconds after it arrived; :meth:`close` writes the rest at once.
     """
 

@@ -269,7 +269,7 @@ class TokenTotals:
         cost_usd: summed cost; ``None`` when no call of the group has a price.
         units: units of the group (for the cost per 1,000 units).
         retries: how many of ``calls`` were a failed answer asked again (each sent attempt was paid, so it is
-            counted in ``calls``, the tokens and the cost; issue 22).
+            counted in ``calls``, the tokens and the cost).
     """
 
     calls: int = 0

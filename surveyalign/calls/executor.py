@@ -108,7 +108,7 @@ async def _run_async(backend: Any, calls: Sequence[Call], concurrency: int, reco
     (:func:`cache_rules`) gets its calls by prefix group: a group's first call, then the rest of the group
     together, at most ``concurrency`` groups open at once and ``concurrency`` requests in flight."""
     set_limit = getattr(backend, "set_concurrency", None)
-    if callable(set_limit):  # one knob: the run's limit is what the backend keeps in flight (issue 23)
+    if callable(set_limit):  # one knob: the run's limit is what the backend keeps in flight
         set_limit(concurrency)
     if cache_rules(backend) is not None:
         try:
@@ -252,7 +252,7 @@ class _Counter:
 def _frozen_heap() -> Any:
     """While the calls run, the objects that were alive before them (units, prompts, cache records, the dataset
     rows) sit in the collector's permanent generation (``gc.freeze``), so its periodic full passes walk only what
-    the calls allocate: about a sixth of the CPU per call at 256 calls in flight (issue 23). They go back on exit.
+    the calls allocate: about a sixth of the CPU per call at 256 calls in flight. They go back on exit.
     """
     gc.freeze()
     try:

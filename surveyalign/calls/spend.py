@@ -1,5 +1,5 @@
 """What a command's calls will cost and have cost: the ``--plan`` estimate and the ``--max-cost`` cap of one run
-folder, shared by ``evaluate`` and ``score`` (issue 22).
+folder, shared by ``evaluate`` and ``score``.
 
 * :class:`PromptCounter`: prompt tokens of a call with the judge's tokenizer (the local engine's own, or
   ``tokenizer:`` for an API judge), else 4 characters per token; the second and later samples of a prompt whose

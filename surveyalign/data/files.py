@@ -14,7 +14,7 @@ from .schema import ALL_CONFIG, COLUMNS, arrow_schema
 _REPEATED = ("paper_id", "title", "text", "abstract", "source", "dimension")
 
 #: Rows per parquet row group. A reader decodes a row group's column whole: 128 rows keep one read of the text
-#: column near 13 MB (100 kB texts) where one group per file held the whole file's texts (issue 23: memory).
+#: column near 13 MB (100 kB texts) where one group per file would hold the whole file's texts.
 ROW_GROUP_ROWS = 128
 
 #: Columns written with min / max statistics (all but the long texts).
@@ -54,8 +54,8 @@ def write_files(out: Path, rows: dict[tuple[str, str], list[dict]], row_group_si
     """Write ``out/data/<dimension>/<split>.parquet`` for every non-empty (dimension, split), one file at a time.
 
     Each file's table is built straight from buffers (no per-value conversion, no pandas import), written and
-    dropped before the next one is built, so at most one file's columns are held beside the rows (issue 23:
-    the build's peak memory). Rows are sorted by (paper_id, review_id); the repeated string columns are stored
+    dropped before the next one is built, so at most one file's columns are held beside the rows (the
+    build's peak memory). Rows are sorted by (paper_id, review_id); the repeated string columns are stored
     dictionary-encoded (one entry per distinct value, a paper's text once per row group). Each row group of
     ``row_group_size`` rows is built and written on its own, with its own dictionaries: slicing one table would
     write the whole file's dictionary (every text) into every row group.

@@ -118,7 +118,7 @@ def iter_split_rows(files: list[Path], columns: list[str] | None = None, batch_s
     """The rows of ``files`` (from :func:`split_files`) as dicts, read a file at a time and a row group at a time
     (arrow decodes a row group's column whole; ``surveyalign data build`` writes groups of
     :data:`surveyalign.data.files.ROW_GROUP_ROWS` rows) and handed over a batch at a time: never the whole split's
-    texts at once, and nothing kept in a cache folder (the evaluation of 14.5k units; issue 23). Same rows, values
+    texts at once, and nothing kept in a cache folder (the evaluation of 14.5k units). Same rows, values
     and order as ``load_surveyreview(path, "all", split)``.
 
     Args:
@@ -149,7 +149,7 @@ def iter_split_rows(files: list[Path], columns: list[str] | None = None, batch_s
 
 def read_column_at(files: list[Path], positions: list[tuple[int, int]], column: str) -> dict[tuple[int, int], Any]:
     """The values of ``column`` at the given rows of ``files``, reading only the row groups that hold them, one
-    group at a time (issue 23: the evaluation reads its survey texts a chunk of units at a time).
+    group at a time (the evaluation reads its survey texts a chunk of units at a time).
 
     Args:
         files: parquet files of one split (:func:`split_files`).
@@ -234,7 +234,7 @@ def load_train_scores(path: str | os.PathLike) -> dict[str, list[int]]:
         FileNotFoundError: ``path`` is not a built dataset folder.
     """
     files = split_files(path, "train")
-    if files is not None:  # two columns of the train files: no conversion of the whole folder (issue 23: memory)
+    if files is not None:  # two columns of the train files: no conversion of the whole folder (memory)
         pairs = ((row["dimension"], row["score"]) for row in iter_split_rows(files, ["dimension", "score"], 4096))
     else:
         ds = load_surveyreview(path, dimension=ALL_CONFIG, split="train")

@@ -14,7 +14,7 @@ section headings, the abstract, numbered citations ``[n]`` and a ``## References
   compiled ``.bbl`` when the ``.bib`` is absent. The raw bibliography text is returned for knowledge augmentation
   (SurveyReview §5.2, App. F: the survey's reference set R).
 
-Untrusted projects (issue 26): includes, ``.bib`` files and the ``.bbl`` are read only inside the main file's
+Untrusted projects: includes, ``.bib`` files and the ``.bbl`` are read only inside the main file's
 folder after symlinks (anything else is refused with a warning naming the path, never read); graphics
 (``\\includegraphics``) are never opened. The include fan-out is bounded by
 :class:`~surveyalign.documents.limits.DocumentLimits`.

@@ -4,7 +4,7 @@ Comments are removed first, so a commented-out include stays out (as in TeX); an
 that closes a cycle is reported as a warning naming the file and line, never skipped silently. Used by
 :func:`surveyalign.documents.latex.latex_to_markdown`.
 
-The project is untrusted input (issue 26): every include resolves inside the main file's folder after symlinks
+The project is untrusted input: every include resolves inside the main file's folder after symlinks
 (:func:`surveyalign.paths.resolve_inside`); ``\\input{/etc/hostname}``, ``\\input{../x}`` or a link to outside
 are refused with the path and never read. The fan-out is bounded by :class:`~surveyalign.documents.limits.
 DocumentLimits` (total splices, total characters, nesting depth); a depth stop is reported as a depth stop, a

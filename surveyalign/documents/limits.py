@@ -1,4 +1,4 @@
-"""Resource limits for reading untrusted documents (issue 26): LaTeX include fan-out and PDF bombs.
+"""Resource limits for reading untrusted documents: LaTeX include fan-out and PDF bombs.
 
 A downloaded LaTeX project or PDF can be built to exhaust the reader: 31 small ``.tex`` files that each include the
 next twice splice 2^31 copies; a 290 KB PDF stream inflates to 300 MB; a 12.5 KB, 16-page PDF whose pages share

@@ -1,4 +1,4 @@
-"""How much of a survey a judge read: one line per (survey, dimension) and the summary over many (issue 21 D).
+"""How much of a survey a judge read: one line per (survey, dimension) and the summary over many.
 
 A *read block* is what :meth:`surveyalign.judge.PreparedPrompt.reading` returns for one prompt: ``chars_read``
 (characters of the survey body in the prompt; ``None`` when nothing was sent), ``chars_total``, ``tokens_read`` /

@@ -8,7 +8,7 @@
   text (the near-verbatim prefilter): the text's runs are hashed once, every snippet's runs in one batch.
 
 Both take one text at a time, so a caller streams its texts (normalise one, scan it, drop it) and holds only
-the index, never every text at once (issue 23: the build's peak memory).
+the index, never every text at once (the build's peak memory).
 """
 
 from __future__ import annotations

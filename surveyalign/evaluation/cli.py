@@ -231,7 +231,7 @@ def _evaluate(args: argparse.Namespace) -> int:
               f"above and in {result.run_dir / 'predictions.jsonl'} (`error`)", file=sys.stderr)
         return 3
     rqs = ((result.metrics or {}).get("harness") or {}).get("rqs_counts") or {}
-    if rqs.get("eligible") and not rqs.get("scored"):  # a stage with no usable result (issue 21 B)
+    if rqs.get("eligible") and not rqs.get("scored"):  # a stage with no usable result: exit 3
         print(f"surveyalign evaluate: FAILED: the RQS stage rated none of its {rqs['eligible']} unit(s) "
               f"({rqs.get('parse_failed', 0)} parse_failed, {rqs.get('api_error', 0)} api_error); the judge's scores "
               f"are kept, RQS and HAS are left out; the answers are in {result.run_dir / 'calls.jsonl'}",

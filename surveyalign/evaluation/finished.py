@@ -1,4 +1,4 @@
-"""The finished-run record (``RUN_DIR/finished.json``): a resume of a finished run is a read, not a replay (issue 23).
+"""The finished-run record (``RUN_DIR/finished.json``): a resume of a finished run is a read, not a replay.
 
 A run that ends with every judge call answered and usable writes ``finished.json``: a *run fingerprint* and the
 size and modification time of ``calls.jsonl``, ``predictions.jsonl`` and ``metrics.json``. Running the same

@@ -52,7 +52,7 @@ def prepare_units(config: EvalConfig, units: list[Unit], judge: Judge, sources: 
             console.print(f"[yellow]{dim}: max_length={budget} is not applied: no tokenizer to count prompt "
                           "tokens with (API backend); set `tokenizer: FOLDER` (CLI: --tokenizer)[/]")
     # units with the same survey, dimension, knowledge and title (the reviews of one paper) get one prompt object:
-    # built, counted and hashed once (issue 23: memory and CPU); the texts, read now for these units only, are
+    # built, counted and hashed once (memory and CPU); the texts, read now for these units only, are
     # shared per paper (read_texts), and each stays alive in its unit while this loop runs, so its id() names it
     read_texts(units)
     prepared: dict[tuple[Any, ...], Any] = {}

@@ -52,7 +52,7 @@ def assemble_predictions(config: EvalConfig, units: list[Unit], judge: Judge, ca
             "reference_rationales": list(row.get("rationales") or []),
             "prompt_tokens": prompt.prompt_tokens,
             "shortened_tokens": prompt.shortened_tokens,
-            # how much of the survey the judge read (issue 21 D): the block ``score`` reports carry too
+            # how much of the survey the judge read: the block ``score`` reports carry too
             "read": {**prompt.reading(), **limits[unit.dimension]},
         }
         calls = judge.calls_for(prompt, config.samples_per_unit, unit_id=unit.unit_id)

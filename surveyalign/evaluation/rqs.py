@@ -177,7 +177,7 @@ def _call(unit: Unit, prediction: dict[str, Any], backend: Backend, settings: Ge
 def rqs_unusable(call: Call, generation: Any) -> str | None:
     """Why a cached rating answer gives no rating (truncated, refused, no valid ``<consistency>`` tag), else
     ``None``: the call layer's check (:meth:`surveyalign.calls.CallCache.missing`), so such an answer is asked
-    again on a re-run like an error, not replayed (issue 21 C). Errors are the cache's own rule."""
+    again on a re-run like an error, not replayed. Errors are the cache's own rule."""
     parsed = parse_generation(generation, parse=parse_rqs_rating)
     return None if parsed.score is not None else f"parse_failed: {parsed.error}"
 

@@ -185,7 +185,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             console.print(f"resume=false: moved the earlier cache aside to {aside.name}")
 
     rqs_cfg = config.rqs if (config.rqs is not None and config.rqs.enabled) else None
-    # a finished run asked again: read back, not replayed (finished.json; issue 23)
+    # a finished run asked again: read back, not replayed (finished.json)
     static = finished.static_fingerprint(config, backend) if rqs_cfg is None else None
     done = (finished.candidate(run_dir, static) if static is not None and config.resume and not plan_only
             and not check_drift else None)
@@ -318,7 +318,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             n_judge_calls, n_judge_keys = len(all_calls), len({c.key for c in all_calls})
             if batches:
                 calls["batches"] = batches
-            calls["answers"] = dict(cache.counts)  # reused / retried (cached failed) / made (issue 21 C)
+            calls["answers"] = dict(cache.counts)  # reused / retried (cached failed) / made
             cost = _summary(all_calls, cache, prices, units, groups, rqs_judge, config.concurrency)
             run_config["identity"] = judge_identity(
                 config, {g: (b.describe() if hasattr(b, "describe") else {}) for g, b in groups.items()},
@@ -339,7 +339,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                           "prompt_length": prompt_length, "cost": cost, "layout": config.layout}
     if merged:
         metrics["harness"]["synthesis_counts"] = run_config["synthesis_counts"] = merged
-    metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension (issue 21 B)
+    metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension
     if run_config.get("rqs_judge"):
         metrics["rqs_judge"] = run_config["rqs_judge"]
     write_json(run_dir / "metrics.json", metrics)
@@ -407,7 +407,7 @@ def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cach
 
 
 def _print_attempts(console: Any, sent: list[dict[str, Any]]) -> None:
-    """The ``--plan`` line of what the spend so far counts: every sent attempt (issue 22), retries named.
+    """The ``--plan`` line of what the spend so far counts: every sent attempt (each was paid), retries named.
     ``sent``: the records of the run's calls (the chunked plan, which never holds every call, passes every record
     of ``calls.jsonl``)."""
     if sent:

@@ -1,4 +1,4 @@
-"""The judge stage a chunk of units at a time, so a large split never holds every prompt at once (issue 23).
+"""The judge stage a chunk of units at a time, so a large split never holds every prompt at once.
 
 Every prompt carries its survey text (about 100 kB); 14.5k units would hold 4 prompts per paper for the whole run.
 :func:`judge_in_chunks` runs steps 2-4 of :mod:`surveyalign.evaluation.runner` (prompts, calls, predictions) on
@@ -13,7 +13,7 @@ units' prompts after the judge stage), no ``--plan`` / ``--max-cost`` (they pric
 ``--plan`` alone goes a chunk at a time as well (:func:`plan_in_chunks`, when :func:`plan_applies`): each chunk's
 prompts are prepared, its calls counted and priced (:func:`surveyalign.evaluation.spend.plan_run`) and let go; the
 chunks' plans add up (:meth:`surveyalign.calls.CallPlan.merged`) to the whole-split plan. At 14.5k units of 100 kB
-texts the whole-split plan peaked at 934 MB RSS against 367 MB for the run itself (issue 23).
+texts planning the whole split at once peaks at 934 MB RSS against 367 MB for the run itself.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def judge_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources
 def _give_back() -> None:
     """Hand the memory of a finished chunk's texts and prompts back to the system: glibc keeps freed blocks of
     100 kB texts in its heap (its mmap threshold grows past them), so the resident size would keep the largest
-    chunk's footprint for the rest of the run (issue 23). A no-op where ``malloc_trim`` is missing."""
+    chunk's footprint for the rest of the run. A no-op where ``malloc_trim`` is missing."""
     import ctypes
     import ctypes.util
 

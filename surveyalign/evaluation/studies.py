@@ -178,7 +178,7 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
     units = {name: _units_of(recs, _titles(Path(config.systems[name]))) for name, recs in records.items()}
     ratings: dict[str, dict[str, dict[str, float | None]]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
-    answers: dict[str, dict[str, int]] = {}  # per RQS judge: reused / retried / made (issue 21 C)
+    answers: dict[str, dict[str, int]] = {}  # per RQS judge: reused / retried / made
     built = []
     with RunLock(out / ".lock"):
         try:
@@ -224,7 +224,7 @@ def run_rqs_judges(config: RQSJudgesConfig, *, backends: Mapping[str, Any] | Non
                                                        scale="ratings")[0]
         ratings[jury["name"]] = combined
     result = multi_judge_rankings(records, ratings, n_resamples=config.bootstrap, seed=config.seed)
-    # each system's dimension set: RQS / HAS of systems judged on different sets are marked (issue 21 B)
+    # each system's dimension set: RQS / HAS of systems judged on different sets are marked
     from surveyalign.scoring.report import average_scopes
 
     dims = {s: {"per_dimension": {str(r["dimension"]): {} for r in recs if r.get("status") == "scored"}}

@@ -117,7 +117,7 @@ def _rqs_judges(args: argparse.Namespace) -> int:
         for jname in judges:
             table.add_column(jname, justify="right")
         marks = res.get("scope_marks") or {}
-        for s in res["systems"]:  # a system judged on fewer dimensions: its averages marked (issue 21 B)
+        for s in res["systems"]:  # a system judged on fewer dimensions: its averages marked
             mark = f" {marks[s]}" if marks.get(s) else ""
             table.add_row(s, *[_f(res[key][s][jname], 2) + (mark if res[key][s][jname] is not None else "")
                                for jname in judges])

@@ -60,7 +60,7 @@ def print_summary(console: Any, config: EvalConfig, metrics: dict[str, Any], pre
             f"{calls.get('cached', 0)} reused from calls.jsonl")
     if calls.get("calls_per_s"):
         line += f" [{calls['calls_per_s']:.1f} calls/s over the {calls['made']} made]"
-    if calls.get("answers"):  # issue 21 C: cached answers reused, failed ones asked again, new ones
+    if calls.get("answers"):  # cached answers reused, failed ones asked again, new ones
         line += "; " + CallCache.counts_line(calls["answers"])
     if calls.get("torn_lines"):
         line += f", {calls['torn_lines']} torn line(s) skipped"
@@ -69,7 +69,7 @@ def print_summary(console: Any, config: EvalConfig, metrics: dict[str, Any], pre
                  f"{rqs_counts['parse_failed']} parse_failed, {rqs_counts['api_error']} api_error")
     console.print(line)
     reading = metrics.get("reading")
-    if reading:  # how much of the surveys the judge read (issue 21 D)
+    if reading:  # how much of the surveys the judge read
         console.print("survey read: " + "; ".join(f"{d} {reading_summary_text(e)}"
                                                   for d, e in reading["per_dimension"].items()), markup=False)
     for note in length_notes(prompt_length or {}):

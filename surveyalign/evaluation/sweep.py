@@ -146,7 +146,7 @@ def run_sweep(config: SweepConfig, *, backends: dict[str, Any] | None = None, co
         m = res.metrics
         results[name] = {"run_dir": str(res.run_dir), "overrides": overrides, "n": m["n"], "n_scored": m["n_scored"],
                          "avg_mse": m["avg_mse"], "avg_mae": m["avg_mae"],
-                         "answers": (res.calls or {}).get("answers")}  # reused / retried / made (issue 21 C)
+                         "answers": (res.calls or {}).get("answers")}  # reused / retried / made
     comparisons: dict[str, Any] = {}
     for name in results:
         if name == BASE:

@@ -28,7 +28,7 @@ __all__ = ["Unit", "folder_fingerprint", "load_units", "read_texts", "template_h
 
 
 #: Columns of a split's parquet files that no stage of an evaluation reads (about 8 kB a row in a full-size
-#: release): left in the files (issue 23: memory).
+#: release): left in the files (memory).
 UNREAD_COLUMNS = ("abstract", "references")
 
 
@@ -78,7 +78,7 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
         files, the rows leave out :data:`UNREAD_COLUMNS` and hold no survey text yet (``row["text"]`` is
         ``None``; ``has_text`` is known): the judge stage reads the texts of the units it prepares
         (:func:`read_texts`), a chunk at a time when it goes by chunks, so the split's texts are never all held
-        (issue 23: memory).
+        (memory).
 
     Raises:
         FileNotFoundError: the dataset folder does not exist.
@@ -91,13 +91,13 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
     if files is None:  # a README without plain file lists: through datasets
         ds = load_surveyreview(str(root), dimension="all", split=config.split)
         rows, columns = ((None, None, row) for row in ds), ds.column_names
-    else:  # a batch of rows at a time; the texts are read again later, a chunk at a time (issue 23: memory)
+    else:  # a batch of rows at a time; the texts are read again later, a chunk at a time (memory)
         columns = [c for c in split_columns(files) if c not in UNREAD_COLUMNS]
         rows = iter_split_rows(files, columns, where=True)
     has_knowledge = "knowledge" in columns
 
     by_dim: dict[str, list[dict[str, Any]]] = {d: [] for d in config.dimensions}
-    texts: dict[Any, str] = {}  # one survey text object per paper, shared by its units (issue 23: memory)
+    texts: dict[Any, str] = {}  # one survey text object per paper, shared by its units (memory)
     where: dict[int, tuple[tuple[list[Path], int, int], bool]] = {}  # id(row) -> (text_at, text_flag)
     present: set[str] = set()
     for file_index, row_index, row in rows:
@@ -146,7 +146,7 @@ def load_units(config: EvalConfig) -> tuple[list[Unit], dict[str, Any]]:
 def read_texts(units: list[Unit]) -> None:
     """Put the survey text of every unit in ``units`` that does not hold it yet into its row (``row["text"]``),
     reading only the row groups of the split's files that hold them; the units of one paper share one text object
-    (issue 23: memory, and one prompt per paper in :func:`surveyalign.evaluation.lengths.prepare_units`).
+    (memory, and one prompt per paper in :func:`surveyalign.evaluation.lengths.prepare_units`).
 
     Args:
         units: units from :func:`load_units`; those without ``text_at`` or already holding a text are left as they

@@ -136,7 +136,7 @@ def _base_options(spec, args: argparse.Namespace):
     return spec.model_copy(update={"backend": backend})
 
 
-#: Stems of the files ``score`` writes once per run next to the per-survey reports (issue 21 A).
+#: Stems of the files ``score`` writes once per run next to the per-survey reports.
 RUN_FILE_STEMS = ("comparison", "calls")
 
 
@@ -159,7 +159,7 @@ def _stems(documents):
 
 
 def _beside_earlier_reports(out: Path, documents, stems: list[str]) -> tuple[list[str], list[str]]:
-    """Report stems that never replace an earlier run's report of another survey in ``out`` (issue 21 A).
+    """Report stems that never replace an earlier run's report of another survey in ``out``.
 
     ``OUT/<stem>.json`` written by an earlier run records its survey's ``sha256`` and ``source``; when neither
     matches (``score a/survey.md`` then ``score b/survey.md`` into one folder) this survey is written under its

@@ -236,7 +236,7 @@ class SurveyAlignJudge:
         per_second = gpu_hours_per_second(calls[0].backend)
         seconds = 0.0
         seen: set[str] = set()
-        for record in self.cache.attempts(c.key for c in calls):  # every sent attempt was paid (issue 22)
+        for record in self.cache.attempts(c.key for c in calls):  # every sent attempt was paid
             totals.add(record, call_cost(record, hit[1] if hit else None), record["key"] in seen)
             seen.add(record["key"])
             seconds += float(record.get("seconds") or 0.0)
@@ -255,7 +255,7 @@ class SurveyAlignJudge:
             "rationale": synthesis.rationale if synthesis else judgement.rationale,
             "synthesis": synthesis.to_dict() if synthesis else None,
             "votes": counts, "n_samples": len(judgement.samples), "n_voted": n_voted,
-            # usable samples k of K (issue 21 B): agreement (vote_share) is over the usable (parsed) samples only
+            # usable samples k of K: agreement (vote_share) is over the usable (parsed) samples only
             "n_requested": max(self.spec.samples, len(judgement.samples)) if judgement.samples else 0,
             "n_usable": n_voted,
             "n_failed_samples": (max(self.spec.samples, len(judgement.samples)) - n_voted) if judgement.samples
@@ -275,7 +275,7 @@ class SurveyAlignJudge:
                 "max_length": max_length, "max_length_from": origin, "has_knowledge": prompt.has_knowledge,
                 "template_hash": prompt.template_hash, "messages_hash": prompt.messages_hash,
                 "context": self.judge.context_for(judgement.dimension)},
-            # how much of the survey the judge read (issue 21 D): characters (and tokens when counted), the cut
+            # how much of the survey the judge read: characters (and tokens when counted), the cut
             "read": None if prompt is None else {**prompt.reading(), "max_length": max_length,
                                                  "context": self.judge.context_for(judgement.dimension)},
         }

@@ -78,7 +78,7 @@ class FileKnowledge:
 
     def __call__(self, document: Document, dimension: str) -> KnowledgeRecord:
         """Read ``<stem>-<hash>.<dimension>.txt`` (``<hash>``: 8 hex digits of the SHA-256 of the survey's text,
-        the name ``score`` gives a survey whose stem another survey shares: issue 21 A), else
+        the name ``score`` gives a survey whose stem another survey shares), else
         ``<stem>.<dimension>.txt`` (``.md`` too); an absent or empty file gives no KA (with a note)."""
         from surveyalign.paths import content_sha256
 

@@ -93,7 +93,7 @@ def judge_line(judge: Mapping[str, Any]) -> str:
 
 
 def cost_text(cost: Mapping[str, Any] | None) -> str:
-    """One line with the tokens and cost of a dimension's calls (its ``cost`` block; issue 22).
+    """One line with the tokens and cost of a dimension's calls (its ``cost`` block).
 
     Args:
         cost: the dimension record's ``cost`` (``None``: no call made or no cache).

@@ -1,5 +1,5 @@
 """``surveyalign score --plan`` and ``--max-cost``: the calls a batch of surveys will make, their tokens, cost and
-time before anything is sent, and the cap consulted before each dimension's calls (issue 22).
+time before anything is sent, and the cap consulted before each dimension's calls.
 
 The estimate is :func:`surveyalign.calls.spend.plan_calls` (the code ``evaluate`` uses) over:
 

@@ -134,7 +134,7 @@ class PreparedPrompt:
     neutralised: tuple[Any, ...] = ()
 
     def reading(self) -> dict[str, Any]:
-        """How much of the survey the judge read, for the reports (issue 21 D).
+        """How much of the survey the judge read, for the reports.
 
         Returns:
             ``{"chars_read", "chars_total", "tokens_read", "tokens_total", "cut", "cut_at_char", "counted"}``:

@@ -69,7 +69,7 @@ class SurveyKAInput:
     def digest(self) -> str:
         """16 hex digits of what a KA record is built from (title, references, text, year): a record made from
         another survey under the same paper id (another dataset in the same ``--out``, an edited survey) is never
-        reused (issue 21 A)."""
+        reused."""
         return stable_hash([self.title, list(self.references), self.text, self.year])[:16]
 
 
@@ -161,7 +161,7 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
         "n_unknown_year": hood.n_unknown_year, "n_candidates": int(hood.candidates.size), "n_kept": 0,
         "tokens": None, "n_calls": 0, "cache_hits": 0, "errors": [],
     }
-    # a list read from the text with fewer entries than the highest [n] the text cites (issue 21 E)
+    # a list read from the text with fewer entries than the highest [n] the text cites
     cited = highest_citation_number(survey.text or "") if ref_source == "text" else None
     record["cited_up_to"] = cited
     record["reference_shortfall"] = max(0, cited - len(refs)) if cited is not None else None
@@ -356,7 +356,7 @@ def build_ka_dataset(dataset_dir: str | os.PathLike, graph: CitationGraph, out_d
         "n_crit_papers_without_abstract": sum((r.get("crit") or {}).get("n_no_abstract", 0) for r in records),
         "excluded": {k: sum(r["excluded"][k] for r in records) for k in ("survey", "citing_survey", "after_survey")},
         "n_reference_shortfall": len({r["paper_id"] for r in records if r.get("reference_shortfall")}),
-        # issue 21 C: the Crit-KA summariser's answers reused from / asked again / new to ka/calls.jsonl
+        # the Crit-KA summariser's answers reused from / asked again / new to ka/calls.jsonl
         "answers": dict(summariser.cache.counts) if summariser is not None and summariser.cache is not None else None,
     }, indent=2, default=str))
     return report

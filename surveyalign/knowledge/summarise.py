@@ -6,7 +6,7 @@ identity (``describe()`` without operational settings such as concurrency), the 
 and the settings, so a re-run makes only the calls it does not have (and counts the hits).
 Token counts use the judge's tokenizer (:class:`TokenCounter`).
 
-Planning and the cost cap (issue 22): :meth:`Summariser.plan` gives the calls :meth:`Summariser.crit_ka` would
+Planning and the cost cap: :meth:`Summariser.plan` gives the calls :meth:`Summariser.crit_ka` would
 make, without sending any (the summary calls with their real prompts; the compression call with its real prompt
 once every summary is in the cache, else a bound: each missing summary stood in by ``summary_tokens`` tokens);
 with a ``budget`` set, :meth:`Summariser.crit_ka` asks it before each stage (``before(calls) -> bool``: the calls
@@ -134,7 +134,7 @@ class CritKA:
 
 
 def empty_answer(call: Call, generation: Any) -> str | None:
-    """The summariser's reader for the call layer (issue 21 C): an answer with no text (an empty summary is a
+    """The summariser's reader for the call layer: an answer with no text (an empty summary is a
     failed block, an empty compression a failed Crit-KA) is asked again on a re-run, not replayed from the cache
     (``score --keep-failed`` keeps it); errors are the cache's own rule."""
     return None if (generation.text or "").strip() else "empty answer"

@@ -20,7 +20,7 @@ import lazy_loader
 
 # Loaded on first use (lazy_loader): ``surveyalign CMD --help`` calls :func:`default_offline` from
 # :mod:`~surveyalign.models.paths` and must not pay for identity / record / length (they import the backends'
-# pydantic models); ``from surveyalign.models import X`` works as before (issue 23).
+# pydantic models); ``from surveyalign.models import X`` loads the name's submodule.
 __getattr__ = lazy_loader.attach(
     __name__,
     submodules=["identity", "length", "paths", "quantization", "record"],

@@ -119,7 +119,7 @@ def _unique_reviews(reviews: list) -> tuple[list, list[str]]:
 
 
 def _run_folder(given: str | None, paper) -> tuple[Path, str | None]:
-    """The run folder of one paper: ``--out``, else ``runs/prism/<paper id>``, never another paper's (issue 21 A).
+    """The run folder of one paper: ``--out``, else ``runs/prism/<paper id>``, never another paper's.
 
     A folder whose ``paper.json`` records another paper (other content, by :func:`~surveyalign.prism.report.
     paper_sha256`) is never reused: the default folder becomes ``runs/prism/<paper id>-<short hash>``; an explicit

@@ -122,7 +122,7 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
             skipped += skip
             if not reviews:
                 raise ValueError("no review file")
-            # a folder holding another paper's run (an earlier corpus in the same OUT) is never reused (issue 21 A)
+            # a folder holding another paper's run (an earlier corpus in the same OUT) is never reused
             other = name_beside_earlier(pid, paper_sha256(paper), run_owner(out / "papers" / pid, paper))
             run = run_prism(paper, reviews, config, out / "papers" / (other or pid), backend=backend, retriever=retriever,
                             progress=progress, command=["surveyalign", "prism", "--corpus", str(root)])

@@ -235,7 +235,7 @@ def _judge_pairs(paper: Submission, units: PaperUnits, extractor: Extractor, ret
 
 def validation_text(paper: Submission, extractor: Extractor, max_paper_chars: int, flaws: Sequence[str]
                     ) -> tuple[str, dict[str, Any]]:
-    """The part of the paper text flaw validation reads, and a record of it (issue 21 D).
+    """The part of the paper text flaw validation reads, and a record of it.
 
     The text is cut at ``max_paper_chars`` characters, then, when the extractor's model context is known
     (:func:`surveyalign.judge.model_context`: a local model's, or an API server's ``max_model_len``), to fit that

@@ -159,12 +159,12 @@ def _jsonable(obj: Any) -> Any:
 
 def paper_sha256(paper: Submission) -> str:
     """SHA-256 of what PRISM reads of a paper (title, abstract, body): recorded in ``paper.json`` so a run folder
-    says whose run it holds (issue 21 A)."""
+    says whose run it holds."""
     return content_sha256(json.dumps([paper.title, paper.abstract, paper.text], ensure_ascii=False))
 
 
 def run_owner(folder: str | Path, paper: Submission) -> dict[str, Any] | None:
-    """Whose PRISM run ``folder`` holds, for :func:`surveyalign.paths.name_beside_earlier` (issue 21 A).
+    """Whose PRISM run ``folder`` holds, for :func:`surveyalign.paths.name_beside_earlier`.
 
     Returns:
         ``None`` when the folder has no ``paper.json``; else ``{"sha256", "source"}`` of the paper it records
@@ -180,7 +180,7 @@ def run_owner(folder: str | Path, paper: Submission) -> dict[str, Any] | None:
 
 def _prior_line(priors: Sequence[Any]) -> str:
     """`` Prior work: N paper(s), K without an abstract (judged on the title alone).`` (empty without priors):
-    Semantic Scholar's ``abstract: null`` is counted, never passed off as an abstract (issue 21 E)."""
+    Semantic Scholar's ``abstract: null`` is counted, never passed off as an abstract."""
     if not priors:
         return ""
     missing = sum(not (p.abstract or "").strip() for p in priors)
@@ -225,7 +225,7 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
     for review, name in zip(reviews, names.names, strict=True):
         rid = review.review_id
         digest = content_sha256(review.text)
-        # an earlier run's file of another review under this name (same paper, other reviews) stays (issue 21 A)
+        # an earlier run's file of another review under this name (same paper, other reviews) stays
         name = name_beside_earlier(name, digest, _review_owner(out / "reviews" / f"{name}.json")) or name
         record = {**scores[rid], "sha256": digest, "units": {
             "adus": _jsonable(units.adus.get(rid)), "novelty_claims": _jsonable(units.claims.get(rid)),

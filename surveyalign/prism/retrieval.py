@@ -168,7 +168,7 @@ class PriorWorkSearch:
                             self.candidates, self.mmr_lambda)
         priors = [pool[i] for i in picked]
         stats["kept"] = len(priors)
-        stats["without_abstract"] = sum(not p.abstract.strip() for p in priors)  # judged on their title (issue 21 E)
+        stats["without_abstract"] = sum(not p.abstract.strip() for p in priors)  # judged on their title
         self.stats = {**stats, "cached": False}
         if self.cache_path is not None:
             cache[key] = {"stats": stats, "priors": [p.__dict__ for p in priors]}

@@ -93,4 +93,4 @@ def _parse(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.file == "-" else _read(Path(args.file), "answer")
     result = parse_judgement(text, protocol=args.protocol)
     print(json.dumps({"score": result.score, "rationale": result.rationale, "error": result.error}, ensure_ascii=False))
-    return 0 if result.ok else 3  # no usable result: 3, as everywhere (issue 21 B)
+    return 0 if result.ok else 3  # no usable result: 3, as everywhere

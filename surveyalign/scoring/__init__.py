@@ -8,7 +8,7 @@ judge (``metaeval.py``, App. I.2), drift between two runs of one judge (``drift.
 
 import lazy_loader
 
-# Every submodule loads on first use (lazy_loader), so the CLI's `--help` imports none of them (issue 23).
+# Every submodule loads on first use (lazy_loader), so the CLI's `--help` imports none of them.
 __getattr__ = lazy_loader.attach(
     __name__,
     submodules=["baselines", "bootstrap", "calibration", "ceiling", "corpus", "drift", "jury", "metaeval",

@@ -166,12 +166,12 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     if args.drift:
         return _drift(args, console, say)
+    from surveyalign.scoring.summary import reweigh_summary
     from surveyalign.scoring.weights import (
         DEFAULT_ALPHA,
         DEFAULT_BETA,
         parse_has_weights,
         recorded_weights,
-        reweigh_summary,
     )
 
     forced = None
@@ -243,7 +243,7 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     if ceiling is None and why:
         say(f"note: no human ceiling: {why}")
-    for name, run in run_dirs.items():  # the header: the judge that ran in each run (issue 21 B)
+    for name, run in run_dirs.items():  # the header: the judge that ran in each run
         rated_by = rqs_judge_of_run(run)  # the RQS judge, named on the leaderboard
         if rated_by and summaries[name].get("rqs") is not None:
             summaries[name]["rqs_judge"] = rated_by

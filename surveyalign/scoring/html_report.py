@@ -233,7 +233,7 @@ def _provenance_items(run_dir: Path | None, summary: Mapping[str, Any]) -> list[
 
 
 def _judge(name: str, summary: Mapping[str, Any], run_dirs: Mapping[str, Path] | None) -> dict[str, Any] | None:
-    """The judge that ran (issue 21 B): from the run's run_config.json, else the summary's ``judge`` block."""
+    """The judge that ran: from the run's run_config.json, else the summary's ``judge`` block."""
     from surveyalign.scoring.judge_info import judge_of_run
 
     return judge_of_run((run_dirs or {}).get(name)) or summary.get("judge")

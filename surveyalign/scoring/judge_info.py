@@ -1,5 +1,5 @@
-"""What an evaluation report says about the judge and its reading: the judge that ran (issue 21 B) and how much
-of the surveys it read (issue 21 D), for ``metrics.json``, the console report, the leaderboard and the HTML page.
+"""What an evaluation report says about the judge and its reading: the judge that ran and how much of the
+surveys it read, for ``metrics.json``, the console report, the leaderboard and the HTML page.
 
 The judge that ran is read from a run's ``run_config.json`` (``backend.per_dimension``: each dimension's backend
 ``describe()``), so the header names what answered each dimension (a served model or adapter name, a base model
@@ -92,7 +92,7 @@ def judge_of_run(run_dir: str | Path | None) -> dict[str, Any] | None:
 
 
 def render_reading(summaries: Mapping[str, Mapping[str, Any]]) -> Table | None:
-    """How much of the surveys each judge read, per dimension (issue 21 D): units sent, cut, fraction read.
+    """How much of the surveys each judge read, per dimension: units sent, cut, fraction read.
 
     Args:
         summaries: ``{judge name: summarize_predictions output}`` (its ``reading`` block).

@@ -126,7 +126,7 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
         failed (counts by status), "RQS judge" (with RQS and a recorded ``rqs_judge``: the model that rated each
         row's rationales, marked ‡ with a caption note where the rows' RQS judges differ:
         :mod:`surveyalign.scoring.rqs_judge`) and, when a summary has a ``reading`` block, "survey read" (units whose survey
-        was cut / units sent, median and least fraction read: issue 21 D). Missing values show as "–"; a column that is missing for every
+        was cut / units sent, median and least fraction read). Missing values show as "–"; a column that is missing for every
         judge (RQS/HAS without consistency scores, Skill without training labels) is left out and the
         caption says why. Judge names fold instead of being cut; a single-dimension board fits 80
         columns; the caption also names the HAS weights of the rows (``weights``). The human ceiling ("another reviewer (n=units)", :mod:`surveyalign.scoring.ceiling`) is the last
@@ -159,7 +159,7 @@ def render_leaderboard(summaries: Mapping[str, Mapping[str, Any]],
     table.add_column("scored", justify="right")
     table.add_column("failed", justify="right", overflow="fold", max_width=8)
     reading = any(s.get("reading") for s in summaries.values())
-    if reading:  # how much of the surveys the judge read (issue 21 D)
+    if reading:  # how much of the surveys the judge read
         table.add_column("survey read", justify="right", overflow="fold", max_width=16)
     marks, scope_notes = average_scopes(summaries)
     for judge, s in summaries.items():

@@ -39,7 +39,7 @@ from surveyalign.scoring.metrics import (
 from surveyalign.scoring.records import validate_records
 from surveyalign.scoring.weights import check_has_weights
 
-__all__ = ["METRICS_VERSION", "reading_summary", "summarize_predictions", "unit_has"]
+__all__ = ["METRICS_VERSION", "reading_summary", "reweigh_summary", "summarize_predictions", "unit_has"]
 
 #: Version of the metrics.json layout written by :func:`summarize_predictions`.
 METRICS_VERSION = 1
@@ -278,7 +278,7 @@ def unit_has(predictions: Sequence[Any], references: Sequence[Any], dimensions: 
 
 
 def reading_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """How much of the surveys the judge read, over all units and per dimension (issue 21 D).
+    """How much of the surveys the judge read, over all units and per dimension.
 
     Args:
         records: prediction records; each unit's ``read`` block (``predictions.jsonl``) is summarised.
@@ -307,3 +307,19 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def reweigh_summary(summary: dict, alpha: tuple[float, float], beta: tuple[float, float]) -> dict:
+    """A ``metrics.json`` summary with Align / HAS recomputed under other weights (SurveyReview §3).
+
+    Args:
+        summary: a run's metrics (``avg_mse``, ``avg_mae``, ``rqs``, ``weights``).
+        alpha, beta: the HAS weight pairs (each >= 0, summing to 1).
+
+    Returns:
+        A copy with ``a_mse``, ``a_mae``, ``align``, ``has`` and ``weights`` recomputed; averages and RQS kept.
+    """
+    has = human_aligned_score(summary.get("avg_mse"), summary.get("avg_mae"), summary.get("rqs"), alpha=alpha,
+                              beta=beta, delta_s=(summary.get("weights") or {}).get("delta_s", 4.0))
+    return {**summary, **{k: has[k] for k in ("a_mse", "a_mae", "align", "has", "has_note")}, "weights": has["weights"],
+            "ci": None}

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_BETA", "HAS_ALIASES", "HASWeights", "check_has_weights", "parse_has_weights",
-           "recorded_weights", "reweigh_summary", "weights_note"]
+           "recorded_weights", "weights_note"]
 
 #: Paper defaults (SurveyReview §6.1): weights of (A_MSE, A_MAE) and of (Align, RQS).
 DEFAULT_ALPHA: tuple[float, float] = (0.4, 0.6)
@@ -122,21 +122,3 @@ def weights_note(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
     if len(set(lines.values())) == 1:
         return [f"HAS weights: {next(iter(lines.values()))}"]
     return [f"HAS weights of {j}: {line}" for j, line in lines.items()]
-
-
-def reweigh_summary(summary: dict, alpha: tuple[float, float], beta: tuple[float, float]) -> dict:
-    """A ``metrics.json`` summary with Align / HAS recomputed under other weights (SurveyReview §3).
-
-    Args:
-        summary: a run's metrics (``avg_mse``, ``avg_mae``, ``rqs``, ``weights``).
-        alpha, beta: the HAS weight pairs (each >= 0, summing to 1).
-
-    Returns:
-        A copy with ``a_mse``, ``a_mae``, ``align``, ``has`` and ``weights`` recomputed; averages and RQS kept.
-    """
-    from surveyalign.scoring.metrics import human_aligned_score
-
-    has = human_aligned_score(summary.get("avg_mse"), summary.get("avg_mae"), summary.get("rqs"), alpha=alpha,
-                              beta=beta, delta_s=(summary.get("weights") or {}).get("delta_s", 4.0))
-    return {**summary, **{k: has[k] for k in ("a_mse", "a_mae", "align", "has", "has_note")}, "weights": has["weights"],
-            "ci": None}

@@ -90,7 +90,7 @@ def inspect_adapter(adapter_dir: str | os.PathLike) -> AdapterReport:
 
 
 def gather_and_save_adapter(trainer, output_dir: str) -> None:
-    """Save the trainer's PEFT adapter with every ZeRO-3 shard gathered (work-around for trl issue 4416).
+    """Save the trainer's PEFT adapter with every ZeRO-3 shard gathered (work-around for trl#4416).
 
     Under DeepSpeed ZeRO-3 without ``stage3_gather_16bit_weights_on_model_save`` the trainer's save can write
     a 40-byte adapter file with no tensor. This gathers the trainable (LoRA) parameters on every rank and lets
@@ -252,7 +252,7 @@ def finalize_adapter(trainer, training_args, record: dict[str, Any], card_templa
 
     Steps: ``trainer.save_model`` and ``save_state`` (``trainer_state.json`` with the log history); drop the
     frozen DPO reference copy (``ref/``) that TRL keeps next to a re-trained adapter; read the saved file back and,
-    when it is empty (ZeRO-3, trl issue 4416), save again from gathered parameters; on the main process write
+    when it is empty (ZeRO-3, trl#4416), save again from gathered parameters; on the main process write
     ``surveyalign_training.json`` and ``README.md``, then upload the folder when ``push_to_hub``.
 
     Args:

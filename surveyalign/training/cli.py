@@ -85,7 +85,7 @@ def _cmd_dpo_pairs(args: argparse.Namespace) -> int:
     )
     print(json.dumps(summary.to_dict(), indent=2))
     print(summary.describe(), flush=True)
-    if not summary.n_paired_in_file:  # issue 21 B: a stage with no usable result exits 3
+    if not summary.n_paired_in_file:  # a stage with no usable result exits 3
         print(f"surveyalign train dpo-pairs: no unit got a pair ({summary.n_no_pair_in_file} recorded without one, "
               f"each with its reason, in {summary.out}; exit 3)", file=sys.stderr)
         return 3

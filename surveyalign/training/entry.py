@@ -1,8 +1,9 @@
 """How a recipe script starts and fails: usage without ``--config``, one-line errors (also under accelerate).
 
-``python recipes/sft.py`` with no arguments used to parse the dataclass defaults and stop in transformers' bf16
-check with a traceback; our own ``ValueError`` (unknown dimension, no dataset, no DPO pairs) came out as a
-traceback too, once per process under ``accelerate launch``. :func:`run_recipe` runs a recipe's ``main``:
+Without it, ``python recipes/sft.py`` with no arguments would parse the dataclass defaults and stop in
+transformers' bf16 check with a traceback, and our own ``ValueError`` (unknown dimension, no dataset, no DPO pairs)
+would come out as a traceback once per process under ``accelerate launch``. :func:`run_recipe` runs a recipe's
+``main``:
 
 * no ``--config`` (and no ``--help``): the usage and the copy-paste commands of the recipe's docstring are
   printed, exit status 2;
