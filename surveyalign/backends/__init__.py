@@ -34,8 +34,8 @@ from surveyalign.backends.batch_api import (
     BatchStatus,
     OpenAIBatchAPI,
     make_batch_api,
-    split_requests,
 )
+from surveyalign.backends.batch_split import split_requests
 from surveyalign.backends.registry import BACKENDS, backend_class, load_backend
 from surveyalign.backends.role import ROLE_SHAPE, BackendConfig, ModelRole
 from surveyalign.backends.server import ServerHandle, serve_in_thread

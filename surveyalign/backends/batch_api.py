@@ -12,7 +12,7 @@ the batch id down adopts the batch instead of sending it twice.
 Provider limits (documented by the providers, checked before sending): OpenAI 50,000 requests and 200 MB per
 input file; Anthropic 100,000 requests and 256 MB per batch; OpenAI's batch queue limit (prompt tokens one model
 may have in running batches, per tier) fails a batch at validation (``token_limit_exceeded``).
-:func:`split_requests` cuts a list to fit (tokens: ``max_enqueued_tokens``).
+:func:`surveyalign.backends.batch_split.split_requests` cuts a list to fit (tokens: ``max_enqueued_tokens``).
 
 The ``openai`` SDK is a core dependency; ``anthropic`` is imported only when an Anthropic batch is made.
 """
@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from surveyalign.backends.base import Generation, GenerationSettings, Messages
-from surveyalign.backends.batch_split import split_requests
 from surveyalign.backends.request_bodies import chat_body, messages_params
 from surveyalign.backends.responses import normalise_message
 
 __all__ = ["AnthropicBatchAPI", "BatchAPI", "BatchRequest", "BatchResult", "BatchStatus", "OpenAIBatchAPI",
-           "make_batch_api", "split_requests"]
+           "make_batch_api"]
 
 #: Finish reasons of Anthropic's ``stop_reason`` in the OpenAI vocabulary the harness reads.
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}

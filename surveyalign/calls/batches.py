@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign.backends.base import Generation
-from surveyalign.backends.batch_api import BatchAPI, BatchRequest, split_requests
+from surveyalign.backends.batch_api import BatchAPI, BatchRequest
+from surveyalign.backends.batch_split import split_requests
 from surveyalign.calls.budget import chars_per_token_count
 
 __all__ = ["BATCHES_FILE", "BatchLog", "BatchOutcome", "run_batches"]
