@@ -145,3 +145,99 @@ def test_shared_layout_is_refused_for_an_adapter_trained_on_the_app_c_order(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "layout: shared is for zero-shot judges only" in err[0]
     assert str(adapter / "surveyalign_training.json") in err[0]
+
+
+def _blocks_words(body: dict) -> list[int]:
+    """Words of each content block of a Messages API request (system first)."""
+    out = [len(body["system"].split())] if body.get("system") else []
+    for message in body["messages"]:
+        content = message["content"]
+        out += [len(content.split())] if isinstance(content, str) else [len(b["text"].split()) for b in content]
+    return out
+
+
+def test_direct_anthropic_messages_k5_reads_the_shared_prefix_and_prices_reads_and_writes(tmp_path, capsys):
+    dataset = _dataset(tmp_path, n=1, words=8000)
+    with FakeChatServer(prompt_cache=StandInPromptCache(min_tokens=1024)) as server:
+        path = tmp_path / "opus.yaml"
+        path.write_text(yaml.safe_dump({
+            "name": "opus", "dataset": str(dataset), "output_dir": str(tmp_path / "runs"), "run_name": "opus",
+            "progress": False, "bootstrap": 0, "dimensions": DIMS, "synthesis": False, "layout": "shared",
+            "samples_per_unit": 5, "concurrency": 1,
+            "backend": {"kind": "anthropic", "options": {"model": "claude-opus-4-5", "base_url": server.base_url,
+                                                         "api_key_env": None, "prompt_cache_min_tokens": 1024}},
+            "generation": {"omit": ["top_p"], "temperature": 0.7, "seed": 0, "max_new_tokens": 4}}))
+        planned, total, out = _plan_and_run(path, capsys)
+        bodies = list(server.requests)
+    assert len(bodies) == 20 and all(b["max_tokens"] == 4 and "top_p" not in b and "seed" not in b for b in bodies)
+    # every request: one user message of two marked blocks, the survey block (heading 3 + title line 6 +
+    # "# A survey of topic 0" 6 + 8,000 body words + separator 1 = 8,016 words) and the dimension's instructions
+    shared = 8016
+    tails = {}
+    for body in bodies:
+        words = _blocks_words(body)
+        assert words[0] == shared and len(words) == 2
+        assert all(b["cache_control"] == {"type": "ephemeral"} for b in body["messages"][-1]["content"])
+        tails.setdefault(body["messages"][-1]["content"][1]["text"], words[1])
+    assert len(tails) == 4
+    records = [json.loads(line) for line in (tmp_path / "runs" / "opus" / "calls.jsonl").read_text().splitlines()]
+    by = {(r["namespace"], r["sample"]): r for r in records}
+    tail = {d: by[(d, 0)]["prompt_tokens"] - shared for d in DIMS}
+    assert sorted(tail.values()) == sorted(tails.values())
+    # concurrency 1, calls by prefix group: readability's first sample writes both breakpoints, each later
+    # dimension's first sample reads the survey block and writes its instructions, every 2nd..5th sample reads all
+    assert (by[("readability", 0)]["cached_tokens"], by[("readability", 0)]["cache_write_tokens"]) == (
+        0, shared + tail["readability"])
+    for d in DIMS[1:]:
+        assert (by[(d, 0)]["cached_tokens"], by[(d, 0)]["cache_write_tokens"]) == (shared, tail[d])
+    for d in DIMS:
+        for k in range(1, 5):
+            assert by[(d, k)]["cached_tokens"] == by[(d, k)]["prompt_tokens"] == shared + tail[d]
+            assert "cache_write_tokens" not in by[(d, k)]
+    prompt = sum(5 * (shared + t) for t in tail.values())
+    read = sum(4 * (shared + t) for t in tail.values()) + 3 * shared
+    written = shared + sum(tail.values())
+    assert (total["prompt_tokens"], total["cached_tokens"], total["cache_write_tokens"]) == (prompt, read, written)
+    assert total["completion_tokens"] == 20 * 4 and total["cache_hits"] == 19
+    # claude-opus-4-5: input $5.00, cache read $0.50, cache write $6.25, output $25.00 per million tokens; no call
+    # has a fresh prompt token
+    assert total["cost_usd"] == pytest.approx((read * 0.50 + written * 6.25 + 80 * 25.00) / 1e6, abs=1e-6)  # 6 places
+    naive = (prompt * 5.00 + 80 * 25.00) / 1e6
+    assert total["cost_usd"] < 0.3 * naive
+    assert planned["this_run"] == "cache"  # --plan counts 4 characters per token (the 3-letter survey words: 1 each)
+    assert planned["total"]["cache"]["cost_usd"] == pytest.approx(total["cost_usd"], rel=0.10)
+    assert "anthropic (marked breakpoints" in out
+
+
+def test_anthropic_backend_retries_sends_thinking_and_omit_and_the_openai_path_drops_the_prefix_key(monkeypatch):
+    from surveyalign.backends import load_backend
+
+    monkeypatch.setenv("STANDIN_ANTHROPIC_KEY", "sk-ant-standin")
+    prompt = build_judge_prompt("readability", "BODY " * 40, title="T", layout="shared")
+    settings = GenerationSettings(max_new_tokens=2048, thinking_budget=1024, omit=["temperature", "top_p"])
+    with FakeChatServer(fail_first=2, fail_status=529, prompt_cache=StandInPromptCache(min_tokens=10)) as server:
+        backend = load_backend("anthropic", model="claude-opus-4-5", base_url=server.base_url,
+                               api_key_env="STANDIN_ANTHROPIC_KEY", backoff_initial=0.0, prompt_cache_min_tokens=10)
+        [[first, second]] = backend.generate([prompt.messages()], settings, n=2)
+        backend.close()
+        bodies, headers = list(server.requests), list(server.request_headers)
+    assert backend.stats == {"attempts": 4, "retries": 2, "failed": 0}  # two 529 "overloaded" answers retried
+    assert headers[-1]["x-api-key"] == "sk-ant-standin" and headers[-1]["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in headers[-1]
+    assert bodies[-1]["thinking"] == {"type": "enabled", "budget_tokens": 1024} and bodies[-1]["max_tokens"] == 2048
+    assert "temperature" not in bodies[-1] and "top_p" not in bodies[-1] and "cache_prefix_chars" not in json.dumps(
+        bodies[-1])
+    assert {first.reasoning, second.reasoning} == {"Weighing the survey."}
+    # 40 body words + heading 3 + title 2 + separator 1 = 46 shared words; one call writes, the other reads
+    total = len(prompt.content.split())
+    assert sorted([(g.cached_tokens, g.cache_write_tokens) for g in (first, second)], key=str) == sorted(
+        [(0, total), (total, None)], key=str)
+    assert backend.prompt_cache().provider == "anthropic" and backend.describe()["api"] == "messages"
+    assert load_backend("anthropic", model="claude-opus-4-5", cache_control=False).prompt_cache() is None
+    with pytest.raises(ValueError, match="batch must be true, false, auto or anthropic"):
+        load_backend("anthropic", model="claude-opus-4-5", batch="openai")
+    with FakeChatServer() as server:  # the direct OpenAI path sends the prompt without the layout's prefix key
+        backend = load_backend("openai", model="m", base_url=server.base_url, api_key_env=None)
+        backend.generate([prompt.messages()], GenerationSettings(max_new_tokens=4), n=2)
+        backend.close()
+        assert [b["messages"] for b in server.requests] == [[{"role": "user", "content": prompt.content}]] * 2
