@@ -241,3 +241,41 @@ def test_anthropic_backend_retries_sends_thinking_and_omit_and_the_openai_path_d
         backend.generate([prompt.messages()], GenerationSettings(max_new_tokens=4), n=2)
         backend.close()
         assert [b["messages"] for b in server.requests] == [[{"role": "user", "content": prompt.content}]] * 2
+
+
+def _opus_config(tmp_path: Path, dataset: Path, run: str, base_url: str, **options) -> Path:
+    path = tmp_path / f"{run}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": run, "dataset": str(dataset), "output_dir": str(tmp_path / "runs"), "run_name": run,
+        "progress": False, "bootstrap": 0, "dimensions": DIMS, "synthesis": False, "layout": "shared",
+        "samples_per_unit": 5, "concurrency": 2,
+        "backend": {"kind": "anthropic", "options": {"model": "claude-opus-4-5", "base_url": base_url,
+                                                     "api_key_env": None, "prompt_cache_min_tokens": 1024,
+                                                     **options}},
+        "generation": {"temperature": 0.7, "seed": 0, "max_new_tokens": 4}}))
+    return path
+
+
+def test_max_cost_counts_the_prompt_cache_when_the_backend_meets_one(tmp_path, capsys):
+    from surveyalign.evaluation import EvalConfig, run_evaluation
+
+    dataset = _dataset(tmp_path, n=2, words=8000)
+    with FakeChatServer(prompt_cache=StandInPromptCache(min_tokens=1024)) as server:
+        cached_cfg = _opus_config(tmp_path, dataset, "cached", server.base_url)
+        plan = run_evaluation(EvalConfig.from_yaml(cached_cfg), plan_only=True).calls["plan"]["cache"]["total"]
+        capsys.readouterr()
+        with_cache, without = plan["cache"]["cost_usd"], plan["list"]["cost_usd"]
+        # 2 surveys x 4 dimensions x 5 samples of ~8,300 tokens: 332k prompt tokens at $5 / M is about $1.66; with
+        # the cache, 2 writes of the survey block + 8 of the instructions, every other prompt token a $0.50 read
+        assert without > 3.5 * with_cache
+        cap = round(2 * with_cache, 4)
+        assert main(["evaluate", "--config", str(cached_cfg), "--max-cost", str(cap)]) == 0
+        total = json.loads((tmp_path / "runs" / "cached" / "metrics.json").read_text())["harness"]["cost"]["total"]
+        assert total["calls"] == 40 and total["cost_usd"] <= cap
+        assert total["cost_usd"] == pytest.approx(with_cache, rel=0.10)
+        # the same cap without the cache (cache_control: false): the list-price estimate passes it, the run stops
+        plain = _opus_config(tmp_path, dataset, "plain", server.base_url, cache_control=False)
+        assert main(["evaluate", "--config", str(plain), "--max-cost", str(cap)]) == 4
+        assert "stopped at the cost cap" in capsys.readouterr().err
+        answered = (tmp_path / "runs" / "plain" / "calls.jsonl").read_text().splitlines()
+        assert 0 < len(answered) < 40
