@@ -279,3 +279,48 @@ def test_max_cost_counts_the_prompt_cache_when_the_backend_meets_one(tmp_path, c
         assert "stopped at the cost cap" in capsys.readouterr().err
         answered = (tmp_path / "runs" / "plain" / "calls.jsonl").read_text().splitlines()
         assert 0 < len(answered) < 40
+
+
+def test_layout_sweep_runs_both_layouts_on_the_same_units_and_writes_the_paired_table(tmp_path, capsys,
+                                                                                      monkeypatch):
+    from surveyalign.evaluation import SweepConfig
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    repo = Path(__file__).resolve().parents[1]
+    shipped = SweepConfig.from_yaml(repo / "configs/studies/sweep-layout.yaml")
+    dataset = _dataset(tmp_path, n=10, words=1200)
+
+    def reply(body: dict) -> str:  # the stand-in judge: right (+1, the gold score) on the shared layout only
+        first = body["messages"][-1]["content"][0]["text"]
+        return "Clear. $$$1$$$" if first.startswith("Survey under review:") else "Unclear. $$$-1$$$"
+
+    with FakeChatServer(replies=reply, prompt_cache=StandInPromptCache(min_tokens=1024)) as server:
+        path = tmp_path / "sweep.yaml"
+        path.write_text(yaml.safe_dump({
+            "name": shipped.name, "base": str(shipped.base_path().resolve()), "variants": shipped.variants,
+            "set": {**shipped.set, "dataset": str(dataset), "progress": False, "bootstrap": 0,
+                    "backend.options.base_url": server.base_url, "backend.options.api_key_env": None,
+                    "backend.options.prompt_cache_min_tokens": 1024},
+            "output_dir": str(tmp_path / "sweeps"), "bootstrap": 200}))
+        assert main(["sweep", "--config", str(path)]) == 0
+        printed = capsys.readouterr().out
+        n_requests = len(server.requests)
+    root = tmp_path / "sweeps" / "layout"
+    out = json.loads((root / "sweep.json").read_text())
+    assert shipped.variants == {"shared": {"layout": "shared"}} and set(out["runs"]) == {"base", "shared"}
+    assert n_requests == 2 * 10 * 4  # no RQS stage: the shipped sweep turns it off
+    units = {}
+    for name in ("base", "shared"):
+        rows = [json.loads(x) for x in (root / name / "predictions.jsonl").read_text().splitlines()]
+        units[name] = sorted(r["unit_id"] for r in rows)
+        assert json.loads((root / name / "run_config.json").read_text())["config"]["layout"] == (
+            "shared" if name == "shared" else "app_c")
+    assert units["base"] == units["shared"] and len(units["base"]) == 40
+    # gold 1 everywhere: the base answers -1 (squared error 4), the shared layout 1 (error 0)
+    mse = out["comparisons"]["shared"]["metrics"]["avg_mse"]
+    assert (mse["a"], mse["b"], mse["diff"]) == (0.0, 4.0, -4.0) and out["comparisons"]["shared"]["n_shared"] == 40
+    # only the shared layout's prompts share a prefix: 3 of a survey's 4 dimensions read its survey block
+    cached = {name: [json.loads(x).get("cached_tokens") or 0
+                     for x in (root / name / "calls.jsonl").read_text().splitlines()] for name in ("base", "shared")}
+    assert sum(cached["base"]) == 0 and sum(1 for c in cached["shared"] if c) == 10 * 3
+    assert "shared" in printed
