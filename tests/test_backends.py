@@ -37,7 +37,7 @@ def test_load_backend_rejects_unknown_kind_and_option():
         load_backend("nope")
     with pytest.raises(ValueError, match=r"does not take option\(s\) \['scroe'\].*'score'"):
         load_backend("constant", scroe=1)
-    assert set(BACKENDS) == {"openai", "transformers", "vllm", "constant", "scripted", "ray"}
+    assert set(BACKENDS) == {"openai", "anthropic", "transformers", "vllm", "constant", "scripted", "ray"}
 
 
 @pytest.mark.parametrize("protocol, score, expected", [

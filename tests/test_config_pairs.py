@@ -220,6 +220,11 @@ def test_study_configs_name_runs_the_eval_configs_write():
     assert sweep.set["dataset"] == KA
     # the no-KA variant judges KA-trained adapters on plain prompts: the record check refuses it unless allowed
     assert sweep.variants["no-ka"] == {"knowledge_dimensions": [], "allow_training_mismatch": True}
+    layout = SweepConfig.from_yaml(REPO / "configs/studies/sweep-layout.yaml")
+    # the shared-survey layout against the App. C order, on a zero-shot judge (an adapter refuses the layout)
+    assert (REPO / "configs/studies" / layout.base).resolve() == REPO / "configs/eval/claude-opus-4.5.yaml"
+    assert layout.variants == {"shared": {"layout": "shared"}} and layout.set["rqs.enabled"] is False
+    assert layout.eval_config("shared").layout == "shared" and layout.eval_config("base").layout == "app_c"
 
 
 def _records_as_trained(root: Path, training: dict[str, dict], adapters: dict[str, str], n_train: int) -> None:

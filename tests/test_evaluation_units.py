@@ -244,7 +244,7 @@ def test_secret_options_are_redacted():
 @pytest.mark.parametrize("path", EVAL_YAMLS, ids=lambda p: p.name)
 def test_every_shipped_eval_yaml_parses(path):
     cfg = EvalConfig.from_yaml(path)
-    assert cfg.backend.kind in {"openai", "transformers", "vllm", "ray", "constant", "scripted"}
+    assert cfg.backend.kind in {"openai", "anthropic", "transformers", "vllm", "ray", "constant", "scripted"}
 
 
 def test_baseline_configs_present():

@@ -109,7 +109,8 @@ def test_anthropic_batch_params_carry_thinking_and_no_temperature():
         assert api.status(bid).ended
         assert [r.generation.text for r in api.results(bid)] == ["Fine. $$$-1$$$"]
     assert seen == [{"model": "claude-opus-4-5", "max_tokens": 4096, "system": "Be brief.",
-                     "messages": [{"role": "user", "content": "Rate the survey."}],
+                     "messages": [{"role": "user", "content": [{"type": "text", "text": "Rate the survey.",
+                                                                "cache_control": {"type": "ephemeral"}}]}],
                      "thinking": {"type": "enabled", "budget_tokens": 2048}}]
     plain = messages_params("c", MESSAGES, GenerationSettings(temperature=1.5, top_p=0.5))
     assert (plain["temperature"], plain["top_p"]) == (1.0, 0.5)  # unchanged without omit

@@ -39,6 +39,7 @@ from surveyalign.backends.base import (
 )
 from surveyalign.backends.openai_wire import _ChatWire, _LoopState
 from surveyalign.backends.pool import ServerPool, probe_models
+from surveyalign.backends.prompt_cache import wire_messages
 from surveyalign.backends.retry import OPENAI_RETRY, RetryPolicy
 from surveyalign.backends.transport import (
     AiohttpTransport,
@@ -335,7 +336,7 @@ class OpenAIBackend(_ChatWire, Backend):
         width = n if self.n_per_request and not settings.greedy else 1  # samples per request
         tasks = []
         for messages in prompts:
-            encoded = json.dumps(list(messages))  # once per prompt, not once per sample
+            encoded = json.dumps(wire_messages(messages))  # once per prompt, not once per sample
             tasks.append([asyncio.ensure_future(self._one(state, messages, settings, i, width, encoded))
                           for i in range(0, n, width)])
         flat = [task for row in tasks for task in row]
@@ -402,10 +403,13 @@ class OpenAIBackend(_ChatWire, Backend):
                 self._server_fingerprint = self._fetch_models()
             return self._server_fingerprint
 
-    def _fetch_models(self) -> dict[str, Any]:
+    def _auth_headers(self) -> dict[str, str]:
+        """The headers that carry the key (``Authorization: Bearer``; none without a key)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return probe_models(self.base_urls, self.model, headers, min(FINGERPRINT_TIMEOUT, self.timeout))
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _fetch_models(self) -> dict[str, Any]:
+        return probe_models(self.base_urls, self.model, self._auth_headers(), min(FINGERPRINT_TIMEOUT, self.timeout))
 
     async def _aclose_state(self, loop: asyncio.AbstractEventLoop) -> None:
         state = self._states.pop(loop, None)
@@ -416,10 +420,7 @@ class OpenAIBackend(_ChatWire, Backend):
         loop = asyncio.get_running_loop()
         state = self._states.get(loop)
         if state is None or (state.limit != self.concurrency and state.in_use == 0):
-            headers = {"Content-Type": "application/json"}
-            key = os.environ.get(self.api_key_env) if self.api_key_env else None
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
+            headers = {"Content-Type": "application/json", **self._auth_headers()}
             cls = AiohttpTransport if self.transport == "aiohttp" else HttpxTransport
             if state is not None:  # the limit changed between runs on this loop: a session of the new size
                 old = state.transport

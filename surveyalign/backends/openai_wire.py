@@ -46,6 +46,9 @@ class _ChatWire:
     ``model``, ``max_tokens_field``, ``request_logprobs``, ``send_chat_template_kwargs``, ``extra_body``, ``retry``,
     ``stats`` and ``_pool`` it reads."""
 
+    #: The path under ``base_url`` a request is posted to.
+    endpoint = "chat/completions"
+
     def batch_provider(self) -> str | None:
         """The provider batch API calls go through (``"openai"`` / ``"anthropic"``), ``None`` with ``batch`` off."""
         if self.batch == "auto":
@@ -114,7 +117,7 @@ class _ChatWire:
             async with state.semaphore:
                 self.stats["attempts"] += 1
                 base = self._pool.acquire(tried)
-                url = f"{base}/chat/completions"
+                url = f"{base}/{self.endpoint}"
                 try:
                     status, retry_after, text = await state.transport.post(url, payload)
                 except RetryableError as exc:
@@ -131,6 +134,14 @@ class _ChatWire:
                 tried.append(base)
                 raise RetryableError(detail, parse_retry_after(retry_after))
             raise FatalError(detail)
+        return self._read(body, text, url)
+
+    def _read(self, body: dict[str, Any], text: str, url: str) -> list[Generation]:
+        """The generations of one 200 reply ``text`` to ``body`` (a failed row per choice asked and not answered).
+
+        Raises:
+            FatalError: a reply that cannot be read (the message quotes its start, secrets redacted).
+        """
         try:
             reply = json.loads(text)
             choices = reply["choices"]

@@ -13,6 +13,7 @@ __all__ = ["BACKENDS", "backend_class", "load_backend"]
 #: Backend kinds and the ``module:Class`` implementing each (imported lazily).
 BACKENDS: dict[str, str] = {
     "openai": "surveyalign.backends.openai_api:OpenAIBackend",
+    "anthropic": "surveyalign.backends.anthropic_api:AnthropicBackend",
     "transformers": "surveyalign.backends.hf:TransformersBackend",
     "vllm": "surveyalign.backends.vllm_backend:VLLMBackend",
     "constant": "surveyalign.backends.simple:ConstantBackend",
@@ -42,7 +43,7 @@ def load_backend(kind: str, **options: Any) -> Backend:
     (replies). See each class for the full list.
 
     Args:
-        kind: one of :data:`BACKENDS` (``"openai"``, ``"transformers"``, ``"vllm"``, ``"constant"``,
+        kind: one of :data:`BACKENDS` (``"openai"``, ``"anthropic"``, ``"transformers"``, ``"vllm"``, ``"constant"``,
             ``"scripted"``).
         **options: keyword arguments of that backend's class.
 

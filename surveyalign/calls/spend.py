@@ -6,7 +6,9 @@ folder, shared by ``evaluate`` and ``score``.
   K samples share one request / prefill count 0 (the rule the backends use when they record ``prompt_tokens``).
 * :func:`plan_calls`: the :class:`~surveyalign.calls.budget.CallPlan` of the calls still to make (completion =
   the mean of the answers already in the cache, else ``max_new_tokens``; time = seconds per call measured so far
-  over the calls in flight) and the per-call USD estimate used by the cap.
+  over the calls in flight) and the per-call USD estimate used by the cap, which prices the prompt-cache reads and
+  writes :func:`cache_use` predicts where the call's backend meets a provider prompt cache (the plan's own rows
+  stay at the list price: an upper bound).
 * :func:`spent_usd` / :func:`make_cap`: the cap starts from what the run folder's cache already cost.
 * :func:`model_of_call` / :func:`answer_cost`: which model answers a call and what one answer cost.
 * :func:`engine_gpus` / :func:`gpu_hours_per_second`: the GPUs of a local engine and the GPU-hours its recorded
@@ -30,7 +32,7 @@ from surveyalign.calls.cache import CallCache
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.executor import Call
 
-__all__ = ["PromptCounter", "answer_cost", "answer_history", "engine_gpus", "gpu_hours_per_second", "make_cap",
+__all__ = ["PromptCounter", "answer_cost", "answer_history", "cache_use", "engine_gpus", "gpu_hours_per_second", "make_cap",
            "model_of_call", "plan_calls", "planned_gpu_hours", "spent_usd", "unanswered"]
 
 #: How prompt tokens are counted without a tokenizer (printed in the plan).
@@ -143,6 +145,23 @@ class PromptCounter:
         self._cache[call.messages_hash] = n
         return n
 
+    def prefix_tokens(self, call: Call) -> int:
+        """Tokens of the shared prefix ``call``'s prompt declares (:func:`surveyalign.calls.prefix.shared_text`;
+        0 when it declares none), with the same tokenizer as :meth:`messages_tokens` (else 4 characters per
+        token)."""
+        from surveyalign.calls.prefix import shared_text
+
+        text = shared_text(call.messages)
+        if not text:
+            return 0
+        try:
+            tok = self.tokenizer_of(call)
+        except (ValueError, KeyError):
+            tok = None
+        if tok is None:
+            tok = getattr(call.backend, "tokenizer", None)
+        return len(tok(text, add_special_tokens=False)["input_ids"]) if tok is not None else -(-len(text) // 4)
+
     def __call__(self, call: Call) -> int:
         """Billed prompt tokens of ``call`` (0 for a sample riding on another's prefill)."""
         if call.key not in self._heads and (_shares_prompt(call.backend) or (
@@ -196,7 +215,8 @@ def plan_calls(todo: Sequence[Call], counter: PromptCounter, cache: CallCache, p
 
     Returns:
         ``(plan, estimate)``: the :class:`~surveyalign.calls.budget.CallPlan` and ``call -> estimated USD`` (0 for
-        unpriced models).
+        unpriced models; with the predicted prompt-cache reads and writes of :func:`cache_use` where the call's
+        backend meets a provider prompt cache, the calls sent in the executor's prefix-group order).
     """
     means, mean_seconds, n_answers = answer_history(cache)
 
@@ -219,11 +239,41 @@ def plan_calls(todo: Sequence[Call], counter: PromptCounter, cache: CallCache, p
     plan.token_source = counter.source
     plan.gpu_hours = planned_gpu_hours(todo, mean_seconds, concurrency)
 
+    use = cache_use(todo, counter)
+
     def estimate(call: Call) -> float:
         hit = prices.lookup(model_of(call))
-        return hit[1].cost(prompt(call), completion(call), batch=batched(call)) if hit else 0.0
+        if hit is None:
+            return 0.0
+        tokens = prompt(call)
+        got = use.get(call.key)
+        read = min(got.read, tokens) if got is not None else 0
+        write = min(got.write, tokens - read) if got is not None else 0
+        return hit[1].cost(tokens, completion(call), read, batch=batched(call), cache_write_tokens=write)
 
     return plan, estimate
+
+
+def cache_use(todo: Sequence[Call], counter: PromptCounter) -> dict[str, Any]:
+    """The predicted prompt-cache reads and writes of ``todo`` (:func:`surveyalign.calls.prefix.predict_cache`
+    with each backend's rules, :func:`surveyalign.calls.executor.cache_rules`), for the calls whose backend meets
+    a provider prompt cache; empty when none does.
+
+    Args:
+        todo: the calls still to make.
+        counter: counts a call's prompt tokens and its shared prefix's.
+
+    Returns:
+        ``{call.key: CacheUse}`` (``read`` / ``write`` tokens, >= 0) of the calls of cached backends.
+    """
+    from surveyalign.calls.executor import cache_rules
+    from surveyalign.calls.prefix import predict_cache
+
+    rules = {id(c.backend): cache_rules(c.backend) for c in todo}
+    cached = [c for c in todo if rules[id(c.backend)] is not None]
+    if not cached:
+        return {}
+    return predict_cache(cached, counter.messages_tokens, counter.prefix_tokens, lambda c: rules[id(c.backend)])
 
 
 def spent_usd(cache: CallCache, calls: Sequence[Call], prices: PriceTable,

@@ -111,7 +111,8 @@ def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str,
     Calls whose backend has ``batch`` on (``backend.options.batch``) go through the provider's batch API
     (:func:`surveyalign.calls.batches.run_batches`, batch ids in ``RUN_DIR/batches.jsonl``); the others through
     :func:`surveyalign.calls.run_calls`. With a cap (``--max-cost``), calls are sent in chunks of whole units while
-    the projected total stays under it (:class:`surveyalign.calls.budget.CostCap`).
+    the projected total stays under it (:class:`surveyalign.calls.budget.CostCap`; the calls of a prefix group
+    kept together, so the cap's prompt-cache estimate holds).
 
     Args:
         calls: the calls (from :func:`judge_calls` or the RQS stage).
@@ -137,6 +138,10 @@ def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str,
     live = [c for c in calls if not getattr(c.backend, "batch", False)]
     batched = [c for c in calls if getattr(c.backend, "batch", False)]
     size = max(16, 2 * int(config.concurrency or 8))
+    if cap is not None:  # a prefix group's units in one chunk or adjacent ones: the cap's cached estimate holds
+        from surveyalign.calls.prefix import order_for_cache
+
+        live = order_for_cache(live)
     chunks = cap.chunks(live, size) if cap is not None else [live]
     for chunk in chunks:
         errors += run_calls(chunk, on_result, concurrency=config.concurrency, batch_size=config.batch_size,

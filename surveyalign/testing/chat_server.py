@@ -1,6 +1,6 @@
 """A scriptable OpenAI-compatible chat server on 127.0.0.1, for tests and throughput benchmarks.
 
-``FakeChatServer`` answers ``POST /v1/chat/completions`` after a fixed delay with canned replies, and can be
+``FakeChatServer`` answers ``POST /v1/chat/completions`` (and Anthropic's ``POST /v1/messages``) after a fixed delay with canned replies, and can be
 told to fail: the first N requests with 429 (and a ``Retry-After`` header), every request with 500, and so
 on. It logs every request body and tracks the peak number of requests in flight, so tests can check
 retries and concurrency bounds against a real HTTP server instead of mocks. Its ``usage`` counts words: prompt
@@ -30,6 +30,13 @@ from surveyalign.testing.threaded import ThreadedApp
 __all__ = ["FakeChatServer"]
 
 
+def _texts(content: Any) -> list[str]:
+    """The texts of a Messages API ``system`` or message ``content`` (a string, or a list of text blocks)."""
+    if isinstance(content, str):
+        return [content]
+    return [str(b.get("text") or "") for b in content or [] if isinstance(b, dict)]
+
+
 class FakeChatServer(ThreadedApp):
     """A fake OpenAI-compatible server running in a background thread.
 
@@ -52,12 +59,13 @@ class FakeChatServer(ThreadedApp):
         max_model_len: when set, ``GET /v1/models`` lists it (as vLLM does) for clients reading the context.
         tokenizer: a ``transformers`` tokenizer with a chat template: ``usage`` counts its tokens instead of words.
         prompt_cache: a :class:`~surveyalign.testing.prompt_cache.StandInPromptCache` modelling OpenAI's automatic
-            prefix cache (a prefix seen within its ``ttl_s`` is read: ``usage.prompt_tokens_details.cached_tokens``);
-            ``None`` (default): nothing is cached.
+            prefix cache (a prefix seen within its ``ttl_s`` is read: ``usage.prompt_tokens_details.cached_tokens``)
+            and, on ``/v1/messages``, Anthropic's marked breakpoints (``cache_read_input_tokens`` /
+            ``cache_creation_input_tokens``); ``None`` (default): nothing is cached.
         port: port to bind on 127.0.0.1; 0 picks a free one.
 
     Attributes:
-        requests: JSON bodies of every ``/v1/chat/completions`` request, in arrival order.
+        requests: JSON bodies of every ``/v1/chat/completions`` and ``/v1/messages`` request, in arrival order.
         request_headers: the matching request headers (lower-case names), e.g. to check ``authorization``.
         request_times: ``time.monotonic()`` of each request's arrival.
         max_in_flight: the largest number of requests being handled at the same time.
@@ -152,6 +160,54 @@ class FakeChatServer(ThreadedApp):
             choice["logprobs"] = {"content": [{"token": word, "logprob": self.logprob} for word in text.split()]}
         return choice, text
 
+    def _chat_reply(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """The ``/v1/chat/completions`` reply to ``body`` (request number ``index``)."""
+        prompt_words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or []
+                           if isinstance(m, dict))
+        n = max(1, int(body.get("n") or 1))  # one reply per asked choice, in turn
+        if self.max_choices is not None:
+            n = min(n, max(1, int(self.max_choices)))
+        choices, texts = [], []
+        for i in range(n):
+            choice, text = self._choice(body, self._next_reply(body))
+            choices.append({**choice, "index": i})
+            texts.append(text)
+        usage = self._usage(body, prompt_words, texts[0])
+        if self.prompt_cache is not None:
+            usage["prompt_tokens_details"] = {
+                "cached_tokens": self.prompt_cache.openai(body.get("messages") or [], body.get("model"))}
+        for text in texts[1:]:  # the prompt is billed once, every choice's answer counted
+            more = self._usage(body, prompt_words, text)["completion_tokens"]
+            usage["completion_tokens"] += more
+            usage["total_tokens"] += more
+        # usage counts words: prompt = words of every message, completion = words of the answers
+        return {"id": f"chatcmpl-fake-{index}", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model", self.model), "choices": choices, "usage": usage}
+
+    def _messages_reply(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """The Anthropic ``/v1/messages`` reply to ``body``: the next canned reply as one text block (after a
+        thinking block when the request asks for ``thinking``), ``stop_reason`` ``end_turn`` (``max_tokens`` when
+        ``finish_reason`` is ``"length"``), and usage in words: ``input_tokens``, ``cache_read_input_tokens`` and
+        ``cache_creation_input_tokens`` from ``prompt_cache``
+        (:meth:`~surveyalign.testing.prompt_cache.StandInPromptCache.anthropic`; without one every prompt word is
+        ``input_tokens``)."""
+        reply = self._next_reply(body)
+        text = reply if isinstance(reply, str) else str((reply.get("message") or {}).get("content") or "")
+        content: list[dict[str, Any]] = []
+        if body.get("thinking"):
+            content.append({"type": "thinking", "thinking": "Weighing the survey.", "signature": "stand-in"})
+        content.append({"type": "text", "text": text})
+        if self.prompt_cache is not None:
+            usage = self.prompt_cache.anthropic(body)
+        else:
+            words = sum(len(t.split()) for t in _texts(body.get("system")))
+            words += sum(len(t.split()) for m in body.get("messages") or [] for t in _texts(m.get("content")))
+            usage = {"input_tokens": words, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+        usage["output_tokens"] = len(text.split())
+        return {"id": f"msg_fake_{index}", "type": "message", "role": "assistant",
+                "model": body.get("model", self.model), "content": content,
+                "stop_reason": "max_tokens" if self.finish_reason == "length" else "end_turn", "usage": usage}
+
     def _build_app(self) -> Any:
         from starlette.applications import Starlette
         from starlette.requests import Request
@@ -159,6 +215,12 @@ class FakeChatServer(ThreadedApp):
         from starlette.routing import Route
 
         async def chat(request: Request) -> JSONResponse:
+            return await handle(request, self._chat_reply)
+
+        async def messages(request: Request) -> JSONResponse:
+            return await handle(request, self._messages_reply)
+
+        async def handle(request: Request, answer: Callable[[dict[str, Any], int], dict[str, Any]]) -> JSONResponse:
             try:
                 body = json.loads(await request.body())
             except ValueError:
@@ -182,33 +244,7 @@ class FakeChatServer(ThreadedApp):
                         message += f"; request headers were {dict(request.headers)}"
                     return JSONResponse({"error": {"message": message, "type": "fake"}},
                                         status_code=status, headers=headers)
-                prompt_words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or []
-                                   if isinstance(m, dict))
-                n = max(1, int(body.get("n") or 1))  # one reply per asked choice, in turn
-                if self.max_choices is not None:
-                    n = min(n, max(1, int(self.max_choices)))
-                choices, texts = [], []
-                for i in range(n):
-                    choice, text = self._choice(body, self._next_reply(body))
-                    choices.append({**choice, "index": i})
-                    texts.append(text)
-                usage = self._usage(body, prompt_words, texts[0])
-                if self.prompt_cache is not None:
-                    usage["prompt_tokens_details"] = {
-                        "cached_tokens": self.prompt_cache.openai(body.get("messages") or [], body.get("model"))}
-                for text in texts[1:]:  # the prompt is billed once, every choice's answer counted
-                    more = self._usage(body, prompt_words, text)["completion_tokens"]
-                    usage["completion_tokens"] += more
-                    usage["total_tokens"] += more
-                return JSONResponse({
-                    "id": f"chatcmpl-fake-{index}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model", self.model),
-                    "choices": choices,
-                    # usage counts words: prompt = words of every message, completion = words of the answers
-                    "usage": usage,
-                })
+                return JSONResponse(answer(body, index))
             finally:
                 with self._lock:
                     self.in_flight -= 1
@@ -221,6 +257,7 @@ class FakeChatServer(ThreadedApp):
 
         return Starlette(routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/messages", messages, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
         ])
 
