@@ -335,6 +335,9 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     metrics = summarize_predictions(predictions, train_scores=train_scores or None,
                                     consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
                                     seed=config.generation.seed, alpha=config.has.alpha, beta=config.has.beta)
+    hidden = (prompt_length or {}).pop("hidden_text", None) or {}
+    # surveys whose text or title carries invisible characters or answer-format tokens (neutralised before the judge)
+    metrics["hidden_text"] = {"n_surveys": len(hidden), "surveys": hidden}
     metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
                           "prompt_length": prompt_length, "cost": cost, "layout": config.layout}
     if merged:
