@@ -210,10 +210,14 @@ def _inputs(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def _finish(args: argparse.Namespace, out_dir: Path, result: dict[str, Any], paths: list[Path], readable: int,
-            total: int, cache=None) -> int:
+            total: int, cache=None, docs: dict[Any, Any] | None = None) -> int:
     from surveyalign import __version__
     from surveyalign.autoraters.report import markdown_report, reading_summary
+    from surveyalign.documents.hidden import document_hidden
 
+    # per paper read: hidden text its reader listed and answer-format tokens neutralised before the judge read it
+    result["hidden_text"] = {str(getattr(doc, "source", None) or name): document_hidden(doc.text, doc.hidden)
+                             for name, doc in (docs or {}).items()}
     result["read"] = reading_summary(result)  # how much of the paper texts the judge read
     result["run"] = {"command": ["surveyalign", *sys.argv[1:]] if sys.argv[1:2] == ["autorate"] else None,
                      "surveyalign_version": __version__, "inputs": _inputs(paths), "n_readable_answers": readable,
@@ -297,7 +301,7 @@ def _sxs(args: argparse.Namespace) -> int:
         judge.backend.close()
     n_calls = 2 * result["n_pairs"]
     return _finish(args, out_dir, result, list(docs), n_calls - result["n_unreadable_calls"], n_calls,
-                   judge.cache)
+                   judge.cache, docs)
 
 
 def _litreview(args: argparse.Namespace) -> int:
@@ -311,7 +315,8 @@ def _litreview(args: argparse.Namespace) -> int:
         raise ValueError("give --venue or --avg-citations, not both")
     avg = VENUE_AVERAGE_CITATIONS[args.venue] if args.venue else (args.avg_citations or DEFAULT_AVERAGE_CITATIONS)
     out_dir = _out_dir(args, "litreview", list(args.papers))
-    texts = [_read(path).text for path in args.papers]
+    read = {path: _read(path) for path in args.papers}
+    texts = [read[path].text for path in args.papers]
     ids, messages = _paper_ids(list(args.papers), texts)
     for line in messages:
         print(line, file=sys.stderr)
@@ -322,7 +327,8 @@ def _litreview(args: argparse.Namespace) -> int:
         result = rate_litreview(papers, judge, avg, venue=args.venue)
     finally:
         judge.backend.close()
-    return _finish(args, out_dir, result, list(args.papers), result["n_valid"], result["n_papers"], judge.cache)
+    return _finish(args, out_dir, result, list(args.papers), result["n_valid"], result["n_papers"], judge.cache,
+                   read)
 
 
 def _resolve_ids(args: argparse.Namespace, out_dir: Path, refs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -385,7 +391,7 @@ def _citation_f1(args: argparse.Namespace) -> int:
     n_calls = len(result["partitions"])
     readable = sum(p["error"] is None for p in result["partitions"].values())
     code = _finish(args, out_dir, result, [args.ground_truth, args.generated], readable, n_calls,
-                   judge.cache)
+                   judge.cache, docs)
     missing = citation_f1_missing(result)
     if code == 0 and missing:
         print(f"surveyalign autorate: {missing} (see the resolution lines above)", file=sys.stderr)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from surveyalign.documents.hidden import hidden_section
+
 __all__ = ["citation_f1_missing", "judge_line", "markdown_report", "reading_line", "reading_summary"]
 
 
@@ -168,7 +170,8 @@ def markdown_report(result: dict[str, Any]) -> str:
             :func:`~surveyalign.autoraters.rate_citation_f1` returned.
 
     Returns:
-        The markdown text (ends with a newline).
+        The markdown text (ends with a newline); with ``result["hidden_text"]`` (paper ->
+        :func:`surveyalign.documents.hidden.document_hidden`) a "Hidden text" section, ``none found`` when empty.
 
     Raises:
         ValueError: a result of an unknown autorater.
@@ -182,7 +185,9 @@ def markdown_report(result: dict[str, Any]) -> str:
         lines = _citation_f1(result)
     else:
         raise ValueError(f"not an autorater result (autorater={kind!r})")
-    return "\n".join([lines[0], "", judge_line(result.get("judge") or {}), *lines[1:], "", reading_line(result)]) + "\n"
+    hidden = ["", "## Hidden text", "", *hidden_section(result.get("hidden_text"))] if "hidden_text" in result else []
+    return "\n".join([lines[0], "", judge_line(result.get("judge") or {}), *lines[1:], "", reading_line(result),
+                      *hidden]) + "\n"
 
 
 def judge_line(judge: dict[str, Any]) -> str:

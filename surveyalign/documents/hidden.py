@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["EXCERPT_CHARS", "HiddenText", "PdfHiddenText", "clean_title", "hidden_lines", "hidden_summary", "scan_latex",
-           "scan_unicode"]
+__all__ = ["EXCERPT_CHARS", "HiddenText", "PdfHiddenText", "clean_title", "document_hidden", "hidden_lines",
+           "hidden_section", "hidden_summary", "scan_latex", "scan_unicode"]
 
 #: Characters of hidden text quoted in a record's excerpt.
 EXCERPT_CHARS = 80
@@ -286,3 +286,37 @@ class PdfHiddenText:
                     else "pdf tiny text" if height <= self.TINY_POINTS else None)
             if kind is not None:
                 self.runs.setdefault(kind, []).append(text)
+
+
+def document_hidden(text: str | None, hidden: Iterable[HiddenText | dict] = (), *, title: str | None = None,
+                    scan: bool = False) -> dict[str, object]:
+    """The hidden-text record of one document for a report's JSON: what its reader listed, and the answer-format
+    tokens neutralised before a judge read it (:func:`surveyalign.documents.untrusted.neutralise`).
+
+    Args:
+        text: the document's text as the judge reads it.
+        hidden: the reader's records (``Document.hidden``).
+        title: its title, when the judge reads one.
+        scan: also list the Unicode tag, zero-width and bidi characters of ``text`` and ``title``
+            (:func:`scan_unicode`): for texts that did not come through a reader (a dataset's text column).
+
+    Returns:
+        :func:`hidden_summary` of the records plus ``"neutralised"``: ``{"n", "counts", "examples"}``.
+    """
+    from surveyalign.documents.untrusted import neutralise
+
+    found = list(hidden)
+    if scan:
+        found += scan_unicode(text or "", "text")[1] + (scan_unicode(title, "title")[1] if title else [])
+    return {**hidden_summary(found), "neutralised": neutralise((text or "") + "\n" + (title or "")).summary()}
+
+
+def hidden_section(documents: dict[str, dict] | None) -> list[str]:
+    """Markdown lines of the "hidden text" section of a report over several documents: each line of
+    :func:`hidden_lines` led by the document's name; ``["none found"]`` when no document has anything.
+
+    Args:
+        documents: document name -> :func:`document_hidden` record.
+    """
+    lines = [f"- {name}: {line[2:]}" for name, record in (documents or {}).items() for line in hidden_lines(record)]
+    return lines or ["none found"]

@@ -9,8 +9,10 @@ asked to give could decide the judge's score once the answer is read back. Two r
   sees what was written:
 
   - score markers and stray ``$$$`` delimiters: ``$`` becomes ``＄`` (U+FF04) (``$$$2$$$`` -> ``＄＄＄2＄＄＄``);
-  - ``<think>``, ``</think>``, ``<reason>``, ``</reason>``, ``<score>``, ``</score>`` (any case, inner spaces):
-    ``<``/``>`` become ``‹``/``›`` (U+2039/U+203A);
+  - ``<think>``, ``</think>``, ``<reason>``, ``</reason>``, ``<score>``, ``</score>``, ``<consistency>``,
+    ``</consistency>`` (any case, inner spaces): ``<``/``>`` become ``‹``/``›`` (U+2039/U+203A); a whole RQS
+    rating ``<consistency>0.6</consistency>`` is one token (kind ``"consistency rating"``), so the judge's own
+    rating is told from a quoted one by the text around it (SurveyReview App. G);
   - a JSON key at the start of a line or right after ``{`` (``{"winner": "paper_2"}``, ``"score": 2``): its
     quotes become ``＂`` (U+FF02), so the object is no longer JSON.
 
@@ -37,7 +39,8 @@ _WINDOW = 48  # characters read on each side of a token when looking for its con
 
 _TOKEN = re.compile(
     r"(?P<marker>\$\$\$(?:[^$\n]{0,24}?\$\$\$)?)"
-    r"|(?P<tag><\s*/?\s*(?P<tagname>think|reason|score)\s*>)"
+    r"|(?P<rating><\s*consistency\s*>[^<>\n]{0,24}<\s*/\s*consistency\s*>)"
+    r"|(?P<tag><\s*/?\s*(?P<tagname>think|reason|score|consistency)\s*>)"
     r"|(?P<json>(?:^|(?<=\{))[ \t]*\"[^\"\n]{1,60}\"(?=[ \t]*:))",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -49,7 +52,8 @@ class NeutralisedSpan:
     """One answer-format token found in untrusted text.
 
     Attributes:
-        kind: ``"score marker"``, ``"think tag"``, ``"reason tag"``, ``"score tag"`` or ``"json key"``.
+        kind: ``"score marker"``, ``"think tag"``, ``"reason tag"``, ``"score tag"``, ``"consistency tag"``,
+            ``"consistency rating"`` or ``"json key"``.
         start: character offset in the text (the neutralised text has the same length).
         text: the token as written (e.g. ``"$$$2$$$"``, ``"</think>"``, ``'"winner"'``).
     """
@@ -89,6 +93,8 @@ class Neutralised:
 def _kind(match: re.Match[str]) -> str:
     if match.group("marker") is not None:
         return "score marker"
+    if match.group("rating") is not None:
+        return "consistency rating"
     if match.group("tag") is not None:
         return f"{match.group('tagname').lower()} tag"
     return "json key"

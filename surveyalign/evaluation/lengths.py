@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from surveyalign.constants import PROMPT_TOO_LONG
+from surveyalign.documents.hidden import document_hidden
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.units import Unit, read_texts
 from surveyalign.judge import Judge
@@ -36,7 +37,10 @@ def prepare_units(config: EvalConfig, units: list[Unit], judge: Judge, sources: 
     Returns:
         ``{"max_new_tokens": int, "per_dimension": {dim: {"max_length", "max_length_source", "tokenizer",
         "model_context", "n_counted", "n_shortened", "removed_tokens", "n_too_long", "longest_prompt"}},
-        "n_shortened": int, "n_too_long": int}``.
+        "n_shortened": int, "n_too_long": int, "hidden_text": {paper_id: record}}``: ``hidden_text`` holds, per
+        survey whose text (the dataset's text column) or title carries any, the Unicode tag, zero-width and bidi
+        characters and the answer-format tokens neutralised before the judge read it
+        (:func:`surveyalign.documents.hidden.document_hidden`).
     """
     per_dim: dict[str, Any] = {}
     for dim in config.dimensions:
@@ -56,8 +60,13 @@ def prepare_units(config: EvalConfig, units: list[Unit], judge: Judge, sources: 
     # shared per paper (read_texts), and each stays alive in its unit while this loop runs, so its id() names it
     read_texts(units)
     prepared: dict[tuple[Any, ...], Any] = {}
+    hidden: dict[str, Any] = {}
     for unit in units:
         text, title = unit.row.get("text") or "", unit.row.get("title") or None
+        paper = str(unit.row.get("paper_id") or unit.unit_id)
+        if paper not in hidden:
+            record = document_hidden(text, title=title, scan=True)
+            hidden[paper] = record if record["n"] or record["neutralised"]["n"] else None
         key = (unit.dimension, id(text), len(text), unit.knowledge, title)
         prompt = prepared.get(key)
         if prompt is None:
@@ -74,4 +83,5 @@ def prepare_units(config: EvalConfig, units: list[Unit], judge: Judge, sources: 
             entry["n_too_long"] += 1
     return {"max_new_tokens": config.generation.max_new_tokens, "per_dimension": per_dim,
             "n_shortened": sum(e["n_shortened"] for e in per_dim.values()),
-            "n_too_long": sum(e["n_too_long"] for e in per_dim.values())}
+            "n_too_long": sum(e["n_too_long"] for e in per_dim.values()),
+            "hidden_text": {paper: record for paper, record in hidden.items() if record is not None}}

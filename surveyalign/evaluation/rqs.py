@@ -9,18 +9,26 @@ score (the authors' script dropped it as a failure; we do not).
 The stage runs after the judge stage, for every ``scored`` unit: one call per unit (sample 0, cached in
 ``calls.jsonl`` under stage and namespace ``"rqs"``: :func:`surveyalign.calls.make_call`), then the rating is attached to the prediction (``consistency``, with
 ``consistency_error`` ``"parse_failed: ..."`` / ``"api_error: ..."`` when none was read).
+
+The title, the reference and the predicted rationale are untrusted (the predicted rationale is model output
+derived from the survey): their answer-format tokens, ``<consistency>`` ratings included, are neutralised before
+the prompt (:func:`surveyalign.documents.untrusted.neutralise`), and a rating the judge quotes from them never
+becomes the rating (:func:`parse_rqs_rating` with ``untrusted``; :func:`rqs_untrusted` reads them back from a
+call's prompt).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
 from surveyalign.calls import Call, CallCache, backend_identity, make_call
 from surveyalign.constants import SCORED
+from surveyalign.documents.untrusted import mask_quoted, neutralise_text
 from surveyalign.evaluation.units import Unit
 from surveyalign.prompts import parse_generation
 
@@ -38,6 +46,7 @@ __all__ = [
     "rqs_judge_info",
     "rqs_template_hash",
     "rqs_unusable",
+    "rqs_untrusted",
 ]
 
 #: The six admissible consistency scores (App. G).
@@ -92,10 +101,12 @@ _TAG = re.compile(r"<consistency>\s*([^<]*?)\s*</consistency>", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class RQSRating:
-    """Result of :func:`parse_rqs_rating`: ``score`` in :data:`RQS_LEVELS` or ``None`` with ``error``."""
+    """Result of :func:`parse_rqs_rating`: ``score`` in :data:`RQS_LEVELS` or ``None`` with ``error``;
+    ``quoted``: the answer-format tokens the answer quoted from its input (not read)."""
 
     score: float | None
     error: str | None = None
+    quoted: tuple[str, ...] = ()
 
 
 def build_rqs_messages(
@@ -110,7 +121,8 @@ def build_rqs_messages(
         prediction: the judge's rationale for the same unit.
 
     Returns:
-        ``[{"role": "user", "content": str}]``.
+        ``[{"role": "user", "content": str}]``; the title, the reference and the prediction have their
+        answer-format tokens neutralised (same length; :func:`surveyalign.documents.untrusted.neutralise`).
 
     Raises:
         KeyError: for an unknown dimension.
@@ -120,9 +132,9 @@ def build_rqs_messages(
     content = RQS_TEMPLATE.format(
         dimension=dimension.capitalize(),
         definition=_DEFINITIONS[dimension],
-        title=title.strip() or "(unknown)",
-        reference=reference.strip() or "(empty)",
-        prediction=prediction.strip() or "(empty)",
+        title=neutralise_text(title.strip()) or "(unknown)",
+        reference=neutralise_text(reference.strip()) or "(empty)",
+        prediction=neutralise_text(prediction.strip()) or "(empty)",
     )
     return [{"role": "user", "content": content}]
 
@@ -133,34 +145,68 @@ def rqs_template_hash() -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def parse_rqs_rating(text: str | None) -> RQSRating:
+def parse_rqs_rating(text: str | None, *, untrusted: Sequence[str] | None = None) -> RQSRating:
     """Read the rating from a consistency judge's answer.
 
     The last ``<consistency>X</consistency>`` outside any ``<think>...</think>`` block counts. ``X`` must
     equal one of 0.0, 0.2, ..., 1.0 (written as "0", "0.0", ".2", "1", "1.00", ...). Anything else returns
-    ``score=None`` with the reason; nothing is rounded or defaulted. 0.0 is a valid rating.
+    ``score=None`` with the reason; nothing is rounded or defaulted. 0.0 is a valid rating. A rating, a
+    ``<think>`` tag or a lone ``<consistency>`` tag the answer quotes from ``untrusted`` (the title, the reference,
+    the predicted rationale) is not read (:func:`surveyalign.documents.untrusted.mask_quoted`).
 
     Args:
         text: the judge's raw answer (``None`` counts as empty).
+        untrusted: the input texts the judge read (:func:`rqs_untrusted`); ``None``: nothing counts as quoted.
 
     Returns:
-        :class:`RQSRating`.
+        :class:`RQSRating` (``quoted``: the tokens left unread as quotes).
     """
     if not text or not text.strip():
         return RQSRating(None, "empty answer")
+    text, quoted = mask_quoted(text, untrusted)
     visible = _OPEN_THINK.sub("", _THINK.sub("", text))
     tags = _TAG.findall(visible)
     if not tags:
-        return RQSRating(None, "no <consistency>...</consistency> tag outside <think>")
+        why = "no <consistency>...</consistency> tag outside <think>"
+        return RQSRating(None, why + (f" (quoted from the input, not read: {', '.join(quoted)})" if quoted else ""),
+                         quoted)
     raw = tags[-1]
     try:
         value = float(raw)
     except ValueError:
-        return RQSRating(None, f"rating {raw!r} is not a number")
+        return RQSRating(None, f"rating {raw!r} is not a number", quoted)
     for level in RQS_LEVELS:
         if abs(value - level) < 1e-9:
-            return RQSRating(level, None)
-    return RQSRating(None, f"rating {raw!r} is not one of 0.0, 0.2, 0.4, 0.6, 0.8, 1.0")
+            return RQSRating(level, None, quoted)
+    return RQSRating(None, f"rating {raw!r} is not one of 0.0, 0.2, 0.4, 0.6, 0.8, 1.0", quoted)
+
+
+_INPUTS_START = "Survey title: "
+_INPUTS_END = "\n\nRate the agreement in meaning"
+
+
+def rqs_untrusted(messages: Sequence[Mapping[str, Any]] | None) -> tuple[str, ...]:
+    """The untrusted part of a rating prompt (:func:`build_rqs_messages`): the text from the survey title to the
+    end of the machine rationale (title, reference and prediction, as neutralised), the template's own text left
+    out (its example rating is not a quote).
+
+    Args:
+        messages: the rating call's chat messages.
+
+    Returns:
+        ``(inputs,)``, or ``()`` when the messages are not a rating prompt.
+    """
+    for message in messages or ():
+        content = str(message.get("content") or "")
+        start, end = content.find(_INPUTS_START), content.rfind(_INPUTS_END)
+        if message.get("role") == "user" and 0 <= start < end:
+            return (content[start + len(_INPUTS_START):end],)
+    return ()
+
+
+def _parse_call(call: Call, generation: Any) -> RQSRating:
+    untrusted = rqs_untrusted(call.messages)
+    return parse_generation(generation, parse=lambda text: parse_rqs_rating(text, untrusted=untrusted))
 
 
 def _messages(unit: Unit, prediction: dict[str, Any]) -> list[dict[str, str]]:
@@ -177,8 +223,9 @@ def _call(unit: Unit, prediction: dict[str, Any], backend: Backend, settings: Ge
 def rqs_unusable(call: Call, generation: Any) -> str | None:
     """Why a cached rating answer gives no rating (truncated, refused, no valid ``<consistency>`` tag), else
     ``None``: the call layer's check (:meth:`surveyalign.calls.CallCache.missing`), so such an answer is asked
-    again on a re-run like an error, not replayed. Errors are the cache's own rule."""
-    parsed = parse_generation(generation, parse=parse_rqs_rating)
+    again on a re-run like an error, not replayed. A rating quoted from the call's input is not read
+    (:func:`rqs_untrusted`). Errors are the cache's own rule."""
+    parsed = _parse_call(call, generation)
     return None if parsed.score is not None else f"parse_failed: {parsed.error}"
 
 
@@ -240,11 +287,12 @@ def attach_ratings(units: list[Unit], predictions: list[dict[str, Any]], backend
     for unit, pred in zip(units, predictions):
         if pred["status"] != SCORED:
             continue
-        answer = cache.generation(_call(unit, pred, backend, settings, identity).key)
+        call = _call(unit, pred, backend, settings, identity)
+        answer = cache.generation(call.key)
         if answer.error:
             pred["consistency_error"] = f"api_error: {answer.error}"
         else:
-            parsed = parse_generation(answer, parse=parse_rqs_rating)  # truncated / refused: parse_failed
+            parsed = _parse_call(call, answer)  # truncated / refused: parse_failed
             pred["consistency"] = parsed.score
             pred["consistency_error"] = None if parsed.score is not None else f"parse_failed: {parsed.error}"
 

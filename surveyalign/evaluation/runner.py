@@ -213,6 +213,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                                  check_drift=check_drift)
         plan_chunked = plan_only and stream.plan_applies(units, rqs=rqs_cfg is not None, check_drift=check_drift)
         prompt_length = None if chunked or plan_chunked else prepare_units(config, units, judge, sources, console)
+        hidden = (prompt_length or {}).pop("hidden_text", None) or {}  # metrics.json hidden_text, not prompt_length
         rqs_judge = None
         if rqs_cfg is not None:
             rqs_judge = rqs_backend if rqs_backend is not None else build_backends(rqs_cfg.backend, [None])[0]["shared"]
@@ -247,6 +248,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
             batches: dict[str, Any] = {}
             if plan_chunked:  # --plan a chunk of units at a time (stream.py)
                 out = stream.plan_in_chunks(config, units, judge, sources, cache, prices, console)
+                out["prompt_length"].pop("hidden_text", None)
                 run_config["prompt_length"] = out["prompt_length"]
                 write_json(run_dir / "run_config.json", run_config)
                 for line in [*out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]),
@@ -257,6 +259,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                                  calls={"plan": out["plan"].to_dict(), "context": contexts})
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
+                hidden = out["prompt_length"].pop("hidden_text", None) or {}
                 prompt_length = run_config["prompt_length"] = out["prompt_length"]
                 predictions, all_calls = out["predictions"], out["calls"]
                 calls.update(cached=out["cached"], made=out["made"], errors=out["errors"], seconds=out["seconds"],
@@ -335,6 +338,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
     metrics = summarize_predictions(predictions, train_scores=train_scores or None,
                                     consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
                                     seed=config.generation.seed, alpha=config.has.alpha, beta=config.has.beta)
+    # surveys whose text or title carries invisible characters or answer-format tokens (neutralised before the judge)
+    metrics["hidden_text"] = {"n_surveys": len(hidden), "surveys": hidden}
     metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
                           "prompt_length": prompt_length, "cost": cost, "layout": config.layout}
     if merged:

@@ -125,6 +125,8 @@ def _merge(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
         into["longest_prompt"] = max(into["longest_prompt"], entry["longest_prompt"])
     total["n_shortened"] += part["n_shortened"]
     total["n_too_long"] += part["n_too_long"]
+    for paper, record in (part.get("hidden_text") or {}).items():
+        total.setdefault("hidden_text", {}).setdefault(paper, record)
     return total
 
 

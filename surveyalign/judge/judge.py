@@ -157,6 +157,8 @@ class Judge:
         self.probe_context = True
         self._tokenizers: dict[str, Any] = {}
         self._identities: dict[int, dict[str, Any]] = {}
+        #: messages hash -> the untrusted texts of that prompt (survey, title, knowledge), for :meth:`unusable`
+        self._untrusted: dict[str, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------------------------------ per dimension
 
@@ -317,6 +319,8 @@ class Judge:
         """The K calls of one prepared prompt (none when it is not sendable)."""
         if not prepared.sendable:
             return []
+        if prepared.messages_hash:
+            self._untrusted[prepared.messages_hash] = tuple(prepared.untrusted)
         return [Call(key=self.call_key(prepared, k, unit_id=unit_id), stage="judge",
                      unit_id=unit_id or prepared.messages_hash, namespace=prepared.dimension, sample=k,
                      messages=prepared.messages, messages_hash=prepared.messages_hash,
@@ -368,14 +372,20 @@ class Judge:
         """The call layer's reader (:data:`surveyalign.calls.Check`): why a cached answer gives no score (parse
         failure, truncation, refusal), so it is asked again on a re-run; ``None`` when it gives one.
 
+        What the answer quotes from the call's input (the survey, title and knowledge of the prompt the call was
+        made from by :meth:`calls_for`) never decides, as in :meth:`decide`: an answer whose only score marker is
+        a quote gives no score and is asked again.
+
         Args:
-            call: the call (unused: every judge answer is read alike).
+            call: the call (its ``messages_hash`` names the prompt whose untrusted texts the answer is read with;
+                a call not made by :meth:`calls_for` is read without them).
             generation: its cached answer.
 
         Returns:
             The parse error, or ``None``.
         """
-        return read_sample(generation, protocol=self.protocol).parse_error
+        untrusted = self._untrusted.get(call.messages_hash, ())
+        return read_sample(generation, protocol=self.protocol, untrusted=untrusted).parse_error
 
     def _decide_all(self, prepared: list[PreparedPrompt], per_request: list[list[Call]], flat: list[Call],
                     got: list[CachedAnswer]) -> list[Judgement]:

@@ -198,6 +198,7 @@ def build_survey_ka(graph: CitationGraph, resolver: Resolver, survey: SurveyKAIn
                             "n_no_year": cand.n_no_year, "n_blocks": len(blocks), "n_blocks_dropped": n_dropped,
                             "n_cut": sum(b.n_cut for b in blocks), "blocks": crit.blocks,
                             "n_length_stops": crit.n_length_stops, "cut_to_length": crit.cut_to_length,
+                            "neutralised": crit.neutralised,
                             "n_no_abstract": sum(1 for b in blocks for i in b.nodes
                                                  if not graph.papers[i].abstract.strip())})
         if not cand.nodes:

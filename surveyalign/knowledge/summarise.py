@@ -11,10 +11,18 @@ make, without sending any (the summary calls with their real prompts; the compre
 once every summary is in the cache, else a bound: each missing summary stood in by ``summary_tokens`` tokens);
 with a ``budget`` set, :meth:`Summariser.crit_ka` asks it before each stage (``before(calls) -> bool``: the calls
 still to make, and for the summaries the compression bound too) and tells it what was answered (``after``).
+
+Titles and abstracts from the citation graph, and the block summaries that go into the compression prompt, are
+untrusted: their answer-format tokens are neutralised before a prompt
+(:func:`surveyalign.documents.untrusted.neutralise`), and every answer is read by :func:`read_ka_answer` with
+its prompt as the input: the summariser's own ``<think>`` block is dropped, a ``</think>`` or marker it quotes
+from a title or abstract is neutralised and drops nothing.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +38,12 @@ from surveyalign.calls import (
 from surveyalign.calls.budget import CostCapReached
 from surveyalign.calls.spend import unanswered
 from surveyalign.documents import truncate_to_tokens
+from surveyalign.documents.untrusted import mask_quoted, neutralise
 from surveyalign.knowledge.config import KAConfig
 from surveyalign.knowledge.ka import Block
 from surveyalign.models.paths import from_hub
 
-__all__ = ["KA_NAMESPACE", "CritKA", "Summariser", "TokenCounter", "empty_answer"]
+__all__ = ["KA_NAMESPACE", "CritKA", "Summariser", "TokenCounter", "empty_answer", "ka_inputs", "read_ka_answer"]
 
 #: The call-cache namespace of every Crit-KA summary call (keeps them apart from other callers' calls).
 KA_NAMESPACE = "ka.summary"
@@ -119,6 +128,8 @@ class CritKA:
             or not (the compression call is a bound when ``stand_in``).
         stand_in: :meth:`Summariser.plan` only: some summary or the compression is not in the cache yet, so
             ``text`` is a stand-in of ``length`` tokens.
+        neutralised: answer-format tokens neutralised in the summary prompts' titles and abstracts, per kind
+            (:meth:`surveyalign.documents.untrusted.Neutralised.counts`).
     """
 
     text: str
@@ -131,13 +142,46 @@ class CritKA:
     cut_to_length: bool = False
     planned_calls: list[Call] = field(default_factory=list)
     stand_in: bool = False
+    neutralised: dict[str, int] = field(default_factory=dict)
+
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
+_CLOSE_THINK = re.compile(r"\A.*</think>", re.DOTALL | re.IGNORECASE)
+
+
+def ka_inputs(call: Call | None) -> tuple[str, ...]:
+    """The untrusted input of a Crit-KA call: its user message (the template's own text carries no answer-format
+    token, so only what came from the papers or the summaries can be quoted); ``()`` without a call."""
+    messages = getattr(call, "messages", None) or ()
+    return tuple(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+
+
+def read_ka_answer(text: str | None, untrusted: Sequence[str] | None = None) -> str:
+    """The text a Crit-KA answer (a block summary or the compression) gives (SurveyReview App. F.2).
+
+    Answer-format tokens the answer quotes from ``untrusted`` are neutralised first
+    (:func:`surveyalign.documents.untrusted.mask_quoted`); then the summariser's own reasoning is dropped: every
+    ``<think>...</think>`` block, an unclosed ``<think>`` to the end, and the text before a lone ``</think>``.
+
+    Args:
+        text: the raw answer (``None``: empty).
+        untrusted: the prompt's input (:func:`ka_inputs`); ``None``: nothing counts as quoted.
+
+    Returns:
+        The answer's text, stripped (``""`` when nothing is left).
+    """
+    masked, _ = mask_quoted(text or "", untrusted)
+    visible = _OPEN_THINK.sub("", _THINK.sub("", masked))
+    return _CLOSE_THINK.sub("", visible).strip()
 
 
 def empty_answer(call: Call, generation: Any) -> str | None:
-    """The summariser's reader for the call layer: an answer with no text (an empty summary is a
-    failed block, an empty compression a failed Crit-KA) is asked again on a re-run, not replayed from the cache
-    (``score --keep-failed`` keeps it); errors are the cache's own rule."""
-    return None if (generation.text or "").strip() else "empty answer"
+    """The summariser's reader for the call layer: an answer with no text once read by :func:`read_ka_answer`
+    (an empty summary is a failed block, an empty compression a failed Crit-KA; an answer that is all reasoning
+    is empty) is asked again on a re-run, not replayed from the cache (``score --keep-failed`` keeps it); errors
+    are the cache's own rule."""
+    return None if read_ka_answer(generation.text, ka_inputs(call)) else "empty answer"
 
 
 class Summariser:
@@ -175,15 +219,21 @@ class Summariser:
                           messages=[{"role": "user", "content": prompt}], identity=self._identity)
                 for prompt in prompts]
 
-    def _summary_calls(self, blocks: list[Block]) -> list[Call]:
+    def _summary_calls(self, blocks: list[Block], result: CritKA | None = None) -> list[Call]:
         cfg = self.config
+        papers = [neutralise(b.text) for b in blocks]
+        if result is not None:
+            for done in papers:
+                for kind, n in done.counts().items():
+                    result.neutralised[kind] = result.neutralised.get(kind, 0) + n
         return self._calls("ka-summary", [cfg.summary_prompt.format(
-            first_year=b.first_year, last_year=b.last_year, papers=b.text, max_tokens=cfg.summary_tokens)
-            for b in blocks], cfg.summary_tokens)
+            first_year=b.first_year, last_year=b.last_year, papers=p.text, max_tokens=cfg.summary_tokens)
+            for b, p in zip(blocks, papers, strict=True)], cfg.summary_tokens)
 
     def _compress_call(self, notes: list[str]) -> Call:
         cfg = self.config
-        return self._calls("ka-compress", [cfg.compress_prompt.format(summaries="\n".join(notes), length=cfg.length)],
+        summaries = neutralise("\n".join(notes)).text
+        return self._calls("ka-compress", [cfg.compress_prompt.format(summaries=summaries, length=cfg.length)],
                            cfg.length)[0]
 
     def _cached_text(self, call: Call) -> str | None:
@@ -192,7 +242,7 @@ class Summariser:
         if self.cache is None or unanswered(self.cache, [call], empty_answer):
             return None
         gen = self.cache.generation(call.key)
-        return "" if gen.error else gen.text or ""
+        return "" if gen.error else read_ka_answer(gen.text, ka_inputs(call))
 
     def _guard(self, calls: list[Call], what: str) -> None:
         """Ask the budget before sending ``calls``' unanswered ones (raise when they would pass the cap)."""
@@ -216,7 +266,7 @@ class Summariser:
         if not blocks:
             return result
         cfg = self.config
-        calls = self._summary_calls(blocks)
+        calls = self._summary_calls(blocks, result)
         notes = []
         for block, call in zip(blocks, calls, strict=True):
             summary = self._cached_text(call)
@@ -254,7 +304,7 @@ class Summariser:
                 result.n_calls += 1
             if gen.error:
                 continue
-            answers[i] = gen.text or ""
+            answers[i] = read_ka_answer(gen.text, ka_inputs(calls[i]))
             result.n_length_stops += gen.finish_reason == "length"
         if self.budget is not None:
             self.budget.after(calls)
@@ -280,7 +330,7 @@ class Summariser:
         cfg = self.config
         if self.budget is not None:  # the summaries and the bound of the compression that follows them
             self._guard(self.plan(blocks).planned_calls, "summaries")
-        summaries = self._run("ka-summary", self._summary_calls(blocks), result)
+        summaries = self._run("ka-summary", self._summary_calls(blocks, result), result)
         notes = []
         for block, summary in zip(blocks, summaries, strict=True):
             ok = summary is not None and bool(summary.strip())

@@ -29,6 +29,7 @@ from surveyalign.constants import (
     VALID_SCORES,
 )
 from surveyalign.data import row_dimension
+from surveyalign.documents.hidden import hidden_section
 from surveyalign.documents.reading import reading_summary_text, reading_text
 from surveyalign.paths import resource_path
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
@@ -232,6 +233,30 @@ def _provenance_items(run_dir: Path | None, summary: Mapping[str, Any]) -> list[
     return items
 
 
+def hidden_text_rows(summaries: Mapping[str, Mapping[str, Any]],
+                     run_dirs: Mapping[str, Path] | None = None) -> list[dict[str, Any]]:
+    """The "hidden text" section of an evaluation report: per judge run, the surveys whose text or title carried
+    invisible characters or answer-format tokens (``metrics.json`` ``hidden_text``, from the summary or the run
+    folder's metrics.json).
+
+    Returns:
+        ``[{"judge", "n_surveys", "lines": [markdown line, ...] (``["none found"]`` when none)}]``.
+    """
+    rows = []
+    for name, summary in summaries.items():
+        hidden = summary.get("hidden_text")
+        run_dir = (run_dirs or {}).get(name)
+        if hidden is None and run_dir is not None and (Path(run_dir) / "metrics.json").is_file():
+            try:
+                hidden = json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8")).get("hidden_text")
+            except json.JSONDecodeError:
+                hidden = None
+        hidden = hidden or {}
+        rows.append({"judge": name, "n_surveys": int(hidden.get("n_surveys") or 0),
+                     "lines": hidden_section(hidden.get("surveys"))})
+    return rows
+
+
 def _judge(name: str, summary: Mapping[str, Any], run_dirs: Mapping[str, Path] | None) -> dict[str, Any] | None:
     """The judge that ran: from the run's run_config.json, else the summary's ``judge`` block."""
     from surveyalign.scoring.judge_info import judge_of_run
@@ -376,6 +401,7 @@ def render_html_report(
         judges=judges, per_source=per_source, per_source_notes=source_notes, statuses=list(STATUSES), failures=failures, voting=voting,
         provenance=[{"judge": name, "rows": _provenance_items((run_dirs or {}).get(name), s)}
                     for name, s in summaries.items()],
+        hidden=hidden_text_rows(summaries, run_dirs),
     )
 
 

@@ -77,15 +77,17 @@ class PairsSummary:
         return f"{run}\n{held}"
 
 
-def _sample_records(samples: Sequence[Any], protocol: str) -> list[dict[str, Any]]:
-    """What a record keeps of each sampled answer: parsed score, why it failed, and the start of its text."""
+def _sample_records(samples: Sequence[Any], protocol: str,
+                    untrusted: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """What a record keeps of each sampled answer: parsed score, why it failed, and the start of its text
+    (the answer read with the prompt's ``untrusted`` texts, as :func:`choose_rejected` reads it)."""
     from surveyalign.prompts import parse_generation
 
     kept = []
     for sample in samples:
         text = getattr(sample, "text", "") or ""
         failure = getattr(sample, "error", None)
-        parsed = None if failure else parse_generation(sample, protocol=protocol)
+        parsed = None if failure else parse_generation(sample, protocol=protocol, untrusted=untrusted)
         kept.append({
             "score": parsed.score if parsed else None,
             "error": failure or (parsed.error if parsed else None),  # request failure, truncation or parse error
@@ -96,13 +98,17 @@ def _sample_records(samples: Sequence[Any], protocol: str) -> list[dict[str, Any
     return kept
 
 
-def choose_rejected(samples: Sequence[Any], gold: int, protocol: str) -> tuple[int | None, list[int | None]]:
+def choose_rejected(samples: Sequence[Any], gold: int, protocol: str, *,
+                    untrusted: Sequence[str] | None = None) -> tuple[int | None, list[int | None]]:
     """Pick the rejected answer among sampled generations: the first whose parsed score differs from gold.
 
     Args:
         samples: ``Generation``-like objects with ``text`` and ``error``.
         gold: the human score in {-2, -1, 1, 2}.
         protocol: answer protocol passed to ``parse_judgement``.
+        untrusted: the texts of the prompt the samples answer (the survey as sent, its title, the knowledge
+            block): a score marker or ``</think>`` a sample quotes from them is not read
+            (:func:`surveyalign.prompts.parse_judgement`), so a quoted marker never makes a rejected answer.
 
     Returns:
         (index of the chosen sample or None, parsed score of every sample - None for a failed request, a
@@ -111,7 +117,8 @@ def choose_rejected(samples: Sequence[Any], gold: int, protocol: str) -> tuple[i
     """
     from surveyalign.prompts import parse_generation
 
-    scores: list[int | None] = [parse_generation(sample, protocol=protocol).score for sample in samples]
+    scores: list[int | None] = [parse_generation(sample, protocol=protocol, untrusted=untrusted).score
+                                for sample in samples]
     for index, score in enumerate(scores):
         if score is not None and score != gold:
             return index, scores
@@ -318,7 +325,8 @@ def make_dpo_pairs(
             text, _, removed = fit_survey_text(row["text"], count, max_length, tokenizer)
         except ValueError as err:
             raise ValueError(f"unit {row['unit_id']}: {err}") from None
-        todo.append((row, build(text), removed))
+        untrusted = tuple(t for t in (text, row.get("title"), knowledge) if t)
+        todo.append((row, build(text), removed, untrusted))
 
     if todo and sampler is None:
         sampler = _load_sampler(model, adapter, batch_size, device)
@@ -326,16 +334,16 @@ def make_dpo_pairs(
     with open(out, "a", encoding="utf-8") as handle:
         for start in range(0, len(todo), max(1, batch_size)):
             chunk = todo[start:start + max(1, batch_size)]
-            generations = sampler.generate([ex["prompt"] for _, ex, _ in chunk], settings, n=k)
-            for (row, example, removed), samples in zip(chunk, generations, strict=True):
+            generations = sampler.generate([ex["prompt"] for _, ex, _, _ in chunk], settings, n=k)
+            for (row, example, removed, untrusted), samples in zip(chunk, generations, strict=True):
                 gold = int(row["score"])
-                index, scores = choose_rejected(samples, gold, protocol)
+                index, scores = choose_rejected(samples, gold, protocol, untrusted=untrusted)
                 origin, chosen_samples, fb_scores = ORIGIN_SFT, samples, None
                 if index is None and fallback_model is not None:
                     if fallback_sampler is None:
                         fallback_sampler = _load_sampler(fallback_model, None, batch_size, device)
                     fb = fallback_sampler.generate([example["prompt"]], fallback_settings, n=fallback_k or k)[0]
-                    index, fb_scores = choose_rejected(fb, gold, protocol)
+                    index, fb_scores = choose_rejected(fb, gold, protocol, untrusted=untrusted)
                     origin, chosen_samples = ORIGIN_ZERO_SHOT, fb
                 record: dict[str, Any] = {
                     "unit_id": row["unit_id"], "paper_id": row["paper_id"], "review_id": row["review_id"],
@@ -346,8 +354,9 @@ def make_dpo_pairs(
                     "allow_missing_knowledge": bool(allow_missing_knowledge), "dataset_path": str(dataset_path),
                     "survey_tokens_removed": removed, "sft_sample_scores": scores,
                     "zero_shot_sample_scores": fb_scores, "adapter": str(adapter),
-                    "sft_samples": _sample_records(samples, protocol),
-                    "zero_shot_samples": _sample_records(chosen_samples, protocol) if fb_scores is not None else None,
+                    "sft_samples": _sample_records(samples, protocol, untrusted),
+                    "zero_shot_samples": (_sample_records(chosen_samples, protocol, untrusted)
+                                          if fb_scores is not None else None),
                     "sampling": {"k": k, "temperature": temperature, "top_p": top_p,
                                  "max_new_tokens": max_new_tokens, "seed": seed},
                 }
