@@ -266,7 +266,7 @@ def test_a_failed_training_keeps_the_adapters_it_finished(tmp_path):
     from surveyalign.paper import StageFailed
 
     bad = tmp_path / "bad-sft.yaml"
-    bad.write_text((REPO / "configs/sft/tiny-paper.yaml").read_text() + "not_a_recipe_key: 1\n")
+    bad.write_text((REPO / "configs/sft/paper-profile-tiny.yaml").read_text() + "not_a_recipe_key: 1\n")
     cfg = _tiny(tmp_path, **{"sft_overrides": ["--max_steps", "1"], "sft.structure": str(bad), "variants": []})
     with pytest.raises(StageFailed, match=r"stage sft: .*sft-structure\.log"):
         run_paper(cfg, console=_Console(), until_stage="sft")

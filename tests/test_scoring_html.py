@@ -127,8 +127,9 @@ def test_html_report_for_one_run(tmp_path, train_scores, capsys):
     assert dist[1] == ["readability", "human", "1", "7", "3", "1"]
     assert dist[2] == ["readability", "judge", "1", "6", "4", "1"]
     failures = page.tables["failures"]
-    assert failures[0] == ["Judge", "scored", "parse_failed", "api_error", "prompt_too_long", "missing_text", "total"]
-    assert _row(failures, "judge A")[1:] == ["23", "1", "0", "0", "0", "24"]
+    assert failures[0] == ["Judge", "scored", "parse_failed", "api_error", "prompt_too_long", "missing_text", "missing",
+                           "total"]
+    assert _row(failures, "judge A")[1:] == ["23", "1", "0", "0", "0", "0", "24"]
     sources = {(r[0], r[1]): r for r in page.tables["per-source"][1:]}
     # f1000 = even papers: p0 readability off by 2 among 6 units -> MSE 4/6; structure all right
     assert sources[("judge A", "f1000")][2:5] == ["6", "12/12", "0.333"]

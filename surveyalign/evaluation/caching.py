@@ -20,7 +20,7 @@ from surveyalign.calls.executor import cache_rules
 from surveyalign.calls.prefix import predict_cache, shared_text
 from surveyalign.calls.spend import PromptCounter, answer_history, batched
 
-__all__ = ["SCENARIOS", "cache_plan", "cache_plan_lines"]
+__all__ = ["SCENARIOS", "cache_plan", "cache_plan_lines", "merge_cache_plans"]
 
 #: The priced scenarios, in print order: (name, prompt cache, batch API).
 SCENARIOS: tuple[tuple[str, bool, bool], ...] = (("list", False, False), ("batch", False, True),
@@ -94,6 +94,40 @@ def cache_plan(todo: Sequence[Call], judge: Any, cache: Any, prices: PriceTable,
         "per_1000_surveys": {name: (None if row["cost_usd"] is None else round(row["cost_usd"] * 1000 / n, 6))
                              for name, row in total.items()},
     }
+
+
+def merge_cache_plans(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The :func:`cache_plan` of two sets of calls planned apart (the chunks of a chunked ``--plan``).
+
+    Rows are added; the survey counts are added (a survey whose units fall in two chunks counts twice, and its
+    second chunk's reads of the first chunk's prefix are not predicted: the figure is then an upper bound);
+    ``per_1000_surveys`` is recomputed from the sums. ``None`` is the plan of no call.
+    """
+    if a is None or b is None:
+        return a if b is None else b
+    total = {name: _add(a["total"].get(name), b["total"].get(name)) for name in {*a["total"], *b["total"]}}
+    by_dim: dict[str, dict[str, Any]] = {}
+    for dim in {*a["by_dimension"], *b["by_dimension"]}:
+        rows_a, rows_b = a["by_dimension"].get(dim, {}), b["by_dimension"].get(dim, {})
+        by_dim[dim] = {name: _add(rows_a.get(name), rows_b.get(name)) for name in {*rows_a, *rows_b}}
+    surveys = a["surveys"] + b["surveys"]
+    return {"rules": {**a["rules"], **b["rules"]},
+            "this_run": a["this_run"] if a["this_run"] != "list" else b["this_run"],
+            "surveys": surveys, "total": _rounded(total), "by_dimension": {d: _rounded(r) for d, r in by_dim.items()},
+            "per_1000_surveys": {name: (None if row["cost_usd"] is None else
+                                        round(row["cost_usd"] * 1000 / max(1, surveys), 6))
+                                 for name, row in total.items()}}
+
+
+def _add(x: dict[str, Any] | None, y: dict[str, Any] | None) -> dict[str, Any]:
+    out = _row()
+    for row in (x, y):
+        for key, value in (row or {}).items():
+            if key == "cost_usd":
+                out[key] = value if out[key] is None else (out[key] if value is None else out[key] + value)
+            else:
+                out[key] += value
+    return out
 
 
 def _row() -> dict[str, Any]:

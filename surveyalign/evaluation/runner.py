@@ -252,11 +252,11 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 run_config["prompt_length"] = out["prompt_length"]
                 write_json(run_dir / "run_config.json", run_config)
                 for line in [*out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]),
-                             *merge_lines(out["merges"]), *context_lines(contexts)]:
+                             *cache_plan_lines(out["cache"]), *merge_lines(out["merges"]), *context_lines(contexts)]:
                     console.print(line, markup=False)
                 _print_attempts(console, cache.attempts())  # chunked: the calls are never held at once
                 return RunResult(run_dir=run_dir, metrics={}, counts={},
-                                 calls={"plan": out["plan"].to_dict(), "context": contexts})
+                                 calls={"plan": {**out["plan"].to_dict(), "cache": out["cache"]}, "context": contexts})
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
                 hidden = out["prompt_length"].pop("hidden_text", None) or {}

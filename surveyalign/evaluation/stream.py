@@ -26,6 +26,7 @@ from typing import Any
 from surveyalign.calls import Call, CallCache, CallPlan
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.spend import model_of_call, spent_usd
+from surveyalign.evaluation.caching import cache_plan, merge_cache_plans
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.consolidation import merge_calls, plan_merge_calls
 from surveyalign.evaluation.lengths import prepare_units
@@ -66,12 +67,14 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
         prices: the run's price table.
 
     Returns:
-        ``{"plan": CallPlan, "cached": calls answered from the cache, "spent_usd": USD of those answers,
+        ``{"plan": CallPlan, "cache": the :func:`~surveyalign.evaluation.caching.cache_plan` of the chunks merged,
+        "cached": calls answered from the cache, "spent_usd": USD of those answers,
         "prompt_length": the prompt-length summary, "merges": the bound of the merge calls still to make (App. E)}``: the numbers the whole-split path prints (a call key met
         in an earlier chunk is planned once, as :meth:`CallCache.missing` makes it once).
     """
     lengths: list[dict[str, Any]] = []
     plan = CallPlan()  # the plan of no call: merged with the first chunk's, it is that plan
+    cached_plan = None  # likewise for the plan with and without the provider's cache and batch API
     planned: set[str] = set()
     cached, spent, n_merges = 0, 0.0, 0
     for chunk in _prepared_chunks(config, units, judge, sources, console, lengths):
@@ -84,8 +87,10 @@ def plan_in_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources:
         cached += n_cached
         spent += spent_usd(cache, [*calls, *merges], prices, model_of_call)
         plan = plan.merged(plan_run(config, todo, judge, cache, prices, model_of_call)[0])
+        cached_plan = merge_cache_plans(cached_plan, cache_plan(todo, judge, cache, prices, model_of_call))
         calls = todo = merges = None  # the calls hold the messages: let go of them before the chunk's memory is handed back
-    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0], "merges": n_merges}
+    return {"plan": plan, "cached": cached, "spent_usd": spent, "prompt_length": lengths[0], "merges": n_merges,
+            "cache": cached_plan}
 
 
 def _prepared_chunks(config: EvalConfig, units: list[Unit], judge: Judge, sources: dict[str, str | None],
