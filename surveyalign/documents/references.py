@@ -335,6 +335,7 @@ def read_references(path: str | Path, *, pdf_reader: Callable[[Path], ReferenceL
 
 _NUMBERED_LINE = re.compile(r"(?m)^\s*(?:\[\d{1,4}\]|\d{1,4}\.\s)")
 _BIBTEX_ENTRY = re.compile(r"@\s*[A-Za-z]+\s*[{(]")
+_TITLE_YEAR = re.compile(r"^(?P<title>.+?)[\s,;]*\(?(?P<year>(?:19|20)\d\d)[a-z]?\)?\.?$")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]\s+)")
 
 
@@ -354,6 +355,10 @@ def _entry_value(item: Any, key: str, where: str) -> Reference:
     if not isinstance(item, str):
         raise ValueError(f"{where}: entry {key} is a {type(item).__name__}; expected text or a mapping of fields")
     text = _BULLET.sub("", item).strip()
+    dated = _TITLE_YEAR.match(text)
+    if dated and not re.search(r"[.?!][\"”]?\s+\S", dated.group("title")):  # "Title (2001)", "Title, 2001"
+        return Reference(key=key, title=_clean(dated.group("title")).rstrip(".,;"), year=int(dated.group("year")),
+                         raw=text, source="markdown")
     if year_in_text(text) is not None or re.search(r"[.?!][\"”]?\s+\S", text):
         return parse_reference_text(text, key, "markdown")
     doi, arxiv = _ids_in(text)
@@ -371,9 +376,11 @@ def read_reference_value(value: Any, *, where: str = "references") -> ReferenceL
     * other text: one entry per non-empty line (a leading ``-`` / ``*`` bullet dropped);
     * a list: one entry per item.
 
-    An entry (a line or a list item) with a year or a sentence end is a free-text reference
+    An entry (a line or a list item) that is a title with its year at the end (``Title (2001)``, ``Title, 2001``)
+    is read as such; one with a sentence end or a year elsewhere is a free-text reference
     (:func:`parse_reference_text`); otherwise it is a bare title. A list item may also be a mapping with ``title``,
-    ``authors``, ``year``, ``doi``, ``arxiv_id``, ``venue``.
+    ``authors``, ``year``, ``doi``, ``arxiv_id``, ``venue``. (A citation graph resolves a title only with its year,
+    first author, DOI or arXiv id: the safe rule of :mod:`surveyalign.knowledge.resolve`.)
 
     Args:
         value: the value (``None`` or empty: an empty list).
