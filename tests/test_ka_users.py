@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -120,7 +121,7 @@ def test_the_reward_builds_comp_ka_from_the_rows_references_and_refuses_a_row_wi
     assert done[2]["reason"].startswith("comprehensiveness: knowledge_required: not judged: the adapter was trained "
                                         "with knowledge augmentation and none is available (the row has no "
                                         "`references`")
-    assert "knowledge" not in done[0]["knowledge"] or "readability" not in done[0]["knowledge"]
+    assert list(done[0]["knowledge"]) == ["comprehensiveness"]  # readability: no KA needed, none recorded
 
 
 def test_the_reward_without_ka_is_refused_unless_allowed_and_a_knowledge_column_is_used_as_given(tmp_path):
@@ -149,3 +150,84 @@ def test_a_reward_yaml_reads_its_graph_beside_the_file(tmp_path):
                                                   "dimensions": ["comprehensiveness"]}}), encoding="utf-8")
     config = RewardConfig.from_yaml(path)
     assert config.knowledge.graph == str(graph.resolve()) and config.knowledge.ka_config == str(ka.resolve())
+
+
+# --- surveyalign systems ---------------------------------------------------------------------------------------------
+
+
+def _topic_graph(folder: Path) -> Path:
+    """Topic 01's two references of the made-up corpus and one paper citing both."""
+    papers = [Paper(id="P1", title="An earlier survey of topic 01", year=2020, authors=["A. Author"], citation_count=40),
+              Paper(id="P2", title="A method for topic 01", year=2021, authors=["B. Author"], citation_count=7),
+              Paper(id="N1", title="A benchmark for topic 01", year=2019, citation_count=15, reference_ids=["P1", "P2"])]
+    return CitationGraph(papers).save(folder / "graph.jsonl")
+
+
+def test_systems_judges_each_survey_with_the_ka_of_its_own_reference_list(tmp_path):
+    from surveyalign.systems import SystemsConfig, run_systems
+
+    corpus = tmp_path / "writers"
+    shutil.copytree(FIXTURES, corpus)
+    gamma = corpus / "gamma" / "t01.md"  # gamma's survey of topic 01 cites one of the two papers
+    gamma.write_text(gamma.read_text(encoding="utf-8").replace(
+        "[1] A. Author. An earlier survey of topic 01. 2020.\n\n[2] B. Author. A method for topic 01. 2021.",
+        "[1] B. Author. A method for topic 01. 2021."), encoding="utf-8")
+    _topic_graph(tmp_path)
+    (tmp_path / "ka.yaml").write_text("tokenizer: whitespace\ndimensions: [comprehensiveness]\n", encoding="utf-8")
+    both = ("Cited by the survey (2):\n- An earlier survey of topic 01 (2020; 40 citations)\n"
+            "- A method for topic 01 (2021; 7 citations)\n"
+            "Connected to those references by citations, most connected first (1):\n"
+            "- A benchmark for topic 01 (2019; 15 citations)\n")
+    one = ("Cited by the survey (1):\n- A method for topic 01 (2021; 7 citations)\n"
+           "Connected to those references by citations, most connected first (1):\n"
+           "- A benchmark for topic 01 (2019; 15 citations)\n")
+    with FakeChatServer(replies=["Read.$$$1$$$"]) as server:
+        (tmp_path / "judge.yaml").write_text(json.dumps({
+            "name": "ka", "dimensions": ["readability", "comprehensiveness"], "samples": 1, "synthesis": False,
+            "backend": {"kind": "openai", "options": {"model": "base", "base_url": server.base_url, "api_key_env": None},
+                        "per_dimension": {"comprehensiveness": {"model": "comp-adapter"}}}}), encoding="utf-8")
+        path = tmp_path / "systems.yaml"
+        path.write_text(json.dumps({"name": "ka", "measures": [{"kind": "surveyalign", "judge": "judge.yaml"}],
+                                    "knowledge": {"graph": "graph.jsonl", "ka_config": "ka.yaml"},
+                                    "bootstrap": {"resamples": 50}}), encoding="utf-8")
+        result = run_systems(corpus, SystemsConfig.from_yaml(path), tmp_path / "out")
+        comp = {re.search(r"Survey under review:\nTitle: ([^\n]+)", content(b)).group(1): content(b)
+                for b in server.requests if b["model"] == "comp-adapter"}
+        n_plain = sum(b["model"] == "base" for b in server.requests)
+    # 35 system surveys (gamma lacks t12) + 12 references judged on readability; comprehensiveness only with KA:
+    # topic 01's four surveys (the other topics' references are not in the graph: refused, no call)
+    assert n_plain == 47 and len(comp) == 4
+    assert both + "\nSurvey under review:" in comp["A survey of topic 01 by the human reference"]
+    assert both + "\nSurvey under review:" in comp["A survey of topic 01 by system alpha"]
+    assert both + "\nSurvey under review:" in comp["A survey of topic 01 by system beta"]
+    assert one + "\nSurvey under review:" in comp["A survey of topic 01 by system gamma"]
+    details = json.loads((tmp_path / "out" / "systems.json").read_text(encoding="utf-8"))["details"]
+    assert details.keys() == result["details"].keys()
+    ka = {pair: d["surveyalign"]["knowledge"]["comprehensiveness"] for pair, d in details.items() if "surveyalign" in d}
+    assert [pair for pair, k in ka.items() if k["used"]] == ["_reference/t01", "alpha/t01", "beta/t01", "gamma/t01"]
+    assert ka["alpha/t01"]["n_resolved"] == 2 and ka["gamma/t01"]["n_resolved"] == 1
+    assert ka["alpha/t02"]["note"].startswith("not judged: the adapter was trained with knowledge augmentation and "
+                                              "none is available (none of the 2 references resolved")
+    assert ka["alpha/t02"]["note"].endswith("configure knowledge.graph or knowledge.folder in the systems config or "
+                                            "pass allow_no_knowledge: true on the surveyalign measure")
+    assert details["alpha/t02"]["surveyalign"]["dimensions"]["comprehensiveness"]["status"] == KNOWLEDGE_REFUSED
+    assert list(details["alpha/t01"]["surveyalign"]["knowledge"]) == ["comprehensiveness"]
+
+
+def test_systems_reads_prepared_ka_per_system_folder(tmp_path):
+    from surveyalign.documents import read_document
+    from surveyalign.systems import SystemsConfig
+    from surveyalign.systems.measures import knowledge_of
+
+    (tmp_path / "ka" / "beta").mkdir(parents=True)
+    (tmp_path / "ka" / "beta" / "t01.comprehensiveness.txt").write_text("Beta's own KA.\n", encoding="utf-8")
+    path = tmp_path / "systems.yaml"
+    path.write_text(json.dumps({"knowledge": {"folder": "ka"}}), encoding="utf-8")
+    source = knowledge_of(SystemsConfig.from_yaml(path), "base", None)
+    beta = source(read_document(FIXTURES / "beta" / "t01.md"), "comprehensiveness")
+    alpha = source(read_document(FIXTURES / "alpha" / "t01.md"), "comprehensiveness")
+    assert (beta.text, beta.source) == ("Beta's own KA.", "file")
+    assert alpha.text is None and alpha.note == f"no folder {tmp_path / 'ka' / 'alpha'} of KA texts for this system"
+    path.write_text(json.dumps({"knowledge": {"folder": "ka", "ka_config": "x.yaml"}}), encoding="utf-8")
+    with pytest.raises(ValueError, match="^knowledge.ka_config needs knowledge.graph FILE"):
+        knowledge_of(SystemsConfig.from_yaml(path), "base", None)
