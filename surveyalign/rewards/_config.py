@@ -21,9 +21,8 @@ Shape (``configs/rewards/*.yaml``)::
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar, Literal
-
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 

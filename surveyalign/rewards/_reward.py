@@ -24,9 +24,9 @@ from typing import Any, Self
 
 from surveyalign.calls import CallCache, stable_hash
 from surveyalign.constants import SCORED
+from surveyalign.inference.judge import KNOWLEDGE_REFUSED
 from surveyalign.judge import DimensionOptions, Judge, Judgement, JudgeRequest
 from surveyalign.rewards._checks import check_completion, spearman
-from surveyalign.inference.judge import KNOWLEDGE_REFUSED
 from surveyalign.rewards._config import RewardConfig, RewardJudge
 from surveyalign.rewards._knowledge import CompletionKnowledge, knowledge_summary
 
