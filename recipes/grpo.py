@@ -14,7 +14,8 @@ accelerate launch --config_file configs/accelerate/zero3.yaml --num_processes 4 
 ```
 
 The prompts file (`dataset_path`: JSONL / JSON / parquet) has a `prompt` column (text or chat messages) and
-optionally `knowledge` (references for knowledge-augmented judging) and `title`. The reward YAML
+optionally `knowledge` (a KA text), `references` (the survey's reference list: BibTeX, a markdown list or titles,
+from which the reward's `knowledge:` block builds Comp-KA / Crit-KA) and `title`. The reward YAML
 (`reward_config`, configs/rewards/*.yaml) names the judge, the dimensions and weights, the signal and the checks;
 the reward log goes to `reward_log` (default OUTPUT_DIR/rewards.jsonl): `surveyalign rewards report LOG`.
 Any field of the YAML can be overridden on the command line (`--learning_rate 1e-6`).

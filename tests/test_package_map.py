@@ -38,6 +38,8 @@ SAME_LAYER: dict[tuple[str, str], str] = {
     ("training", "prompts"): "SFT examples are the evaluation prompt",
     ("scoring", "data"): "baselines read the training labels; rows are parsed with data.row_dimension",
     ("systems", "inference"): "the systems comparison runs the SurveyAlign judge as `score` does",
+    ("rewards", "inference"): "the reward builds a completion's KA and refuses a KA-trained dimension without it as "
+                              "`score` does",
     ("systems", "autoraters"): "the systems comparison runs the PaperOrchestra autoraters and their citation F1",
     ("__main__", "cli"): "python -m surveyalign runs the CLI",
     ("demo", "testing"): "the demo builds the tiny model",

@@ -101,7 +101,8 @@ def test_sync_and_async_rewards_weighted_cached_and_failed_counted(judge_server)
         # asked again (a failed answer is never reused)
         assert reward.sync(["p"] * 3, completions) == [-1.5, 1.5, None]
         assert len(judge_server.requests) == 8
-        assert reward.counts == {"completions": 6, "failed": 2, "flagged": 0, "penalized": 0, "async_calls": 1,
+        assert reward.counts == {"completions": 6, "failed": 2, "flagged": 0, "penalized": 0, "knowledge_refused": 0,
+                                 "async_calls": 1,
                                  "sync_calls": 1}
         assert [r["path"] for r in reward.records if r["kind"] == "completion"] == ["async"] * 3 + ["sync"] * 3
 

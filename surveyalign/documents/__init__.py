@@ -8,6 +8,7 @@ Public surface::
         strip_review_record, LeakageEdit,                          # the leakage guard (SurveyReview §4.1-4.2)
         Paper, Reference, ReferenceList, normalise_doi,            # bibliographic records
         read_references, parse_bibtex, parse_markdown_references,  # reference-list readers
+        read_reference_value,                                      # a reference list given as a value
         same_paper, MatchDecision,                                 # the safe matching rule
         fit_texts, truncate_to_tokens,                             # the one token fitter
         extract_title, extract_abstract, extract_references,       # light markdown helpers
@@ -103,7 +104,8 @@ __getattr__ = lazy_loader.attach(
                     "read_documents"],
         "references": ["check_reference_count", "cited_keys", "decode_latex_accents", "highest_citation_number",
                        "parse_bibtex", "parse_jats_references", "parse_latex_bibliography",
-                       "parse_markdown_references", "parse_reference_text", "read_references"],
+                       "parse_markdown_references", "parse_reference_text", "read_reference_value",
+                       "read_references"],
         "snippet_index": ["VerbatimIndex"],
         "tei": ["GROBID_URL_ENV", "parse_tei_references"],
         "verbatim": ["MIN_SNIPPET_CHARS", "NEAR_VERBATIM_THRESHOLD", "find_verbatim", "layout_verbatim_hits",
@@ -177,6 +179,7 @@ __all__ = [
     "parse_tei_references",
     "read_document",
     "read_documents",
+    "read_reference_value",
     "read_references",
     "same_paper",
     "split_sections",

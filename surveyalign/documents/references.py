@@ -7,7 +7,8 @@ BibTeX file can be cut down to what the survey really cites.
 
 Readers: :func:`parse_bibtex` (``bibtexparser`` 2), :func:`parse_latex_bibliography` (``\\bibitem``),
 :func:`parse_markdown_references` (numbered ``[n]`` or author-year), :func:`parse_tei_references` (GROBID),
-and :func:`read_references`, which picks one from a file's suffix.
+and :func:`read_references`, which picks one from a file's suffix; :func:`read_reference_value` reads a
+reference list given as a value (a dataset cell: BibTeX, a markdown list, titles).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import bibtexparser
 from bibtexparser.middlewares import LatexDecodingMiddleware
@@ -49,6 +51,7 @@ __all__ = [
     "parse_markdown_references",
     "parse_reference_text",
     "parse_tei_references",
+    "read_reference_value",
     "read_references",
 ]
 
@@ -328,3 +331,93 @@ def read_references(path: str | Path, *, pdf_reader: Callable[[Path], ReferenceL
                              "known XML: GROBID TEI (<TEI>) and JATS articles (<article>)")
         return parse_tei_references(data, path=str(path))
     return readers[suffix](path.read_text(encoding="utf-8", errors="replace"), path=str(path))
+
+
+_NUMBERED_LINE = re.compile(r"(?m)^\s*(?:\[\d{1,4}\]|\d{1,4}\.\s)")
+_BIBTEX_ENTRY = re.compile(r"@\s*[A-Za-z]+\s*[{(]")
+_TITLE_YEAR = re.compile(r"^(?P<title>.+?)[\s,;]*\(?(?P<year>(?:19|20)\d\d)[a-z]?\)?\.?$")
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022]\s+)")
+
+
+def _entry_value(item: Any, key: str, where: str) -> Reference:
+    """One entry of a list: a mapping of fields, a free-text reference (it has a year or a sentence end) or a
+    bare title."""
+    if isinstance(item, Mapping):
+        fields = {k: item.get(k) for k in ("title", "year", "doi", "arxiv_id", "venue") if item.get(k) is not None}
+        authors = item.get("authors") or []
+        if not str(fields.get("title") or "").strip() and not fields.get("doi") and not fields.get("arxiv_id"):
+            raise ValueError(f"{where}: entry {key} has no title, doi or arxiv_id")
+        year = fields.pop("year", None)
+        return Reference(key=key, authors=[str(a) for a in authors], raw=str(dict(item)), source="markdown",
+                         year=year_in_text(str(year)) if year is not None else None,
+                         doi=normalise_doi(fields.pop("doi", None)), arxiv_id=normalise_arxiv(fields.pop("arxiv_id", None)),
+                         **{k: str(v) for k, v in fields.items()})
+    if not isinstance(item, str):
+        raise ValueError(f"{where}: entry {key} is a {type(item).__name__}; expected text or a mapping of fields")
+    text = _BULLET.sub("", item).strip()
+    dated = _TITLE_YEAR.match(text)
+    if dated and not re.search(r"[.?!][\"”]?\s+\S", dated.group("title")):  # "Title (2001)", "Title, 2001"
+        return Reference(key=key, title=_clean(dated.group("title")).rstrip(".,;"), year=int(dated.group("year")),
+                         raw=text, source="markdown")
+    if year_in_text(text) is not None or re.search(r"[.?!][\"”]?\s+\S", text):
+        return parse_reference_text(text, key, "markdown")
+    doi, arxiv = _ids_in(text)
+    return Reference(key=key, title=_clean(text).rstrip("."), doi=doi, arxiv_id=arxiv, raw=text, source="markdown")
+
+
+def read_reference_value(value: Any, *, where: str = "references") -> ReferenceList:
+    """Read a reference list given as a value (a dataset or prompt field) with the readers above.
+
+    Accepted shapes:
+
+    * BibTeX text (an ``@type{`` entry in it) -> :func:`parse_bibtex`;
+    * a markdown reference list: a ``References`` heading, or numbered ``[n]`` / ``n.`` lines ->
+      :func:`parse_markdown_references` (a heading is added when the text has none);
+    * other text: one entry per non-empty line (a leading ``-`` / ``*`` bullet dropped);
+    * a list: one entry per item.
+
+    An entry (a line or a list item) that is a title with its year at the end (``Title (2001)``, ``Title, 2001``)
+    is read as such; one with a sentence end or a year elsewhere is a free-text reference
+    (:func:`parse_reference_text`); otherwise it is a bare title. A list item may also be a mapping with ``title``,
+    ``authors``, ``year``, ``doi``, ``arxiv_id``, ``venue``. (A citation graph resolves a title only with its year,
+    first author, DOI or arXiv id: the safe rule of :mod:`surveyalign.knowledge.resolve`.)
+
+    Args:
+        value: the value (``None`` or empty: an empty list).
+        where: what the value is (record and field), named in problems and errors.
+
+    Returns:
+        The :class:`ReferenceList` (keys ``"1"``, ``"2"``... for lines and items, BibTeX keys for BibTeX).
+
+    Raises:
+        ValueError: a value of another type, or a list item that is neither text nor a mapping with a title / id
+            (one line naming ``where`` and the entry).
+    """
+    if value is None:
+        return ReferenceList([], [], "markdown")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return ReferenceList([], [], "markdown")
+        if _BIBTEX_ENTRY.search(text):
+            found = parse_bibtex(text, path=where)
+            if not found.references:
+                found.problems.append(f"{where}: BibTeX text with no entry read")
+            return found
+        if _REF_HEADING_TEXT.search(text) or _NUMBERED_LINE.search(text):
+            body = text if _REF_HEADING_TEXT.search(text) else "## References\n\n" + text
+            return parse_markdown_references(body, path=where)
+        value = [line for line in text.splitlines() if line.strip()]
+    if isinstance(value, Mapping) or not isinstance(value, (list, tuple)):
+        raise ValueError(f"{where}: expected BibTeX, a markdown reference list or a list of titles, got "
+                         f"{type(value).__name__}")
+    refs, problems = [], []
+    for i, item in enumerate(value, start=1):
+        if isinstance(item, str) and not item.strip():
+            problems.append(f"{where}: entry {i} is empty")
+            continue
+        refs.append(_entry_value(item, str(i), where))
+    return ReferenceList(refs, problems, "markdown")
+
+
+_REF_HEADING_TEXT = re.compile(r"(?im)^\s{0,3}#{1,6}\s*(?:\d+[.\s]*)?(references|bibliography|works cited)\s*$")

@@ -89,37 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _knowledge_source(args: argparse.Namespace, spec, cache):
     """The KA source of ``--knowledge`` / ``--graph`` (``None``: none); the Crit-KA summariser shares ``cache``
-    (its calls are planned by ``--plan`` and counted by ``--max-cost`` with the judge's)."""
-    from surveyalign.inference.knowledge import FileKnowledge, GraphKnowledge
+    (its calls are planned by ``--plan`` and counted by ``--max-cost`` with the judge's):
+    :func:`surveyalign.inference.knowledge.knowledge_source`."""
+    from surveyalign.inference.knowledge import knowledge_source
 
-    if args.knowledge and args.graph:
-        raise ValueError("give --knowledge DIR or --graph FILE, not both")
-    if args.knowledge:
-        return FileKnowledge(args.knowledge)
-    if not args.graph:
-        if args.ka_config:
-            raise ValueError("--ka-config needs --graph FILE")
-        return None
-    from surveyalign.knowledge import CitationGraph, KAConfig, Summariser, TokenCounter
-    from surveyalign.models import NotCachedError
-
-    config = KAConfig.from_yaml(args.ka_config)
-    where = args.ka_config or "the built-in KA settings (no --ka-config)"
-    tokenizer = config.tokenizer or spec.model
-    try:
-        counter = TokenCounter(tokenizer)
-    except NotCachedError as err:
-        url = (config.summariser.backend.options.get("base_url") if config.summariser is not None else None)
-        needs = [(f"the judge's tokenizer {tokenizer!r} (`tokenizer:`; a local folder, or 'whitespace' to count "
-                 "words)")]
-        if "criticalness" in config.dimensions:
-            needs.append(f"for Crit-KA a summariser server at {url or '(none set)'} (`summariser:`)")
-        raise ValueError(f"--graph: {where} needs {' and '.join(needs)}; {err}. Offline, use a KA config with a "
-                         "local tokenizer folder (README: 'Knowledge augmentation offline')") from None
-    summariser = None
-    if config.summariser is not None:
-        summariser = Summariser(config.summariser.build(), config, counter, cache)
-    return GraphKnowledge(CitationGraph.load(args.graph), config, summariser=summariser, counter=counter)
+    return knowledge_source(folder=args.knowledge, graph=args.graph, ka_config=args.ka_config, model=spec.model,
+                            cache=cache)
 
 
 def _base_options(spec, args: argparse.Namespace):

@@ -25,12 +25,13 @@ from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.spend import unanswered
 from surveyalign.documents import Document
 from surveyalign.documents.untrusted import neutralise
-from surveyalign.inference.knowledge import KnowledgeRecord, KnowledgeSource
-from surveyalign.inference.spec import (
-    KA_DIMENSIONS,
-    JudgeSpec,
-    build_dimension_backends,
+from surveyalign.inference.knowledge import (
+    KnowledgeRecord,
+    KnowledgeSource,
+    knowledge_record,
+    needs_knowledge,
 )
+from surveyalign.inference.spec import JudgeSpec, build_dimension_backends
 from surveyalign.judge import DimensionOptions, Judge, Judgement, JudgeRequest
 from surveyalign.judge.synthesis import (
     SYNTHESIS_VERSION,
@@ -75,6 +76,9 @@ class SurveyAlignJudge:
         self.cache = cache
         self.knowledge = knowledge
         self.allow_no_knowledge = bool(allow_no_knowledge)
+        #: how the refusal note tells a user to configure KA or judge without it (``score``'s flags by default;
+        #: a config file's keys where one is read)
+        self.configure_hint, self.allow_hint = "--graph/--knowledge", "--allow-no-knowledge"
         self._owned = backends is None
         self.owner, self.backends = backends if backends is not None else build_dimension_backends(spec)
         self.settings = spec.settings
@@ -97,32 +101,18 @@ class SurveyAlignJudge:
     # ------------------------------------------------------------------ knowledge
     def needs_knowledge(self, dimension: str) -> bool:
         """Whether ``dimension``'s adapter was trained with KA (its training record; else the config; else
-        SurveyAlign's choice: Comprehensiveness and Criticalness adapters)."""
-        record = self.records.get(dimension)
-        if record is not None and "use_knowledge" in record:
-            return bool(record["use_knowledge"])
-        if self.spec.knowledge_dimensions is not None:
-            return dimension in self.spec.knowledge_dimensions
-        return dimension in self.spec.adapters and dimension in KA_DIMENSIONS
+        SurveyAlign's choice: Comprehensiveness and Criticalness adapters): :func:`~surveyalign.inference.knowledge.
+        needs_knowledge`."""
+        return needs_knowledge(dimension, record=self.records.get(dimension),
+                               knowledge_dimensions=self.spec.knowledge_dimensions, adapters=self.spec.adapters)
 
     def _knowledge(self, document: Document, dimension: str, source: Any = None) -> KnowledgeRecord:
         """The KA record of ``document`` on ``dimension`` (``source``: looks it up instead of :attr:`knowledge`,
-        e.g. without sending the summariser's calls under ``--plan``)."""
-        if not self.needs_knowledge(dimension):  # trained on plain inputs: no KA is looked for
-            return KnowledgeRecord(None, "none", required=False)
-        if self.knowledge is None:
-            record = KnowledgeRecord(None, "none", note="no knowledge source configured (--graph or --knowledge)")
-        else:
-            record = (source or self.knowledge)(document, dimension)
-        record.required = True
-        record.used = bool(record.text)
-        if not record.used:
-            why = record.note or "no KA text"
-            record.note = (f"judged WITHOUT knowledge augmentation although the adapter was trained with it "
-                           f"(--allow-no-knowledge): {why}" if self.allow_no_knowledge else
-                           f"not judged: the adapter was trained with knowledge augmentation and none is available "
-                           f"({why}); configure --graph/--knowledge or pass --allow-no-knowledge")
-        return record
+        e.g. without sending the summariser's calls under ``--plan``): :func:`~surveyalign.inference.knowledge.
+        knowledge_record`."""
+        return knowledge_record(source or self.knowledge, document, dimension,
+                                required=self.needs_knowledge(dimension), allow=self.allow_no_knowledge,
+                                configure=self.configure_hint, allow_flag=self.allow_hint)
 
     # ------------------------------------------------------------------ reviewing
     def review(self, document: Document, *, progress: bool = True) -> dict[str, Any]:

@@ -29,8 +29,6 @@ __all__ = ["JUDGE_BACKENDS", "JUDGE_FILES", "JudgeSpec", "build_dimension_backen
 JUDGE_FILES = ("surveyalign_judge.yaml", "judge.yaml")
 #: Backend kinds a score judge runs on.
 JUDGE_BACKENDS = ("transformers", "vllm", "openai")
-#: Dimensions SurveyAlign trains with knowledge augmentation (SurveyReview §5.2) when no training record says.
-KA_DIMENSIONS = ("comprehensiveness", "criticalness")
 
 
 class JudgeSpec(ModelRole):

@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from surveyalign.calls import CallCache, stable_hash
 from surveyalign.documents import (
+    Reference,
     highest_citation_number,
     parse_markdown_references,
     parse_reference_text,
@@ -55,14 +56,15 @@ class SurveyKAInput:
     Attributes:
         paper_id: the dataset's paper id.
         title: the survey's title (finds the survey's own node, which is excluded).
-        references: raw reference entries (the dataset's ``references`` column).
+        references: the reference entries: raw text (the dataset's ``references`` column) or entries already
+            read (:class:`~surveyalign.documents.Reference`, e.g. from BibTeX).
         text: the survey text (its reference section is read when ``references`` is empty).
         year: the survey's year when known (else the newest reference year is the cutoff).
     """
 
     paper_id: str
     title: str = ""
-    references: tuple[str, ...] = ()
+    references: tuple[Any, ...] = ()
     text: str = ""
     year: int | None = None
 
@@ -70,7 +72,8 @@ class SurveyKAInput:
         """16 hex digits of what a KA record is built from (title, references, text, year): a record made from
         another survey under the same paper id (another dataset in the same ``--out``, an edited survey) is never
         reused."""
-        return stable_hash([self.title, list(self.references), self.text, self.year])[:16]
+        refs = [r if isinstance(r, str) else asdict(r) for r in self.references]
+        return stable_hash([self.title, refs, self.text, self.year])[:16]
 
 
 @dataclass
@@ -104,7 +107,8 @@ def survey_references(survey: SurveyKAInput) -> tuple[list[Any], str]:
         ``(references, source)`` with source ``"column"``, ``"text"`` or ``"none"``.
     """
     if survey.references:
-        return [parse_reference_text(entry, str(i)) for i, entry in enumerate(survey.references, start=1)], "column"
+        return [entry if isinstance(entry, Reference) else parse_reference_text(entry, str(i))
+                for i, entry in enumerate(survey.references, start=1)], "column"
     found = parse_markdown_references(survey.text or "")
     return found.references, "text" if found.references else "none"
 

@@ -12,22 +12,28 @@ Shape (``configs/rewards/*.yaml``)::
       penalize: [injection]     # flags whose completions get the lowest reward
       length_penalty: {max_length: 4096, cache: 512, factor: 1.0}
       heldout: {judge: {backend: ...}, every: 10, sample: 8}
+    knowledge:                  # KA for KA-trained adapters, built from each row's `references` (App. F)
+      graph: runs/ka/graph.jsonl
+      ka_config: configs/ka/default.yaml
     log: runs/grpo/rewards.jsonl
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from surveyalign.backends import ModelRole
 from surveyalign.constants import DIMENSIONS, VALID_SCORES
+from surveyalign.inference.knowledge import KnowledgeSettings
 from surveyalign.prompts import DEFAULT_PROTOCOL
 from surveyalign.yamlconfig import DimensionName, read_yaml_mapping, validation_line
 
-__all__ = ["FLAG_KINDS", "SIGNALS", "HackingChecks", "HeldOut", "LengthPenalty", "RewardConfig", "RewardJudge"]
+__all__ = ["FLAG_KINDS", "SIGNALS", "HackingChecks", "HeldOut", "LengthPenalty", "RewardConfig", "RewardJudge",
+           "RewardKnowledge"]
 
 #: How the K sampled scores of one dimension become its reward (see :func:`dimension_value`).
 SIGNALS = ("vote", "expected", "expected_logprob")
@@ -122,6 +128,39 @@ class HackingChecks(BaseModel):
     heldout: HeldOut | None = None
 
 
+class RewardKnowledge(KnowledgeSettings):
+    """Knowledge augmentation of the reward (SurveyReview §5.2, App. F): the ``knowledge:`` block.
+
+    A dimension whose judge was trained with KA (:func:`surveyalign.inference.knowledge.needs_knowledge`: its
+    adapter's training record, else ``dimensions``, else a per-dimension adapter of Comprehensiveness or
+    Criticalness) gets a KA text before the completion: the row's ``knowledge`` text when it has one, else one
+    built from the row's ``references`` (BibTeX, a markdown reference list or titles:
+    :func:`surveyalign.documents.read_reference_value`) with ``graph`` and ``ka_config``, the way
+    ``surveyalign score --graph`` builds it, cached by content. Without a KA text such a dimension is refused (no
+    judge call; the completion's reward is ``None`` and counted as failed) unless ``allow_no_knowledge``.
+
+    Attributes:
+        graph, ka_config: see :class:`~surveyalign.inference.knowledge.KnowledgeSettings` (``folder`` is not taken:
+            a completion has no file name to look a prepared text up by).
+        dimensions: the dimensions whose judge expects KA (``None``: as above).
+        allow_no_knowledge: judge those dimensions without KA (recorded per completion) instead of refusing them.
+        completion_references: when a row has no ``references``, read the completion's own reference section (as
+            ``score`` reads a survey file's); off by default, since the policy writes that list itself.
+    """
+
+    dimensions: list[DimensionName] | None = Field(None, description="dimensions whose judge expects KA")
+    allow_no_knowledge: bool = Field(False, description="judge KA-trained dimensions without KA (recorded)")
+    completion_references: bool = Field(False, description="read the completion's own reference list when the "
+                                        "row has no `references`")
+
+    @model_validator(mode="after")
+    def _no_folder(self) -> RewardKnowledge:
+        if self.folder is not None:
+            raise ValueError("folder: a completion has no file name to find a prepared KA text by; give `graph:` "
+                             "(KA built from each row's `references`) or a `knowledge` column")
+        return self
+
+
 class RewardConfig(BaseModel):
     """The SurveyAlign reward: judge, weighted dimensions, signal, checks, log (see the module docstring).
 
@@ -140,6 +179,7 @@ class RewardConfig(BaseModel):
         failed_value: the value the verl / OpenRLHF hooks give a failed judgment (``None``: verl raises, the
             remote endpoint answers ``null``); TRL always gets ``None`` (it skips the completion).
         concurrency: judge requests in flight (``None``: the backend's own).
+        knowledge: :class:`RewardKnowledge` (default: no KA source; KA-trained dimensions are refused).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -153,6 +193,7 @@ class RewardConfig(BaseModel):
     log_text_chars: int = Field(2000, ge=0)
     failed_value: float | None = None
     concurrency: int | None = Field(None, ge=1)
+    knowledge: RewardKnowledge = Field(default_factory=RewardKnowledge)
 
     @field_validator("dimensions")
     @classmethod
@@ -177,6 +218,8 @@ class RewardConfig(BaseModel):
         """
         data = read_yaml_mapping(path, "reward config")
         try:
-            return cls.model_validate(data)
+            config = cls.model_validate(data)
         except ValidationError as err:
             raise ValueError(validation_line(err, str(path), "reward config")) from None
+        # the KA files relative to the config's folder when they are there
+        return config.model_copy(update={"knowledge": config.knowledge.resolved(Path(path).resolve().parent)})

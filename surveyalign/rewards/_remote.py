@@ -1,7 +1,7 @@
 """The reward over HTTP (OpenRLHF's remote reward shape) and as verl's ``compute_score`` hook.
 
 ``POST /get_reward`` takes ``{"query": [N texts], "prompts": [N texts]?, "knowledge": [N]?, "title": [N]?,
-"step": int?}`` and answers ``{"rewards": [N floats or null], "failed": [indices], "flags": [N lists of kinds]}``.
+"references": [N texts or lists of titles]?, "step": int?}`` and answers ``{"rewards": [N floats or null], "failed": [indices], "flags": [N lists of kinds]}``.
 OpenRLHF sends each query as prompt + response; when ``prompts`` are sent and a query starts with its prompt, the
 prompt is cut off and the rest judged. A failed judgment is ``null`` (or the config's ``failed_value``). The
 server is guarded like ``surveyalign serve`` (:class:`surveyalign.backends.ServerLimits`: an API key, a body
@@ -42,12 +42,13 @@ def _error(status: int, message: str) -> Any:
     return JSONResponse({"error": {"message": message, "code": status}}, status_code=status)
 
 
-def _column(payload: dict[str, Any], key: str, n: int, kind: type) -> list[Any] | None:
+def _column(payload: dict[str, Any], key: str, n: int, kind: type | tuple[type, ...]) -> list[Any] | None:
     value = payload.get(key)
     if value is None:
         return None
     if not isinstance(value, list) or len(value) != n or not all(v is None or isinstance(v, kind) for v in value):
-        raise ValueError(f"'{key}' must be a list of {n} {kind.__name__} values (one per query)")
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise ValueError(f"'{key}' must be a list of {n} {names} values (one per query)")
     return value
 
 
@@ -96,13 +97,14 @@ def build_reward_app(reward: SurveyAlignReward, limits: ServerLimits | None = No
             prompts = _column(payload, "prompts", len(queries), str)
             knowledge = _column(payload, "knowledge", len(queries), str)
             titles = _column(payload, "title", len(queries), str)
+            references = _column(payload, "references", len(queries), (str, list))
         except ValueError as err:
             return _error(400, str(err))
         step = payload.get("step")
         if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 0):
             return _error(400, "'step' must be a non-negative integer")
         completions = [q[len(p):] if p and q.startswith(p) else q for q, p in zip(queries, prompts or [""] * len(queries))]
-        kwargs: dict[str, Any] = {"knowledge": knowledge, "title": titles}
+        kwargs: dict[str, Any] = {"knowledge": knowledge, "title": titles, "references": references}
         if step is not None:
             kwargs["step"] = step
         outcomes = await reward.ajudge_completions(completions, None, **kwargs)
@@ -187,7 +189,8 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
     response.
 
     The reward YAML is ``extra_info["reward_config"]`` when given, else ``$SURVEYALIGN_REWARD_CONFIG``; it is
-    built once per process. ``extra_info`` may carry ``knowledge``, ``title`` and ``step``.
+    built once per process. ``extra_info`` may carry ``knowledge``, ``title``, ``references`` (for KA) and
+    ``step``.
 
     Args:
         data_source: the dataset's source name (unused).
@@ -213,7 +216,7 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
     reward = _VERL_REWARDS[path]
     step = extra.get("step")
     outcome = reward.judge_completions([solution_str], None, knowledge=[extra.get("knowledge")],
-                                       title=[extra.get("title")],
+                                       title=[extra.get("title")], references=[extra.get("references")],
                                        **({"step": step} if isinstance(step, int) else {}))[0]
     if outcome.reward is not None:
         return outcome.reward

@@ -4,11 +4,14 @@
 **kwargs) -> list[float | None]``); :attr:`SurveyAlignReward.sync` is the same reward as a plain callable. Every
 (completion, dimension) goes through :class:`surveyalign.judge.Judge` and the call layer (cached by content in a
 ``calls.jsonl``, so a completion judged once costs no second call; batched / concurrent as the backend allows).
-A judgment that failed gives ``None`` (TRL leaves the completion out of that reward) and is counted.
+A judgment that failed gives ``None`` (TRL leaves the completion out of that reward) and is counted. A dimension
+whose judge was trained with KA gets the row's KA text (``knowledge``) or one built from the row's ``references``
+(:mod:`surveyalign.rewards._knowledge`, as ``score --graph``); without one it is refused (no call, ``None``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import random
@@ -21,9 +24,11 @@ from typing import Any, Self
 
 from surveyalign.calls import CallCache, stable_hash
 from surveyalign.constants import SCORED
+from surveyalign.inference.judge import KNOWLEDGE_REFUSED
 from surveyalign.judge import DimensionOptions, Judge, Judgement, JudgeRequest
 from surveyalign.rewards._checks import check_completion, spearman
 from surveyalign.rewards._config import RewardConfig, RewardJudge
+from surveyalign.rewards._knowledge import CompletionKnowledge, knowledge_summary
 
 __all__ = ["RewardOutcome", "SurveyAlignReward", "SyncSurveyAlignReward", "completion_text", "dimension_value"]
 
@@ -98,6 +103,8 @@ class RewardOutcome:
         flags: ``{kind: reason}`` of the hacking checks.
         penalty: the length penalty added (<= 0).
         penalized: True when a flag in ``checks.penalize`` gave the lowest reward.
+        knowledge: ``{dimension: KA summary}`` for the dimensions that need KA or got a KA text (``required``,
+            ``used``, ``source``, ``chars``, ``note``, ``n_references``, ``n_resolved``).
     """
 
     reward: float | None
@@ -110,6 +117,7 @@ class RewardOutcome:
     flags: dict[str, str] = field(default_factory=dict)
     penalty: float = 0.0
     penalized: bool = False
+    knowledge: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _build_judge(role: RewardJudge, dimensions: Sequence[str], cache: CallCache, concurrency: int | None
@@ -138,7 +146,9 @@ class SurveyAlignReward:
 
     Attributes:
         records: every record written (``config``, ``completion``, ``heldout``), also kept when there is no log.
-        counts: ``{"completions", "failed", "flagged", "penalized", "async_calls", "sync_calls"}``.
+        counts: ``{"completions", "failed", "flagged", "penalized", "knowledge_refused", "async_calls",
+            "sync_calls"}`` (``knowledge_refused``: (completion, dimension) pairs refused for want of KA).
+        knowledge: the :class:`~surveyalign.rewards._knowledge.CompletionKnowledge` building KA texts.
         cache: the judge's :class:`~surveyalign.calls.CallCache`.
 
     Call ``close()`` (or use ``with``) to close the judge backends.
@@ -162,9 +172,14 @@ class SurveyAlignReward:
             self.heldout_judge, more = _build_judge(config.checks.heldout.judge, dims, self.cache,
                                                     config.concurrency)
             self._backends += more
+        try:
+            self.knowledge = CompletionKnowledge(config.knowledge, config.judge, dims, self.cache)
+        except Exception:
+            self.close()
+            raise
         self.records: list[dict[str, Any]] = []
-        self.counts = {"completions": 0, "failed": 0, "flagged": 0, "penalized": 0, "async_calls": 0,
-                       "sync_calls": 0}
+        self.counts = {"completions": 0, "failed": 0, "flagged": 0, "penalized": 0, "knowledge_refused": 0,
+                       "async_calls": 0, "sync_calls": 0}
         self._lock = threading.Lock()
         self._calls = 0
         self._heldout_steps: set[int] = set()
@@ -174,7 +189,8 @@ class SurveyAlignReward:
                      "heldout": (None if config.checks.heldout is None else
                                  {**config.checks.heldout.model_dump(exclude={"judge"}),
                                   "judge": config.checks.heldout.judge.describe()}),
-                     "lowest": config.lowest, "failed_value": config.failed_value})
+                     "lowest": config.lowest, "failed_value": config.failed_value,
+                     "knowledge": self.knowledge.describe()})
 
     @classmethod
     def from_yaml(cls, path: str, **kwargs: Any) -> SurveyAlignReward:
@@ -210,21 +226,35 @@ class SurveyAlignReward:
                     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     # ------------------------------------------------------------------------------------------ planning
-    def _requests(self, texts: Sequence[str], knowledge: Sequence[Any] | None, titles: Sequence[Any] | None
-                  ) -> list[JudgeRequest]:
-        out = []
+    def _requests(self, texts: Sequence[str], kwargs: dict[str, Any]
+                  ) -> tuple[list[JudgeRequest | Judgement], list[dict[str, dict[str, Any]]]]:
+        """One item per (completion, dimension): the judge request with its KA text, or, for a KA-trained
+        dimension without KA (not allowed), the refused judgement (no call); and each completion's KA summary."""
+        out: list[JudgeRequest | Judgement] = []
+        summaries = []
+        columns = {key: kwargs.get(key) for key in ("knowledge", "title", "references")}
         for i, text in enumerate(texts):
-            know = knowledge[i] if knowledge is not None else None
-            title = titles[i] if titles is not None else None
+            know, title, refs = (columns[key][i] if columns[key] is not None else None
+                                 for key in ("knowledge", "title", "references"))
+            mine = {}
             for dim in self.config.dimensions:
-                out.append(JudgeRequest(text, dim, know or None, title or None))
-        return out
+                record = self.knowledge.lookup(text, dim, title=title or None, knowledge=know or None,
+                                               references=refs, where=f"completion {i}")
+                if record.required or record.used:
+                    mine[dim] = knowledge_summary(record)
+                if record.required and not record.used and not self.config.knowledge.allow_no_knowledge:
+                    out.append(Judgement(dim, None, "", KNOWLEDGE_REFUSED, record.note))
+                else:
+                    out.append(JudgeRequest(text, dim, record.text if record.used else None, title or None))
+            summaries.append(mine)
+        return out, summaries
 
     def _prepare(self, completions: Sequence[Any], completion_ids: Sequence[Any] | None, kwargs: dict[str, Any]
-                 ) -> tuple[int, list[str], list[int], str, list[dict[str, str]], list[JudgeRequest]]:
+                 ) -> tuple[int, list[str], list[int], str, list[dict[str, str]], list[JudgeRequest | Judgement],
+                            list[dict[str, dict[str, Any]]]]:
         n = len(completions)
         texts = [completion_text(c, f"completion {i}") for i, c in enumerate(completions)]
-        for key in ("knowledge", "title"):
+        for key in ("knowledge", "title", "references"):
             if kwargs.get(key) is not None and len(kwargs[key]) != n:
                 raise ValueError(f"reward: {len(kwargs[key])} {key} values for {n} completions")
         if completion_ids is not None and len(completion_ids) == n:
@@ -236,8 +266,18 @@ class SurveyAlignReward:
         step = getattr(state, "global_step", None)
         if step is None:
             step = kwargs.get("step") if isinstance(kwargs.get("step"), int) else self._calls
-        return int(step), texts, lengths, unit, flags, self._requests(texts, kwargs.get("knowledge"),
-                                                                       kwargs.get("title"))
+        requests, summaries = self._requests(texts, kwargs)
+        return int(step), texts, lengths, unit, flags, requests, summaries
+
+    @staticmethod
+    def _sent(items: Sequence[JudgeRequest | Judgement]) -> list[JudgeRequest]:
+        return [r for r in items if isinstance(r, JudgeRequest)]
+
+    @staticmethod
+    def _merged(items: Sequence[JudgeRequest | Judgement], judged: Sequence[Judgement]) -> list[Judgement]:
+        """The judgements in item order: the refused ones as they are, the others from ``judged`` in turn."""
+        answers = iter(judged)
+        return [next(answers) if isinstance(r, JudgeRequest) else r for r in items]
 
     def _value(self, judgements: Sequence[Judgement]) -> tuple[float | None, dict[str, float | None],
                                                                dict[str, str], str | None]:
@@ -252,7 +292,8 @@ class SurveyAlignReward:
         return sum(self.config.dimensions[d] * scores[d] for d in scores), scores, status, None
 
     def _finish(self, step: int, path: str, texts: Sequence[str], lengths: Sequence[int], unit: str,
-                flags: Sequence[dict[str, str]], judgements: Sequence[Judgement]) -> list[RewardOutcome]:
+                flags: Sequence[dict[str, str]], judgements: Sequence[Judgement],
+                knowledge: Sequence[dict[str, dict[str, Any]]]) -> list[RewardOutcome]:
         k = len(self.config.dimensions)
         checks = self.config.checks
         outcomes = []
@@ -265,7 +306,7 @@ class SurveyAlignReward:
             else:
                 reward = None if judge_reward is None else judge_reward + penalty
             outcome = RewardOutcome(reward, judge_reward, scores, status, reason, lengths[i], unit, dict(flags[i]),
-                                    penalty, penalized)
+                                    penalty, penalized, knowledge[i])
             outcomes.append(outcome)
             self._write({"kind": "completion", "step": step, "call": self._calls, "index": i, "path": path,
                          **asdict(outcome), "text_hash": stable_hash(text)[:16],
@@ -275,6 +316,7 @@ class SurveyAlignReward:
             self.counts["failed"] += sum(o.reward is None for o in outcomes)
             self.counts["flagged"] += sum(bool(o.flags) for o in outcomes)
             self.counts["penalized"] += sum(o.penalized for o in outcomes)
+            self.counts["knowledge_refused"] += sum(j.status == KNOWLEDGE_REFUSED for j in judgements)
             self.counts[f"{path}_calls"] += 1
             self._calls += 1
         return outcomes
@@ -315,39 +357,44 @@ class SurveyAlignReward:
         Args:
             completions: N completions (text or chat messages).
             completion_ids: their token ids (lengths in tokens), else lengths count words.
-            **kwargs: ``knowledge`` / ``title`` (N values each, a dataset column), ``trainer_state`` (its
+            **kwargs: ``knowledge`` / ``title`` / ``references`` (N values each, dataset columns; ``references``:
+                BibTeX, a markdown reference list or a list of titles, for KA), ``trainer_state`` (its
                 ``global_step`` is the log's step), ``step`` (an explicit step), ``log_metric`` (TRL's metric hook).
 
         Returns:
             N :class:`RewardOutcome`, in order.
 
         Raises:
-            ValueError: a completion that is neither text nor chat messages; a column of another length.
+            ValueError: a completion that is neither text nor chat messages; a column of another length; a
+                ``references`` value that cannot be read.
         """
-        step, texts, lengths, unit, flags, requests = self._prepare(completions, completion_ids, kwargs)
-        judgements = await self.judge.ajudge_many(requests, samples=self.config.judge.samples)
-        outcomes = self._finish(step, "async", texts, lengths, unit, flags, judgements)
+        # KA building may read a graph and call a summariser: off the event loop
+        step, texts, lengths, unit, flags, requests, ka = await asyncio.to_thread(self._prepare, completions,
+                                                                                  completion_ids, kwargs)
+        judged = await self.judge.ajudge_many(self._sent(requests), samples=self.config.judge.samples)
+        outcomes = self._finish(step, "async", texts, lengths, unit, flags, self._merged(requests, judged), ka)
         picked = self._heldout_plan(step, outcomes)
         if picked:
             k = len(self.config.dimensions)
-            held = await self.heldout_judge.ajudge_many([requests[i * k + d] for i in picked for d in range(k)],
+            items = [requests[i * k + d] for i in picked for d in range(k)]
+            held = await self.heldout_judge.ajudge_many(self._sent(items),
                                                         samples=self.config.checks.heldout.judge.samples)
-            self._heldout_records(step, picked, outcomes, held)
+            self._heldout_records(step, picked, outcomes, self._merged(items, held))
         self._metrics(kwargs, outcomes)
         return outcomes
 
     def judge_completions(self, completions: Sequence[Any], completion_ids: Sequence[Any] | None = None,
                           **kwargs: Any) -> list[RewardOutcome]:
         """Synchronous :meth:`ajudge_completions` (same arguments and result)."""
-        step, texts, lengths, unit, flags, requests = self._prepare(completions, completion_ids, kwargs)
-        judgements = self.judge.judge_many(requests, samples=self.config.judge.samples)
-        outcomes = self._finish(step, "sync", texts, lengths, unit, flags, judgements)
+        step, texts, lengths, unit, flags, requests, ka = self._prepare(completions, completion_ids, kwargs)
+        judged = self.judge.judge_many(self._sent(requests), samples=self.config.judge.samples)
+        outcomes = self._finish(step, "sync", texts, lengths, unit, flags, self._merged(requests, judged), ka)
         picked = self._heldout_plan(step, outcomes)
         if picked:
             k = len(self.config.dimensions)
-            held = self.heldout_judge.judge_many([requests[i * k + d] for i in picked for d in range(k)],
-                                                 samples=self.config.checks.heldout.judge.samples)
-            self._heldout_records(step, picked, outcomes, held)
+            items = [requests[i * k + d] for i in picked for d in range(k)]
+            held = self.heldout_judge.judge_many(self._sent(items), samples=self.config.checks.heldout.judge.samples)
+            self._heldout_records(step, picked, outcomes, self._merged(items, held))
         self._metrics(kwargs, outcomes)
         return outcomes
 
@@ -359,7 +406,8 @@ class SurveyAlignReward:
             prompts: the N prompts (unused by the judge: a completion is judged as a survey on its own).
             completions: the N completions (text or chat messages).
             completion_ids: their token ids.
-            **kwargs: dataset columns (``knowledge``, ``title``) and TRL's ``trainer_state`` / ``log_metric``.
+            **kwargs: dataset columns (``knowledge``, ``title``, ``references``) and TRL's ``trainer_state`` /
+                ``log_metric``.
 
         Returns:
             N rewards (floats, or ``None``).

@@ -17,8 +17,12 @@ YAML shape (``configs/systems/*.yaml``)::
       - kind: citations            # P / R / F1 against the topic's reference list, ids from Semantic Scholar
         api: semanticscholar       # semanticscholar | openalex
     bootstrap: {resamples: 1000, seed: 0}
+    knowledge:                     # KA for the KA-trained adapters of the surveyalign measures (App. F), as `score`
+      graph: ../../runs/ka/graph.jsonl   # Comp-KA / Crit-KA from each survey's own reference list, or
+      # folder: ka/                # prepared texts: ka/<system>/<topic>.<dimension>.txt (_reference/ for references)
+      ka_config: ../ka/default.yaml
 
-Relative judge paths are read from the config file's folder. The survey's length (words) and reference count are
+Relative judge and knowledge paths are read from the config file's folder. The survey's length (words) and reference count are
 always reported as covariates (no call).
 """
 
@@ -30,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from surveyalign.inference.knowledge import KnowledgeSettings
 from surveyalign.yamlconfig import read_yaml_mapping, validation_line
 
 __all__ = ["MEASURE_KINDS", "BootstrapSettings", "MeasureConfig", "SystemsConfig"]
@@ -99,6 +104,9 @@ class SystemsConfig(BaseModel):
     reference: str = Field("_reference", description="the corpus folder holding the human-written surveys")
     measures: list[MeasureConfig] = Field(default_factory=list)
     bootstrap: BootstrapSettings = Field(default_factory=BootstrapSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings,
+                                         description="where the surveyalign measures' KA comes from (graph / folder "
+                                                     "/ ka_config, as `score --graph/--knowledge/--ka-config`)")
     #: the folder relative judge paths are read from (the config file's); not a YAML key
     root: str = Field(".", exclude=True)
 
@@ -129,4 +137,5 @@ class SystemsConfig(BaseModel):
             config = cls.model_validate(data)
         except ValidationError as err:
             raise ValueError(validation_line(err, str(path), "systems config")) from None
-        return config.model_copy(update={"root": str(Path(path).resolve().parent)})
+        root = Path(path).resolve().parent
+        return config.model_copy(update={"root": str(root), "knowledge": config.knowledge.resolved(root)})

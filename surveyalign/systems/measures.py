@@ -19,6 +19,7 @@ answers valid), so a re-run makes only the calls that are missing or failed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from surveyalign.autoraters import (
@@ -93,6 +94,66 @@ def covariates(document: Document) -> dict[str, Any]:
             "reference_source": refs.source, "reference_problems": len(refs.problems)}
 
 
+class SystemFolderKnowledge:
+    """Prepared KA texts of a corpus: ``<folder>/<system>/<topic>.<dimension>.txt`` (the human references under
+    ``<folder>/_reference/``), read by :class:`~surveyalign.inference.knowledge.FileKnowledge` in the survey's
+    system folder, so two systems' surveys of one topic each get their own.
+
+    Args:
+        folder: the folder of per-system folders.
+
+    Raises:
+        NotADirectoryError: ``folder`` is not a folder.
+    """
+
+    name = "file"
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise NotADirectoryError(f"knowledge.folder {self.folder}: not a folder of <system>/<topic>.<dimension>.txt")
+
+    def __call__(self, document: Document, dimension: str, *, references: Any = None) -> Any:
+        """The KA record of ``document`` (``<corpus>/<system>/<topic>.*``) on ``dimension``."""
+        from surveyalign.inference.knowledge import FileKnowledge, KnowledgeRecord
+
+        sub = self.folder / document.source.parent.name
+        if not sub.is_dir():
+            return KnowledgeRecord(None, "file", note=f"no folder {sub} of KA texts for this system")
+        return FileKnowledge(sub)(document, dimension)
+
+
+def knowledge_of(config: SystemsConfig, model: str, cache: CallCache) -> Any:
+    """The KA source of the config's ``knowledge:`` block (``None``: none): the graph source ``score --graph``
+    builds (:func:`surveyalign.inference.knowledge.knowledge_source`), or :class:`SystemFolderKnowledge`.
+
+    Args:
+        config: the systems config.
+        model: the judge's base model (its tokenizer counts KA tokens unless the KA config names one).
+        cache: the run's call cache (the Crit-KA summariser's calls go there).
+
+    Raises:
+        ValueError / FileNotFoundError / NotADirectoryError: a bad block (as ``score --graph/--knowledge``).
+    """
+    block = config.knowledge
+    if block.folder and not block.graph:
+        if block.ka_config:
+            raise ValueError("knowledge.ka_config needs knowledge.graph FILE (prepared texts take no KA settings)")
+        return SystemFolderKnowledge(block.folder)
+    return block.build(model, cache)
+
+
+def _ka_used(review: Mapping[str, Any]) -> dict[str, Any]:
+    """Per dimension that needs KA: whether the survey was judged with it, from where, and why not."""
+    out = {}
+    for dim, record in review["dimensions"].items():
+        ka = record.get("knowledge") or {}
+        if ka.get("required") or ka.get("used"):
+            out[dim] = {"used": bool(ka.get("used")), "source": ka.get("source"), "note": ka.get("note"),
+                        "n_resolved": (ka.get("details") or {}).get("n_resolved")}
+    return out
+
+
 def _surveyalign(measure: MeasureConfig, config: SystemsConfig, docs: Mapping[tuple[str, str], Document],
                  cache: CallCache, backend: Any, plan: Any) -> dict[str, Any]:
     from surveyalign.inference.judge import SurveyAlignJudge
@@ -100,7 +161,10 @@ def _surveyalign(measure: MeasureConfig, config: SystemsConfig, docs: Mapping[tu
 
     spec = load_judge_spec(config.judge_path(measure), samples=measure.samples)
     backends = None if backend is None else (backend, {d: backend for d in spec.dimensions})
-    judge = SurveyAlignJudge(spec, cache=cache, allow_no_knowledge=measure.allow_no_knowledge, backends=backends)
+    judge = SurveyAlignJudge(spec, cache=cache, knowledge=knowledge_of(config, spec.model, cache),
+                             allow_no_knowledge=measure.allow_no_knowledge, backends=backends)
+    judge.configure_hint = "knowledge.graph or knowledge.folder in the systems config"
+    judge.allow_hint = f"allow_no_knowledge: true on the {measure.label} measure"
     try:
         if plan is not None:
             from surveyalign.inference.spend import plan_score
@@ -118,7 +182,7 @@ def _surveyalign(measure: MeasureConfig, config: SystemsConfig, docs: Mapping[tu
             details[pair] = {"dimensions": {d: {"score": r["score"], "status": r["status"], "reason": r.get("reason"),
                                                 "rationale": r.get("rationale") or ""}
                                             for d, r in review["dimensions"].items()},
-                             "warnings": review["warnings"]}
+                             "knowledge": _ka_used(review), "warnings": review["warnings"]}
         return {"values": values, "details": details, "dimensions": spec.dimensions, "judge": judge.describe()}
     finally:
         judge.close()
