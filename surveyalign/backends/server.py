@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import secrets
 import time
 import uuid
@@ -52,8 +51,7 @@ from surveyalign.backends.server_guard import (
     ServerLimits,
     http_protocol_class,
     is_loopback,
-    json_depth,
-    read_body_limited,
+    read_json_object,
 )
 from surveyalign.backends.server_schema import ChatRequest
 from surveyalign.backends.server_stream import answer_events, live_events, usage_of
@@ -163,19 +161,9 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
         if (denied := unauthorized(request)) is not None:
             return denied
         try:
-            body = await read_body_limited(request, limits)
+            payload = await read_json_object(request, limits)
         except BodyError as err:
-            return _error(err.status, str(err), kind="invalid_request_error")
-        try:
-            payload = json.loads(body)
-        except RecursionError:
-            return _error(400, f"request body is nested deeper than {limits.max_json_depth} levels")
-        except ValueError:
-            return _error(400, "request body is not valid JSON")
-        if not isinstance(payload, dict):
-            return _error(400, "request body must be a JSON object")
-        if json_depth(payload, limits.max_json_depth) > limits.max_json_depth:
-            return _error(400, f"request body is nested deeper than {limits.max_json_depth} levels")
+            return _error(err.status, str(err))
         try:
             req = ChatRequest.model_validate(payload)
         except ValidationError as exc:

@@ -23,7 +23,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["API_KEY_ENV", "REFUSED_FIELDS", "ServerLimits", "http_protocol_class", "is_loopback", "json_depth", "read_body_limited"]
+__all__ = ["API_KEY_ENV", "REFUSED_FIELDS", "ServerLimits", "http_protocol_class", "is_loopback", "json_depth", "read_body_limited",
+           "read_json_object"]
 
 #: Environment variable holding the server's API key (used when ``--api-key`` is not given).
 API_KEY_ENV = "SURVEYALIGN_API_KEY"
@@ -142,6 +143,38 @@ async def read_body_limited(request: Any, limits: ServerLimits) -> bytes:
             raise BodyError(413, f"request body exceeds the limit of {limits.max_body_bytes:,} bytes")
         parts.append(part)
     return b"".join(parts)
+
+
+async def read_json_object(request: Any, limits: ServerLimits, *, shape: str = "a JSON object") -> dict[str, Any]:
+    """Read a request body within the limits (:func:`read_body_limited`) and parse it as one JSON object.
+
+    Args:
+        request: a Starlette request.
+        limits: the server's limits (``max_body_bytes``, ``body_timeout_s``, ``max_json_depth``).
+        shape: how the refusal of a body that is not an object names what is expected.
+
+    Returns:
+        The parsed object.
+
+    Raises:
+        BodyError: the body's own limits (413 / 408 / 400), or 400 for a body that is not JSON, is nested deeper than
+            ``max_json_depth`` levels, or is not an object ("request body must be <shape>").
+    """
+    import json
+
+    body = await read_body_limited(request, limits)
+    too_deep = f"request body is nested deeper than {limits.max_json_depth} levels"
+    try:
+        payload = json.loads(body)
+    except RecursionError:
+        raise BodyError(400, too_deep) from None
+    except ValueError:
+        raise BodyError(400, "request body is not valid JSON") from None
+    if not isinstance(payload, dict):
+        raise BodyError(400, f"request body must be {shape}")
+    if json_depth(payload, limits.max_json_depth) > limits.max_json_depth:
+        raise BodyError(400, too_deep)
+    return payload
 
 
 def http_protocol_class(header_timeout_s: float) -> type:

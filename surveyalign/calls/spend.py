@@ -124,16 +124,19 @@ class PromptCounter:
         # the executor sends each run of fused samples as one request (one prefill): its first call pays the prompt
         self._heads = {run[0].key for run in fuse_samples(list(calls))}
 
-    def messages_tokens(self, call: Call) -> int:
-        """Prompt tokens of ``call``'s messages, whoever pays them (>= 0)."""
-        if call.messages_hash in self._cache:
-            return self._cache[call.messages_hash]
+    def _tokenizer(self, call: Call) -> Any:
+        """The tokenizer counting ``call``'s tokens: the caller's (``tokenizer_of``), else the backend's, else None."""
         try:
             tok = self.tokenizer_of(call)
         except (ValueError, KeyError):
             tok = None
-        if tok is None:
-            tok = getattr(call.backend, "tokenizer", None)
+        return tok if tok is not None else getattr(call.backend, "tokenizer", None)
+
+    def messages_tokens(self, call: Call) -> int:
+        """Prompt tokens of ``call``'s messages, whoever pays them (>= 0)."""
+        if call.messages_hash in self._cache:
+            return self._cache[call.messages_hash]
+        tok = self._tokenizer(call)
         if tok is not None:
             from surveyalign.backends.chat import render_chat
 
@@ -154,12 +157,7 @@ class PromptCounter:
         text = shared_text(call.messages)
         if not text:
             return 0
-        try:
-            tok = self.tokenizer_of(call)
-        except (ValueError, KeyError):
-            tok = None
-        if tok is None:
-            tok = getattr(call.backend, "tokenizer", None)
+        tok = self._tokenizer(call)
         return len(tok(text, add_special_tokens=False)["input_ids"]) if tok is not None else -(-len(text) // 4)
 
     def __call__(self, call: Call) -> int:

@@ -35,7 +35,7 @@ from surveyalign.prism.report import (
     run_owner,
 )
 from surveyalign.prism.run import PrismConfig, run_prism
-from surveyalign.scoring import aggregate_over_papers
+from surveyalign.scoring import aggregate_cell, aggregate_over_papers
 
 __all__ = ["HUMAN", "corpus_papers", "render_corpus_html", "render_corpus_markdown", "run_corpus"]
 
@@ -158,18 +158,6 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
     return result
 
 
-def _cell(entry: Mapping[str, Any]) -> str:
-    if entry["mean"] is None:
-        text = "-"
-    else:
-        ci = entry["ci95"]
-        text = f"{entry['mean']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-    extra = [f"n={entry['n_papers']}"]
-    if entry["n_missing"]:
-        extra.append(f"missing {entry['n_missing']}")
-    if entry["n_absent"]:
-        extra.append(f"absent {entry['n_absent']}")
-    return f"{text} ({', '.join(extra)})"
 
 
 def render_corpus_markdown(result: Mapping[str, Any]) -> str:
@@ -180,7 +168,7 @@ def render_corpus_markdown(result: Mapping[str, Any]) -> str:
               "not computable; absent = paper not reviewed by the system)."), "",
              "| system | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for system in result["systems"]:
-        lines.append(f"| {system} | " + " | ".join(_cell(result["table"][system][k]) for k, _ in result["metrics"])
+        lines.append(f"| {system} | " + " | ".join(aggregate_cell(result["table"][system][k]) for k, _ in result["metrics"])
                      + " |")
     notes = sorted({e["note"] for s in result["table"].values() for e in s.values() if e["note"]})
     if notes:
@@ -199,7 +187,7 @@ def render_corpus_html(result: Mapping[str, Any]) -> str:
     head = "".join(f"<th>{e(label)}</th>" for _, label in result["metrics"])
     rows = []
     for system in result["systems"]:
-        cells = "".join(f'<td data-metric="{e(k)}">{e(_cell(result["table"][system][k]))}</td>'
+        cells = "".join(f'<td data-metric="{e(k)}">{e(aggregate_cell(result["table"][system][k]))}</td>'
                         for k, _ in result["metrics"])
         rows.append(f'<tr data-system="{e(system)}"><th>{e(system)}</th>{cells}</tr>')
     failed = "".join(f"<li>{e(p)}: {e(r)}</li>" for p, r in result["failed"].items())

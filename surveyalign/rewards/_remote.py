@@ -11,7 +11,6 @@ cap checked before parsing, a JSON depth cap, header / body timeouts); ``GET /he
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -24,8 +23,7 @@ from surveyalign.backends.server_guard import (
     BodyError,
     http_protocol_class,
     is_loopback,
-    json_depth,
-    read_body_limited,
+    read_json_object,
 )
 from surveyalign.rewards._reward import SurveyAlignReward
 
@@ -77,19 +75,9 @@ def build_reward_app(reward: SurveyAlignReward, limits: ServerLimits | None = No
             response.headers["www-authenticate"] = "Bearer"
             return response
         try:
-            body = await read_body_limited(request, limits)
+            payload = await read_json_object(request, limits, shape="a JSON object with a 'query' list")
         except BodyError as err:
             return _error(err.status, str(err))
-        try:
-            payload = json.loads(body)
-        except RecursionError:
-            return _error(400, f"request body is nested deeper than {limits.max_json_depth} levels")
-        except ValueError:
-            return _error(400, "request body is not valid JSON")
-        if not isinstance(payload, dict):
-            return _error(400, "request body must be a JSON object with a 'query' list")
-        if json_depth(payload, limits.max_json_depth) > limits.max_json_depth:
-            return _error(400, f"request body is nested deeper than {limits.max_json_depth} levels")
         queries = payload.get("query")
         if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
             return _error(400, "'query' must be a list of texts")

@@ -12,7 +12,7 @@ import numpy as np
 
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA, MIN_BOOTSTRAP_PAPERS
 
-__all__ = ["aggregate_over_papers"]
+__all__ = ["aggregate_cell", "aggregate_over_papers"]
 
 
 def aggregate_over_papers(values: Mapping[str, Mapping[str, Mapping[str, float | None]]], papers: list[str], *,
@@ -53,3 +53,25 @@ def aggregate_over_papers(values: Mapping[str, Mapping[str, Mapping[str, float |
                     entry["ci95"] = [float(lo), float(hi)]
             out[system][metric] = entry
     return out
+
+
+def aggregate_cell(entry: Mapping[str, Any] | None) -> str:
+    """One :func:`aggregate_over_papers` entry as a table cell: ``"0.412 [0.301, 0.520] (n=12, missing 1)"``.
+
+    Args:
+        entry: ``{"mean", "ci95", "n_papers", "n_missing", "n_absent"}``, or None (no entry: ``"n/a"``).
+
+    Returns:
+        The mean to 3 decimals (``"-"`` when None), its interval when there is one, the count of papers with a
+        value and, when non-zero, the papers missing the figure and those not reviewed ("absent").
+    """
+    if entry is None:
+        return "n/a"
+    ci = entry.get("ci95")
+    text = "-" if entry["mean"] is None else f"{entry['mean']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    extra = [f"n={entry['n_papers']}"]
+    if entry.get("n_missing"):
+        extra.append(f"missing {entry['n_missing']}")
+    if entry.get("n_absent"):
+        extra.append(f"absent {entry['n_absent']}")
+    return f"{text} ({', '.join(extra)})"

@@ -12,6 +12,8 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from surveyalign.scoring import aggregate_cell
+
 __all__ = ["render_html", "render_markdown"]
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;"
@@ -28,17 +30,6 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
 
 
-def _cell(entry: Mapping[str, Any] | None) -> str:
-    if entry is None:
-        return "n/a"
-    ci = entry["ci95"]
-    text = _num(entry["mean"]) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-    extra = [f"n={entry['n_papers']}"]
-    if entry["n_missing"]:
-        extra.append(f"missing {entry['n_missing']}")
-    if entry["n_absent"]:
-        extra.append(f"absent {entry['n_absent']}")
-    return f"{text} ({', '.join(extra)})"
 
 
 def _rows(result: Mapping[str, Any]) -> list[str]:
@@ -66,7 +57,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
              "| system | " + " | ".join(c["label"] for c in cols) + " |", "|---|" + "---|" * len(cols)]
     for row in _rows(result):
         lines.append(f"| {_name(result, row)} | "
-                     + " | ".join(_cell(result["table"][row].get(c["key"])) for c in cols) + " |")
+                     + " | ".join(aggregate_cell(result["table"][row].get(c["key"])) for c in cols) + " |")
     for label, sxs in result["sxs"].items():
         lines += ["", f"## {label}: side by side against the human reference (rule {sxs['rule']}, order swapped)", "",
                   "| system | win rate | outcomes | failed | position-flip rate |", "|---|---|---|---|---|"]
@@ -150,7 +141,7 @@ def render_html(result: Mapping[str, Any]) -> str:
     head = "".join(f"<th>{e(c['label'])}</th>" for c in cols)
     rows = "".join(
         f'<tr data-system="{e(r)}"><th>{e(_name(result, r))}</th>'
-        + "".join(f'<td data-measure="{e(c["key"])}">{e(_cell(result["table"][r].get(c["key"])))}</td>' for c in cols)
+        + "".join(f'<td data-measure="{e(c["key"])}">{e(aggregate_cell(result["table"][r].get(c["key"])))}</td>' for c in cols)
         + "</tr>" for r in _rows(result))
     parts = [(f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(result['name'])}: survey "
              f"writers</title><style>{_STYLE}</style></head><body><h1>Survey writers on {len(result['topics'])} "
