@@ -20,6 +20,7 @@ The ``openai`` SDK is a core dependency; ``anthropic`` is imported only when an 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -79,11 +80,31 @@ class BatchResult:
         custom_id: the request's id.
         generation: the answer (``error`` set unless ``outcome == "succeeded"``), with token usage and batch id.
         outcome: ``"succeeded"``, ``"errored"``, ``"expired"`` or ``"canceled"``.
+        problem: set when the provider's line for it was malformed (not JSON, not the documented shape): one line
+            naming the file line and what was wrong; the request then counts as ``errored``. A malformed line whose
+            custom id cannot be read has ``custom_id == ""`` (its request is then missing from the results).
     """
 
     custom_id: str
     generation: Generation
     outcome: str
+    problem: str | None = None
+
+
+#: The custom id of a line that is not valid JSON, when it can still be read (``"custom_id": "..."``).
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([A-Za-z0-9_-]{1,128})"')
+
+
+def _malformed(batch_id: str, where: str, raw: str, why: str, parsed: Any = None) -> BatchResult:
+    """A :class:`BatchResult` for an output line that cannot be read: attributed to its custom id when one can be
+    found (in the parsed object or, for broken JSON, in the raw text), else ``custom_id == ""``."""
+    cid = parsed.get("custom_id") if isinstance(parsed, dict) else None
+    if not isinstance(cid, str) or not cid:
+        found = _CUSTOM_ID.search(raw)
+        cid = found.group(1) if found else ""
+    problem = f"batch {batch_id}: {where}: {why}"
+    return BatchResult(cid, _failed(batch_id, f"{problem} (the provider's line for this request is malformed)"),
+                       "errored", problem)
 
 
 class BatchAPI(Protocol):
@@ -226,11 +247,21 @@ class OpenAIBatchAPI:
         return BatchStatus(batch_id, b.status, b.status in ("completed", "failed", "expired", "cancelled"),
                            counts, errors)
 
-    def _file_lines(self, file_id: str | None) -> list[dict[str, Any]]:
+    def _file_lines(self, file_id: str | None, name: str) -> list[tuple[str, str, Any]]:
+        """``(where, raw line, parsed JSON or None)`` per non-empty line of a batch file (``where``: ``"output
+        file line 3"``)."""
         if not file_id:
             return []
-        text = self.client.files.content(file_id).text
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        out: list[tuple[str, str, Any]] = []
+        for number, line in enumerate(self.client.files.content(file_id).text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                parsed = None
+            out.append((f"{name} file line {number}", line, parsed))
+        return out
 
     def results(self, batch_id: str) -> list[BatchResult]:
         """Every request's result from the output and error files (requests of a failed or cancelled batch that
@@ -243,36 +274,48 @@ class OpenAIBatchAPI:
 
         b = self.client.batches.retrieve(batch_id)
         out: list[BatchResult] = []
-        for line in self._file_lines(b.output_file_id) + self._file_lines(b.error_file_id):
-            cid = line.get("custom_id")
-            response, error = line.get("response"), line.get("error")
-            if error and (error.get("code") == "batch_expired"):
-                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: request expired before the "
-                                                              f"24h window ended ({error.get('message')})"),
-                                       "expired"))
-                continue
-            status = (response or {}).get("status_code")
-            body = (response or {}).get("body") or {}
-            if error or status != 200:
-                detail = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-                detail = detail or (error or {}).get("message") or json.dumps(body)[:300]
-                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: HTTP {status}: {detail}"),
-                                       "errored"))
+        for where, raw, line in (self._file_lines(b.output_file_id, "output")
+                                 + self._file_lines(b.error_file_id, "error")):
+            if not isinstance(line, dict):
+                out.append(_malformed(batch_id, where, raw, "not a JSON object"))
                 continue
             try:
-                choice = body["choices"][0]
-                message = normalise_message(choice.get("message"))
-            except (KeyError, IndexError, TypeError, ValueError) as err:
-                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: malformed reply: {err}"), "errored"))
-                continue
-            usage = body.get("usage") or {}
-            counts = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-                      "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens")}
-            out.append(BatchResult(cid, _usage_generation(
-                message.text, choice.get("finish_reason"), batch_id=batch_id, usage=counts,
-                reasoning=message.reasoning, refusal=message.refusal, mean_logprob=_mean_logprob(choice)),
-                "succeeded"))
+                out.append(self._result(batch_id, line, _mean_logprob))
+            except (AttributeError, KeyError, IndexError, TypeError, ValueError) as err:
+                out.append(_malformed(batch_id, where, raw, f"unexpected shape ({type(err).__name__}: {err})", line))
         return out
+
+    @staticmethod
+    def _result(batch_id: str, line: dict[str, Any], _mean_logprob: Callable[[Any], Any]) -> BatchResult:
+        """One output or error file line as a :class:`BatchResult`.
+
+        Raises:
+            AttributeError, KeyError, IndexError, TypeError, ValueError: the line is not in the documented shape.
+        """
+        cid = line.get("custom_id")
+        if not isinstance(cid, str) or not cid:
+            raise ValueError("no custom_id")
+        response, error = line.get("response"), line.get("error")
+        if error and (error.get("code") == "batch_expired"):
+            return BatchResult(cid, _failed(batch_id, f"batch {batch_id}: request expired before the 24h window "
+                                                      f"ended ({error.get('message')})"), "expired")
+        status = (response or {}).get("status_code")
+        body = (response or {}).get("body") or {}
+        if error or status != 200:
+            detail = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+            detail = detail or (error or {}).get("message") or json.dumps(body)[:300]
+            return BatchResult(cid, _failed(batch_id, f"batch {batch_id}: HTTP {status}: {detail}"), "errored")
+        try:
+            choice = body["choices"][0]
+            message = normalise_message(choice.get("message"))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+            return BatchResult(cid, _failed(batch_id, f"batch {batch_id}: malformed reply: {err}"), "errored")
+        usage = body.get("usage") or {}
+        counts = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+                  "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens")}
+        return BatchResult(cid, _usage_generation(
+            message.text, choice.get("finish_reason"), batch_id=batch_id, usage=counts,
+            reasoning=message.reasoning, refusal=message.refusal, mean_logprob=_mean_logprob(choice)), "succeeded")
 
     def cancel(self, batch_id: str) -> BatchStatus:
         """Ask the provider to cancel; returns the new status (``cancelling``)."""
@@ -383,35 +426,55 @@ class AnthropicBatchAPI:
         Raises:
             anthropic.APIError: the results cannot be read (e.g. the batch has not ended).
         """
+        from anthropic.types.messages import MessageBatchIndividualResponse
+
+        raw = self.client.messages.batches.with_raw_response.results(batch_id)
+        text = raw.http_response.read().decode("utf-8", errors="replace")
         out: list[BatchResult] = []
-        for item in self.client.messages.batches.results(batch_id):
-            result = item.result
-            kind = result.type
-            if kind == "succeeded":
-                msg = result.message
-                texts = [b.text for b in msg.content if getattr(b, "type", None) == "text"]
-                thinking = [getattr(b, "thinking", "") for b in msg.content if getattr(b, "type", None) == "thinking"]
-                u = msg.usage
-                cached = int(getattr(u, "cache_read_input_tokens", 0) or 0)
-                created = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
-                usage = {"prompt_tokens": int(u.input_tokens or 0) + cached + created,
-                         "completion_tokens": int(u.output_tokens or 0), "cached_tokens": cached}
-                finish = _STOP_REASONS.get(msg.stop_reason or "", msg.stop_reason)
-                out.append(BatchResult(item.custom_id, _usage_generation(
-                    "".join(texts), finish, batch_id=batch_id, usage=usage,
-                    reasoning="\n\n".join(t for t in thinking if t) or None,
-                    refusal="refused" if msg.stop_reason == "refusal" else None), "succeeded"))
-            elif kind == "errored":
-                err = getattr(result.error, "error", None)
-                detail = f"{getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}"
-                out.append(BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: {detail}"), "errored"))
-            elif kind == "expired":
-                out.append(BatchResult(item.custom_id, _failed(
-                    batch_id, f"batch {batch_id}: request expired before the 24h window ended"), "expired"))
-            else:
-                out.append(BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: request canceled"),
-                                       "canceled"))
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"results line {number}"
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                out.append(_malformed(batch_id, where, line, "not a JSON object"))
+                continue
+            try:
+                item = MessageBatchIndividualResponse.model_validate(parsed)
+                out.append(self._result(batch_id, item))
+            except (AttributeError, KeyError, IndexError, TypeError, ValueError) as err:
+                why = str(err).splitlines()[0] if str(err) else type(err).__name__
+                out.append(_malformed(batch_id, where, line, f"unexpected shape ({why})", parsed))
         return out
+
+    @staticmethod
+    def _result(batch_id: str, item: Any) -> BatchResult:
+        """One results line (a ``MessageBatchIndividualResponse``) as a :class:`BatchResult`."""
+        result = item.result
+        kind = result.type
+        if kind == "succeeded":
+            msg = result.message
+            texts = [b.text for b in msg.content if getattr(b, "type", None) == "text"]
+            thinking = [getattr(b, "thinking", "") for b in msg.content if getattr(b, "type", None) == "thinking"]
+            u = msg.usage
+            cached = int(getattr(u, "cache_read_input_tokens", 0) or 0)
+            created = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
+            usage = {"prompt_tokens": int(u.input_tokens or 0) + cached + created,
+                     "completion_tokens": int(u.output_tokens or 0), "cached_tokens": cached}
+            finish = _STOP_REASONS.get(msg.stop_reason or "", msg.stop_reason)
+            return BatchResult(item.custom_id, _usage_generation(
+                "".join(texts), finish, batch_id=batch_id, usage=usage,
+                reasoning="\n\n".join(t for t in thinking if t) or None,
+                refusal="refused" if msg.stop_reason == "refusal" else None), "succeeded")
+        if kind == "errored":
+            err = getattr(result.error, "error", None)
+            detail = f"{getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}"
+            return BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: {detail}"), "errored")
+        if kind == "expired":
+            return BatchResult(item.custom_id, _failed(
+                batch_id, f"batch {batch_id}: request expired before the 24h window ended"), "expired")
+        return BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: request canceled"), "canceled")
 
     def cancel(self, batch_id: str) -> BatchStatus:
         """Ask the provider to cancel; returns the new status (``canceling``)."""

@@ -73,6 +73,9 @@ class FakeBatchServer(ThreadedApp):
         outcome: ``(body, attempt) -> "ok" | "error" | "expire"`` per request; default always ``"ok"``.
         complete_after: seconds after creation before a batch ends when read (0: at the first read).
         port: port on 127.0.0.1; 0 picks a free one.
+        tamper: ``(lines) -> lines`` applied to a finished batch's result lines (OpenAI output file, Anthropic results;
+            each line a JSON string without its newline) before they are served: a test writes a malformed or
+            duplicated line with it. An attribute, like ``enqueued_token_limit``.
         enqueued_token_limit: OpenAI's batch queue limit: a new batch whose prompt tokens (words, as in usage) plus
             those of the running batches (``validating``, ``in_progress``) pass it fails at validation with
             ``token_limit_exceeded``; ``None``: no limit. An attribute: a test may change it between runs.
@@ -85,7 +88,9 @@ class FakeBatchServer(ThreadedApp):
 
     def __init__(self, *, reply: Callable[[dict[str, Any]], str] | None = None,
                  outcome: Callable[[dict[str, Any], int], str] | None = None, complete_after: float = 0.0,
-                 port: int = 0, enqueued_token_limit: int | None = None) -> None:
+                 port: int = 0, enqueued_token_limit: int | None = None,
+                 tamper: Callable[[list[str]], list[str]] | None = None) -> None:
+        self.tamper = tamper
         self.reply = reply or (lambda body: "The survey is fine.$$$-1$$$")
         self.outcome = outcome or (lambda body, attempt: "ok")
         self.complete_after = float(complete_after)
@@ -175,7 +180,10 @@ class FakeBatchServer(ThreadedApp):
         for name, lines in (("output_file_id", out_lines), ("error_file_id", err_lines)):
             if lines:
                 fid = self._new_id("file-")
-                self.files[fid] = {"bytes": "".join(json.dumps(x) + "\n" for x in lines).encode(),
+                text = [json.dumps(x) for x in lines]
+                if self.tamper is not None and name == "output_file_id":
+                    text = self.tamper(text)
+                self.files[fid] = {"bytes": "".join(x + "\n" for x in text).encode(),
                                    "purpose": "batch_output", "filename": f"{batch['id']}_{name[:-8]}.jsonl",
                                    "created_at": int(now)}
                 batch[name] = fid
@@ -421,7 +429,8 @@ class FakeBatchServer(ThreadedApp):
                     return ant_error(404, f"message batch {bid} not found", "not_found_error")
                 if batch["processing_status"] != "ended":
                     return ant_error(400, f"message batch {bid} has not ended")
-                text = "".join(json.dumps(r) + "\n" for r in batch["_results"])
+                lines = [json.dumps(r) for r in batch["_results"]]
+                text = "".join(x + "\n" for x in (self.tamper(lines) if self.tamper is not None else lines))
             return Response(text.encode(), media_type="application/binary")
 
         async def models(request: Request) -> JSONResponse:
