@@ -133,6 +133,7 @@ def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str,
         cache.add(call, generation, seconds)
         if cap is not None and cost_of is not None:
             cap.add(cost_of(call, generation))
+            cap.observe(call, generation.prompt_tokens)  # the estimate of the next chunk learns tokens per character
 
     errors = 0
     live = [c for c in calls if not getattr(c.backend, "batch", False)]
