@@ -27,8 +27,8 @@ from surveyalign.backends.base import (
     Messages,
     preflight,
 )
+from surveyalign.backends.batch_anthropic import AnthropicBatchAPI
 from surveyalign.backends.batch_api import (
-    AnthropicBatchAPI,
     BatchRequest,
     BatchResult,
     BatchStatus,

@@ -32,12 +32,8 @@ A batch ends when it is read (``GET``) at least ``complete_after`` seconds after
 then gets the outcome ``outcome(body, attempt)`` says (``"ok"``, ``"error"`` or ``"expire"``; ``attempt`` counts
 earlier batches that held the same prompt, so a test can fail a request once and let its retry succeed).
 Answers are ``reply(body)`` (default ``"The survey is fine.$$$-1$$$"``); usage counts whitespace-separated
-words: prompt tokens = words of every message, completion tokens = words of the answer.
-
-Example::
-
-    with FakeBatchServer() as server:
-        client = openai.OpenAI(base_url=server.openai_url, api_key="x")
+words: prompt tokens = words of every message, completion tokens = words of the answer. Example:
+``with FakeBatchServer() as server: client = openai.OpenAI(base_url=server.openai_url, api_key="x")``.
 """
 
 from __future__ import annotations
@@ -73,9 +69,8 @@ class FakeBatchServer(ThreadedApp):
         outcome: ``(body, attempt) -> "ok" | "error" | "expire"`` per request; default always ``"ok"``.
         complete_after: seconds after creation before a batch ends when read (0: at the first read).
         port: port on 127.0.0.1; 0 picks a free one.
-        tamper: ``(lines) -> lines`` applied to a finished batch's result lines (OpenAI output file, Anthropic results;
-            each line a JSON string without its newline) before they are served: a test writes a malformed or
-            duplicated line with it. An attribute, like ``enqueued_token_limit``.
+        tamper: ``(lines) -> lines`` applied to a finished batch's result lines (OpenAI output file, Anthropic
+            results; JSON strings) when served: a malformed or duplicated line. An attribute, as the next one.
         enqueued_token_limit: OpenAI's batch queue limit: a new batch whose prompt tokens (words, as in usage) plus
             those of the running batches (``validating``, ``in_progress``) pass it fails at validation with
             ``token_limit_exceeded``; ``None``: no limit. An attribute: a test may change it between runs.
