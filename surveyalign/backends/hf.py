@@ -279,8 +279,8 @@ class TransformersBackend(Backend):
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
                           n: int = 1, seeds: Sequence[int] | None = None, adapter_name: str | None = None,
-                          top_logprobs: int = 0, on_token: Callable[[StreamedToken], None] | None = None
-                          ) -> list[list[DetailedGeneration]]:
+                          top_logprobs: int = 0, on_token: Callable[[StreamedToken], None] | None = None,
+                          cancelled: Callable[[int], bool] | None = None) -> list[list[DetailedGeneration]]:
         """Like :meth:`generate`, with token ids, per-token log-probs and prompt length.
 
         The ``n`` samples of a prompt share one prefill when ``shared_prefill`` is on. Token counts: a prompt's
@@ -295,6 +295,9 @@ class TransformersBackend(Backend):
             top_logprobs: 0-20; when > 0 each generated token also gets the most likely alternatives of its step.
             on_token: called from this thread with each token as soon as its step has run (``stream=True`` of
                 ``surveyalign serve``; :class:`~surveyalign.backends.token_stream.StreamedToken`).
+            cancelled: ``prompt index -> True`` once nobody waits for that prompt's answers (a ``serve`` client
+                that disconnected): asked after every decoding step, its rows stop there (their answers are cut
+                short) while the other rows of the batch go on; when every row has stopped the batch ends.
 
         Returns:
             P lists of ``n`` :class:`DetailedGeneration` (generation, token ids, per-token natural-log
@@ -334,7 +337,8 @@ class TransformersBackend(Backend):
             stream, on_token = on_token, lambda t: [stream(replace(t, sample=i)) for i in range(n)]
         with self._lock, adapter_scope(self.model, adapter_name, bool(self.adapter_paths)):
             for batch in _pack(jobs, self.batch_size):
-                for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs, on_token):
+                for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs, on_token,
+                                                      cancelled):
                     results[(p, i)] = detail
         # greedy: one row ran per prompt; its copies count no prompt tokens (the prompt was read once)
         return [[results[(p, i)] if not settings.greedy else results[(p, 0)] if i == 0 else
@@ -350,11 +354,13 @@ class TransformersBackend(Backend):
 
     # ------------------------------------------------------------------ internals
     def _run_batch(self, jobs: list[_Job], encoded: list[list[int]], base: list[int], settings: GenerationSettings,
-                   top_logprobs: int = 0, on_token: Any = None) -> list[tuple[tuple[int, int], DetailedGeneration]]:
+                   top_logprobs: int = 0, on_token: Any = None, cancelled: Any = None
+                   ) -> list[tuple[tuple[int, int], DetailedGeneration]]:
         torch = self._torch
         keys = [(job.prompt, i) for job in jobs for i in job.samples]
         try:
-            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings, top_logprobs, on_token)))
+            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings, top_logprobs, on_token,
+                                                      cancelled)))
         except torch.OutOfMemoryError as exc:
             torch.cuda.empty_cache()
             if len(keys) == 1:
@@ -367,11 +373,11 @@ class TransformersBackend(Backend):
             else:
                 parts = [jobs[:len(jobs) // 2], jobs[len(jobs) // 2:]]
             return [item for part in parts
-                    for item in self._run_batch(part, encoded, base, settings, top_logprobs, on_token)]
+                    for item in self._run_batch(part, encoded, base, settings, top_logprobs, on_token, cancelled)]
 
     def _generate_rows(self, jobs: list[_Job], encoded: list[list[int]], base: list[int],
-                       settings: GenerationSettings, top_logprobs: int = 0, on_token: Any = None
-                       ) -> list[DetailedGeneration]:
+                       settings: GenerationSettings, top_logprobs: int = 0, on_token: Any = None,
+                       cancelled: Any = None) -> list[DetailedGeneration]:
         torch = self._torch
         from transformers import GenerationConfig, LogitsProcessorList
 
@@ -401,6 +407,9 @@ class TransformersBackend(Backend):
         if on_token is not None:  # tokens handed out step by step (serve stream=True)
             cache_kwargs["streamer"] = make_streamer([(job.prompt, i) for job in jobs for i in job.samples],
                                                      self.eos_token_ids, sampler, on_token)
+        if cancelled is not None:  # rows whose client left stop at the next step
+            cache_kwargs["stopping_criteria"] = _cancel_criteria([job.prompt for job in jobs for _ in job.samples],
+                                                                 cancelled)
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config,
                                          logits_processor=LogitsProcessorList([sampler]), **cache_kwargs)
@@ -427,6 +436,18 @@ class TransformersBackend(Backend):
                 token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row]),
                 top_logprobs=alternatives))
         return details
+
+
+def _cancel_criteria(row_prompts: list[int], cancelled: Callable[[int], bool]) -> Any:
+    """A ``StoppingCriteriaList`` marking done, after each step, the rows whose prompt ``cancelled`` names."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.tensor([bool(cancelled(p)) for p in row_prompts], dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([Cancelled()])
 
 
 @dataclass(frozen=True)
