@@ -97,6 +97,7 @@ def main(script_args, training_args, model_args) -> dict:
     reference_check = check_reference(trainer.model, script_args.sft_adapter)
     print(f"DPO reference: {reference_check['reference']}", flush=True)
 
+    run_dir.commit()  # this run's settings into output_dir (--overwrite: the old run deleted)
     metrics = train_with_resume(trainer, training_args, evaluate=eval_dataset is not None, resume=run_dir.resume)
     record = dpo_record(script_args, training_args, model_args, inputs, (train_dataset, eval_dataset),
                         reference_check, metrics, trainer.state.best_model_checkpoint)

@@ -92,6 +92,7 @@ def main(script_args, training_args, model_args) -> dict:
         check_prepared_lengths(trainer.eval_dataset, len(data.eval_dataset), training_args.max_length, "validation")
 
     # Train (resuming from the last checkpoint of output_dir), then save, record and describe the adapter
+    run_dir.commit()  # this run's settings into output_dir (--overwrite: the old run deleted)
     metrics = train_with_resume(trainer, training_args, evaluate=data.eval_dataset is not None,
                                 resume=run_dir.resume)
     record = sft_record(script_args, training_args, model_args, data, metrics, trainer.state.best_model_checkpoint)

@@ -97,8 +97,8 @@ def test_a_submitted_record_without_keys_is_reported_and_left_behind(tmp_path):
                         encoding="utf-8")
     log = BatchLog(log_path)
     assert log.open_batches() == {} and log.dangling_intents() == []
-    assert log.problems == [f"{log_path} line 2: a submitted record (batch 'batch_old') without keys: left behind, "
-                            "never polled"]
+    assert log.problems == [(f"{log_path} line 2: a submitted record (batch 'batch_old') without keys: left behind, "
+                             "never polled")]
     got: dict = {}
     with FakeBatchServer() as server:
         out = run_batches(_calls("A"), _api(server, "openai"), lambda c, g, s: got.__setitem__(c.key, g), log_path,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 from survey_fixtures import MARKDOWN
 
 from surveyalign.calls.budget import CostCap, TokenRate, chars_per_token_count

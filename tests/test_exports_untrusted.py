@@ -13,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.annotation.adjudicate import merge_disagreements, read_decisions, write_disagreements
-from surveyalign.annotation.identify import merge_verification, read_verification, write_verification
+from surveyalign.annotation.adjudicate import (
+    merge_disagreements,
+    read_decisions,
+    write_disagreements,
+)
+from surveyalign.annotation.identify import (
+    merge_verification,
+    read_verification,
+    write_verification,
+)
 from surveyalign.cli import main
 from surveyalign.csvcells import escape_cell, is_formula, unescape_cell
 from surveyalign.evaluation.studies import write_rating_sheet

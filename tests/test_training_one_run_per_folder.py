@@ -35,7 +35,8 @@ def _sft_args(out: Path, *extra: str, model: str = "/models/tiny", dataset: str 
 def test_same_settings_resume_other_settings_are_refused_unless_resume_or_overwrite(tmp_path):
     out = tmp_path / "sft"
     first = guard_output_dir(*_sft_args(out))
-    assert (first.resume, first.changed, first.overwritten) == (False, [], False)
+    assert (first.resume, first.changed, first.overwritten) == (False, [], False) and not out.exists()
+    first.commit()  # right before training: the settings are written
     saved = json.loads((out / RUN_SETTINGS).read_text())
     assert saved["script"]["dimension"] == "readability" and saved["model"]["lora_r"] == 8
     assert saved["training"]["learning_rate"] == 5e-05 and "resume" not in saved["script"]
@@ -51,10 +52,13 @@ def test_same_settings_resume_other_settings_are_refused_unless_resume_or_overwr
 
     resumed = guard_output_dir(*_sft_args(out, "--learning_rate", "1e-4", "--resume"))
     assert (resumed.resume, resumed.changed) == (True, ["training.learning_rate: 5e-05 -> 0.0001"])
+    resumed.commit()
     assert json.loads((out / RUN_SETTINGS).read_text())["training"]["learning_rate"] == 0.0001
 
     fresh = guard_output_dir(*_sft_args(out, "--dimension", "structure", "--overwrite"))
-    assert (fresh.resume, fresh.overwritten) == (False, True) and not (out / "checkpoint-2").exists()
+    assert (fresh.resume, fresh.overwritten) == (False, True) and (out / "checkpoint-2").exists()
+    fresh.commit()
+    assert not (out / "checkpoint-2").exists()
     assert json.loads((out / RUN_SETTINGS).read_text())["script"]["dimension"] == "structure"
     with pytest.raises(ValueError, match="^--resume and --overwrite exclude each other"):
         guard_output_dir(*_sft_args(out, "--resume", "--overwrite"))
@@ -70,7 +74,7 @@ def test_a_checkpoint_without_recorded_settings_is_refused(tmp_path):
 
 def test_the_sft_recipe_refuses_before_loading_anything(tiny_model_dir, dataset_dir, tmp_path):
     out = tmp_path / "sft"
-    guard_output_dir(*_sft_args(out, model=str(tiny_model_dir), dataset=str(dataset_dir)))
+    guard_output_dir(*_sft_args(out, model=str(tiny_model_dir), dataset=str(dataset_dir))).commit()
     (out / "checkpoint-1").mkdir()
     with pytest.raises(ValueError, match=r"holds another run \(script.max_train_samples: 16 -> 4\)"):
         _recipe("sft").main(*_sft_args(out, "--max_train_samples", "4", model=str(tiny_model_dir),

@@ -28,9 +28,13 @@ from surveyalign.backends.base import (
 )
 from surveyalign.backends.fingerprint import adapter_fingerprint
 from surveyalign.backends.hf_setup import _fingerprints, _resolve_device, _resolve_dtype
-from surveyalign.backends.prefill import shared_prefill
+from surveyalign.backends.prefill import _Job, _pack, shared_prefill
 from surveyalign.backends.sampling import make_sampler
-from surveyalign.backends.token_stream import StreamedToken, make_streamer
+from surveyalign.backends.token_stream import (
+    StreamedToken,
+    cancel_criteria,
+    make_streamer,
+)
 from surveyalign.models.paths import from_hub
 
 
@@ -295,9 +299,8 @@ class TransformersBackend(Backend):
             top_logprobs: 0-20; when > 0 each generated token also gets the most likely alternatives of its step.
             on_token: called from this thread with each token as soon as its step has run (``stream=True`` of
                 ``surveyalign serve``; :class:`~surveyalign.backends.token_stream.StreamedToken`).
-            cancelled: ``prompt index -> True`` once nobody waits for that prompt's answers (a ``serve`` client
-                that disconnected): asked after every decoding step, its rows stop there (their answers are cut
-                short) while the other rows of the batch go on; when every row has stopped the batch ends.
+            cancelled: ``prompt index -> True`` once nobody waits for its answers (a ``serve`` client left):
+                asked after every step, its rows stop (cut short), the others go on.
 
         Returns:
             P lists of ``n`` :class:`DetailedGeneration` (generation, token ids, per-token natural-log
@@ -359,8 +362,8 @@ class TransformersBackend(Backend):
         torch = self._torch
         keys = [(job.prompt, i) for job in jobs for i in job.samples]
         try:
-            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings, top_logprobs, on_token,
-                                                      cancelled)))
+            rows = self._generate_rows(jobs, encoded, base, settings, top_logprobs, on_token, cancelled)
+            return list(zip(keys, rows))
         except torch.OutOfMemoryError as exc:
             torch.cuda.empty_cache()
             if len(keys) == 1:
@@ -408,8 +411,8 @@ class TransformersBackend(Backend):
             cache_kwargs["streamer"] = make_streamer([(job.prompt, i) for job in jobs for i in job.samples],
                                                      self.eos_token_ids, sampler, on_token)
         if cancelled is not None:  # rows whose client left stop at the next step
-            cache_kwargs["stopping_criteria"] = _cancel_criteria([job.prompt for job in jobs for _ in job.samples],
-                                                                 cancelled)
+            cache_kwargs["stopping_criteria"] = cancel_criteria([job.prompt for job in jobs for _ in job.samples],
+                                                                cancelled)
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config,
                                          logits_processor=LogitsProcessorList([sampler]), **cache_kwargs)
@@ -436,36 +439,3 @@ class TransformersBackend(Backend):
                 token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row]),
                 top_logprobs=alternatives))
         return details
-
-
-def _cancel_criteria(row_prompts: list[int], cancelled: Callable[[int], bool]) -> Any:
-    """A ``StoppingCriteriaList`` marking done, after each step, the rows whose prompt ``cancelled`` names."""
-    import torch
-    from transformers import StoppingCriteria, StoppingCriteriaList
-
-    class Cancelled(StoppingCriteria):
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            return torch.tensor([bool(cancelled(p)) for p in row_prompts], dtype=torch.bool, device=input_ids.device)
-
-    return StoppingCriteriaList([Cancelled()])
-
-
-@dataclass(frozen=True)
-class _Job:
-    """Samples of one prompt generated together (they share one prefill)."""
-
-    prompt: int
-    samples: tuple[int, ...]
-
-
-def _pack(jobs: list[_Job], rows: int) -> list[list[_Job]]:
-    """Group jobs in order into batches of at most ``rows`` sample rows (a job is never split here)."""
-    batches: list[list[_Job]] = []
-    used = rows
-    for job in jobs:
-        if used + len(job.samples) > rows:
-            batches.append([])
-            used = 0
-        batches[-1].append(job)
-        used += len(job.samples)
-    return batches

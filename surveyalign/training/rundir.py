@@ -5,6 +5,9 @@ with other settings into the same folder would resume the first one's checkpoint
 the new settings. :func:`guard_output_dir` writes the settings that define a run to
 ``<output_dir>/surveyalign_run_settings.json`` when it starts, and on a later run compares them:
 
+Nothing is written or deleted until the run is about to train (:meth:`OutputDirCheck.commit`), so a run refused
+for its data leaves the folder as it was.
+
 * same settings: the run resumes, as before;
 * other settings (or work in the folder whose settings were never written): refused with one line naming the
   folder and each changed field, unless ``--resume`` (continue the checkpoint with the new settings; the changed
@@ -46,16 +49,38 @@ class OutputDirCheck:
     Attributes:
         resume: resume from the folder's last checkpoint (``False``: a fresh run, nothing of an earlier run used).
         changed: fields whose value differs from the run that left the checkpoint (only with ``--resume``).
-        overwritten: ``--overwrite`` deleted an earlier run's checkpoints and record.
+        overwritten: ``--overwrite`` deletes an earlier run's checkpoints and record (at :meth:`commit`).
+        folder, settings, main, earlier: the output folder, this run's settings, whether this is the main process,
+            what an earlier run left there.
     """
 
     resume: bool
     changed: list[str] = field(default_factory=list)
     overwritten: bool = False
+    folder: Path | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    main: bool = True
+    earlier: list[Path] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready copy (for the training record)."""
-        return dataclasses.asdict(self)
+        """JSON-ready copy (for the training record): ``resume``, ``changed``, ``overwritten``."""
+        return {"resume": self.resume, "changed": list(self.changed), "overwritten": self.overwritten}
+
+    def commit(self) -> None:
+        """Right before training, on the main process: delete what ``--overwrite`` replaces, and write this run's
+        settings to ``output_dir``."""
+        if not self.main or self.folder is None:
+            return
+        if self.overwritten:
+            for path in self.earlier:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                elif path.exists():
+                    path.unlink()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / (RUN_SETTINGS + ".tmp")
+        tmp.write_text(json.dumps(self.settings, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, self.folder / RUN_SETTINGS)
 
 
 def _plain(value: Any) -> Any:
@@ -99,8 +124,8 @@ def _earlier_work(folder: Path) -> list[Path]:
 def guard_output_dir(script_args: Any, training_args: Any, model_args: Any) -> OutputDirCheck:
     """Refuse an ``output_dir`` that holds another run, unless ``--resume`` or ``--overwrite`` (module docstring).
 
-    Only the main process (``training_args.process_index == 0``) deletes and writes; every process decides the
-    same way from the same files.
+    Nothing is written here: :meth:`OutputDirCheck.commit` (right before training; the main process,
+    ``training_args.process_index == 0``, only) deletes and writes. Every process decides the same way.
 
     Args:
         script_args: the recipe's script arguments (``resume``, ``overwrite`` flags); training_args: its TRL
@@ -121,12 +146,10 @@ def guard_output_dir(script_args: Any, training_args: Any, model_args: Any) -> O
     main = int(getattr(training_args, "process_index", 0) or 0) == 0
     new = run_settings(script_args, training_args, model_args)
     work = _earlier_work(folder)
-    check = OutputDirCheck(resume=bool(work))
+    where = {"folder": folder, "settings": new, "main": main, "earlier": work}
+    check = OutputDirCheck(resume=bool(work), **where)
     if work and overwrite:
-        if main:
-            for path in work:
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-        check = OutputDirCheck(resume=False, overwritten=True)
+        check = OutputDirCheck(resume=False, overwritten=True, **where)
     elif work:
         path = folder / RUN_SETTINGS
         old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
@@ -135,10 +158,5 @@ def guard_output_dir(script_args: Any, training_args: Any, model_args: Any) -> O
             shown = "; ".join(changed[:6]) + ("; ..." if len(changed) > 6 else "")
             raise ValueError(f"{folder} holds another run ({shown}); pass --resume to continue its checkpoint "
                              "with these settings, --overwrite to start again there, or another --output_dir")
-        check = OutputDirCheck(resume=True, changed=changed)
-    if main:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / (RUN_SETTINGS + ".tmp")
-        tmp.write_text(json.dumps(new, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, folder / RUN_SETTINGS)
+        check = OutputDirCheck(resume=True, changed=changed, **where)
     return check
