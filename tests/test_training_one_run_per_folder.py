@@ -122,3 +122,29 @@ def test_pairs_made_by_another_adapter_are_made_again(tiny_model_dir, ka_dataset
     out.write_text("\n".join([json.dumps(legacy), *lines[1:]]) + "\n")
     fixed = make_dpo_pairs(str(ka_dataset_dir), str(second), out, **args)
     assert (fixed.n_remade_stale, fixed.n_skipped_existing, fixed.n_paired) == (1, 2, 1)
+
+
+def test_the_dpo_recipe_refuses_pairs_sampled_from_another_adapter(tiny_model_dir, ka_dataset_dir, tmp_path):
+    from surveyalign.backends import load_backend
+    from surveyalign.training import make_dpo_pairs, read_dpo_inputs
+
+    first = _adapter(tmp_path / "sft-a", tiny_model_dir, 8)
+    second = _adapter(tmp_path / "sft-b", tiny_model_dir, 4)
+    sampler = load_backend("scripted", replies=lambda m, s, i: "Deep synthesis.$$$2$$$" if i else "Shallow.$$$-1$$$")
+    out = tmp_path / "pairs.jsonl"
+    make_dpo_pairs(str(ka_dataset_dir), str(first), out, k=2, limit=2, max_new_tokens=64, max_length=2048,
+                   sampler=sampler)
+
+    def inputs(adapter: Path):
+        script, _, model = _recipe("dpo").make_parser().parse_args_and_config([
+            "--config", "configs/dpo/tiny-criticalness.yaml", "--sft_adapter", str(adapter), "--pairs_path", str(out),
+            "--output_dir", str(tmp_path / "dpo")])
+        return read_dpo_inputs(script, model)
+
+    assert len(inputs(first).pairs) == 2
+    with pytest.raises(ValueError) as refused:
+        inputs(second)
+    unit = json.loads(out.read_text().splitlines()[0])["unit_id"]
+    assert str(refused.value) == (f"{out}: pair 1 ({unit}) was sampled from another adapter than {second} "
+                                  f"(adapter_fingerprint differs); re-make the pairs with `surveyalign train dpo-pairs "
+                                  f"--adapter {second}`")
