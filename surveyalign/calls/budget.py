@@ -305,7 +305,7 @@ class CostCap:
     Attributes:
         spent_usd: spent so far (before + this invocation's counted answers).
         stopped: True once a chunk was held back.
-        held_back: calls not sent because of the cap.
+        held_back: calls not sent because of the cap (over every walk).
     """
 
     def __init__(self, cap_usd: float, spent_usd: float, estimate: Callable[[Any], float],
@@ -361,7 +361,7 @@ class CostCap:
                     fitting += group
                     total += cost
                 self.stopped = True
-                self.held_back = len(calls) - sent - len(fitting)
+                self.held_back += len(calls) - sent - len(fitting)
                 if fitting:
                     yield fitting
                 return
