@@ -71,12 +71,14 @@ def main(script_args, training_args, model_args) -> dict:
         dpo_policy,
         dpo_record,
         finalize_adapter,
+        guard_output_dir,
         init_deepspeed_comm,
         quiet_library_bars,
         read_dpo_inputs,
         train_with_resume,
     )
 
+    run_dir = guard_output_dir(script_args, training_args, model_args)  # another run's folder: refused
     inputs = read_dpo_inputs(script_args, model_args)  # pairs (only made ones; the others are counted) + SFT record
     init_deepspeed_comm(training_args)
     set_seed(training_args.seed)
@@ -95,9 +97,11 @@ def main(script_args, training_args, model_args) -> dict:
     reference_check = check_reference(trainer.model, script_args.sft_adapter)
     print(f"DPO reference: {reference_check['reference']}", flush=True)
 
-    metrics = train_with_resume(trainer, training_args, evaluate=eval_dataset is not None)
+    run_dir.commit()  # this run's settings into output_dir (--overwrite: the old run deleted)
+    metrics = train_with_resume(trainer, training_args, evaluate=eval_dataset is not None, resume=run_dir.resume)
     record = dpo_record(script_args, training_args, model_args, inputs, (train_dataset, eval_dataset),
                         reference_check, metrics, trainer.state.best_model_checkpoint)
+    record["output_dir_check"] = run_dir.to_dict()  # resumed, with which changed settings, or overwritten
     finalize_adapter(trainer, training_args, record, script_args.model_card_template, push_to_hub=push_to_hub)
     return record
 

@@ -16,7 +16,8 @@ Any field of the YAML can be overridden on the command line (`--learning_rate 1e
 `adapter_config.json`, `adapter_model.safetensors`, the tokenizer, `README.md` (model card) and
 `surveyalign_training.json` (dimension, protocol, enable_thinking, use_knowledge, data version (default: from
 the dataset folder's build_report.json) and hash, hyper-parameters, metrics).
-A re-run with the same `output_dir` resumes from its last checkpoint.
+A re-run with the same `output_dir` and settings resumes from its last checkpoint; a folder holding a run with
+other settings is refused unless `--resume` (continue it, the changed fields recorded) or `--overwrite`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def main(script_args, training_args, model_args) -> dict:
         check_prepared_lengths,
         check_trainer,
         finalize_adapter,
+        guard_output_dir,
         init_deepspeed_comm,
         load_sft_data,
         model_init_kwargs,
@@ -67,6 +69,7 @@ def main(script_args, training_args, model_args) -> dict:
     if not model_args.model_name_or_path:
         raise ValueError("--model_name_or_path is required")
     model_args.model_name_or_path = resolve_model_path(model_args.model_name_or_path, "--model_name_or_path")
+    run_dir = guard_output_dir(script_args, training_args, model_args)  # another run's folder: refused
     init_deepspeed_comm(training_args)
     set_seed(training_args.seed)
 
@@ -89,8 +92,11 @@ def main(script_args, training_args, model_args) -> dict:
         check_prepared_lengths(trainer.eval_dataset, len(data.eval_dataset), training_args.max_length, "validation")
 
     # Train (resuming from the last checkpoint of output_dir), then save, record and describe the adapter
-    metrics = train_with_resume(trainer, training_args, evaluate=data.eval_dataset is not None)
+    run_dir.commit()  # this run's settings into output_dir (--overwrite: the old run deleted)
+    metrics = train_with_resume(trainer, training_args, evaluate=data.eval_dataset is not None,
+                                resume=run_dir.resume)
     record = sft_record(script_args, training_args, model_args, data, metrics, trainer.state.best_model_checkpoint)
+    record["output_dir_check"] = run_dir.to_dict()  # resumed, with which changed settings, or overwritten
     finalize_adapter(trainer, training_args, record, script_args.model_card_template, push_to_hub=push_to_hub)
     return record
 

@@ -105,15 +105,17 @@ def test_three_annotators_two_against_one_take_the_decided_labels_snippets():
 
 
 def test_records_without_snippets_and_an_annotator_twice():
-    # a record may carry no snippet list at all; one person may have annotated a task twice (kept in input order)
+    # a record may carry no snippet list at all; one person may have annotated a task twice: counted once, the
+    # first labelling kept (as the agreement table counts them)
     human = [_human("r1", "a", readability={"label": 1}), _human("r1", "a", readability=_dim(1, "second look"))]
     llm = [{"review_id": "r2", "dimensions": {"structure": {"label": -1}}}]
     finals, report = final_labels(human, llm, allow_llm=True)
-    assert finals == {("r1", "readability"): {"label": 1, "rule": "agreed", "snippets": ["second look"],
-                                              "annotators": ["a", "a"]},
+    assert finals == {("r1", "readability"): {"label": 1, "rule": "single_annotator", "snippets": [],
+                                              "annotators": ["a"]},
                       ("r2", "structure"): {"label": -1, "rule": "llm_unverified", "snippets": [],
                                             "annotators": ["llm"]}}
-    assert (report["released_nonzero_without_snippet"], report["llm_snippets_dropped_not_verbatim"]) == (1, 0)
+    # r1 (the first labelling has no snippet) and r2 (the LLM's)
+    assert (report["released_nonzero_without_snippet"], report["llm_snippets_dropped_not_verbatim"]) == (2, 0)
 
 
 def _write(path, text):

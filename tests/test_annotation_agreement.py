@@ -189,7 +189,8 @@ def test_a_real_label_studio_export_with_three_annotators():
     records, report = import_export(export)
     assert {k: v for k, v in report.items() if k != "problems"} == {
         "tasks": 2, "annotations": 6, "records": 5, "annotators": ["1", "2", "3"], "cancelled": 1, "empty": 0,
-        "bad_choices": 0, "bad_spans": 0, "dimensions_without_choice": 0}
+        "bad_choices": 0, "bad_spans": 0, "dimensions_without_choice": 0, "duplicate_annotations": 0,
+        "foreign_tasks": 0}
     assert report["problems"] == ["f1000-1-1-r2 by 3: cancelled (skipped) in Label Studio"]
     labels = unit_labels(records)
     assert labels[("f1000-1-1-r1", "readability")] == {"1": -1, "2": -2, "3": -1}

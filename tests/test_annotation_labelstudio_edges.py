@@ -138,6 +138,7 @@ def test_import_export_counts_every_problem(tmp_path, ascii_locale):
     assert report == {
         "tasks": 3, "annotations": 8, "records": 3, "annotators": ["4", "anné", "unknown"], "cancelled": 3,
         "empty": 2, "bad_choices": 3, "bad_spans": 8, "dimensions_without_choice": 3 + 3 + 3,
+        "duplicate_annotations": 0, "foreign_tasks": 0,
         "problems": [
             "r1 by anné: structure: choice ['+1', '+2'] is not one label",
             "r1 by anné: comprehensiveness: choice ['5'] is not one label",
@@ -196,4 +197,4 @@ def test_import_export_file_errors(tmp_path):
         import_export(str(obj))
     assert import_export([]) == ([], {"tasks": 0, "annotations": 0, "records": 0, "annotators": [], "cancelled": 0,
                                       "empty": 0, "bad_choices": 0, "bad_spans": 0, "dimensions_without_choice": 0,
-                                      "problems": []})
+                                      "duplicate_annotations": 0, "foreign_tasks": 0, "problems": []})

@@ -10,7 +10,7 @@ import pytest
 from surveyalign.documents import DOCUMENT_LIMITS_ENV, DocumentLimits
 
 DEFAULTS = {"latex_max_files": 500, "latex_max_chars": 20_000_000, "latex_max_depth": 32, "pdf_max_pages": 2_000,
-            "pdf_max_content_bytes": 32_000_000, "pdf_max_seconds": 120.0}
+            "pdf_max_content_bytes": 32_000_000, "pdf_max_seconds": 120.0, "pdf_max_shared_stream_bytes": 1_000_000}
 
 
 @pytest.mark.parametrize(("field", "value"), [("pdf_max_pages", 0), ("latex_max_depth", -1),
@@ -24,8 +24,8 @@ def test_a_limit_must_be_a_positive_number(field, value):
 
 def test_the_smallest_limits_are_accepted():
     limits = DocumentLimits(latex_max_files=1, latex_max_chars=1, latex_max_depth=1, pdf_max_pages=1,
-                            pdf_max_content_bytes=1, pdf_max_seconds=0.001)
-    assert dataclasses.astuple(limits) == (1, 1, 1, 1, 1, 0.001)
+                            pdf_max_content_bytes=1, pdf_max_seconds=0.001, pdf_max_shared_stream_bytes=1)
+    assert dataclasses.astuple(limits) == (1, 1, 1, 1, 1, 0.001, 1)
 
 
 @pytest.mark.parametrize("environ", [{}, {DOCUMENT_LIMITS_ENV: ""}, {DOCUMENT_LIMITS_ENV: "  \t"},
@@ -51,7 +51,8 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(ValueError) as err:
         DocumentLimits.from_env({DOCUMENT_LIMITS_ENV: "pdf_max_pages=3,pages=7"})
     assert str(err.value) == (f"{DOCUMENT_LIMITS_ENV}: unknown limit 'pages'; known: latex_max_files, "
-                              "latex_max_chars, latex_max_depth, pdf_max_pages, pdf_max_content_bytes, pdf_max_seconds")
+                              "latex_max_chars, latex_max_depth, pdf_max_pages, pdf_max_content_bytes, pdf_max_seconds, "
+                              "pdf_max_shared_stream_bytes")
 
 
 @pytest.mark.parametrize(("pair", "message"), [

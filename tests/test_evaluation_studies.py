@@ -106,8 +106,8 @@ def test_meta_eval_export_and_score(tmp_path, capsys):
     sheet = tmp_path / "sheet.csv"
     assert main(["meta-eval", "export", str(run), "--out", str(sheet)]) == 0
     assert "wrote 2 pairs" in capsys.readouterr().out
-    rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
-    assert [r["pair_id"] for r in rows] == ["u0", "u1"] and rows[0]["reference_rationale"] == "- human point 0"
+    rows = list(csv.DictReader(sheet.open(encoding="utf-8")))  # a cell starting with "-" is escaped (OWASP)
+    assert [r["pair_id"] for r in rows] == ["u0", "u1"] and rows[0]["reference_rationale"] == "'- human point 0"
     assert rows[0]["predicted_rationale"] == "system S1 unit u0" and rows[0]["rating"] == ""
     human = tmp_path / "human.csv"
     human.write_text("pair_id,a,b,c\n" + "".join(f"q{i},{a / 5},{b / 5},{c / 5}\n" for i, (a, b, c) in enumerate(

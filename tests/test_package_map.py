@@ -21,7 +21,7 @@ PKG = REPO / "surveyalign"
 #: The layers, bottom to top (README "Architecture" prints the same table). A unit is a sub-package or a
 #: top-level module of ``surveyalign``; "__init__" is the package's own face (``__version__``).
 LAYERS: dict[str, tuple[str, ...]] = {
-    "core": ("__init__", "constants", "paths", "argtypes", "console", "yamlconfig", "redact"),
+    "core": ("__init__", "constants", "paths", "argtypes", "console", "yamlconfig", "redact", "csvcells"),
     "services": ("models", "documents", "backends", "calls"),
     "domains": ("prompts", "data", "knowledge", "judge", "training", "scoring"),
     "users": ("evaluation", "inference", "autoraters", "prism", "annotation", "systems", "rewards"),

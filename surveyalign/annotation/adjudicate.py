@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from surveyalign.csvcells import escape_row, read_csv_rows
+
 from .records import carry_person_cells, label_name, parse_label
 
 #: Rules of :func:`final_labels`, in report order.
@@ -40,8 +42,11 @@ def _by_unit(records: Iterable[dict[str, Any]]) -> dict[Unit, list[tuple[str, di
     out: dict[Unit, list[tuple[str, dict[str, Any]]]] = {}
     for rec in records:
         for dim, value in rec["dimensions"].items():
-            if value.get("label") is not None:
-                out.setdefault((rec["review_id"], dim), []).append((str(rec.get("annotator", "?")), value))
+            who = str(rec.get("annotator", "?"))
+            values = out.setdefault((rec["review_id"], dim), [])
+            if value.get("label") is not None and all(w != who for w, _ in values):  # one annotator counts once,
+                values.append((who, value))  # the first labelling (as agreement.unit_labels)
+    out = {u: v for u, v in out.items() if v}
     for values in out.values():
         values.sort(key=lambda x: x[0])
     return out
@@ -73,7 +78,7 @@ def merge_disagreements(path: str | os.PathLike, rows: Sequence[dict[str, str]]
     """
     path = Path(path)
     counts = {"rows_with_person_cells": 0, "kept_not_listed": 0}
-    old = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines())) if path.is_file() else []
+    old = read_csv_rows(path) if path.is_file() else []
     if not old:
         return list(rows), counts
     if not {"review_id", "dimension"} <= set(old[0]):
@@ -86,13 +91,14 @@ def merge_disagreements(path: str | os.PathLike, rows: Sequence[dict[str, str]]
 
 
 def write_disagreements(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:
-    """Write ``disagreements.csv``: the :data:`DISAGREEMENT_COLUMNS`, then any column a person added."""
+    """Write ``disagreements.csv``: the :data:`DISAGREEMENT_COLUMNS`, then any column a person added; a cell a
+    spreadsheet would run as a formula is escaped (:func:`surveyalign.csvcells.escape_cell`; undone on read)."""
     extra = [k for r in rows for k in r if k and k not in DISAGREEMENT_COLUMNS]
     columns = list(DISAGREEMENT_COLUMNS) + list(dict.fromkeys(extra))
     with Path(path).open("w", encoding="utf-8", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
-        writer.writerows({k: r.get(k) or "" for k in columns} for r in rows)
+        writer.writerows(escape_row({k: r.get(k) or "" for k in columns}) for r in rows)
 
 
 def read_decisions(path: str | os.PathLike) -> dict[Unit, int]:
@@ -103,7 +109,7 @@ def read_decisions(path: str | os.PathLike) -> dict[Unit, int]:
         ValueError: a ``final`` that is not one of the six labels, or missing columns (file and row named).
     """
     path = Path(path)
-    rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    rows = read_csv_rows(path)
     if rows and not {"review_id", "dimension", "final"} <= set(rows[0]):
         raise ValueError(f"{path}: needs the columns review_id, dimension, final")
     out: dict[Unit, int] = {}

@@ -11,8 +11,10 @@ import csv
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from surveyalign.argtypes import int_at_least, number_between, positive_int
+from surveyalign.csvcells import unescape_rows
 
 _SOURCES = ("f1000", "moprd", "openreview", "unknown")
 
@@ -200,7 +202,7 @@ def _collect(args: argparse.Namespace) -> int:
             listed = Path(args.verification).with_name("candidates.jsonl")  # written beside it by `data identify`
             candidates = list(read_jsonl(listed)) if listed.is_file() else []
             with Path(args.verification).open(encoding="utf-8", newline="") as fh:  # its id / source columns too
-                candidates += [row for row in csv.DictReader(fh) if (row.get("id") or "").strip()]
+                candidates += [row for row in unescape_rows(csv.DictReader(fh)) if (row.get("id") or "").strip()]
         result = collect_reviews(args.paths, confirmed=confirmed, texts=args.texts, text_source=args.text_source,
                                  out=args.out, candidates=candidates, verification=stage3)
     except (ValueError, FileNotFoundError) as err:
@@ -260,13 +262,26 @@ def _annotate(args: argparse.Namespace) -> int:
     return 0 if labelled else _fail("no review got a label (see annotations.jsonl for each failure)", 3)
 
 
-def _read_human(path: str):
+def _read_human(path: str, review_ids: Any = None):
+    """The human labels: a ``human.jsonl`` as written, or a Label Studio export read by
+    :func:`~surveyalign.annotation.labelstudio.import_export` (``review_ids``: the project's reviews; a task for
+    another is a problem, left out)."""
     from .labelstudio import import_export
     from .records import read_jsonl
 
     if path.endswith(".jsonl"):
         return list(read_jsonl(path)), {}
-    return import_export(path)
+    return import_export(path, review_ids=review_ids)
+
+
+def _project_reviews(collected: str | None, llm: list[dict[str, Any]]) -> set[str] | None:
+    """The review ids of the project: ``reviews.jsonl`` of ``--collected``, else those ``--llm`` labelled;
+    ``None`` when neither is given."""
+    from .records import read_reviews
+
+    if collected:
+        return {r.review_id for r in read_reviews(collected)}
+    return {str(rec["review_id"]) for rec in llm} if llm else None
 
 
 def _agreement(args: argparse.Namespace) -> int:
@@ -307,7 +322,7 @@ def _agreement(args: argparse.Namespace) -> int:
             return 0
         if not args.human:
             return _fail("--human (the Label Studio export) is needed for a report")
-        human, import_report = _read_human(args.human)
+        human, import_report = _read_human(args.human, _project_reviews(args.collected, llm))
         sample = None
         if args.sample_file:
             sample = [tuple(u) for u in json.loads(Path(args.sample_file).read_text())["units"]]
@@ -365,7 +380,7 @@ def _release(args: argparse.Namespace) -> int:
     try:
         surveys = read_surveys(args.collected)
         reviews = read_reviews(args.collected)
-        human, import_report = _read_human(args.human) if args.human else ([], {})
+        human, import_report = _read_human(args.human, {r.review_id for r in reviews}) if args.human else ([], {})
         llm = list(read_jsonl(Path(args.llm) / "annotations.jsonl")) if args.llm else []
         decisions = read_decisions(args.decisions) if args.decisions else {}
         agreement = json.loads(Path(args.agreement).read_text())["tables"] if args.agreement else {}

@@ -21,6 +21,7 @@ from typing import Any
 
 from surveyalign.backends import Backend, GenerationSettings
 from surveyalign.calls import CallCache, backend_identity, cached_generate, make_call
+from surveyalign.csvcells import escape_row, read_csv_rows
 from surveyalign.documents.untrusted import neutralise_text
 from surveyalign.prompts import read_json_answer
 
@@ -77,7 +78,7 @@ def read_candidates(path: str | os.PathLike) -> list[Candidate]:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".csv":
-        rows: list[Any] = list(csv.DictReader(text.splitlines()))
+        rows: list[Any] = read_csv_rows(path)
     elif path.suffix == ".jsonl":
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -267,7 +268,7 @@ def merge_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]
     counts = {"rows_with_person_cells": 0, "kept_not_listed": 0}
     if not path.is_file():
         return list(rows), counts
-    old = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    old = read_csv_rows(path)
     if not old:
         return list(rows), counts
     if "id" not in old[0]:
@@ -283,13 +284,14 @@ def merge_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]
 
 
 def write_verification(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:
-    """Write ``verification.csv``: the :data:`VERIFICATION_COLUMNS`, then any column a person added."""
+    """Write ``verification.csv``: the :data:`VERIFICATION_COLUMNS`, then any column a person added; a cell a
+    spreadsheet would run as a formula is escaped (:func:`surveyalign.csvcells.escape_cell`; undone on read)."""
     extra = [k for row in rows for k in row if k and k not in VERIFICATION_COLUMNS]
     columns = list(VERIFICATION_COLUMNS) + list(dict.fromkeys(extra))
     with Path(path).open("w", encoding="utf-8", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
-        writer.writerows({k: row.get(k) or "" for k in columns} for row in rows)
+        writer.writerows(escape_row({k: row.get(k) or "" for k in columns}) for row in rows)
 
 
 def _verification_statuses(path: str | os.PathLike) -> list[tuple[dict[str, str], str]]:
@@ -300,7 +302,7 @@ def _verification_statuses(path: str | os.PathLike) -> list[tuple[dict[str, str]
         ValueError: the file lacks the ``id`` / ``confirmed`` / ``substantive_reviews`` columns.
     """
     path = Path(path)
-    rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    rows = read_csv_rows(path)
     need = {"id", "confirmed", "substantive_reviews"}
     if rows and not need <= set(rows[0]):
         raise ValueError(f"{path}: missing column(s) {sorted(need - set(rows[0]))}")

@@ -11,7 +11,9 @@ Label Studio (https://labelstud.io) is what annotation teams run; this module on
 * :func:`import_export`: read Label Studio's JSON export (``[{"id", "data", "annotations": [{"completed_by",
   "result", "was_cancelled"}]}]``) into one record per (review, annotator), several annotators per task.
   Cancelled (skipped) annotations, empty ones and spans whose text is not the review's span at their offsets
-  are counted and listed, never used.
+  are counted and listed, never used; so are an annotator's second labelling of a review (the first is kept: one
+  annotator counts once in the Table 5 agreement and in ``disagreements.csv`` alike) and, when the project's
+  reviews are given, a task for a review outside the project.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
@@ -115,20 +117,24 @@ def _annotator(annotation: dict[str, Any]) -> str:
     return str(who) if who not in (None, "") else "unknown"
 
 
-def import_export(data: Sequence[dict[str, Any]] | str | os.PathLike, *, source: str = "export"
-                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def import_export(data: Sequence[dict[str, Any]] | str | os.PathLike, *, source: str = "export",
+                  review_ids: Collection[str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Read a Label Studio JSON export into one record per (review, annotator).
 
     Args:
         data: the export (a list of tasks) or the path of its JSON file.
         source: name used in messages when ``data`` is a list.
+        review_ids: the project's reviews (``reviews.jsonl`` of ``data collect``, or the reviews ``data annotate``
+            labelled); a task for another review is counted (``foreign_tasks``), named in ``problems`` and left
+            out. ``None``: every task is taken.
 
     Returns:
         ``(records, report)``. A record: ``review_id``, ``paper_id``, ``source``, ``annotator``,
         ``annotation_id``, ``dimensions`` ``{dim: {"label": int | None, "snippets": [{"text", "start", "end",
         "status": "exact", "verbatim": True}]}}``. The report counts tasks, annotations, annotators, cancelled
-        and empty annotations, dimensions left without a choice, bad choices and spans whose text differs from
-        the review at their offsets (each listed).
+        and empty annotations, dimensions left without a choice, bad choices, spans whose text differs from
+        the review at their offsets, ``duplicate_annotations`` (an annotator's second and later labelling of the
+        same review: left out, the first kept) and ``foreign_tasks`` (each listed in ``problems``).
 
     Raises:
         ValueError: not a list of tasks, or a task without ``data.review`` / ``data.review_id`` (task named).
@@ -146,6 +152,7 @@ def import_export(data: Sequence[dict[str, Any]] | str | os.PathLike, *, source:
     counts: Counter = Counter()
     problems: list[str] = []
     annotators: set[str] = set()
+    labelled: dict[tuple[str, str], Any] = {}  # (review_id, annotator) -> the annotation id kept
     for t, task in enumerate(data):
         where = f"{source}: task {t} (id {task.get('id', '?') if isinstance(task, dict) else '?'})"
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
@@ -154,6 +161,11 @@ def import_export(data: Sequence[dict[str, Any]] | str | os.PathLike, *, source:
         if not isinstance(review, str) or not isinstance(review_id, str):
             raise ValueError(f"{where}: field data.{TEXT_NAME} or data.review_id missing")  # noqa: TRY004
         counts["tasks"] += 1
+        if review_ids is not None and review_id not in review_ids:
+            counts["foreign_tasks"] += 1
+            problems.append(f"{where}: review {review_id} is not a review of the project: its "
+                            f"{len(task.get('annotations') or [])} annotation(s) left out")
+            continue
         for a, ann in enumerate(task.get("annotations") or []):
             counts["annotations"] += 1
             who = _annotator(ann)
@@ -197,6 +209,12 @@ def import_export(data: Sequence[dict[str, Any]] | str | os.PathLike, *, source:
                 if v["label"] is None:
                     counts["dimensions_without_choice"] += 1
                 v["snippets"].sort(key=lambda s: s["start"])
+            if (review_id, who) in labelled:
+                counts["duplicate_annotations"] += 1
+                problems.append(f"{review_id} by {who}: labelled twice (annotation {ann.get('id', a)} after "
+                                f"{labelled[(review_id, who)]}): the first kept, this one left out")
+                continue
+            labelled[(review_id, who)] = ann.get("id", a)
             annotators.add(who)
             records.append({"review_id": review_id, "paper_id": task["data"].get("paper_id", ""),
                             "source": task["data"].get("source", "unknown"), "annotator": who,
@@ -204,5 +222,7 @@ def import_export(data: Sequence[dict[str, Any]] | str | os.PathLike, *, source:
     report = {"tasks": counts["tasks"], "annotations": counts["annotations"], "records": len(records),
               "annotators": sorted(annotators), "cancelled": counts["cancelled"], "empty": counts["empty"],
               "bad_choices": counts["bad_choices"], "bad_spans": counts["bad_spans"],
-              "dimensions_without_choice": counts["dimensions_without_choice"], "problems": problems}
+              "dimensions_without_choice": counts["dimensions_without_choice"],
+              "duplicate_annotations": counts["duplicate_annotations"], "foreign_tasks": counts["foreign_tasks"],
+              "problems": problems}
     return records, report

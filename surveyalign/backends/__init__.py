@@ -27,14 +27,14 @@ from surveyalign.backends.base import (
     Messages,
     preflight,
 )
+from surveyalign.backends.batch_anthropic import AnthropicBatchAPI
 from surveyalign.backends.batch_api import (
-    AnthropicBatchAPI,
     BatchRequest,
     BatchResult,
     BatchStatus,
     OpenAIBatchAPI,
-    make_batch_api,
 )
+from surveyalign.backends.batch_clients import make_batch_api
 from surveyalign.backends.batch_split import split_requests
 from surveyalign.backends.registry import BACKENDS, backend_class, load_backend
 from surveyalign.backends.role import ROLE_SHAPE, BackendConfig, ModelRole

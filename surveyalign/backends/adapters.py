@@ -126,7 +126,7 @@ class AdapterView(Backend):
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
                           n: int = 1, seeds: Sequence[int] | None = None, top_logprobs: int = 0,
-                          on_token: Any = None) -> list[list[Any]]:
+                          on_token: Any = None, cancelled: Any = None) -> list[list[Any]]:
         """:meth:`TransformersBackend.generate_detailed` with this adapter (used by ``surveyalign serve``).
 
         Args:
@@ -136,6 +136,7 @@ class AdapterView(Backend):
             seeds: optional base seed per prompt.
             top_logprobs: most likely alternatives recorded per generated token (0-20).
             on_token: called with each token as it is generated (see the parent's method).
+            cancelled: ``prompt index -> True`` once nobody waits for it (see the parent's method).
 
         Returns:
             P lists of ``n`` detailed generations.
@@ -144,7 +145,7 @@ class AdapterView(Backend):
             ValueError: invalid arguments.
         """
         return self.parent.generate_detailed(prompts, settings, n, seeds, adapter_name=self.adapter_name,
-                                             top_logprobs=top_logprobs, on_token=on_token)
+                                             top_logprobs=top_logprobs, on_token=on_token, cancelled=cancelled)
 
     def close(self) -> None:
         """Release this view's own loop thread only; the parent keeps the model."""

@@ -20,16 +20,16 @@ The ``openai`` SDK is a core dependency; ``anthropic`` is imported only when an 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from surveyalign.backends.base import Generation, GenerationSettings, Messages
-from surveyalign.backends.request_bodies import chat_body, messages_params
+from surveyalign.backends.request_bodies import chat_body
 from surveyalign.backends.responses import normalise_message
 
-__all__ = ["AnthropicBatchAPI", "BatchAPI", "BatchRequest", "BatchResult", "BatchStatus", "OpenAIBatchAPI",
-           "make_batch_api"]
+__all__ = ["BatchAPI", "BatchRequest", "BatchResult", "BatchStatus", "OpenAIBatchAPI"]
 
 #: Finish reasons of Anthropic's ``stop_reason`` in the OpenAI vocabulary the harness reads.
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
@@ -79,11 +79,31 @@ class BatchResult:
         custom_id: the request's id.
         generation: the answer (``error`` set unless ``outcome == "succeeded"``), with token usage and batch id.
         outcome: ``"succeeded"``, ``"errored"``, ``"expired"`` or ``"canceled"``.
+        problem: set when the provider's line for it was malformed (not JSON, not the documented shape): one line
+            naming the file line and what was wrong; the request then counts as ``errored``. A malformed line whose
+            custom id cannot be read has ``custom_id == ""`` (its request is then missing from the results).
     """
 
     custom_id: str
     generation: Generation
     outcome: str
+    problem: str | None = None
+
+
+#: The custom id of a line that is not valid JSON, when it can still be read (``"custom_id": "..."``).
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([A-Za-z0-9_-]{1,128})"')
+
+
+def _malformed(batch_id: str, where: str, raw: str, why: str, parsed: Any = None) -> BatchResult:
+    """A :class:`BatchResult` for an output line that cannot be read: attributed to its custom id when one can be
+    found (in the parsed object or, for broken JSON, in the raw text), else ``custom_id == ""``."""
+    cid = parsed.get("custom_id") if isinstance(parsed, dict) else None
+    if not isinstance(cid, str) or not cid:
+        found = _CUSTOM_ID.search(raw)
+        cid = found.group(1) if found else ""
+    problem = f"batch {batch_id}: {where}: {why}"
+    return BatchResult(cid, _failed(batch_id, f"{problem} (the provider's line for this request is malformed)"),
+                       "errored", problem)
 
 
 class BatchAPI(Protocol):
@@ -193,11 +213,21 @@ class OpenAIBatchAPI:
         return BatchStatus(batch_id, b.status, b.status in ("completed", "failed", "expired", "cancelled"),
                            counts, errors)
 
-    def _file_lines(self, file_id: str | None) -> list[dict[str, Any]]:
+    def _file_lines(self, file_id: str | None, name: str) -> list[tuple[str, str, Any]]:
+        """``(where, raw line, parsed JSON or None)`` per non-empty line of a batch file (``where``: ``"output
+        file line 3"``)."""
         if not file_id:
             return []
-        text = self.client.files.content(file_id).text
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        out: list[tuple[str, str, Any]] = []
+        for number, line in enumerate(self.client.files.content(file_id).text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                parsed = None
+            out.append((f"{name} file line {number}", line, parsed))
+        return out
 
     def results(self, batch_id: str) -> list[BatchResult]:
         """Every request's result from the output and error files (requests of a failed or cancelled batch that
@@ -210,209 +240,51 @@ class OpenAIBatchAPI:
 
         b = self.client.batches.retrieve(batch_id)
         out: list[BatchResult] = []
-        for line in self._file_lines(b.output_file_id) + self._file_lines(b.error_file_id):
-            cid = line.get("custom_id")
-            response, error = line.get("response"), line.get("error")
-            if error and (error.get("code") == "batch_expired"):
-                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: request expired before the "
-                                                              f"24h window ended ({error.get('message')})"),
-                                       "expired"))
-                continue
-            status = (response or {}).get("status_code")
-            body = (response or {}).get("body") or {}
-            if error or status != 200:
-                detail = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-                detail = detail or (error or {}).get("message") or json.dumps(body)[:300]
-                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: HTTP {status}: {detail}"),
-                                       "errored"))
+        for where, raw, line in (self._file_lines(b.output_file_id, "output")
+                                 + self._file_lines(b.error_file_id, "error")):
+            if not isinstance(line, dict):
+                out.append(_malformed(batch_id, where, raw, "not a JSON object"))
                 continue
             try:
-                choice = body["choices"][0]
-                message = normalise_message(choice.get("message"))
-            except (KeyError, IndexError, TypeError, ValueError) as err:
-                out.append(BatchResult(cid, _failed(batch_id, f"batch {batch_id}: malformed reply: {err}"), "errored"))
-                continue
-            usage = body.get("usage") or {}
-            counts = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-                      "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens")}
-            out.append(BatchResult(cid, _usage_generation(
-                message.text, choice.get("finish_reason"), batch_id=batch_id, usage=counts,
-                reasoning=message.reasoning, refusal=message.refusal, mean_logprob=_mean_logprob(choice)),
-                "succeeded"))
+                out.append(self._result(batch_id, line, _mean_logprob))
+            except (AttributeError, KeyError, IndexError, TypeError, ValueError) as err:
+                out.append(_malformed(batch_id, where, raw, f"unexpected shape ({type(err).__name__}: {err})", line))
         return out
+
+    @staticmethod
+    def _result(batch_id: str, line: dict[str, Any], _mean_logprob: Callable[[Any], Any]) -> BatchResult:
+        """One output or error file line as a :class:`BatchResult`.
+
+        Raises:
+            AttributeError, KeyError, IndexError, TypeError, ValueError: the line is not in the documented shape.
+        """
+        cid = line.get("custom_id")
+        if not isinstance(cid, str) or not cid:
+            raise ValueError("no custom_id")
+        response, error = line.get("response"), line.get("error")
+        if error and (error.get("code") == "batch_expired"):
+            return BatchResult(cid, _failed(batch_id, f"batch {batch_id}: request expired before the 24h window "
+                                                      f"ended ({error.get('message')})"), "expired")
+        status = (response or {}).get("status_code")
+        body = (response or {}).get("body") or {}
+        if error or status != 200:
+            detail = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+            detail = detail or (error or {}).get("message") or json.dumps(body)[:300]
+            return BatchResult(cid, _failed(batch_id, f"batch {batch_id}: HTTP {status}: {detail}"), "errored")
+        try:
+            choice = body["choices"][0]
+            message = normalise_message(choice.get("message"))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+            return BatchResult(cid, _failed(batch_id, f"batch {batch_id}: malformed reply: {err}"), "errored")
+        usage = body.get("usage") or {}
+        counts = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+                  "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens")}
+        return BatchResult(cid, _usage_generation(
+            message.text, choice.get("finish_reason"), batch_id=batch_id, usage=counts,
+            reasoning=message.reasoning, refusal=message.refusal, mean_logprob=_mean_logprob(choice)), "succeeded")
 
     def cancel(self, batch_id: str) -> BatchStatus:
         """Ask the provider to cancel; returns the new status (``cancelling``)."""
         self.client.batches.cancel(batch_id)
         return self.status(batch_id)
 
-
-class AnthropicBatchAPI:
-    """Anthropic's Message Batches through the ``anthropic`` SDK (``client.messages.batches``).
-
-    A request's ``params`` are a Messages API call: system messages joined into ``system``, the others as
-    ``messages``, ``max_tokens`` = max_new_tokens, ``temperature``, and ``top_p`` only when below 1 (newer models
-    refuse both at once); a field named in ``settings.omit`` is never sent (``max_new_tokens`` cannot be: the API
-    requires ``max_tokens``), and ``settings.thinking_budget`` is sent as ``thinking: {type: enabled,
-    budget_tokens: N}``. The API has no seed: K samples of one prompt are K requests that differ in their ids.
-    The last user message is marked for the prompt cache (``cache_control`` on the whole prompt, and on the shared
-    survey block of the ``shared`` layout: :func:`surveyalign.backends.prompt_cache.anthropic_blocks`); usage's
-    ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` are recorded as ``cached_tokens`` /
-    ``cache_write_tokens``.
-
-    Args:
-        base_url: the API root without ``/v1`` (``https://api.anthropic.com``; a trailing ``/v1`` is removed).
-        api_key: the key (``None``: the placeholder ``"unused"``, for a server that needs none; ``ANTHROPIC_API_KEY``
-            is not read here: the caller reads its own key variable).
-        model: the model id; timeout, max_retries: the SDK's.
-    """
-
-    name = "anthropic"
-    max_requests = 100_000
-    max_bytes = 256 * 1024 * 1024
-
-    def __init__(self, *, base_url: str, api_key: str | None, model: str, timeout: float = 120.0,
-                 max_retries: int = 4) -> None:
-        import anthropic
-
-        self.model = model
-        root = base_url.rstrip("/")
-        root = root.removesuffix("/v1")
-        self.client = anthropic.Anthropic(base_url=root, api_key=api_key or "unused", timeout=timeout,
-                                          max_retries=max_retries)
-
-    def params(self, req: BatchRequest) -> dict[str, Any]:
-        """The Messages API parameters of one request.
-
-        Raises:
-            ValueError: ``settings.omit`` names ``max_new_tokens`` (the Messages API requires ``max_tokens``).
-        """
-        return messages_params(self.model, req.messages, req.settings)
-
-    def request_size(self, request: BatchRequest) -> int:
-        """Bytes of the request in the batch body."""
-        return len(json.dumps({"custom_id": request.custom_id, "params": self.params(request)}).encode("utf-8"))
-
-    def submit(self, requests: Sequence[BatchRequest], *, tag: str) -> str:
-        """Create the batch; returns its id (``tag`` is not sent: Message Batches have no metadata).
-
-        Raises:
-            ValueError: more than :attr:`max_requests` requests.
-            anthropic.APIError: the provider refused the batch.
-        """
-        if len(requests) > self.max_requests:
-            raise ValueError(f"{len(requests)} requests exceed one Anthropic batch ({self.max_requests})")
-        batch = self.client.messages.batches.create(
-            requests=[{"custom_id": r.custom_id, "params": self.params(r)} for r in requests])
-        return batch.id
-
-    def find(self, tag: str, *, keys: Sequence[str] = (), since: float | None = None) -> str | None:
-        """The batch a submission made, found without metadata (Message Batches have none): through the SDK's list
-        endpoint (newest first), the batches created from ``since`` (epoch seconds, 5 minutes of clock slack) with
-        exactly ``len(keys)`` requests; an ended one counts only when its results carry exactly our custom ids
-        (``keys``: the calls' cache keys), a running one only when it is the single candidate.
-
-        Args:
-            tag: the submission tag (not sent to Anthropic; named in no request).
-            keys: the custom ids of the submission's requests.
-            since: when the submission started (the ``intent`` record's ``epoch``); ``None``: not searched.
-
-        Returns:
-            The batch id, or ``None`` (nothing found, or two running candidates that cannot be told apart: the
-            caller sends the calls again rather than adopt someone else's batch).
-        """
-        if since is None or not keys:
-            return None
-        from datetime import datetime
-
-        want = set(keys)
-        running: list[str] = []
-        for batch in self.client.messages.batches.list(limit=100):
-            created = batch.created_at
-            created_s = created.timestamp() if isinstance(created, datetime) else float(created)
-            if created_s < since - 300:
-                break  # newest first: the rest is older than the submission
-            counts = batch.request_counts.model_dump() if batch.request_counts else {}
-            if sum(int(v or 0) for v in counts.values()) != len(want):
-                continue
-            if batch.processing_status == "ended":
-                if {item.custom_id for item in self.client.messages.batches.results(batch.id)} == want:
-                    return batch.id
-            else:
-                running.append(batch.id)
-        return running[0] if len(running) == 1 else None
-
-    def status(self, batch_id: str) -> BatchStatus:
-        """The batch's ``processing_status``; ``ended`` when it is ``ended``."""
-        b = self.client.messages.batches.retrieve(batch_id)
-        counts = b.request_counts.model_dump() if b.request_counts else {}
-        return BatchStatus(batch_id, b.processing_status, b.processing_status == "ended", counts)
-
-    def results(self, batch_id: str) -> list[BatchResult]:
-        """Every request's result (``succeeded``, ``errored``, ``expired``, ``canceled``).
-
-        Raises:
-            anthropic.APIError: the results cannot be read (e.g. the batch has not ended).
-        """
-        out: list[BatchResult] = []
-        for item in self.client.messages.batches.results(batch_id):
-            result = item.result
-            kind = result.type
-            if kind == "succeeded":
-                msg = result.message
-                texts = [b.text for b in msg.content if getattr(b, "type", None) == "text"]
-                thinking = [getattr(b, "thinking", "") for b in msg.content if getattr(b, "type", None) == "thinking"]
-                u = msg.usage
-                cached = int(getattr(u, "cache_read_input_tokens", 0) or 0)
-                created = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
-                usage = {"prompt_tokens": int(u.input_tokens or 0) + cached + created,
-                         "completion_tokens": int(u.output_tokens or 0), "cached_tokens": cached,
-                         "cache_write_tokens": created}
-                finish = _STOP_REASONS.get(msg.stop_reason or "", msg.stop_reason)
-                out.append(BatchResult(item.custom_id, _usage_generation(
-                    "".join(texts), finish, batch_id=batch_id, usage=usage,
-                    reasoning="\n\n".join(t for t in thinking if t) or None,
-                    refusal="refused" if msg.stop_reason == "refusal" else None), "succeeded"))
-            elif kind == "errored":
-                err = getattr(result.error, "error", None)
-                detail = f"{getattr(err, 'type', 'error')}: {getattr(err, 'message', '')}"
-                out.append(BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: {detail}"), "errored"))
-            elif kind == "expired":
-                out.append(BatchResult(item.custom_id, _failed(
-                    batch_id, f"batch {batch_id}: request expired before the 24h window ended"), "expired"))
-            else:
-                out.append(BatchResult(item.custom_id, _failed(batch_id, f"batch {batch_id}: request canceled"),
-                                       "canceled"))
-        return out
-
-    def cancel(self, batch_id: str) -> BatchStatus:
-        """Ask the provider to cancel; returns the new status (``canceling``)."""
-        self.client.messages.batches.cancel(batch_id)
-        return self.status(batch_id)
-
-
-def make_batch_api(provider: str, *, base_url: str, api_key: str | None, model: str,
-                   body: Callable[[Messages, GenerationSettings, int], dict[str, Any]] | None = None,
-                   max_tokens_field: str = "max_completion_tokens", timeout: float = 120.0) -> BatchAPI:
-    """The batch client of ``provider``.
-
-    Args:
-        provider: ``"openai"``, ``"anthropic"``, or ``"auto"`` (anthropic when ``base_url`` is on
-            ``anthropic.com``, else openai).
-        base_url, api_key, model, body, max_tokens_field, timeout: as the clients take them.
-
-    Returns:
-        An :class:`OpenAIBatchAPI` or :class:`AnthropicBatchAPI`.
-
-    Raises:
-        ValueError: an unknown provider.
-        ImportError: ``anthropic`` is not installed (``pip install anthropic``).
-    """
-    if provider == "auto":
-        provider = "anthropic" if "anthropic.com" in base_url else "openai"
-    if provider == "openai":
-        return OpenAIBatchAPI(base_url=base_url, api_key=api_key, model=model, body=body,
-                              max_tokens_field=max_tokens_field, timeout=timeout)
-    if provider == "anthropic":
-        return AnthropicBatchAPI(base_url=base_url, api_key=api_key, model=model, timeout=timeout)
-    raise ValueError(f"batch provider must be openai, anthropic or auto, got {provider!r}")

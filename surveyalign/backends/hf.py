@@ -28,9 +28,13 @@ from surveyalign.backends.base import (
 )
 from surveyalign.backends.fingerprint import adapter_fingerprint
 from surveyalign.backends.hf_setup import _fingerprints, _resolve_device, _resolve_dtype
-from surveyalign.backends.prefill import shared_prefill
+from surveyalign.backends.prefill import _Job, _pack, shared_prefill
 from surveyalign.backends.sampling import make_sampler
-from surveyalign.backends.token_stream import StreamedToken, make_streamer
+from surveyalign.backends.token_stream import (
+    StreamedToken,
+    cancel_criteria,
+    make_streamer,
+)
 from surveyalign.models.paths import from_hub
 
 
@@ -279,8 +283,8 @@ class TransformersBackend(Backend):
 
     def generate_detailed(self, prompts: Sequence[Messages], settings: GenerationSettings | None = None,
                           n: int = 1, seeds: Sequence[int] | None = None, adapter_name: str | None = None,
-                          top_logprobs: int = 0, on_token: Callable[[StreamedToken], None] | None = None
-                          ) -> list[list[DetailedGeneration]]:
+                          top_logprobs: int = 0, on_token: Callable[[StreamedToken], None] | None = None,
+                          cancelled: Callable[[int], bool] | None = None) -> list[list[DetailedGeneration]]:
         """Like :meth:`generate`, with token ids, per-token log-probs and prompt length.
 
         The ``n`` samples of a prompt share one prefill when ``shared_prefill`` is on. Token counts: a prompt's
@@ -295,6 +299,8 @@ class TransformersBackend(Backend):
             top_logprobs: 0-20; when > 0 each generated token also gets the most likely alternatives of its step.
             on_token: called from this thread with each token as soon as its step has run (``stream=True`` of
                 ``surveyalign serve``; :class:`~surveyalign.backends.token_stream.StreamedToken`).
+            cancelled: ``prompt index -> True`` once nobody waits for its answers (a ``serve`` client left):
+                asked after every step, its rows stop (cut short), the others go on.
 
         Returns:
             P lists of ``n`` :class:`DetailedGeneration` (generation, token ids, per-token natural-log
@@ -334,7 +340,8 @@ class TransformersBackend(Backend):
             stream, on_token = on_token, lambda t: [stream(replace(t, sample=i)) for i in range(n)]
         with self._lock, adapter_scope(self.model, adapter_name, bool(self.adapter_paths)):
             for batch in _pack(jobs, self.batch_size):
-                for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs, on_token):
+                for (p, i), detail in self._run_batch(batch, encoded, base, settings, top_logprobs, on_token,
+                                                      cancelled):
                     results[(p, i)] = detail
         # greedy: one row ran per prompt; its copies count no prompt tokens (the prompt was read once)
         return [[results[(p, i)] if not settings.greedy else results[(p, 0)] if i == 0 else
@@ -350,11 +357,13 @@ class TransformersBackend(Backend):
 
     # ------------------------------------------------------------------ internals
     def _run_batch(self, jobs: list[_Job], encoded: list[list[int]], base: list[int], settings: GenerationSettings,
-                   top_logprobs: int = 0, on_token: Any = None) -> list[tuple[tuple[int, int], DetailedGeneration]]:
+                   top_logprobs: int = 0, on_token: Any = None, cancelled: Any = None
+                   ) -> list[tuple[tuple[int, int], DetailedGeneration]]:
         torch = self._torch
         keys = [(job.prompt, i) for job in jobs for i in job.samples]
         try:
-            return list(zip(keys, self._generate_rows(jobs, encoded, base, settings, top_logprobs, on_token)))
+            rows = self._generate_rows(jobs, encoded, base, settings, top_logprobs, on_token, cancelled)
+            return list(zip(keys, rows))
         except torch.OutOfMemoryError as exc:
             torch.cuda.empty_cache()
             if len(keys) == 1:
@@ -367,11 +376,11 @@ class TransformersBackend(Backend):
             else:
                 parts = [jobs[:len(jobs) // 2], jobs[len(jobs) // 2:]]
             return [item for part in parts
-                    for item in self._run_batch(part, encoded, base, settings, top_logprobs, on_token)]
+                    for item in self._run_batch(part, encoded, base, settings, top_logprobs, on_token, cancelled)]
 
     def _generate_rows(self, jobs: list[_Job], encoded: list[list[int]], base: list[int],
-                       settings: GenerationSettings, top_logprobs: int = 0, on_token: Any = None
-                       ) -> list[DetailedGeneration]:
+                       settings: GenerationSettings, top_logprobs: int = 0, on_token: Any = None,
+                       cancelled: Any = None) -> list[DetailedGeneration]:
         torch = self._torch
         from transformers import GenerationConfig, LogitsProcessorList
 
@@ -401,6 +410,9 @@ class TransformersBackend(Backend):
         if on_token is not None:  # tokens handed out step by step (serve stream=True)
             cache_kwargs["streamer"] = make_streamer([(job.prompt, i) for job in jobs for i in job.samples],
                                                      self.eos_token_ids, sampler, on_token)
+        if cancelled is not None:  # rows whose client left stop at the next step
+            cache_kwargs["stopping_criteria"] = cancel_criteria([job.prompt for job in jobs for _ in job.samples],
+                                                                cancelled)
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config,
                                          logits_processor=LogitsProcessorList([sampler]), **cache_kwargs)
@@ -427,24 +439,3 @@ class TransformersBackend(Backend):
                 token_ids=kept, token_logprobs=row_logprobs, prompt_tokens=len(rows[row]),
                 top_logprobs=alternatives))
         return details
-
-
-@dataclass(frozen=True)
-class _Job:
-    """Samples of one prompt generated together (they share one prefill)."""
-
-    prompt: int
-    samples: tuple[int, ...]
-
-
-def _pack(jobs: list[_Job], rows: int) -> list[list[_Job]]:
-    """Group jobs in order into batches of at most ``rows`` sample rows (a job is never split here)."""
-    batches: list[list[_Job]] = []
-    used = rows
-    for job in jobs:
-        if used + len(job.samples) > rows:
-            batches.append([])
-            used = 0
-        batches[-1].append(job)
-        used += len(job.samples)
-    return batches

@@ -251,7 +251,7 @@ class OpenAIBackend(_ChatWire, Backend):
         Raises:
             ValueError: ``batch`` is off.
         """
-        from surveyalign.backends.batch_api import make_batch_api
+        from surveyalign.backends.batch_clients import make_batch_api
 
         if not self.batch:
             raise ValueError("openai backend: batch is off (backend.options.batch: true turns it on)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["cache_keyword", "shared_prefill"]
@@ -136,3 +137,24 @@ def shared_prefill(model: Any, input_ids: Any, attention_mask: Any, repeats: Seq
     elif any(r != 1 for r in repeats):
         cache.batch_select_indices(index)
     return ids, mask, {keyword: cache}
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Samples of one prompt generated together (they share one prefill)."""
+
+    prompt: int
+    samples: tuple[int, ...]
+
+
+def _pack(jobs: list[_Job], rows: int) -> list[list[_Job]]:
+    """Group jobs in order into batches of at most ``rows`` sample rows (a job is never split here)."""
+    batches: list[list[_Job]] = []
+    used = rows
+    for job in jobs:
+        if used + len(job.samples) > rows:
+            batches.append([])
+            used = 0
+        batches[-1].append(job)
+        used += len(job.samples)
+    return batches

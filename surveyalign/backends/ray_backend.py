@@ -65,11 +65,35 @@ class _EngineWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def _generate(self, prompts: list[Messages], settings: dict[str, Any], n: int, name: str | None) -> list:
+        extra = {} if name is None else {"adapter_name": name}
+        return self.backend.generate(prompts, GenerationSettings(**settings), n, **extra)
+
     def generate(self, prompts: list[Messages], settings: dict[str, Any], n: int,
                  adapter_name: str | None = None) -> list[list[Generation]]:
-        if adapter_name is None:
-            return self.backend.generate(prompts, GenerationSettings(**settings), n)
-        return self.backend.generate(prompts, GenerationSettings(**settings), n, adapter_name=adapter_name)
+        """``n`` generations of each prompt; when the batch raises, each prompt runs alone and one that raises gets
+        ``n`` failed generations naming the error (one bad prompt fails one unit, not the worker call).
+
+        Raises:
+            Exception: the engine's error when no prompt can be answered (one prompt, or every prompt raised).
+        """
+        try:
+            return self._generate(prompts, settings, n, adapter_name)
+        except Exception:
+            if len(prompts) <= 1:
+                raise
+        out: list[list[Generation]] = []
+        errors: list[Exception] = []
+        for prompt in prompts:
+            try:
+                out += self._generate([prompt], settings, n, adapter_name)
+            except Exception as err:  # noqa: BLE001 - this prompt's answers record the error
+                errors.append(err)
+                failed = Generation.failed(f"engine error on this prompt: {type(err).__name__}: {err}")
+                out.append([failed] * n)
+        if len(errors) == len(prompts):
+            raise errors[0]
+        return out
 
 
 class RayBackend(Backend):

@@ -12,8 +12,10 @@ and sampling is seeded per row, so a request's answer does not depend on what it
 Bad requests get HTTP 400 with an OpenAI-style ``{"error": {...}}`` body; an unknown model name gets 404.
 A queued request whose client has disconnected (a killed ``surveyalign evaluate``, a client timeout) is dropped
 right before its batch would start, so work nobody waits for does not delay new requests; ``/health`` counts
-served, dropped and failed requests. A batch already generating runs to its end (its ``max_new_tokens`` is the
-cap its own requests asked for: requests with different caps never share a batch).
+served, dropped, cancelled and failed requests. A request whose client leaves while its batch generates (a
+streaming client that closed the connection) is cancelled: the transformers engine stops its rows at the next
+step, and the batch ends as soon as no row is left, so other clients do not wait for ``n x max_tokens`` nobody
+reads.
 
 The served backend's content fingerprint (:func:`~surveyalign.backends.fingerprint.served_fingerprint`: model,
 adapter and tokenizer digests, no paths) is published as ``"surveyalign": {"fingerprint": ...}`` in the
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -54,7 +57,13 @@ from surveyalign.backends.server_guard import (
     read_json_object,
 )
 from surveyalign.backends.server_schema import ChatRequest
-from surveyalign.backends.server_stream import answer_events, live_events, usage_of
+from surveyalign.backends.server_stream import (
+    answer_events,
+    cancel_unless_finished,
+    live_events,
+    usage_of,
+    watch_disconnect,
+)
 from surveyalign.redact import redact_secrets
 
 
@@ -117,6 +126,7 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
                         **({"max_model_len": context} if context else {}),
                         **({"surveyalign": {"fingerprint": fingerprint}} if fingerprint else {})})
     token_text: dict[int, str] = {}
+    watchers: set[asyncio.Future] = set()
 
     def piece(token_id: int) -> str:
         if token_id not in token_text:
@@ -192,8 +202,14 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
                   "system_fingerprint": f"seed-{settings.seed}"}
         include_usage = bool(req.stream and req.stream_options and req.stream_options.include_usage)
         tokens: asyncio.Queue = asyncio.Queue()
+        cancel = threading.Event()  # set when the client leaves: the engine stops this request's rows
         task = asyncio.ensure_future(batchers[name].submit(messages, settings, req.n, request.is_disconnected, top,
-                                                           on_token=tokens.put_nowait if req.stream else None))
+                                                           on_token=tokens.put_nowait if req.stream else None,
+                                                           cancel=cancel))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a cancelled stream's answer: read here
+        watcher = asyncio.ensure_future(watch_disconnect(request.is_disconnected, task, cancel))
+        watchers.add(watcher)  # held until it ends (the loop keeps only weak references to tasks)
+        watcher.add_done_callback(watchers.discard)
         try:
             if req.stream:  # the first token before the batch ends: stream the rest as it is generated
                 first = asyncio.ensure_future(tokens.get())
@@ -205,11 +221,12 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
                                          finish=lambda details: [answer(d, req.stop_strings, top, req.logprobs)
                                                                  for d in details],
                                          common=common, include_usage=include_usage)
-                    return StreamingResponse(events, media_type="text/event-stream", headers=headers[name])
+                    return StreamingResponse(cancel_unless_finished(events, cancel), media_type="text/event-stream",
+                                             headers=headers[name])
                 first.cancel()
             details = await task
         except _ClientGone:  # nobody reads this answer; 499 as nginx logs a closed client
-            return _error(499, "client disconnected before its request was started", kind="client_closed_request")
+            return _error(499, "client disconnected before its answer was written", kind="client_closed_request")
         except Exception as exc:  # noqa: BLE001 - a failed batch answers HTTP 500, the server keeps going
             return _error(500, redact_secrets(f"generation failed: {type(exc).__name__}: {exc}"), kind="server_error")
         failed = [d.generation.error for d in details if d.generation.error]
@@ -235,8 +252,10 @@ def build_app(backend: Any, served_model_name: str, *, batch_wait_s: float = 0.0
 
     async def health(request: Request) -> JSONResponse:
         # requests: served = answered by a batch, dropped = client gone before its batch started,
-        # failed = their batch raised (HTTP 500); queued = waiting for a batch now
-        totals = {key: sum(b.stats[key] for b in batchers.values()) for key in ("served", "dropped", "failed")}
+        # cancelled = client gone while its batch generated; failed = their batch raised (HTTP 500);
+        # queued = waiting for a batch now
+        totals = {key: sum(b.stats[key] for b in batchers.values())
+                  for key in ("served", "dropped", "cancelled", "failed")}
         return JSONResponse({"status": "ok", "queued": sum(b.queued for b in batchers.values()), "requests": totals,
                              "models": {n: dict(b.stats) for n, b in batchers.items()}})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ class _Pending:
     is_disconnected: Callable[[], Awaitable[bool]] | None = None
     top_logprobs: int = 0
     on_token: Callable[[Any], None] | None = None
+    cancel: threading.Event | None = None
 
 
 class _MicroBatcher:
@@ -39,6 +41,9 @@ class _MicroBatcher:
     Right before a group starts, requests whose client is gone (``is_disconnected()`` true: their future gets
     :class:`_ClientGone`; or the awaiting handler was cancelled) are dropped and counted in ``stats["dropped"]``;
     ``stats["served"]`` and ``stats["failed"]`` count requests answered by a batch and requests of failed batches.
+    A request of a batch already generating whose ``cancel`` event is set (its streaming client left) stops at the
+    engine's next step when the backend takes ``cancelled`` (the transformers engine); counted in
+    ``stats["cancelled"]``.
     """
 
     def __init__(self, backend: Any, max_requests: int, wait_s: float) -> None:
@@ -47,9 +52,11 @@ class _MicroBatcher:
         self.wait_s = wait_s
         self._queue: asyncio.Queue[_Pending] | None = None
         self._task: asyncio.Task | None = None
-        self.stats = {"served": 0, "dropped": 0, "failed": 0}
+        self.stats = {"served": 0, "dropped": 0, "failed": 0, "cancelled": 0}
         method = getattr(backend, "generate_detailed", None)
-        self.streams = method is not None and "on_token" in inspect.signature(method).parameters
+        params = inspect.signature(method).parameters if method is not None else {}
+        self.streams = "on_token" in params
+        self.cancels = "cancelled" in params
 
     @property
     def queued(self) -> int:
@@ -58,8 +65,12 @@ class _MicroBatcher:
 
     async def submit(self, messages: list[dict[str, str]], settings: GenerationSettings, n: int,
                      is_disconnected: Callable[[], Awaitable[bool]] | None = None, top_logprobs: int = 0,
-                     on_token: Callable[[Any], None] | None = None) -> list[Any]:
+                     on_token: Callable[[Any], None] | None = None, cancel: threading.Event | None = None
+                     ) -> list[Any]:
         """Queue one request and wait for its ``n`` detailed generations.
+
+        ``cancel``: set when nobody waits for the answer any more (the client disconnected): a queued request is
+        dropped, one generating stops at the next step (its future then holds :class:`_ClientGone`).
 
         ``on_token`` (``stream=True``) is called in the event loop's thread with each
         :class:`~surveyalign.backends.token_stream.StreamedToken` of this request while its batch generates, when
@@ -69,12 +80,16 @@ class _MicroBatcher:
             self._queue = asyncio.Queue()
             self._task = asyncio.get_running_loop().create_task(self._run())
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(messages, settings, n, future, is_disconnected, top_logprobs, on_token))
+        await self._queue.put(_Pending(messages, settings, n, future, is_disconnected, top_logprobs, on_token,
+                                       cancel))
         return await future
 
     async def _gone(self, item: _Pending) -> bool:
         """True (the item's future then holds :class:`_ClientGone`) when nobody waits for its answer any more."""
         if item.future.done():  # the awaiting handler was cancelled
+            return True
+        if item.cancel is not None and item.cancel.is_set():
+            item.future.set_exception(_ClientGone())
             return True
         if item.is_disconnected is None:
             return False
@@ -113,6 +128,9 @@ class _MicroBatcher:
                 extra: dict[str, Any] = {"top_logprobs": top} if top else {}
                 if any(i.on_token for i in items) and self.streams:
                     extra["on_token"] = _dispatch(asyncio.get_running_loop(), [i.on_token for i in items])
+                if self.cancels and any(i.cancel is not None for i in items):
+                    events = [i.cancel for i in items]
+                    extra["cancelled"] = lambda p, events=events: events[p] is not None and events[p].is_set()
                 try:
                     rows = await asyncio.to_thread(self.backend.generate_detailed, [i.messages for i in items],
                                                    settings, n, [i.settings.seed for i in items], **extra)
@@ -122,8 +140,13 @@ class _MicroBatcher:
                         if not item.future.done():
                             item.future.set_exception(exc)
                     continue
-                self.stats["served"] += len(items)
                 for item, row in zip(items, rows):
+                    if item.cancel is not None and item.cancel.is_set():
+                        self.stats["cancelled"] += 1
+                        if not item.future.done():
+                            item.future.set_exception(_ClientGone())
+                        continue
+                    self.stats["served"] += 1
                     if not item.future.done():
                         item.future.set_result(row)
 

@@ -7,20 +7,54 @@ chunk adds is the incremental decoding of the choice's tokens, held back while i
 the reference: whatever it holds beyond what was sent goes in one last content chunk, then the ``finish_reason``
 chunk, the usage chunk (``stream_options.include_usage``) and ``[DONE]``. :func:`answer_events` sends an answer
 already generated as one chunk per token (backends that cannot hand tokens out, and answers that ended before their
-first token was handed out).
+first token was handed out). :func:`watch_disconnect` and :func:`cancel_unless_finished` set a request's cancel event
+when its client leaves, so the engine stops generating for it (:class:`~surveyalign.backends.server_batch.
+_MicroBatcher`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from surveyalign.backends.server_batch import _token_spans
 
-__all__ = ["answer_events", "held_back", "live_events"]
+__all__ = ["answer_events", "cancel_unless_finished", "held_back", "live_events", "watch_disconnect"]
+
+#: Seconds between two looks at whether a client is still connected.
+DISCONNECT_POLL_S = 0.2
+
+
+async def watch_disconnect(is_disconnected: Callable[[], Awaitable[bool]], answer: asyncio.Future,
+                           cancel: threading.Event, poll_s: float = DISCONNECT_POLL_S) -> None:
+    """Set ``cancel`` as soon as the client is gone (``is_disconnected()``, asked every ``poll_s`` seconds) while
+    its ``answer`` is pending; returns when the answer is done or the client left."""
+    while not answer.done():
+        try:
+            gone = await is_disconnected()
+        except Exception:  # noqa: BLE001 - cannot tell: keep generating
+            gone = False
+        if gone:
+            cancel.set()
+            return
+        await asyncio.sleep(poll_s)
+
+
+async def cancel_unless_finished(events: AsyncIterator[bytes], cancel: threading.Event) -> AsyncIterator[bytes]:
+    """``events`` as they are; when the stream stops before its end (the client left: the response task is
+    cancelled or the generator closed), ``cancel`` is set."""
+    finished = False
+    try:
+        async for event in events:
+            yield event
+        finished = True
+    finally:
+        if not finished:
+            cancel.set()
 
 
 def _event(common: dict[str, Any], choices: list[dict[str, Any]], **extra: Any) -> bytes:

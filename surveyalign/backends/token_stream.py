@@ -4,7 +4,8 @@
 the token each batch row chose, with its raw log-probability (and the step's most likely alternatives) from the
 seeded sampler (:func:`surveyalign.backends.sampling.make_sampler`), and calls ``on_token`` with a
 :class:`StreamedToken` naming the row's prompt and sample. A row's end-of-turn token is passed once, marked
-``eos``; the padding ``generate`` adds to finished rows is not passed.
+``eos``; the padding ``generate`` adds to finished rows is not passed. :func:`cancel_criteria` stops the rows of a
+request whose client left (``surveyalign serve``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["StreamedToken", "make_streamer"]
+__all__ = ["StreamedToken", "cancel_criteria", "make_streamer"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +80,24 @@ def make_streamer(keys: Sequence[tuple[int, int]], eos_ids: Sequence[int], sampl
 
     eos = set(eos_ids)
     return RowStreamer()
+
+
+def cancel_criteria(row_prompts: Sequence[int], cancelled: Callable[[int], bool]) -> Any:
+    """A ``transformers`` ``StoppingCriteriaList`` for one batch: after every step, the rows whose prompt
+    ``cancelled(prompt)`` names are done (``generate`` pads them from there on and ends when no row is left).
+
+    Args:
+        row_prompts: the prompt index of each batch row, in row order.
+        cancelled: ``prompt index -> True`` once nobody waits for its answers.
+
+    Returns:
+        The list, to pass as ``model.generate(..., stopping_criteria=...)``.
+    """
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.tensor([bool(cancelled(p)) for p in row_prompts], dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([Cancelled()])

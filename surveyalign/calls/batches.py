@@ -17,17 +17,27 @@ sits in a submitted, uncollected batch: it polls those batches and collects them
 ``submitted`` line (killed between the provider's accept and the write, or a submission that raised after the
 provider may have accepted it) is looked up and adopted: OpenAI by the tag kept in the batch metadata, Anthropic
 (no metadata) through the list endpoint by creation time, request count and custom ids
-(:meth:`~surveyalign.backends.batch_api.AnthropicBatchAPI.find`); only when nothing is found are its calls sent
+(:meth:`~surveyalign.backends.batch_anthropic.AnthropicBatchAPI.find`); only when nothing is found are its calls sent
 again. A
 request that comes back errored, expired, canceled or missing is recorded as a failed answer (counted like any API
 error); the caller's usual retry of failed calls then sends it in a new batch. So is every request of a batch
 the provider failed at validation (e.g. OpenAI's ``token_limit_exceeded``: the batch queue limit was passed; its
 code and message are in each answer's error).
 
+The provider's files and the log are read as untrusted: a result line that is not JSON or not in the documented
+shape is counted (``malformed_lines``) and made that request's error when its custom id can be read (else the
+request is missing from the results, also an error), and every other line is collected; a custom id answered twice
+is counted (``duplicate_lines``) and its first answer kept; a batch the provider answers 404 for, or a
+``submitted`` record without a batch id or ``keys``, is reported in one line (``problems``) and left behind (a
+``left`` record: never polled again; the calls of an unknown batch are recorded as failed answers, so the usual
+retry sends them again).
+
 With ``max_enqueued_tokens`` (OpenAI's batch queue limit: the prompt tokens one model may have in running batches
 at once) the calls are cut into batches of at most that many estimated tokens, and a batch is sent only while the
 open batches plus it stay within the limit; the others wait in memory (not in the log) and go out as batches end,
-in the same polling loop, or in the next run of the same command.
+in the same polling loop, or in the next run of the same command. Only batches still holding calls without a kept
+answer count against the limit: given ``settled`` (the run's cache), an open batch whose every call already has an
+answer is marked collected (``status: "settled"``) without being read.
 """
 
 from __future__ import annotations
@@ -64,19 +74,31 @@ class BatchLog:
 
     Attributes:
         records: every well-formed record, in order (a torn last line is skipped).
+        problems: one line per record that cannot be used: a ``submitted`` record without a string ``batch_id`` or
+            a list of ``keys`` (left out of :attr:`records`; its intent is not adopted either: left behind).
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.records: list[dict[str, Any]] = []
+        self.problems: list[str] = []
+        self._broken_tags: set[Any] = set()
         if self.path.exists():
-            for raw in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            for number, raw in enumerate(self.path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
                 try:
                     rec = json.loads(raw)
                 except ValueError:
                     continue
-                if isinstance(rec, dict) and "event" in rec:
-                    self.records.append(rec)
+                if not (isinstance(rec, dict) and "event" in rec):
+                    continue
+                if rec["event"] == "submitted" and not (isinstance(rec.get("batch_id"), str)
+                                                        and isinstance(rec.get("keys"), list)):
+                    missing = "batch_id" if not isinstance(rec.get("batch_id"), str) else "keys"
+                    self.problems.append(f"{self.path} line {number}: a submitted record (batch "
+                                         f"{rec.get('batch_id')!r}) without {missing}: left behind, never polled")
+                    self._broken_tags.add(rec.get("tag"))
+                    continue
+                self.records.append(rec)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record, flushed and fsync'ed before returning (a batch id must survive a kill)."""
@@ -95,13 +117,13 @@ class BatchLog:
         for rec in self.records:
             if rec["event"] == "submitted":
                 out[rec["batch_id"]] = rec
-            elif rec["event"] == "collected":
+            elif rec["event"] in ("collected", "left"):
                 out.pop(rec.get("batch_id"), None)
         return out
 
     def dangling_intents(self) -> list[dict[str, Any]]:
         """``intent`` records with no ``submitted`` or ``abandoned`` record of the same tag."""
-        done = {r.get("tag") for r in self.records if r["event"] in ("submitted", "abandoned")}
+        done = {r.get("tag") for r in self.records if r["event"] in ("submitted", "abandoned")} | self._broken_tags
         return [r for r in self.records if r["event"] == "intent" and r.get("tag") not in done]
 
 
@@ -119,6 +141,11 @@ class BatchOutcome:
         open_batches: batches still running when this call returned (``wait=False`` or ``max_wait_s``).
         held_back_calls: calls not sent yet because the open batches filled ``max_enqueued_tokens`` (sent by a
             later call as those batches end; never logged, so never counted as in flight).
+        malformed_lines: result lines that could not be read (each its request's error, or a missing request).
+        duplicate_lines: result lines for a custom id already answered in the same batch (the first is kept).
+        left_batches: batches left behind: unknown to the provider (404); their calls recorded as failed answers.
+        settled_batches: open batches whose every call already had a kept answer (marked collected unread).
+        problems: one line per malformed or duplicated result line, unknown batch, or broken log record.
         provider: the batch API's name.
     """
 
@@ -136,6 +163,11 @@ class BatchOutcome:
     missing: int = 0
     open_batches: list[str] = field(default_factory=list)
     held_back_calls: int = 0
+    malformed_lines: int = 0
+    duplicate_lines: int = 0
+    left_batches: list[str] = field(default_factory=list)
+    settled_batches: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
@@ -152,7 +184,19 @@ class BatchOutcome:
 def _collect(api: BatchAPI, batch_id: str, rec: dict[str, Any], by_key: dict[str, Any],
              on_result: Callable[[Any, Generation, float], None], log: BatchLog, outcome: BatchOutcome,
              status_word: str, status_errors: list[str]) -> None:
-    results = {r.custom_id: r for r in api.results(batch_id)}
+    results: dict[str, Any] = {}
+    for r in api.results(batch_id):
+        if r.problem is not None:
+            outcome.malformed_lines += 1
+            outcome.problems.append(r.problem + ("" if r.custom_id else ": its request counts as missing"))
+        if not r.custom_id:
+            continue
+        if r.custom_id in results:
+            outcome.duplicate_lines += 1
+            outcome.problems.append(f"batch {batch_id}: custom_id {r.custom_id} answered more than once: the first "
+                                    "answer is kept")
+            continue
+        results[r.custom_id] = r
     started = rec.get("epoch") or time.time()
     seconds = max(0.0, time.time() - float(started))
     counts = {"succeeded": 0, "errored": 0, "expired": 0, "canceled": 0, "missing": 0}
@@ -177,6 +221,28 @@ def _collect(api: BatchAPI, batch_id: str, rec: dict[str, Any], by_key: dict[str
     log.append({"event": "collected", "batch_id": batch_id, "status": status_word, **counts, "time": _now()})
 
 
+def _not_found(err: Exception) -> bool:
+    """Whether a provider error says the batch does not exist (HTTP 404, both SDKs)."""
+    return getattr(err, "status_code", None) == 404
+
+
+def _leave(batch_id: str, rec: dict[str, Any], err: Exception, by_key: dict[str, Any],
+           on_result: Callable[[Any, Generation, float], None], log: BatchLog, outcome: BatchOutcome) -> None:
+    """A batch the provider does not know: one problem line, a ``left`` record (never polled again), and each of
+    its calls here recorded as a failed answer (so the usual retry sends it again)."""
+    why = f"batch {batch_id} is unknown to the {outcome.provider or 'batch'} provider (HTTP 404): left behind"
+    outcome.problems.append(f"{why}; its {len(rec['keys'])} call(s) count as failed answers and are sent again")
+    outcome.left_batches.append(batch_id)
+    log.append({"event": "left", "batch_id": batch_id, "reason": f"{type(err).__name__}: {str(err)[:200]}",
+                "time": _now()})
+    for key in rec["keys"]:
+        call = by_key.get(key)
+        if call is not None:
+            on_result(call, Generation(text="", finish_reason=None, mean_logprob=None, batch_id=batch_id,
+                                       error=why), 0.0)
+            outcome.missing += 1
+
+
 def _adopt_or_abandon(api: BatchAPI, log: BatchLog, intent: dict[str, Any], outcome: BatchOutcome) -> bool:
     """Look up the batch of an ``intent`` without its ``submitted`` line (:meth:`BatchAPI.find`): adopt it (a
     ``submitted`` line marked ``adopted``) or mark the intent ``abandoned`` (its calls are sent again). Returns
@@ -197,7 +263,8 @@ def _adopt_or_abandon(api: BatchAPI, log: BatchLog, intent: dict[str, Any], outc
 
 def _enqueued(log: BatchLog, tokens: dict[str, int]) -> int:
     """Estimated prompt tokens of the submitted, uncollected batches in ``log`` (a record's ``tokens``; a record
-    without one, from an older run or an adoption: the sum over its keys known in ``tokens``)."""
+    without one, from an older run or an adoption: the sum over its keys known in ``tokens``). Batches whose calls
+    all have kept answers were marked collected before (``settled``), so they do not count."""
     total = 0
     for rec in log.open_batches().values():
         known = rec.get("tokens")
@@ -229,8 +296,8 @@ def _submit(api: BatchAPI, log: BatchLog, chunk: list[BatchRequest], tokens: int
 def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, Generation, float], None],
                 log_path: str | os.PathLike, *, wait: bool = True, poll_s: float = 30.0,
                 max_wait_s: float | None = None, sleep: Callable[[float], None] = time.sleep,
-                max_enqueued_tokens: int | None = None, tokens_of: Callable[[Any], int] | None = None
-                ) -> BatchOutcome:
+                max_enqueued_tokens: int | None = None, tokens_of: Callable[[Any], int] | None = None,
+                settled: Callable[[str], bool] | None = None) -> BatchOutcome:
     """Send ``calls`` as provider batches (those not already in one), then poll and collect.
 
     Args:
@@ -252,10 +319,14 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
         tokens_of: a call's estimated prompt tokens (e.g. :meth:`surveyalign.calls.spend.PromptCounter.
             messages_tokens`); default :func:`~surveyalign.calls.budget.chars_per_token_count` of its messages
             (4 characters per token). Every batch's estimate is written in its log records (``tokens``).
+        settled: ``key -> whether an answer is already kept for it`` (the run's cache); an open batch of the log
+            whose every key is settled is marked collected (``status: "settled"``) without being read, so it
+            neither holds ``max_enqueued_tokens`` nor waits to be collected. ``None``: no such check.
 
     Returns:
         :class:`BatchOutcome`; ``open_batches`` lists what is still running, ``held_back_calls`` what waits for room
-        in the queue.
+        in the queue, ``problems`` the malformed or duplicated result lines, unknown batches and broken log
+        records (one line each; nothing raised for them).
 
     Raises:
         ValueError: a single request exceeds the provider's size limit or ``max_enqueued_tokens``.
@@ -264,6 +335,7 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
     """
     log = BatchLog(log_path)
     outcome = BatchOutcome(provider=api.name)
+    outcome.problems.extend(log.problems)
     by_key: dict[str, Any] = {}
     for call in calls:
         by_key.setdefault(call.key, call)
@@ -278,6 +350,11 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
     for intent in log.dangling_intents():  # killed between the provider's accept and the "submitted" line
         if ours(intent):
             _adopt_or_abandon(api, log, intent, outcome)
+    if settled is not None:  # answers already kept for every call: nothing left to collect, no queue room held
+        for batch_id, rec in log.open_batches().items():
+            if all(settled(k) for k in rec["keys"]) and not any(k in by_key for k in rec["keys"]):
+                log.append({"event": "collected", "batch_id": batch_id, "status": "settled", "time": _now()})
+                outcome.settled_batches.append(batch_id)
     in_flight = {k for rec in log.open_batches().values() for k in rec["keys"]}
     count = tokens_of or (lambda call: chars_per_token_count(call.messages))
     tokens = {k: int(count(c)) for k, c in by_key.items()}
@@ -305,7 +382,13 @@ def run_batches(calls: Sequence[Any], api: BatchAPI, on_result: Callable[[Any, G
     while True:
         pending = {b: rec for b, rec in log.open_batches().items() if ours(rec)}
         for batch_id, rec in pending.items():
-            status = api.status(batch_id)
+            try:
+                status = api.status(batch_id)
+            except Exception as err:
+                if not _not_found(err):
+                    raise
+                _leave(batch_id, rec, err, by_key, on_result, log, outcome)
+                continue
             if status.ended:
                 _collect(api, batch_id, rec, by_key, on_result, log, outcome, status.status, status.errors)
         send_what_fits()  # room freed by the batches just collected

@@ -2,7 +2,8 @@
 cost cap that stops sending when the projected total would pass it (``--max-cost``).
 
 Pure bookkeeping over calls (anything with ``key``, ``dimension``, ``messages``); the caller says how to count a
-call's prompt tokens (the judge's tokenizer, or 4 characters per token when none is known), how many completion
+call's prompt tokens (the judge's tokenizer; else the tokens per character learned from the answers so far
+(:class:`TokenRate`); else 4 ASCII characters per token and 1 token per other character), how many completion
 tokens to expect, which model answers it and whether it goes through a batch API. Prices come from
 :mod:`surveyalign.calls.cost`.
 
@@ -22,17 +23,87 @@ from typing import Any
 
 from surveyalign.calls.cost import PriceTable
 
-__all__ = ["CallPlan", "CostCap", "CostCapReached", "chars_per_token_count", "estimate_calls"]
+__all__ = ["CallPlan", "CostCap", "CostCapReached", "TokenRate", "chars_per_token_count", "estimate_calls"]
 
-#: Characters per token of the fallback count (English prose with BPE tokenizers: about 4).
+#: Characters per token of the fallback count for ASCII text (English prose with BPE tokenizers: about 4).
 CHARS_PER_TOKEN = 4.0
+#: Tokens per message of the chat template's role markers (added to every count).
+TOKENS_PER_MESSAGE = 4
+
+
+def _chars(messages: Sequence[dict[str, Any]]) -> str:
+    return "".join(str(m.get("content") or "") for m in messages)
 
 
 def chars_per_token_count(messages: Sequence[dict[str, Any]]) -> int:
-    """Approximate prompt tokens of chat ``messages``: characters of every content / 4, rounded up, + 4 per
-    message for the chat template's role markers."""
-    chars = sum(len(str(m.get("content") or "")) for m in messages)
-    return int(-(-chars // CHARS_PER_TOKEN)) + 4 * len(messages)
+    """Approximate prompt tokens of chat ``messages`` when no tokenizer and no answer says better: ASCII
+    characters / 4 and one token per other character (CJK, accented letters: BPE tokenizers spend about one
+    token or more on each), rounded up, + 4 per message for the chat template's role markers."""
+    text = _chars(messages)
+    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    return int(-(-ascii_chars // CHARS_PER_TOKEN)) + (len(text) - ascii_chars) + TOKENS_PER_MESSAGE * len(messages)
+
+
+class TokenRate:
+    """Prompt tokens per character, learned from the answers a provider counted (their ``prompt_tokens``), for
+    prompts counted without a tokenizer: the estimate of a CJK prompt follows the 1 token per character the
+    answers show instead of staying at 4 characters per token.
+
+    The rate is ``sum(prompt_tokens - 4 x messages) / sum(characters)`` over the observed answers (one per key;
+    answers without a count, or counting 0 prompt tokens, e.g. a sample riding on another's prefill, are left
+    out). With no answer observed yet :meth:`count` is :func:`chars_per_token_count`.
+
+    Attributes:
+        chars, tokens: the observed totals; answers: how many answers were observed.
+    """
+
+    def __init__(self) -> None:
+        self.chars = 0
+        self.tokens = 0
+        self.answers = 0
+        self._keys: set[str] = set()
+
+    @property
+    def rate(self) -> float | None:
+        """Tokens per character (``None``: nothing observed yet)."""
+        return self.tokens / self.chars if self.chars and self.tokens else None
+
+    def observe(self, messages: Sequence[dict[str, Any]], prompt_tokens: int | None, key: str | None = None) -> None:
+        """Learn from one answer: its messages and the prompt tokens the provider counted (``key``: an answer
+        seen before under this key is not counted twice)."""
+        if not prompt_tokens or int(prompt_tokens) <= 0 or (key is not None and key in self._keys):
+            return
+        chars = len(_chars(messages))
+        if chars == 0:
+            return
+        if key is not None:
+            self._keys.add(key)
+        self.chars += chars
+        self.tokens += max(0, int(prompt_tokens) - TOKENS_PER_MESSAGE * len(messages))
+        self.answers += 1
+
+    def learn(self, records: Any, calls: Sequence[Any]) -> TokenRate:
+        """Observe the answers of ``calls`` kept in ``records`` (a ``CallCache``: ``get(key)`` -> record with
+        ``prompt_tokens``). Returns this rate."""
+        for call in calls:
+            record = records.get(call.key)
+            if record is not None:
+                self.observe(call.messages, record.get("prompt_tokens"), call.key)
+        return self
+
+    def count(self, messages: Sequence[dict[str, Any]]) -> int:
+        """Estimated prompt tokens of ``messages``: characters x the learned rate, rounded up, + 4 per message;
+        :func:`chars_per_token_count` before any answer was observed."""
+        rate = self.rate
+        if rate is None:
+            return chars_per_token_count(messages)
+        return int(-(-len(_chars(messages)) * rate // 1)) + TOKENS_PER_MESSAGE * len(messages)
+
+    def describe(self) -> str:
+        """How prompts without a tokenizer are counted (printed in the plan)."""
+        if self.rate is None:
+            return "4 ASCII characters per token, 1 per other character"
+        return f"{self.rate:.3f} tokens per character, learned from {self.answers} answer(s)"
 
 
 @dataclass
@@ -218,30 +289,41 @@ class CostCapReached(RuntimeError):
 class CostCap:
     """Sends calls in chunks while the projected total stays under a cap (``--max-cost``).
 
-    The projection before each chunk is: USD already spent in the run (answers in its cache, at their counted
-    tokens) + USD counted for the answers of this invocation so far + the estimate of the next chunk. A chunk
-    that would pass the cap is not sent; what was sent stays in the cache, so a later run with a higher cap makes
-    only the rest.
+    The projection before each chunk is: USD already spent in the run (every attempt in its cache, at their counted
+    tokens: earlier runs included) + USD counted for the answers of this invocation so far + the estimate of the
+    next chunk. A chunk that would pass the cap is not sent, and once one was held back nothing after it is sent
+    either (a cheaper later unit never goes ahead of it, so a re-run with a higher cap continues in order); what
+    was sent stays in the cache. With a :class:`TokenRate` (``rate``), each answer's counted prompt tokens
+    (:meth:`observe`) correct the estimate of the calls after it.
 
     Args:
         cap_usd: the cap in USD (> 0).
         spent_usd: USD already spent in the run before this invocation.
         estimate: estimated USD of one call.
+        rate: the tokens-per-character rate ``estimate`` counts prompts with (``None``: it learns nothing).
 
     Attributes:
         spent_usd: spent so far (before + this invocation's counted answers).
         stopped: True once a chunk was held back.
-        held_back: calls not sent because of the cap.
+        held_back: calls not sent because of the cap (over every walk).
     """
 
-    def __init__(self, cap_usd: float, spent_usd: float, estimate: Callable[[Any], float]) -> None:
+    def __init__(self, cap_usd: float, spent_usd: float, estimate: Callable[[Any], float],
+                 rate: TokenRate | None = None) -> None:
         if cap_usd <= 0:
             raise ValueError(f"--max-cost must be > 0 USD, got {cap_usd}")
         self.cap_usd = float(cap_usd)
         self.spent_usd = float(spent_usd)
         self.estimate = estimate
+        self.rate = rate
         self.stopped = False
         self.held_back = 0
+
+    def observe(self, call: Any, prompt_tokens: int | None) -> None:
+        """Learn tokens per character from one answer of ``call`` (its counted prompt tokens), when a rate is
+        set."""
+        if self.rate is not None:
+            self.rate.observe(call.messages, prompt_tokens, getattr(call, "key", None))
 
     def add(self, cost_usd: float | None) -> None:
         """Count the cost of one answer of this invocation (``None``: unpriced, counts 0)."""
@@ -251,8 +333,12 @@ class CostCap:
         """Yield chunks of ``calls`` (``size`` each; the samples of one unit are never split) while
         ``spent + estimate(chunk) <= cap``; the first chunk that would pass stops the iteration (``stopped``).
 
-        Callers must :meth:`add` each answer's cost before asking for the next chunk.
+        Callers must :meth:`add` each answer's cost before asking for the next chunk. Nothing is yielded once the
+        cap has stopped a walk (:attr:`stopped`).
         """
+        if self.stopped:
+            self.held_back += len(calls)
+            return
         units: dict[tuple[str, str], list[Any]] = {}
         for call in calls:
             units.setdefault((str(getattr(call, "unit_id", "")), str(getattr(call, "stage", ""))), []).append(call)
@@ -275,7 +361,7 @@ class CostCap:
                     fitting += group
                     total += cost
                 self.stopped = True
-                self.held_back = len(calls) - sent - len(fitting)
+                self.held_back += len(calls) - sent - len(fitting)
                 if fitting:
                     yield fitting
                 return
@@ -288,7 +374,10 @@ class CostCap:
 
     def allows(self, calls: Sequence[Any], extra_usd: float = 0.0) -> bool:
         """Whether ``calls`` (one unit's samples, sent together) and ``extra_usd`` more fit under the cap; when
-        not, nothing is sent and :attr:`stopped` is set (callers stop there: the answers so far are kept)."""
+        not, nothing is sent and :attr:`stopped` is set (callers stop there: the answers so far are kept). Once
+        stopped, nothing fits any more (the walk goes in order)."""
+        if self.stopped:
+            return False
         if self.spent_usd + sum(self.estimate(c) for c in calls) + extra_usd <= self.cap_usd:
             return True
         self.stopped = True

@@ -2,7 +2,8 @@
 folder, shared by ``evaluate`` and ``score``.
 
 * :class:`PromptCounter`: prompt tokens of a call with the judge's tokenizer (the local engine's own, or
-  ``tokenizer:`` for an API judge), else 4 characters per token; the second and later samples of a prompt whose
+  ``tokenizer:`` for an API judge), else the tokens per character the run's answers show
+  (:class:`~surveyalign.calls.budget.TokenRate`, learned as answers come in), else 4 ASCII characters per token; the second and later samples of a prompt whose
   K samples share one request / prefill count 0 (the rule the backends use when they record ``prompt_tokens``).
 * :func:`plan_calls`: the :class:`~surveyalign.calls.budget.CallPlan` of the calls still to make (completion =
   the mean of the answers already in the cache, else ``max_new_tokens``; time = seconds per call measured so far
@@ -25,18 +26,34 @@ from typing import Any
 from surveyalign.calls.budget import (
     CallPlan,
     CostCap,
-    chars_per_token_count,
+    TokenRate,
     estimate_calls,
 )
 from surveyalign.calls.cache import CallCache
 from surveyalign.calls.cost import PriceTable
 from surveyalign.calls.executor import Call
 
-__all__ = ["PromptCounter", "answer_cost", "answer_history", "cache_use", "engine_gpus", "gpu_hours_per_second", "make_cap",
+__all__ = ["CallEstimate", "PromptCounter", "answer_cost", "answer_history", "cache_use", "engine_gpus", "gpu_hours_per_second", "make_cap",
            "model_of_call", "plan_calls", "planned_gpu_hours", "spent_usd", "unanswered"]
 
 #: How prompt tokens are counted without a tokenizer (printed in the plan).
 NO_TOKENIZER = "4 characters per token (no tokenizer: set `tokenizer:` for an exact count)"
+
+
+class CallEstimate:
+    """``call -> estimated USD`` (what :func:`plan_calls` returns for the cap), with the :class:`TokenRate` its
+    prompt counts use, so the cap can teach it the answers' counted tokens (:meth:`CostCap.observe`).
+
+    Args:
+        estimate: the per-call function; rate: its rate (``None``: its counts learn nothing).
+    """
+
+    def __init__(self, estimate: Callable[[Any], float], rate: TokenRate | None = None) -> None:
+        self.estimate = estimate
+        self.rate = rate
+
+    def __call__(self, call: Any) -> float:
+        return self.estimate(call)
 
 
 def model_of_call(call: Any) -> str | None:
@@ -110,17 +127,24 @@ class PromptCounter:
         tokenizer_of: call -> the tokenizer of the judge for it (``None``: the backend's ``tokenizer``, else
             4 characters per token).
         calls: the calls that will be sent together (their fused runs of samples decide who pays the prompt).
+        rate: tokens per character for calls without a tokenizer (shared with the cap, which teaches it the
+            answers' counts); default a new :class:`TokenRate` (4 ASCII characters per token until it learns).
 
     Attributes:
-        source: ``"tokenizer"``, or :data:`NO_TOKENIZER` once a call was counted without one.
+        source: ``"tokenizer"``, or :data:`NO_TOKENIZER` (with the rate's description) once a call was counted
+            without one.
+        rate: the :class:`TokenRate`.
     """
 
-    def __init__(self, tokenizer_of: Callable[[Call], Any], calls: Sequence[Call] = ()) -> None:
+    def __init__(self, tokenizer_of: Callable[[Call], Any], calls: Sequence[Call] = (),
+                 rate: TokenRate | None = None) -> None:
         from surveyalign.calls.fuse import fuse_samples
 
         self.tokenizer_of = tokenizer_of
         self.source = "tokenizer"
+        self.rate = rate if rate is not None else TokenRate()
         self._cache: dict[str, int] = {}
+        self._untokenized: set[str] = set()
         # the executor sends each run of fused samples as one request (one prefill): its first call pays the prompt
         self._heads = {run[0].key for run in fuse_samples(list(calls))}
 
@@ -136,6 +160,8 @@ class PromptCounter:
         """Prompt tokens of ``call``'s messages, whoever pays them (>= 0)."""
         if call.messages_hash in self._cache:
             return self._cache[call.messages_hash]
+        if call.messages_hash in self._untokenized:
+            return self.rate.count(call.messages)  # never cached: the rate learns as answers come in
         tok = self._tokenizer(call)
         if tok is not None:
             from surveyalign.backends.chat import render_chat
@@ -143,8 +169,10 @@ class PromptCounter:
             text = render_chat(tok, list(call.messages), enable_thinking=call.settings.enable_thinking)
             n = len(tok(text, add_special_tokens=False)["input_ids"])
         else:
-            self.source = NO_TOKENIZER
-            n = chars_per_token_count(call.messages)
+            self.source = (NO_TOKENIZER if self.rate.rate is None else
+                           f"no tokenizer: {self.rate.describe()}; set `tokenizer:` for an exact count")
+            self._untokenized.add(call.messages_hash)
+            return self.rate.count(call.messages)
         self._cache[call.messages_hash] = n
         return n
 
@@ -214,8 +242,10 @@ def plan_calls(todo: Sequence[Call], counter: PromptCounter, cache: CallCache, p
     Returns:
         ``(plan, estimate)``: the :class:`~surveyalign.calls.budget.CallPlan` and ``call -> estimated USD`` (0 for
         unpriced models; with the predicted prompt-cache reads and writes of :func:`cache_use` where the call's
-        backend meets a provider prompt cache, the calls sent in the executor's prefix-group order).
+        backend meets a provider prompt cache, the calls sent in the executor's prefix-group order; a
+        :class:`CallEstimate` sharing the counter's rate).
     """
+    counter.rate.learn(cache, todo)  # retried calls: their earlier answers' counts
     means, mean_seconds, n_answers = answer_history(cache)
 
     def completion(call: Call) -> int:
@@ -249,7 +279,7 @@ def plan_calls(todo: Sequence[Call], counter: PromptCounter, cache: CallCache, p
         write = min(got.write, tokens - read) if got is not None else 0
         return hit[1].cost(tokens, completion(call), read, batch=batched(call), cache_write_tokens=write)
 
-    return plan, estimate
+    return plan, CallEstimate(estimate, counter.rate)
 
 
 def cache_use(todo: Sequence[Call], counter: PromptCounter) -> dict[str, Any]:
@@ -292,7 +322,10 @@ def spent_usd(cache: CallCache, calls: Sequence[Call], prices: PriceTable,
 def make_cap(max_cost: float | None, all_calls: Sequence[Call], cache: CallCache, prices: PriceTable,
              estimate: Callable[[Call], float], model_of: Callable[[Any], str | None] = model_of_call
              ) -> CostCap | None:
-    """The ``--max-cost`` cap (``None`` without one), starting from what the run folder's cache already cost.
+    """The ``--max-cost`` cap (``None`` without one), starting from what the run folder's cache already cost
+    (every attempt of ``all_calls``: the answers of earlier runs, failed and unparseable ones asked again
+    included). When ``estimate`` carries a rate (:class:`CallEstimate`), the rate learns from the answers of
+    ``all_calls`` already kept and the cap teaches it each new answer's counts.
 
     Raises:
         ValueError: a cap on a run whose judge has no price (a local engine: its cost is GPU time).
@@ -303,7 +336,10 @@ def make_cap(max_cost: float | None, all_calls: Sequence[Call], cache: CallCache
     if unpriced:
         raise ValueError(f"--max-cost: no price for {', '.join(unpriced)} in {', '.join(prices.files)}; add it "
                          "with --prices FILE (a local engine has no token price: its cost is GPU time)")
-    return CostCap(max_cost, spent_usd(cache, all_calls, prices, model_of), estimate)
+    rate = getattr(estimate, "rate", None)
+    if rate is not None:
+        rate.learn(cache, all_calls)
+    return CostCap(max_cost, spent_usd(cache, all_calls, prices, model_of), estimate, rate)
 
 
 def answer_cost(prices: PriceTable, model_of: Callable[[Any], str | None] = model_of_call

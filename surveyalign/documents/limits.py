@@ -44,6 +44,9 @@ class DocumentLimits:
             several pages counts once per page, as the extractor parses it once per page); also the cap on any
             single decompressed stream; >= 1.
         pdf_max_seconds: most wall-clock seconds of text extraction per PDF (checked between pages); > 0.
+        pdf_max_shared_stream_bytes: most decompressed bytes of a content stream that several pages use (the
+            extractor parses it once per page: 8 pages sharing a 4 MB stream take minutes, while real pages share
+            only small streams); a PDF over it is refused before any page is parsed; >= 1.
     """
 
     latex_max_files: int = 500
@@ -52,6 +55,7 @@ class DocumentLimits:
     pdf_max_pages: int = 2_000
     pdf_max_content_bytes: int = 32_000_000
     pdf_max_seconds: float = 120.0
+    pdf_max_shared_stream_bytes: int = 1_000_000
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

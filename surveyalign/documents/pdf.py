@@ -44,6 +44,24 @@ def _content_bytes(page: Any) -> int:
     return sum(len(s.get_object().get_data()) for s in streams)
 
 
+def _shared_stream(reader: Any, limits: DocumentLimits) -> str | None:
+    """The first content stream over ``pdf_max_shared_stream_bytes`` that two or more pages use, described as
+    ``"pages 1, 2, ... share one content stream of N bytes"``; ``None`` when there is none."""
+    users: dict[tuple[int, int], list[int]] = {}
+    for number, page in enumerate(reader.pages, 1):
+        raw = dict.get(page, "/Contents")  # the reference as written, not resolved
+        for ref in (raw if isinstance(raw, list) else [raw]):
+            if hasattr(ref, "idnum"):
+                users.setdefault((ref.idnum, ref.generation), []).append(number)
+    for (idnum, generation), numbers in users.items():
+        if len(numbers) > 1:
+            size = len(reader.get_object(idnum).get_data())
+            if size > limits.pdf_max_shared_stream_bytes:
+                shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+                return f"pages {shown} share one content stream of {size:,} bytes"
+    return None
+
+
 def _pdf_limited(path: Path, limits: DocumentLimits, hidden: PdfHiddenText | None = None) -> tuple[list[str], str]:
     """Page texts and metadata title of a PDF, within ``limits`` (pages, decompressed bytes, seconds); ``hidden``
     lists the white, tiny and invisible text it meets."""
@@ -75,6 +93,9 @@ def _pdf_limited(path: Path, limits: DocumentLimits, hidden: PdfHiddenText | Non
                        f"bytes (pdf_max_content_bytes; a decompression bomb or a stream shared by many pages?)")
         if time.monotonic() - start > limits.pdf_max_seconds:
             raise over(f"decompressing took over pdf_max_seconds={limits.pdf_max_seconds:g} s")
+    if (shared := _shared_stream(reader, limits)) is not None:  # parsed once per page: refused before parsing
+        raise over(f"{shared}, above pdf_max_shared_stream_bytes={limits.pdf_max_shared_stream_bytes:,} (a PDF "
+                   "built to make the reader parse one stream once per page?)")
     deadline = start + limits.pdf_max_seconds
 
     def check(*args: object) -> None:  # called by pypdf before every content operator

@@ -9,6 +9,7 @@ the backend's identity and the generation settings (:func:`surveyalign.calls.cal
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -133,6 +134,7 @@ def execute(calls: list[Call], config: EvalConfig, cache: CallCache, stage: str,
         cache.add(call, generation, seconds)
         if cap is not None and cost_of is not None:
             cap.add(cost_of(call, generation))
+            cap.observe(call, generation.prompt_tokens)  # the estimate of the next chunk learns tokens per character
 
     errors = 0
     live = [c for c in calls if not getattr(c.backend, "batch", False)]
@@ -180,7 +182,11 @@ def _run_batched(calls: list[Call], config: EvalConfig, cache: CallCache, cap: A
         outcome = run_batches(group, backend.batch_api(), cache.add, config.run_dir / BATCHES_FILE,
                               wait=backend.batch_wait, poll_s=backend.batch_poll_s,
                               max_enqueued_tokens=getattr(backend, "max_enqueued_tokens", None),
-                              tokens_of=PromptCounter(lambda call: None).messages_tokens)
+                              tokens_of=PromptCounter(lambda call: None).messages_tokens,
+                              settled=lambda key: (cache.get(key) or {}).get("error") is None
+                              and cache.get(key) is not None)
+        for line in outcome.problems:  # malformed provider lines, unknown batches, broken log records
+            print(f"batches: {line}", file=sys.stderr)
         errors += outcome.failed
         for key, value in outcome.to_dict().items():
             if isinstance(value, list):

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from surveyalign.backends import ModelRole
+from surveyalign.csvcells import escape_row
 from surveyalign.evaluation.config import EvalConfigError
 from surveyalign.evaluation.rundir import RunLock, now, write_json, write_jsonl
 from surveyalign.scoring import (
@@ -390,12 +391,13 @@ def write_rating_project(rows: Sequence[Mapping[str, str]], out: str | Path) -> 
 
 
 def write_rating_sheet(rows: Sequence[Mapping[str, str]], path: str | Path) -> Path:
-    """Write :func:`rating_sheet` rows as CSV (UTF-8, header first); returns the path."""
+    """Write :func:`rating_sheet` rows as CSV (UTF-8, header first; a cell a spreadsheet would run as a formula
+    escaped: :func:`surveyalign.csvcells.escape_cell`, undone by the reader of the filled sheet); returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fields = ["pair_id", "dimension", "paper_id", "reference_rationale", "predicted_rationale", "rating"]
     with p.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(escape_row(row) for row in rows)
     return p

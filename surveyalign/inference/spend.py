@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surveyalign.calls import Call, CallCache
-from surveyalign.calls.budget import CallPlan, CostCap
+from surveyalign.calls.budget import CallPlan, CostCap, TokenRate
 from surveyalign.calls.cost import PriceTable, call_cost
 from surveyalign.calls.spend import (
+    CallEstimate,
     PromptCounter,
     answer_history,
     gpu_hours_per_second,
@@ -55,7 +56,9 @@ class ScorePlan:
             for dimensions not judged yet).
         calls: every judge and synthesis call of the batch, answered or not (the cap's starting point).
         todo: the judge calls still to make; synthesis_todo: the merge calls still to make.
-        estimate: ``call -> USD`` of one call; cached: judge calls already answered.
+        estimate: ``call -> USD`` of one call (a :class:`~surveyalign.calls.spend.CallEstimate`: the judge's prompts
+            without a tokenizer are counted at the tokens per character its answers show, learned as they come);
+            cached: judge calls already answered.
         notes: lines printed under the plan.
         knowledge: the plan of the Crit-KA summariser's calls still to make (``None``: no summariser);
             knowledge_calls: all of them, answered or not; knowledge_todo: those still to make.
@@ -165,8 +168,9 @@ def plan_score(judge: Any, documents: Sequence[Document], cache: CallCache, pric
     def tokenizer_of(call: Call) -> Any:
         return judge.judge.tokenizer_for(call.namespace if call.stage == "judge" else dim_of[call.key])
 
-    judge_plan, estimate = plan_calls(todo, PromptCounter(tokenizer_of, todo), cache, prices)
-    syn_plan, syn_estimate = plan_calls(synth_todo, PromptCounter(tokenizer_of, synth_todo), cache, prices,
+    rate = TokenRate().learn(cache, [*calls, *synth])  # tokens per character the answers so far show
+    judge_plan, estimate = plan_calls(todo, PromptCounter(tokenizer_of, todo, rate), cache, prices)
+    syn_plan, syn_estimate = plan_calls(synth_todo, PromptCounter(tokenizer_of, synth_todo, rate), cache, prices,
                                         extra_prompt=lambda c: samples * answer if c.key in unwritten else 0)
     synth_keys = {c.key for c in synth_todo}
     notes = [f"{dim}: {n} survey(s) not planned (the adapter needs knowledge augmentation and none is available)"
@@ -191,7 +195,7 @@ def plan_score(judge: Any, documents: Sequence[Document], cache: CallCache, pric
             return ka_estimate(call)
         return syn_estimate(call) if call.key in synth_keys else estimate(call)
 
-    return ScorePlan(judge_plan, syn_plan, [*calls, *synth], todo, synth_todo, estimate_any,
+    return ScorePlan(judge_plan, syn_plan, [*calls, *synth], todo, synth_todo, CallEstimate(estimate_any, rate),
                      cached=len({c.key for c in calls}) - len(todo), notes=notes, knowledge=ka_plan,
                      knowledge_calls=list(ka_calls.values()), knowledge_todo=ka_todo)
 
@@ -230,8 +234,9 @@ class ScoreBudget:
         """The same cap for the Crit-KA summariser (``Summariser.budget``): no synthesis bound added."""
         return _KnowledgeBudget(self)
 
-    def after(self, calls: Sequence[Call]) -> None:
-        """Add the counted cost of the answers of ``calls`` not counted yet."""
+    def after(self, calls: Sequence[Call], learn: bool = True) -> None:
+        """Add the counted cost of the answers of ``calls`` not counted yet (``learn``: their counted prompt tokens
+        also teach the judge's estimate its tokens per character)."""
         for call in calls:
             record = self.cache.get(call.key)
             if record is None or self._counted.get(call.key) == id(record):
@@ -239,6 +244,8 @@ class ScoreBudget:
             self._counted[call.key] = id(record)
             hit = self.prices.lookup(model_of_call(call))
             self.cap.add(call_cost(record, hit[1] if hit else None))
+            if learn:
+                self.cap.observe(call, record.get("prompt_tokens"))
 
 
 class _KnowledgeBudget:
@@ -252,7 +259,7 @@ class _KnowledgeBudget:
         return self.budget.cap.allows(calls)
 
     def after(self, calls: Sequence[Call]) -> None:
-        self.budget.after(calls)
+        self.budget.after(calls, learn=False)
 
 
 def score_budget(max_cost: float, plan: ScorePlan, cache: CallCache, prices: PriceTable) -> ScoreBudget:

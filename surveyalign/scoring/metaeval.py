@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from surveyalign.csvcells import unescape_cell, unescape_rows
 from surveyalign.scoring.bootstrap import INSUFFICIENT_DATA
 
 __all__ = ["MIN_META_PAIRS", "PAPER_META_EVAL", "meta_evaluate", "pearson", "read_ratings", "spearman"]
@@ -140,14 +141,14 @@ def read_ratings(path: str | Path) -> dict[str, dict[str, float]]:
         return out
     with p.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        fields = [f.strip() for f in (reader.fieldnames or [])]
+        fields = [unescape_cell(f.strip()) for f in (reader.fieldnames or [])]
         if "pair_id" not in fields:
             raise ValueError(f"{p}: row 1: no pair_id column (columns: {', '.join(fields) or 'none'})")
         long = {"rater", "rating"} <= set(fields)
         raters = [f for f in fields if f not in _SHEET_COLUMNS]
         if not long and not raters:
             raise ValueError(f"{p}: row 1: no rating column: expected pair_id,rater,rating or one column per rater")
-        for i, row in enumerate(reader, start=2):
+        for i, row in enumerate(unescape_rows(reader), start=2):
             row = {(k or "").strip(): v for k, v in row.items()}
             if long:
                 put(row.get("pair_id"), (row.get("rater") or "").strip(), row.get("rating"), f"row {i}")

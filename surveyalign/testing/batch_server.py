@@ -32,12 +32,8 @@ A batch ends when it is read (``GET``) at least ``complete_after`` seconds after
 then gets the outcome ``outcome(body, attempt)`` says (``"ok"``, ``"error"`` or ``"expire"``; ``attempt`` counts
 earlier batches that held the same prompt, so a test can fail a request once and let its retry succeed).
 Answers are ``reply(body)`` (default ``"The survey is fine.$$$-1$$$"``); usage counts whitespace-separated
-words: prompt tokens = words of every message, completion tokens = words of the answer.
-
-Example::
-
-    with FakeBatchServer() as server:
-        client = openai.OpenAI(base_url=server.openai_url, api_key="x")
+words: prompt tokens = words of every message, completion tokens = words of the answer. Example:
+``with FakeBatchServer() as server: client = openai.OpenAI(base_url=server.openai_url, api_key="x")``.
 """
 
 from __future__ import annotations
@@ -73,6 +69,8 @@ class FakeBatchServer(ThreadedApp):
         outcome: ``(body, attempt) -> "ok" | "error" | "expire"`` per request; default always ``"ok"``.
         complete_after: seconds after creation before a batch ends when read (0: at the first read).
         port: port on 127.0.0.1; 0 picks a free one.
+        tamper: ``(lines) -> lines`` applied to a finished batch's result lines (OpenAI output file, Anthropic
+            results; JSON strings) when served: a malformed or duplicated line. An attribute, as the next one.
         enqueued_token_limit: OpenAI's batch queue limit: a new batch whose prompt tokens (words, as in usage) plus
             those of the running batches (``validating``, ``in_progress``) pass it fails at validation with
             ``token_limit_exceeded``; ``None``: no limit. An attribute: a test may change it between runs.
@@ -87,12 +85,12 @@ class FakeBatchServer(ThreadedApp):
 
     def __init__(self, *, reply: Callable[[dict[str, Any]], str] | None = None,
                  outcome: Callable[[dict[str, Any], int], str] | None = None, complete_after: float = 0.0,
-                 port: int = 0, enqueued_token_limit: int | None = None, prompt_cache: Any = None) -> None:
-        self.prompt_cache = prompt_cache
+                 port: int = 0, enqueued_token_limit: int | None = None, prompt_cache: Any = None,
+                 tamper: Callable[[list[str]], list[str]] | None = None) -> None:
+        self.prompt_cache, self.tamper, self.enqueued_token_limit = prompt_cache, tamper, enqueued_token_limit
         self.reply = reply or (lambda body: "The survey is fine.$$$-1$$$")
         self.outcome = outcome or (lambda body, attempt: "ok")
         self.complete_after = float(complete_after)
-        self.enqueued_token_limit = enqueued_token_limit
         self.created: list[str] = []
         self.requests_seen: list[str] = []
         self.files: dict[str, dict[str, Any]] = {}
@@ -103,7 +101,6 @@ class FakeBatchServer(ThreadedApp):
         self._lock = threading.Lock()
         self._serve(self._build_app(), port)
 
-    # ------------------------------------------------------------------ lifecycle
     @property
     def openai_url(self) -> str:
         """``base_url`` for ``openai.OpenAI``: ``http://127.0.0.1:PORT/v1``."""
@@ -179,7 +176,10 @@ class FakeBatchServer(ThreadedApp):
         for name, lines in (("output_file_id", out_lines), ("error_file_id", err_lines)):
             if lines:
                 fid = self._new_id("file-")
-                self.files[fid] = {"bytes": "".join(json.dumps(x) + "\n" for x in lines).encode(),
+                text = [json.dumps(x) for x in lines]
+                if self.tamper is not None and name == "output_file_id":
+                    text = self.tamper(text)
+                self.files[fid] = {"bytes": "".join(x + "\n" for x in text).encode(),
                                    "purpose": "batch_output", "filename": f"{batch['id']}_{name[:-8]}.jsonl",
                                    "created_at": int(now)}
                 batch[name] = fid
@@ -426,7 +426,8 @@ class FakeBatchServer(ThreadedApp):
                     return ant_error(404, f"message batch {bid} not found", "not_found_error")
                 if batch["processing_status"] != "ended":
                     return ant_error(400, f"message batch {bid} has not ended")
-                text = "".join(json.dumps(r) + "\n" for r in batch["_results"])
+                lines = [json.dumps(r) for r in batch["_results"]]
+                text = "".join(x + "\n" for x in (self.tamper(lines) if self.tamper is not None else lines))
             return Response(text.encode(), media_type="application/binary")
 
         async def models(request: Request) -> JSONResponse:

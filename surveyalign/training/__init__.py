@@ -34,6 +34,7 @@ from surveyalign.training.progress import (
     rates_over_this_run,
     use_log_file,
 )
+from surveyalign.training.rundir import RUN_SETTINGS, OutputDirCheck, guard_output_dir
 from surveyalign.training.steps import model_init_kwargs, provenance, train_with_resume
 
 # Loaded on first use (lazy_loader): :mod:`surveyalign.training.arguments` needs TRL (the ``train`` extra), so
@@ -53,10 +54,12 @@ __getattr__ = lazy_loader.attach(
 
 __all__ = [
     "LOG_FILE",
+    "RUN_SETTINGS",
     "AdapterReport",
     "DPOInputs",
     "DPOScriptArguments",
     "LengthReport",
+    "OutputDirCheck",
     "PairsSummary",
     "SFTData",
     "SFTScriptArguments",
@@ -75,6 +78,7 @@ __all__ = [
     "dpo_policy",
     "dpo_record",
     "finalize_adapter",
+    "guard_output_dir",
     "hyperparameters",
     "init_deepspeed_comm",
     "inspect_adapter",

@@ -83,6 +83,16 @@ class SFTScriptArguments(ScriptArguments):
         default=None,
         metadata={"help": "Model card template; defaults to hub_cards/model_card.md of this repository."},
     )
+    resume: bool = field(
+        default=False,
+        metadata={"help": "Continue the checkpoint in output_dir although it was trained with other settings (the "
+                          "changed fields are recorded); without it such a folder is refused."},
+    )
+    overwrite: bool = field(
+        default=False,
+        metadata={"help": "Delete the checkpoints and training record an earlier run left in output_dir and start "
+                          "again there."},
+    )
 
     def __post_init__(self) -> None:
         self.dimension = dimension_setting(self.dimension)  # the recipe YAML / flag: the config edge
@@ -125,6 +135,16 @@ class DPOScriptArguments(ScriptArguments):
     model_card_template: str | None = field(
         default=None,
         metadata={"help": "Model card template; defaults to hub_cards/model_card.md of this repository."},
+    )
+    resume: bool = field(
+        default=False,
+        metadata={"help": "Continue the checkpoint in output_dir although it was trained with other settings (the "
+                          "changed fields are recorded); without it such a folder is refused."},
+    )
+    overwrite: bool = field(
+        default=False,
+        metadata={"help": "Delete the checkpoints and training record an earlier run left in output_dir and start "
+                          "again there."},
     )
 
     def __post_init__(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from datasets import Dataset
 
+from surveyalign.backends.fingerprint import adapter_fingerprint
 from surveyalign.models import (
     base_record,
     check_adapter_attached,
@@ -72,7 +73,8 @@ def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
 
     Raises:
         ValueError: no pairs file, no base model, no usable pair (the message counts the file's paired / no_pair
-            records), a pair's dimension, protocol or thinking switch that disagrees with the SFT adapter, or pairs
+            records), a pair's dimension, protocol or thinking switch that disagrees with the SFT adapter, a pair
+            sampled from another adapter (its ``adapter_fingerprint``), or pairs
             made with ``use_knowledge`` none of whose prompts carries a knowledge block (a dataset without a
             ``knowledge`` column) unless ``allow_missing_knowledge``.
     """
@@ -97,7 +99,12 @@ def read_dpo_inputs(script_args: Any, model_args: Any) -> DPOInputs:
         raise ValueError(f"no DPO pairs for {script_args.dimension} in {script_args.pairs_path} "
                          f"({len(records)} records: {statuses['paired']} paired, {statuses['no_pair']} "
                          f"no_pair{limit}); see the no_pair records' reason and samples")
+    made_by = adapter_fingerprint(script_args.sft_adapter).get("sha256") if script_args.sft_adapter else None
     for number, pair in enumerate(pairs, 1):
+        if made_by and pair.get("adapter_fingerprint") not in (None, made_by):  # sampled from another adapter
+            raise ValueError(f"{script_args.pairs_path}: pair {number} ({pair['unit_id']}) was sampled from another "
+                             f"adapter than {script_args.sft_adapter} (adapter_fingerprint differs); re-make the "
+                             f"pairs with `surveyalign train dpo-pairs --adapter {script_args.sft_adapter}`")
         if pair["dimension"] != script_args.dimension:
             raise ValueError(f"{script_args.pairs_path}: pair {number} ({pair['unit_id']}) has dimension "
                              f"{pair['dimension']!r}, expected {script_args.dimension!r}")

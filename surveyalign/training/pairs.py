@@ -7,7 +7,10 @@ judge (the base model without adapter) are tried; when none of those differs eit
 ``status="no_pair"`` and the reason. Every record says how it was made (``origin``, sample index, all sampled
 scores), so the file is its own provenance.
 
-Output: one JSON line per unit, appended as units are processed (a re-run skips units already in the file).
+Output: one JSON line per unit, appended as units are processed. Every record holds the SFT adapter's content
+fingerprint (``adapter_fingerprint``: sha256 of its config and weights); a re-run keeps the units made by the same
+adapter and remakes the others (made by another adapter, or by a version that did not record it), so one file
+never mixes pairs of two adapters.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ class PairsSummary:
     Attributes:
         out: the JSONL file.
         n_units: units in the split (after ``limit``).
-        n_skipped_existing: units already in the file from an earlier run (resumed).
+        n_skipped_existing: units already in the file from an earlier run with the same adapter (resumed).
+        n_remade_stale: records of an earlier run made by another adapter (or without a fingerprint): removed
+            from the file and made again by this run.
         n_paired: units with a pair in this run.
         n_no_pair: units recorded without a pair in this run.
         n_missing_text: units left out because their survey text is empty.
@@ -53,6 +58,7 @@ class PairsSummary:
     out: str
     n_units: int = 0
     n_skipped_existing: int = 0
+    n_remade_stale: int = 0
     n_paired: int = 0
     n_no_pair: int = 0
     n_missing_text: int = 0
@@ -69,6 +75,8 @@ class PairsSummary:
         """Two lines: what this run added, and what the file holds now (earlier runs included)."""
         run = (f"this run: {self.n_paired} paired, {self.n_no_pair} no_pair, {self.n_skipped_existing} already in "
                f"the file, {self.n_missing_text} without survey text (of {self.n_units} units)")
+        if self.n_remade_stale:
+            run += f"; {self.n_remade_stale} record(s) made by another adapter removed and made again"
         if self.origins:
             run += f"; origins {self.origins}"
         held = f"in {self.out}: {self.n_paired_in_file} paired, {self.n_no_pair_in_file} no_pair"
@@ -171,6 +179,23 @@ def read_pairs(path: str | os.PathLike, *, paired_only: bool = True) -> list[dic
     return records
 
 
+def _split_stale(out: Path, fingerprint: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(kept, stale)`` records of an existing pairs file: stale ones were made by another adapter (another
+    ``adapter_fingerprint``, or none recorded). When there are stale ones the file is rewritten with the kept ones
+    only (through a temporary file), so their units are made again."""
+    if not out.exists():
+        return [], []
+    records = read_pairs(out, paired_only=False)
+    kept = [r for r in records if fingerprint is not None and r.get("adapter_fingerprint") == fingerprint]
+    stale = [r for r in records if r not in kept]
+    if stale:
+        logger.warning("%s: %d record(s) made by another adapter are made again", out, len(stale))
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+        os.replace(tmp, out)
+    return kept, stale
+
+
 def _load_sampler(model: str, adapter: str | None, batch_size: int, device: str):
     """The transformers backend."""
     from surveyalign.backends import load_backend
@@ -241,6 +266,7 @@ def make_dpo_pairs(
             ``surveyalign ka build`` command; :func:`surveyalign.training.data.require_knowledge`).
     """
     from surveyalign.backends import GenerationSettings
+    from surveyalign.backends.fingerprint import adapter_fingerprint
     from surveyalign.data import load_surveyreview
     from surveyalign.models import (
         TRAINING_RECORD,
@@ -292,8 +318,10 @@ def make_dpo_pairs(
     tokenizer = from_hub(AutoTokenizer.from_pretrained, model, "tokenizer")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {r.get("unit_id") for r in read_pairs(out, paired_only=False)} if out.exists() else set()
-    summary = PairsSummary(out=str(out), n_units=len(rows))
+    fingerprint = adapter_fingerprint(adapter).get("sha256")
+    kept, stale = _split_stale(out, fingerprint)
+    done = {r.get("unit_id") for r in kept}
+    summary = PairsSummary(out=str(out), n_units=len(rows), n_remade_stale=len(stale))
     origins: Counter[str] = Counter()
     settings = GenerationSettings(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                                   seed=seed, enable_thinking=enable_thinking)
@@ -354,6 +382,7 @@ def make_dpo_pairs(
                     "allow_missing_knowledge": bool(allow_missing_knowledge), "dataset_path": str(dataset_path),
                     "survey_tokens_removed": removed, "sft_sample_scores": scores,
                     "zero_shot_sample_scores": fb_scores, "adapter": str(adapter),
+                    "adapter_fingerprint": fingerprint,
                     "sft_samples": _sample_records(samples, protocol, untrusted),
                     "zero_shot_samples": (_sample_records(chosen_samples, protocol, untrusted)
                                           if fb_scores is not None else None),

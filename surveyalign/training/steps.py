@@ -35,8 +35,8 @@ def model_init_kwargs(model_args: Any, training_args: Any, **extra: Any) -> dict
     return kwargs
 
 
-def train_with_resume(trainer: Any, training_args: Any, evaluate: bool) -> dict[str, Any]:
-    """Train (from the last checkpoint of ``output_dir`` when there is one), then evaluate.
+def train_with_resume(trainer: Any, training_args: Any, evaluate: bool, resume: bool = True) -> dict[str, Any]:
+    """Train (from the last checkpoint of ``output_dir`` when there is one and ``resume``), then evaluate.
 
     Log entries go to ``<output_dir>/training_log.jsonl`` with one progress bar on the terminal
     (:func:`surveyalign.training.progress.use_log_file`); the throughput figures count only the steps of this run.
@@ -45,6 +45,8 @@ def train_with_resume(trainer: Any, training_args: Any, evaluate: bool) -> dict[
         trainer: a TRL trainer.
         training_args: its config (``resume_from_checkpoint``, ``output_dir``).
         evaluate: run ``trainer.evaluate()`` after training (there is an evaluation split).
+        resume: look for a checkpoint in ``output_dir`` (:func:`surveyalign.training.rundir.guard_output_dir`
+            decides: ``False`` for a fresh run).
 
     Returns:
         The metrics: ``train_*`` (loss, runtime in s, samples/s and steps/s over this run's
@@ -62,7 +64,7 @@ def train_with_resume(trainer: Any, training_args: Any, evaluate: bool) -> dict[
 
     log_file = use_log_file(trainer, training_args.output_dir)  # log lines to a file, one progress bar
     checkpoint = training_args.resume_from_checkpoint
-    if checkpoint is None and os.path.isdir(training_args.output_dir):
+    if checkpoint is None and resume and os.path.isdir(training_args.output_dir):
         checkpoint = get_last_checkpoint(training_args.output_dir)
     if checkpoint:
         print(f"resuming from {checkpoint}", flush=True)
