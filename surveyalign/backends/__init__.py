@@ -36,7 +36,13 @@ from surveyalign.backends.batch_api import (
     make_batch_api,
 )
 from surveyalign.backends.batch_split import split_requests
-from surveyalign.backends.registry import BACKENDS, backend_class, load_backend
+from surveyalign.backends.registry import (
+    BACKENDS,
+    backend_capabilities,
+    backend_class,
+    load_backend,
+    score_judge_kinds,
+)
 from surveyalign.backends.role import ROLE_SHAPE, BackendConfig, ModelRole
 from surveyalign.backends.server import ServerHandle, serve_in_thread
 from surveyalign.backends.server_guard import API_KEY_ENV, ServerLimits
@@ -61,10 +67,12 @@ __all__ = [
     "ServerHandle",
     "ServerLimits",
     "ServingPlan",
+    "backend_capabilities",
     "backend_class",
     "load_backend",
     "make_batch_api",
     "preflight",
+    "score_judge_kinds",
     "serve_in_thread",
     "serving_plan",
     "split_requests",
