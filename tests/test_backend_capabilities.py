@@ -17,7 +17,7 @@ from surveyalign.backends import (
 )
 from surveyalign.backends.openai_api import OpenAIBackend
 from surveyalign.backends.simple import ScriptedBackend
-from surveyalign.calls.executor import Call, _groups
+from surveyalign.calls.executor import Call, run_calls
 from surveyalign.calls.spend import engine_gpus
 from surveyalign.inference.spec import build_dimension_backends, load_judge_spec
 from surveyalign.scoring.judge_info import judge_ran
@@ -83,16 +83,18 @@ def test_a_registered_served_backend_takes_the_served_judge_path(standin, tmp_pa
                            "readability=readability, structure=base-32b)")
 
 
-def test_a_registered_served_backend_refuses_local_engine_flags(standin):
-    from types import SimpleNamespace
+def test_a_registered_served_backend_refuses_local_engine_flags(standin, tmp_path, capsys):
+    from surveyalign.cli import main
 
-    from surveyalign.inference.cli import _base_options
-    from surveyalign.inference.spec import JudgeSpec
-
-    spec = JudgeSpec.model_validate({"name": "j", "backend": {"kind": standin, "options": {"model": "m"}}})
-    with pytest.raises(ValueError, match=r"^--quantization: only for local judges \(transformers, vllm\); this "
-                                         r"judge's backend is standin-served$"):
-        _base_options(spec, SimpleNamespace(quantization="4bit", allow_base_mismatch=False))
+    config = tmp_path / "judge.yaml"
+    config.write_text(yaml.safe_dump({"name": "j", "backend": {"kind": standin, "options": {"model": "m"}}}),
+                      encoding="utf-8")
+    survey = tmp_path / "s.md"
+    survey.write_text("# A survey\n\nText.\n", encoding="utf-8")
+    code = main(["score", str(survey), "--judge", str(config), "--out", str(tmp_path / "o"), "--quantization", "4bit"])
+    assert code == 2
+    assert ("--quantization: only for local judges (transformers, vllm); this judge's backend is standin-served"
+            in capsys.readouterr().err)
 
 
 class StandInBatcher(ScriptedBackend):
@@ -102,15 +104,32 @@ class StandInBatcher(ScriptedBackend):
     default_batch_size = 64
 
 
-def _call(backend) -> Call:
-    messages = [{"role": "user", "content": "hi"}]
-    return Call(key="k", stage="judge", unit_id="u", namespace="readability", sample=0, messages=messages,
-                messages_hash="h", settings=GenerationSettings(), backend=backend)
+def _call(backend, i: int) -> Call:
+    messages = [{"role": "user", "content": f"prompt {i}"}]
+    return Call(key=f"k{i}", stage="judge", unit_id=f"u{i}", namespace="readability", sample=0, messages=messages,
+                messages_hash=f"h{i}", settings=GenerationSettings(), backend=backend)
 
 
 def test_a_call_group_falls_back_to_its_kinds_batch_size(monkeypatch):
     monkeypatch.setitem(BACKENDS, "standin-batcher", f"{__name__}:StandInBatcher")
-    scripted, batcher = load_backend("scripted", replies=["x"]), load_backend("standin-batcher", replies=["x"])
-    groups = _groups([_call(scripted), _call(batcher)], None, None)
-    assert [(b, native, limit) for b, _, native, limit in groups] == [(scripted, False, 8), (batcher, False, 64)]
-    assert [limit for *_, limit in _groups([_call(batcher)], None, 5)] == [5]  # the run's batch_size wins
+    sizes: dict[str, list[int]] = {"scripted": [], "standin-batcher": []}
+
+    def counted(backend):
+        generate = backend.generate
+
+        def record(prompts, settings=None, n=1):
+            sizes[backend.name].append(len(prompts))
+            return generate(prompts, settings, n)
+        backend.generate = record
+        return backend
+
+    scripted = counted(load_backend("scripted", replies=["x"], cycle=True))
+    batcher = counted(load_backend("standin-batcher", replies=["x"], cycle=True))
+    calls = [_call(scripted, i) for i in range(10)] + [_call(batcher, 100 + i) for i in range(70)]
+    answered = []
+    run_calls(calls, lambda call, generation, seconds: answered.append(generation.text))
+    assert answered == ["x"] * 80
+    assert sizes == {"scripted": [8, 2], "standin-batcher": [64, 6]}  # the kind's own default (8: the base's)
+    sizes["standin-batcher"].clear()
+    run_calls(calls[10:], lambda *_: None, batch_size=30)
+    assert sizes["standin-batcher"] == [30, 30, 10]  # the run's batch_size wins
