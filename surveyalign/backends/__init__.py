@@ -10,6 +10,10 @@ named (evaluation judge, RQS judge, ``score`` judge, KA summariser, PRISM extrac
     backend: {kind: openai, options: {model: ..., base_url: ..., api_key_env: ...}, per_dimension: {...}}
     generation: {temperature: 0.0, max_new_tokens: 1024, seed: 0}   # omit: [temperature, top_p] for the GPT-5 family
 
+What a backend can do (a local engine, adapters served by name, a ``score`` judge, its default batch size, ...) is
+said by class attributes of :class:`Backend`, asked of a config's kind with :func:`backend_capabilities` (a new kind
+registered in :data:`BACKENDS` is handled everywhere without other edits).
+
 Chat-template rendering for local models lives in ``surveyalign/backends/chat.py``. ``surveyalign serve``
 (``server.py``) is guarded by an API key, request limits and timeouts (``server_guard.py``: :class:`ServerLimits`).
 Beyond one process: kind ``ray`` (``ray_backend.py``: the transformers / vLLM engine on Ray workers), the
