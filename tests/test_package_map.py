@@ -223,6 +223,63 @@ def test_no_module_over_the_line_limit():
     assert over == {}  # no exceptions: split a module that grows past the limit along a seam
 
 
+def _backend_kind_checks(source: str, kinds: set[str]) -> list[str]:
+    """``"line: code"`` of each place in ``source`` that decides by a backend's kind or name: a comparison
+    (``==``, ``!=``, ``in``, ``not in``) with a backend-kind literal or a literal collection holding one, a
+    ``match`` case on one, or a literal collection of backend kinds only (``_SERVED = ("openai", "anthropic")``)."""
+
+    def kinds_in(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value] if node.value in kinds else []
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in kinds]
+        return []
+
+    found: list[int] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(kinds_in(x) for x in (node.left, *node.comparators)):
+            found.append(node.lineno)
+        elif isinstance(node, ast.MatchValue) and kinds_in(node.value):
+            found.append(node.lineno)
+        elif (isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts
+              and len(kinds_in(node)) == len(node.elts)):
+            found.append(node.lineno)
+    lines = source.splitlines()
+    return [f"{n}: {lines[n - 1].strip()}" for n in sorted(set(found))]
+
+
+def test_no_backend_kind_or_name_checks_outside_backends():
+    # what a backend can do is asked of it (``Backend`` capability attributes, ``backend_capabilities(kind)``), so a
+    # backend registered in ``BACKENDS`` is handled everywhere without edits outside ``surveyalign/backends``
+    from surveyalign.backends.registry import BACKENDS
+
+    kinds = set(BACKENDS)
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        where = path.relative_to(PKG).parts[0]
+        if where not in ("backends", "testing"):
+            if hits := _backend_kind_checks(path.read_text(encoding="utf-8"), kinds):
+                found[str(path.relative_to(REPO))] = hits
+    assert found == {}
+
+
+def test_the_kind_check_scanner_finds_kind_checks():
+    kinds = {"openai", "anthropic", "vllm", "transformers", "ray", "constant"}
+    source = "\n".join([
+        'if cfg.kind == "constant" and protocol is not None: pass',                  # 1
+        'if cfg.kind not in ("transformers", "vllm", "ray"): pass',                   # 2
+        'fallback = 256 if getattr(backend, "name", "") == "vllm" else 8',            # 3
+        'x = desc.get("backend") in ("transformers", "vllm", "sglang")',              # 4
+        '_SERVED = ("openai", "anthropic")',                                          # 5
+        'match kind:\n    case "openai":\n        pass',                              # 6-8
+        'options = {"kind": "transformers"}',                                          # 9: a config, not a check
+        'load_backend("constant", score=1)',                                           # 10: building one is fine
+        'keys = frozenset({"transport", "ray"})',                                      # 11: describe() keys
+        'if kind == "ray-cluster": pass',                                              # 12: not a backend kind
+    ])
+    assert [hit.split(":")[0] for hit in _backend_kind_checks(source, kinds)] == ["1", "2", "3", "4", "5", "7"]
+
+
 def _defs() -> dict[str, list[str]]:
     """name -> ["module", ...] of every class and function defined at module or class level."""
     out: dict[str, list[str]] = defaultdict(list)

@@ -10,6 +10,10 @@ named (evaluation judge, RQS judge, ``score`` judge, KA summariser, PRISM extrac
     backend: {kind: openai, options: {model: ..., base_url: ..., api_key_env: ...}, per_dimension: {...}}
     generation: {temperature: 0.0, max_new_tokens: 1024, seed: 0}   # omit: [temperature, top_p] for the GPT-5 family
 
+What a backend can do (a local engine, adapters served by name, a ``score`` judge, its default batch size, ...) is
+said by class attributes of :class:`Backend`, asked of a config's kind with :func:`backend_capabilities` (a new kind
+registered in :data:`BACKENDS` is handled everywhere without other edits).
+
 Chat-template rendering for local models lives in ``surveyalign/backends/chat.py``. ``surveyalign serve``
 (``server.py``) is guarded by an API key, request limits and timeouts (``server_guard.py``: :class:`ServerLimits`).
 Beyond one process: kind ``ray`` (``ray_backend.py``: the transformers / vLLM engine on Ray workers), the
@@ -36,7 +40,13 @@ from surveyalign.backends.batch_api import (
 )
 from surveyalign.backends.batch_clients import make_batch_api
 from surveyalign.backends.batch_split import split_requests
-from surveyalign.backends.registry import BACKENDS, backend_class, load_backend
+from surveyalign.backends.registry import (
+    BACKENDS,
+    backend_capabilities,
+    backend_class,
+    load_backend,
+    score_judge_kinds,
+)
 from surveyalign.backends.role import ROLE_SHAPE, BackendConfig, ModelRole
 from surveyalign.backends.server import ServerHandle, serve_in_thread
 from surveyalign.backends.server_guard import API_KEY_ENV, ServerLimits
@@ -61,10 +71,12 @@ __all__ = [
     "ServerHandle",
     "ServerLimits",
     "ServingPlan",
+    "backend_capabilities",
     "backend_class",
     "load_backend",
     "make_batch_api",
     "preflight",
+    "score_judge_kinds",
     "serve_in_thread",
     "serving_plan",
     "split_requests",

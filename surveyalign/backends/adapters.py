@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from surveyalign.backends.base import Backend, Generation, GenerationSettings, Messages
+from surveyalign.backends.base import CAPABILITIES, Backend, Generation, GenerationSettings, Messages
 
 __all__ = ["AdapterView", "adapter_scope", "load_adapters"]
 
@@ -82,6 +82,8 @@ class AdapterView(Backend):
 
     def __init__(self, parent: Any, adapter_name: str) -> None:
         self.name = parent.name
+        for capability in CAPABILITIES:  # the view answers as its parent engine does
+            setattr(self, capability, getattr(parent, capability, getattr(Backend, capability)))
         self.parent = parent
         self.adapter_name = adapter_name
         self.tokenizer = parent.tokenizer

@@ -98,6 +98,7 @@ class AnthropicBackend(OpenAIBackend):
     """
 
     name = "anthropic"
+    score_judge = False  # serves no LoRA adapters of ours
     endpoint = "messages"
 
     def __init__(

@@ -234,6 +234,11 @@ class _LoopThread:
             self.loop.close()
 
 
+#: The capability attributes of :class:`Backend` (a wrapper such as an adapter view copies them from its parent).
+CAPABILITIES: tuple[str, ...] = ("answers_from_model", "local_engine", "serves_adapters_by_name", "score_judge",
+                                 "takes_protocol", "default_batch_size", "shares_prefill", "greedy_reads_prompt_once")
+
+
 class Backend(ABC):
     """A judge backend: ``n`` sampled answers per chat prompt (style: prometheus-eval).
 
@@ -241,14 +246,37 @@ class Backend(ABC):
     derives the other. Per-request failures come back as :class:`Generation` with ``error`` set and are
     never raised; invalid arguments (bad settings, ``n < 1``) raise ``ValueError``.
 
+    What a backend can do is said by class attributes (inspect_ai's ``ModelAPI`` style), each overridden by the
+    backends that can; code outside ``surveyalign.backends`` asks them (of a built backend, or of a config's kind
+    through :func:`~surveyalign.backends.registry.backend_capabilities`) and never compares a backend's name.
+
     Attributes:
         name: short backend kind, e.g. ``"openai"``.
         answers_from_model: whether answers come from a model (calls/s are meaningful); False for baselines.
+        local_engine: loads the model's weights on this machine or its Ray workers and decodes there (GPUs counted,
+            LoRA adapters read from folders, one base shared by per-dimension adapters): transformers, vLLM, Ray.
+        serves_adapters_by_name: an adapter is a model id the server answers under (OpenAI / Anthropic-compatible
+            servers): a judge names each dimension's adapter as that dimension's ``model``, not a folder.
+        score_judge: a ``score`` judge (base + one adapter per dimension) may run on it (transformers, vLLM,
+            OpenAI-compatible servers).
+        takes_protocol: its options take the run's ``protocol`` (the constant baseline answers in it).
+        default_batch_size: prompts per ``generate`` call when neither the run nor the backend sets ``batch_size``
+            (8; vLLM schedules its own batches and takes 256).
+        shares_prefill: the ``n`` samples of one prompt share one prefill, so the prompt is read once (vLLM).
+        greedy_reads_prompt_once: a greedy run of ``n`` samples decodes one row, so the prompt is read once
+            (transformers).
     """
 
     name: str = "backend"
     #: False for judges that answer without running a model (constant, scripted): no rate is shown for them.
     answers_from_model: bool = True
+    local_engine: bool = False
+    serves_adapters_by_name: bool = False
+    score_judge: bool = False
+    takes_protocol: bool = False
+    default_batch_size: int = 8
+    shares_prefill: bool = False
+    greedy_reads_prompt_once: bool = False
 
     def prompt_cache(self) -> Any:
         """The provider prompt cache this backend's requests meet (a

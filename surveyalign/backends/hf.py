@@ -90,11 +90,11 @@ class TransformersBackend(Backend):
     """
 
     name = "transformers"
+    local_engine = score_judge = greedy_reads_prompt_once = True  # in-process weights; greedy samples are one row
 
     def __init__(
         self,
-        model: str,
-        adapter: str | None = None,
+        model: str, adapter: str | None = None,
         device: str = "auto",
         dtype: str = "auto",
         batch_size: int = 8,

@@ -114,6 +114,7 @@ class OpenAIBackend(_ChatWire, Backend):
     """
 
     name = "openai"
+    serves_adapters_by_name = score_judge = True  # an adapter is a served model id (vLLM --lora-modules, ...)
 
     def __init__(
         self,

@@ -125,6 +125,7 @@ class RayBackend(Backend):
     """
 
     name = "ray"
+    local_engine = True
 
     def __new__(cls, model: str | None = None, *args: Any, engine: str = "transformers", **kwargs: Any) -> Any:
         """``engine: vllm-data`` builds a :class:`~surveyalign.backends.ray_data_llm.RayDataVLLMBackend` (Ray's

@@ -156,6 +156,7 @@ class RayDataVLLMBackend(Backend):
     """
 
     name = "ray"
+    local_engine = True
 
     def __init__(self, model: str, adapter: str | None = None, adapters: dict[str, str] | None = None, *,
                  workers: int = 1, address: str | None = None, batch_size: int | None = None,

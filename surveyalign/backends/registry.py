@@ -8,7 +8,7 @@ from typing import Any
 
 from surveyalign.backends.base import Backend
 
-__all__ = ["BACKENDS", "backend_class", "load_backend"]
+__all__ = ["BACKENDS", "backend_capabilities", "backend_class", "load_backend", "score_judge_kinds"]
 
 #: Backend kinds and the ``module:Class`` implementing each (imported lazily).
 BACKENDS: dict[str, str] = {
@@ -32,6 +32,34 @@ def backend_class(kind: str) -> type[Backend]:
         raise ValueError(f"unknown backend kind {kind!r}; choose one of {sorted(BACKENDS)}")
     module_name, class_name = BACKENDS[kind].split(":")
     return getattr(importlib.import_module(module_name), class_name)
+
+
+def backend_capabilities(kind: str | None) -> type[Backend]:
+    """What backends of ``kind`` can do, without building one: the class whose capability attributes answer
+    (``local_engine``, ``serves_adapters_by_name``, ``score_judge``, ``answers_from_model``, ``default_batch_size``,
+    ... : :class:`~surveyalign.backends.base.Backend`), imported lazily.
+
+    Example: ``backend_capabilities("openai").serves_adapters_by_name`` is ``True`` (an adapter is a served model
+    id); ``backend_capabilities("vllm").default_batch_size`` is 256.
+
+    Args:
+        kind: a kind of :data:`BACKENDS` (a config's ``backend.kind``, a ``describe()["backend"]``, a backend's
+            ``name``); ``None`` or a kind this install does not know (a server recorded in an older run) answers
+            with :class:`Backend`'s defaults (a model-backed backend that is neither a local engine nor served).
+
+    Returns:
+        The backend class (read its attributes; do not build it from here).
+    """
+    if kind not in BACKENDS:
+        return Backend
+    return backend_class(kind)
+
+
+def score_judge_kinds() -> tuple[str, ...]:
+    """The kinds a ``score`` judge runs on (``score_judge``), local engines first, each group in :data:`BACKENDS`
+    order: ``("transformers", "vllm", "openai")``."""
+    kinds = [kind for kind in BACKENDS if backend_capabilities(kind).score_judge]
+    return tuple(sorted(kinds, key=lambda kind: not backend_capabilities(kind).local_engine))
 
 
 def load_backend(kind: str, **options: Any) -> Backend:

@@ -36,6 +36,7 @@ class ConstantBackend(Backend):
 
     name = "constant"
     answers_from_model = False
+    takes_protocol = True
 
     def __init__(self, score: int = -1, rationale: str = "No specific comment.", protocol: str = "v1.0") -> None:
         if isinstance(score, bool) or score not in VALID_SCORES:

@@ -127,6 +127,8 @@ class VLLMBackend(Backend):
     """
 
     name = "vllm"
+    local_engine = score_judge = shares_prefill = True  # the n samples of a prompt share one prefill
+    default_batch_size = 256  # vLLM schedules its own batches: hand it many prompts at once
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from surveyalign.backends import Backend, Generation, GenerationSettings
+from surveyalign.backends import Backend, Generation, GenerationSettings, backend_capabilities
 from surveyalign.calls.fuse import fuse_samples
 
 __all__ = ["Call", "OnResult", "answers_from_models", "arun_calls", "cache_rules", "run_calls", "run_coroutine"]
@@ -222,8 +222,8 @@ def _groups(calls: Sequence[Call], concurrency: int | None, batch_size: int | No
     for backend, group in groups.values():
         if _native_async(backend):
             out.append((backend, group, True, int(concurrency or _option(backend, "concurrency") or 32)))
-        else:  # vLLM schedules its own batches: hand it many prompts at once
-            fallback = 256 if getattr(backend, "name", "") == "vllm" else 8
+        else:  # the kind's own batch size (vLLM schedules its own batches: it takes many prompts at once)
+            fallback = backend_capabilities(getattr(backend, "name", None)).default_batch_size
             out.append((backend, group, False, int(batch_size or _option(backend, "batch_size") or fallback)))
     return out
 

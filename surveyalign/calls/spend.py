@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from surveyalign.backends import backend_capabilities
 from surveyalign.calls.budget import (
     CallPlan,
     CostCap,
@@ -65,10 +66,11 @@ def model_of_call(call: Any) -> str | None:
 
 def engine_gpus(backend: Any) -> int:
     """GPUs a local engine holds while it answers: ``tensor_parallel_size`` (1 when not set) x Ray ``workers`` (1
-    in-process) for a ``transformers`` / ``vllm`` engine (in-process, Ray actors or ``ray.data.llm``); 0 on CPU
-    (``device: cpu``) and for API and model-less backends (their cost is a token price, or nothing)."""
+    in-process) for a local engine (``local_engine`` of the kind its ``describe()`` names: transformers / vLLM,
+    in-process, on Ray actors or ``ray.data.llm``); 0 on CPU (``device: cpu``) and for API and model-less backends
+    (their cost is a token price, or nothing)."""
     desc = backend.describe() if hasattr(backend, "describe") else {}
-    if desc.get("backend") not in ("transformers", "vllm") or not getattr(backend, "answers_from_model", True):
+    if not backend_capabilities(desc.get("backend")).local_engine or not getattr(backend, "answers_from_model", True):
         return 0
     if str(desc.get("device") or "").startswith("cpu"):
         return 0
@@ -110,9 +112,11 @@ def planned_gpu_hours(todo: Sequence[Call], seconds_per_call: float | None, conc
 
 
 def _shares_prompt(backend: Any) -> bool:
-    """True when the K samples of a prompt share one request / prefill (the prompt is processed once)."""
+    """True when the K samples of a prompt share one request / prefill (the prompt is processed once): the
+    description says so, or the kind it names always shares (``shares_prefill``: vLLM)."""
     desc = backend.describe() if hasattr(backend, "describe") else {}
-    return bool(desc.get("shared_prefill") or desc.get("n_per_request") or desc.get("backend") == "vllm")
+    return bool(desc.get("shared_prefill") or desc.get("n_per_request")
+                or backend_capabilities(desc.get("backend")).shares_prefill)
 
 
 def batched(call: Any) -> bool:
@@ -191,7 +195,8 @@ class PromptCounter:
     def __call__(self, call: Call) -> int:
         """Billed prompt tokens of ``call`` (0 for a sample riding on another's prefill)."""
         if call.key not in self._heads and (_shares_prompt(call.backend) or (
-                call.settings.greedy and getattr(call.backend, "name", None) == "transformers")):
+                call.settings.greedy and backend_capabilities(getattr(call.backend, "name", None))
+                .greedy_reads_prompt_once)):
             return 0  # a greedy run of samples on the transformers engine is one row: the prompt read once
         return self.messages_tokens(call)
 

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from surveyalign.backends import Backend, BackendConfig, load_backend
+from surveyalign.backends import Backend, BackendConfig, backend_capabilities, load_backend
 from surveyalign.calls import stable_hash
 from surveyalign.evaluation.adapters import max_length_for
 from surveyalign.evaluation.config import EvalConfig
@@ -46,7 +46,7 @@ def build_backends(cfg: BackendConfig, dimensions: Sequence[str | None], protoco
     by_options: dict[str, str] = {}
     for dim in dimensions:
         options = cfg.options_for(dim)
-        if cfg.kind == "constant" and protocol is not None:
+        if protocol is not None and backend_capabilities(cfg.kind).takes_protocol:
             options.setdefault("protocol", protocol)
         h = stable_hash(options)
         if h not in by_options:
@@ -66,10 +66,10 @@ def build_backends(cfg: BackendConfig, dimensions: Sequence[str | None], protoco
 def _one_base_adapters(cfg: BackendConfig, dimensions: Sequence[str | None]
                        ) -> tuple[dict[str, Backend], dict[str | None, str]] | None:
     """Dimensions that differ only in their LoRA adapter share one loaded base (SurveyReview §5: one adapter per
-    dimension on one base): one transformers / vLLM backend with ``adapters={dimension: folder}``, each dimension
+    dimension on one base): one local engine (transformers / vLLM / Ray: ``local_engine``) with ``adapters={dimension: folder}``, each dimension
     judged by its adapter's view. ``None`` when that does not apply (other kinds, other differing options, fewer
     than two distinct adapters)."""
-    if cfg.kind not in ("transformers", "vllm", "ray"):
+    if not backend_capabilities(cfg.kind).local_engine:
         return None
     dims = [d for d in dimensions if d is not None]
     per = {d: cfg.options_for(d) for d in dims}

@@ -103,7 +103,7 @@ def _base_options(spec, args: argparse.Namespace):
                                 ("allow_base_mismatch", True if args.allow_base_mismatch else None)) if v is not None}
     if not extra:
         return spec
-    if spec.backend.kind not in ("transformers", "vllm"):
+    if spec.served:
         flags = " and ".join(f"--{k.replace('_', '-')}" for k in extra)
         raise ValueError(f"{flags}: only for local judges (transformers, vllm); this judge's backend is "
                          f"{spec.backend.kind}")

@@ -84,9 +84,9 @@ class SurveyAlignJudge:
         self.settings = spec.settings
         # a local adapter folder's training record ({}: none; openai: served model names, no folder)
         self.records = {d: read_training_record(spec.adapters[d], required=False)
-                        if spec.backend.kind != "openai" and d in spec.adapters else None for d in spec.dimensions}
-        self.lengths = {d: resolve_max_length(spec.max_length, spec.adapters.get(d) if spec.backend.kind != "openai"
-                                              else None) for d in spec.dimensions}
+                        if not spec.served and d in spec.adapters else None for d in spec.dimensions}
+        self.lengths = {d: resolve_max_length(spec.max_length, None if spec.served else spec.adapters.get(d))
+                        for d in spec.dimensions}
         options = {d: DimensionOptions(max_length=self.lengths[d][0], adapter=d if d in spec.adapters else None,
                                        tokenizer=spec.tokenizer, backend=self.backends[d]) for d in spec.dimensions}
         self.judge = Judge(self.owner, protocol=spec.protocol, settings=self.settings, dimensions=options,

@@ -17,18 +17,16 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationError, model_validator
 
-from surveyalign.backends import GenerationSettings, ModelRole
+from surveyalign.backends import GenerationSettings, ModelRole, backend_capabilities, score_judge_kinds
 from surveyalign.constants import DIMENSIONS
 from surveyalign.models import MaxLength
 from surveyalign.prompts import DEFAULT_PROTOCOL
 from surveyalign.yamlconfig import DimensionName, read_yaml_mapping
 
-__all__ = ["JUDGE_BACKENDS", "JUDGE_FILES", "JudgeSpec", "build_dimension_backends", "load_judge_spec"]
+__all__ = ["JUDGE_FILES", "JudgeSpec", "build_dimension_backends", "load_judge_spec"]
 
 #: File names read as the judge config when ``--judge`` is a folder or a Hub repo.
 JUDGE_FILES = ("surveyalign_judge.yaml", "judge.yaml")
-#: Backend kinds a score judge runs on.
-JUDGE_BACKENDS = ("transformers", "vllm", "openai")
 
 
 class JudgeSpec(ModelRole):
@@ -76,14 +74,16 @@ class JudgeSpec(ModelRole):
 
     @model_validator(mode="after")
     def _judge_backend(self) -> JudgeSpec:
-        """A judge runs on transformers, vLLM or an OpenAI-compatible server, names its base model, and (local
-        backends, one shared base) holds only ``adapter`` per dimension."""
+        """A judge runs on a kind that can (``score_judge``: transformers, vLLM, an OpenAI-compatible server), names
+        its base model, and holds only its adapter per dimension (``adapter``; ``model``, the served adapter's name,
+        where the server serves adapters by name)."""
         kind = self.backend.kind
-        if kind not in JUDGE_BACKENDS:
-            raise ValueError(f"backend.kind: a score judge runs on {', '.join(JUDGE_BACKENDS)}, not {kind!r}")
+        kinds = score_judge_kinds()
+        if kind not in kinds:
+            raise ValueError(f"backend.kind: a score judge runs on {', '.join(kinds)}, not {kind!r}")
         if not self.backend.options.get("model"):
             raise ValueError("backend.options.model: the judge's base model (folder, Hub id or served name) is needed")
-        key = "model" if kind == "openai" else "adapter"
+        key = "model" if self.served else "adapter"
         for dim, opts in self.backend.per_dimension.items():
             other = sorted(set(opts) - {key})
             if other or not opts.get(key):
@@ -97,9 +97,15 @@ class JudgeSpec(ModelRole):
         return str(self.backend.options["model"])
 
     @property
+    def served(self) -> bool:
+        """Whether the judge's server serves its adapters by name (an OpenAI-compatible server: each adapter is a
+        model id, no folder is read here); False for a local engine reading adapter folders."""
+        return bool(backend_capabilities(self.backend.kind).serves_adapters_by_name)
+
+    @property
     def adapters(self) -> dict[str, str]:
         """dimension -> adapter folder / Hub id (transformers, vLLM) or served adapter name (openai)."""
-        key = "model" if self.backend.kind == "openai" else "adapter"
+        key = "model" if self.served else "adapter"
         return {d: str(o[key]) for d, o in self.backend.per_dimension.items()}
 
     @property
@@ -135,7 +141,7 @@ def _from_file(path: Path) -> JudgeSpec:
     root = path.resolve().parent
     if spec.tokenizer:  # a folder beside the config, like the adapters
         spec = spec.model_copy(update={"tokenizer": _resolve(spec.tokenizer, root)})
-    if spec.backend.kind == "openai":
+    if spec.served:
         return spec
     backend = spec.backend.model_copy(update={
         "options": {**spec.backend.options, "model": _resolve(spec.model, root)},
@@ -238,10 +244,10 @@ def build_dimension_backends(spec: JudgeSpec) -> tuple[Any, dict[str, Any]]:
     from surveyalign.backends import load_backend
 
     adapters = {d: spec.adapters[d] for d in spec.dimensions if d in spec.adapters}
-    if spec.backend.kind == "openai":
+    if spec.served:
         common = {"base_url": "http://127.0.0.1:8000/v1", "api_key_env": None, **spec.backend.options}
-        owner = load_backend("openai", **common)
-        per_dim = {d: load_backend("openai", **{**common, "model": adapters[d]}) if d in adapters else owner
+        owner = load_backend(spec.backend.kind, **common)
+        per_dim = {d: load_backend(spec.backend.kind, **{**common, "model": adapters[d]}) if d in adapters else owner
                    for d in spec.dimensions}
         return owner, per_dim
     options = dict(spec.backend.options)

@@ -15,21 +15,24 @@ from typing import Any
 
 from rich.table import Table
 
+from surveyalign.backends import backend_capabilities
 from surveyalign.documents.reading import reading_summary_text
 from surveyalign.scoring.cells import _DASH, _SHORT
 
 __all__ = ["judge_of_run", "judge_ran", "render_reading"]
 
-#: Backends whose ``model`` is the name a server answers under (an adapter served under its own name included).
-_SERVED = ("openai", "anthropic")
+def _served(kind: Any) -> bool:
+    """Whether a backend of ``kind`` names the model a server answers under (an adapter served under its own name
+    included): ``serves_adapters_by_name``."""
+    return bool(backend_capabilities(kind if isinstance(kind, str) else None).serves_adapters_by_name)
 
 
 def _answered_by(desc: Mapping[str, Any]) -> tuple[str, str | None]:
     """``(base, adapter)`` of one dimension's backend description."""
     kind = str(desc.get("backend") or "unknown")
-    if kind in _SERVED:
+    if _served(kind):
         return f"served model {desc.get('model')}", None
-    if kind in ("constant", "scripted"):
+    if not backend_capabilities(kind).answers_from_model:
         return f"{kind} baseline", None
     adapter = desc.get("adapter") or desc.get("adapter_name")
     return str(desc.get("model")), (str(adapter) if adapter else None)
@@ -59,7 +62,7 @@ def judge_ran(run_config: Mapping[str, Any]) -> dict[str, Any]:
         dims[str(dim)] = {"backend": desc.get("backend"), "model": desc.get("model"), "adapter": adapter,
                           "answered_by": base if adapter is None else f"{base} + adapter {adapter}",
                           "base_url": desc.get("base_url")}
-    served = {d: str(e["model"]) for d, e in dims.items() if e["backend"] in _SERVED}
+    served = {d: str(e["model"]) for d, e in dims.items() if _served(e["backend"])}
     urls = sorted({json.dumps(e["base_url"]) if not isinstance(e["base_url"], str) else e["base_url"]
                    for e in dims.values() if e["base_url"]})
     parts = [", ".join(kinds) + (f" at {', '.join(urls)}" if urls else "")]
@@ -67,7 +70,7 @@ def judge_ran(run_config: Mapping[str, Any]) -> dict[str, Any]:
         models = set(served.values())
         parts.append(f"served model {models.pop()}" if len(models) == 1 and len(served) == len(dims) else
                      "served models: " + ", ".join(f"{d}={m}" for d, m in served.items()))
-    local = {d: e for d, e in dims.items() if e["backend"] not in _SERVED}
+    local = {d: e for d, e in dims.items() if not _served(e["backend"])}
     if local:
         bases = sorted({_answered_by(per[d])[0] for d in local})
         adapters = {d: e["adapter"] for d, e in local.items() if e["adapter"]}
