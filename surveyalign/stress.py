@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from surveyalign.constants import DIMENSIONS
-from surveyalign.yamlconfig import read_yaml_mapping
+from surveyalign.yamlconfig import DimensionName, read_yaml_mapping
 
 __all__ = ["INSTRUCTION", "PERTURBATIONS", "PRAISE", "StressConfig", "perturb", "register", "run_stress", "shift_table"]
 
@@ -115,7 +115,7 @@ class StressConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     release: str = "sample"
     limit: int | None = Field(None, ge=1)
-    dimensions: list[str] = Field(default_factory=lambda: list(DIMENSIONS))
+    dimensions: list[DimensionName] = Field(default_factory=lambda: list(DIMENSIONS))
     perturbations: list[str] = Field(default_factory=lambda: list(PERTURBATIONS))
     pad_chars: int = Field(20_000, ge=1)
     judges: list[StressJudge]
@@ -130,13 +130,6 @@ class StressConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown perturbation(s) {unknown}; choose from {', '.join(PERTURBATIONS)}")
         return value
-
-    @field_validator("dimensions")
-    @classmethod
-    def _dims(cls, value: list[str]) -> list[str]:
-        from surveyalign.constants import parse_dimension
-
-        return [parse_dimension(v) for v in value]
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> StressConfig:
