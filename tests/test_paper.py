@@ -186,7 +186,7 @@ def test_tiny_profile_end_to_end_then_every_stage_skipped(tmp_path):
                                            "dimension": "comprehensiveness", "knowledge": True}]})
     # a recipe that fails on the second adapter: the stage stops, the first adapter is kept for the next run
     bad = tmp_path / "bad-sft.yaml"
-    bad.write_text((REPO / "configs/sft/paper-profile-tiny.yaml").read_text() + "not_a_recipe_key: 1\n")
+    bad.write_text((REPO / "configs/sft/demo-paper.yaml").read_text() + "not_a_recipe_key: 1\n")
     broken = cfg.model_copy(update={"sft": {**cfg.sft, "structure": str(bad)}})
     with pytest.raises(StageFailed, match=r"stage sft: .*sft-structure\.log"):
         run_paper(broken, console=_Console())

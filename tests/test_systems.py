@@ -291,7 +291,7 @@ def test_real_writers_corpus_with_a_scripted_judge(shared_real, tmp_path):
     the side-by-side and covariates; four topics are below the bootstrap minimum, so no interval is claimed."""
     corpus = shared_real / "writers"
     if not corpus.is_dir():
-        pytest.skip("../shared/real/writers is not here")
+        pytest.skip("the real writers corpus (../shared/real/writers: four systems on four topics) is not on this machine")
 
     def sxs(body: dict) -> str:  # always prefers paper_2: every pair ties under the seed rule, flip rate 1
         return json.dumps({"paper_1_analysis": "a", "paper_2_analysis": "b", "comparison_justification": "c",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
+pytest.importorskip("trl", reason="TRL (the train extra) is not installed: pip install -e '.[train]'")
 
 from surveyalign.training import RUN_SETTINGS, guard_output_dir
 

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from surveyalign.documents import Document
 from surveyalign.knowledge.config import KA_DIMENSIONS
+
+if TYPE_CHECKING:  # the documents face loads every reader (lxml, pypdf): not at import, so `--help` stays light
+    from surveyalign.documents import Document
 
 __all__ = ["KA_DIMENSIONS", "FileKnowledge", "GraphKnowledge", "KnowledgeRecord", "KnowledgeSettings",
            "KnowledgeSource", "knowledge_record", "knowledge_source", "needs_knowledge"]

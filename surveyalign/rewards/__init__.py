@@ -25,42 +25,21 @@ report LOG``. Modules: ``_config`` (YAML), ``_checks``, ``_reward``, ``_remote``
 ``cli``.
 """
 
-from surveyalign.rewards._checks import (
-    INJECTION_PATTERNS,
-    check_completion,
-    repeated_share,
-    spearman,
-)
-from surveyalign.rewards._config import (
-    FLAG_KINDS,
-    SIGNALS,
-    HackingChecks,
-    HeldOut,
-    LengthPenalty,
-    RewardConfig,
-    RewardJudge,
-)
-from surveyalign.rewards._remote import (
-    CONFIG_ENV,
-    RewardServer,
-    build_reward_app,
-    compute_score,
-    reward_server_in_thread,
-    serve_rewards,
-)
-from surveyalign.rewards._report import (
-    format_reward_report,
-    read_reward_log,
-    reward_report_html,
-    summarize_reward_log,
-)
-from surveyalign.rewards._reward import (
-    RewardOutcome,
-    SurveyAlignReward,
-    SyncSurveyAlignReward,
-    completion_text,
-    dimension_value,
-)
+import lazy_loader
+
+# Loaded on first use (lazy_loader, as the other faces), so `surveyalign --help` and `surveyalign rewards --help`
+# import no judge, document reader or HTTP stack.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "_checks": ["INJECTION_PATTERNS", "check_completion", "repeated_share", "spearman"],
+        "_config": ["FLAG_KINDS", "SIGNALS", "HackingChecks", "HeldOut", "LengthPenalty", "RewardConfig", "RewardJudge"],
+        "_remote": ["CONFIG_ENV", "RewardServer", "build_reward_app", "compute_score", "reward_server_in_thread",
+                    "serve_rewards"],
+        "_report": ["format_reward_report", "read_reward_log", "reward_report_html", "summarize_reward_log"],
+        "_reward": ["RewardOutcome", "SurveyAlignReward", "SyncSurveyAlignReward", "completion_text",
+                    "dimension_value"],
+    })[0]
 
 __all__ = [
     "CONFIG_ENV",
