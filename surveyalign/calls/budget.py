@@ -71,16 +71,29 @@ class TokenRate:
     def observe(self, messages: Sequence[dict[str, Any]], prompt_tokens: int | None, key: str | None = None) -> None:
         """Learn from one answer: its messages and the prompt tokens the provider counted (``key``: an answer
         seen before under this key is not counted twice)."""
-        if not prompt_tokens or int(prompt_tokens) <= 0 or (key is not None and key in self._keys):
-            return
-        chars = len(_chars(messages))
-        if chars == 0:
+        self.observe_counts(len(_chars(messages)), len(messages), prompt_tokens, key)
+
+    def observe_counts(self, chars: int, n_messages: int, prompt_tokens: int | None, key: str | None = None) -> None:
+        """:meth:`observe` from the counts alone: ``chars`` characters of content in ``n_messages`` messages."""
+        if not prompt_tokens or int(prompt_tokens) <= 0 or not chars or (key is not None and key in self._keys):
             return
         if key is not None:
             self._keys.add(key)
-        self.chars += chars
-        self.tokens += max(0, int(prompt_tokens) - TOKENS_PER_MESSAGE * len(messages))
+        self.chars += int(chars)
+        self.tokens += max(0, int(prompt_tokens) - TOKENS_PER_MESSAGE * int(n_messages))
         self.answers += 1
+
+    def learn_records(self, records: Any, stage: str | None = None) -> TokenRate:
+        """Observe every answer of ``records`` (an iterable of ``calls.jsonl`` records, e.g. a ``CallCache``) that
+        kept its prompt's ``prompt_chars`` / ``n_messages`` (written with each answer), of ``stage`` when given.
+        The same records give the same rate however the calls are planned (whole or in chunks). Returns this rate."""
+        for rec in records:
+            if stage is not None and rec.get("stage") != stage:
+                continue
+            if rec.get("prompt_chars"):
+                self.observe_counts(rec["prompt_chars"], rec.get("n_messages") or 1, rec.get("prompt_tokens"),
+                                    rec.get("key"))
+        return self
 
     def learn(self, records: Any, calls: Sequence[Any]) -> TokenRate:
         """Observe the answers of ``calls`` kept in ``records`` (a ``CallCache``: ``get(key)`` -> record with

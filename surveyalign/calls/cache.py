@@ -274,6 +274,8 @@ class CallCache:
         """Append the answer to ``call`` (a :data:`surveyalign.calls.OnResult`): one ``calls.jsonl`` line with
         key, stage, unit_id, namespace, sample, messages_hash, text, finish_reason, mean_logprob, error, refusal,
         reasoning, prompt_tokens / completion_tokens / cached_tokens (``null`` when the backend did not count),
+        prompt_chars / n_messages (the prompt's content characters and messages, when the backend counted its
+        tokens: what teaches a plan without a tokenizer its tokens per character),
         cache_write_tokens (only when the provider wrote to its prompt cache), batch_id (provider batch calls), served_model / system_fingerprint (when the server returned them), seconds (latency; for a batch call, submission to collection) and an ISO
         time stamp."""
         self.append({
@@ -292,6 +294,8 @@ class CallCache:
             "prompt_tokens": generation.prompt_tokens,
             "completion_tokens": generation.completion_tokens,
             "cached_tokens": generation.cached_tokens,
+            **({"prompt_chars": sum(len(str(m.get("content") or "")) for m in call.messages),
+                "n_messages": len(call.messages)} if generation.prompt_tokens else {}),
             "batch_id": generation.batch_id,
             **({"cache_write_tokens": generation.cache_write_tokens} if generation.cache_write_tokens else {}),
             **({"served_model": generation.served_model} if generation.served_model else {}),

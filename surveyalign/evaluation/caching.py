@@ -105,11 +105,11 @@ def merge_cache_plans(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dic
     """
     if a is None or b is None:
         return a if b is None else b
-    total = {name: _add(a["total"].get(name), b["total"].get(name)) for name in {*a["total"], *b["total"]}}
+    total = {name: _add(a["total"].get(name), b["total"].get(name)) for name in dict.fromkeys([*a["total"], *b["total"]])}
     by_dim: dict[str, dict[str, Any]] = {}
-    for dim in {*a["by_dimension"], *b["by_dimension"]}:
+    for dim in dict.fromkeys([*a["by_dimension"], *b["by_dimension"]]):
         rows_a, rows_b = a["by_dimension"].get(dim, {}), b["by_dimension"].get(dim, {})
-        by_dim[dim] = {name: _add(rows_a.get(name), rows_b.get(name)) for name in {*rows_a, *rows_b}}
+        by_dim[dim] = {name: _add(rows_a.get(name), rows_b.get(name)) for name in dict.fromkeys([*rows_a, *rows_b])}
     surveys = a["surveys"] + b["surveys"]
     return {"rules": {**a["rules"], **b["rules"]},
             "this_run": a["this_run"] if a["this_run"] != "list" else b["this_run"],

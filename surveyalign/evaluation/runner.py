@@ -279,7 +279,7 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 merge_all, merge_unwritten = plan_merge_calls(config, units, judge, cache, {c.unit_id for c in todo})
                 merge_plan = [c for c in merge_all if c.key in merge_unwritten or cache.get(c.key) is None]
                 plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
-                                          rqs_unwritten=unwritten, seen=all_calls)
+                                          rqs_unwritten=unwritten)
                 if plan_only:
                     planned = [*all_calls, *merge_all, *rqs_all]
                     cached_plan = cache_plan(todo, judge, cache, prices, model_of_call)

@@ -42,8 +42,7 @@ def load_run_prices(config: EvalConfig) -> PriceTable:
 
 def plan_run(config: EvalConfig, todo: Sequence[Call], judge: Any, cache: CallCache, prices: PriceTable,
              model_of: Callable[[Any], str | None], *, rqs_todo: Sequence[Call] = (),
-             rqs_unwritten: set[str] | frozenset[str] = frozenset(), seen: Sequence[Call] = ()
-             ) -> tuple[CallPlan, Callable[[Call], float]]:
+             rqs_unwritten: set[str] | frozenset[str] = frozenset()) -> tuple[CallPlan, Callable[[Call], float]]:
     """The estimate of the calls still to make (``--plan``), and the per-call cost estimate (for ``--max-cost``):
     :func:`surveyalign.calls.spend.plan_calls` over the judge calls (the judge's tokenizer per dimension) and the
     RQS stage's (:func:`surveyalign.evaluation.rqs.plan_rqs_calls`; the RQS backend's tokenizer, else 4
@@ -60,18 +59,17 @@ def plan_run(config: EvalConfig, todo: Sequence[Call], judge: Any, cache: CallCa
         prices: the price table; model_of: the model answering a call.
         rqs_todo: the RQS stage's calls still to make; rqs_unwritten: the keys of those quoting a rationale
             that is not written yet.
-        seen: the run's calls already answered (their counted prompt tokens teach the estimate of calls without a
-            tokenizer its tokens per character: :class:`~surveyalign.calls.budget.TokenRate`).
 
     Returns:
         ``(plan, estimate)``: :class:`~surveyalign.calls.budget.CallPlan` and ``call -> estimated USD`` (0 for
-        unpriced models).
+        unpriced models). Calls counted without a tokenizer take the tokens per character of the judge answers in
+        ``cache`` (:meth:`~surveyalign.calls.budget.TokenRate.learn_records`), the same whole or in chunks.
     """
     from surveyalign.calls.spend import answer_history
 
     calls = [*todo, *rqs_todo]
     counter = PromptCounter(lambda call: judge.tokenizer_for(call.namespace) if call.stage == "judge" else None,
-                            calls, TokenRate().learn(cache, seen))
+                            calls, TokenRate().learn_records(cache, "judge"))
     means = answer_history(cache)[0]
     rationale = round(min(means.get("judge", config.generation.max_new_tokens), config.generation.max_new_tokens))
 
