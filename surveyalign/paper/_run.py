@@ -80,6 +80,13 @@ def _train(run: PaperRun, stage: str, upstream: dict[str, str | None]) -> dict[s
             run.say(f"      [{i}/{len(todo)}] {key}: up to date ({out})")
             continue
         cmd = run.dpo_command(dim, knowledge) if dpo else run.sft_command(dim, knowledge)
+        started = (record.get(f"{stage}:started") or {}) if run.record is not None else {}
+        if out.exists() and any(out.iterdir()) and started.get(key) != fp:
+            # the folder holds a run of other inputs or settings: the recipe refuses it unless told to replace it;
+            # a run of these same inputs that was interrupted resumes from its checkpoint instead
+            cmd += ["--overwrite", "true"]
+        if run.record is not None:
+            run.record.save(f"{stage}:started", {**started, key: fp})
         run.say(f"      [{i}/{len(todo)}] {key}: {shlex.join(cmd)}")
         t0 = time.time()
         run_logged(cmd, run.paths.logs / f"{key}.log", run.say, stage)
