@@ -19,11 +19,11 @@ class _Outage:
         self.ok: int | None = None
         backend.generate_detailed = self
 
-    def __call__(self, prompts, settings=None, n=1, seeds=None):
+    def __call__(self, prompts, settings=None, n=1, seeds=None, **kwargs):  # kwargs: e.g. the server's `cancelled`
         if self.ok is not None and self.prompts + len(prompts) > self.ok:
             raise RuntimeError("scripted outage")
         self.prompts += len(prompts)
-        return self.inner(prompts, settings, n, seeds=seeds)
+        return self.inner(prompts, settings, n, seeds=seeds, **kwargs)
 
 
 def test_outage_then_resume_against_served_tiny_model(tiny_model_dir, dataset_dir, tmp_path):
