@@ -212,6 +212,20 @@ def test_systems_judges_each_survey_with_the_ka_of_its_own_reference_list(tmp_pa
                                             "pass allow_no_knowledge: true on the surveyalign measure")
     assert details["alpha/t02"]["surveyalign"]["dimensions"]["comprehensiveness"]["status"] == KNOWLEDGE_REFUSED
     assert list(details["alpha/t01"]["surveyalign"]["knowledge"]) == ["comprehensiveness"]
+    # systems.md lists every survey's KA (47: 4 from the graph, 43 refused) and the drill-down shows it per system
+    md = (tmp_path / "out" / "systems.md").read_text(encoding="utf-8")
+    lines = md.split("\n## Knowledge augmentation per survey", 1)[1].split("\n\n")[1].splitlines()
+    assert len(lines) == len(ka) == 47
+    assert "- alpha/t01: surveyalign: comprehensiveness from graph (2 resolved)" in lines
+    assert "- gamma/t01: surveyalign: comprehensiveness from graph (1 resolved)" in lines
+    refused = [line for line in lines if "without KA: not judged" in line]
+    assert len(refused) == 43
+    assert "- alpha/t02: surveyalign: comprehensiveness without KA: not judged: the adapter was trained with " in md
+    page = (tmp_path / "out" / "systems.html").read_text(encoding="utf-8")
+    topic01 = page.split('id="topic-t01"', 1)[1].split("</details>", 1)[0]
+    assert ('<tr data-measure="knowledge"><th>KA</th><td class="text" data-system="alpha">surveyalign: '
+            "comprehensiveness from graph (2 resolved)</td>") in topic01
+    assert '<td class="text" data-system="gamma">surveyalign: comprehensiveness from graph (1 resolved)</td>' in topic01
 
 
 def test_systems_reads_prepared_ka_per_system_folder(tmp_path):

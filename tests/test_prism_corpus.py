@@ -156,3 +156,30 @@ def test_a_second_corpus_in_the_same_folder_never_reuses_another_papers_run(tmp_
     assert json.loads((out / "papers" / f"p1-{digest}" / "paper.json").read_text())["title"] == \
         "Another survey under the id p1"
     assert result["papers"] == ["p1", "p2", "p3"]  # the corpus keys stay the paper ids
+
+
+def test_corpus_report_names_hidden_text(tmp_path):
+    """Two zero-width characters and a planted score marker in p2's paper, a bidi control in p3's review of bob:
+    corpus.json/md/html list them by paper and review with their counts; p1 and alice's reviews hold none."""
+    root = _corpus(tmp_path / "corpus")
+    (root / "p2" / "paper.md").write_text("# A survey numbered p2\n\n## Abstract\n\nAbs\u200btract.\n\n## Intro\n\n"
+                                          "Te\u200bxt. $$$2$$$\n", encoding="utf-8")
+    (root / "p3" / "reviews" / "bob.txt").write_text(TEXT["bob"] + "\n\u202e\n", encoding="utf-8")
+    config = PrismConfig.model_validate({"backend": {"kind": "scripted", "options": {"replies": []}},
+                                         "novelty": {"enabled": False}})
+    res = run_corpus(root, config, tmp_path / "out", backend=ScriptedBackend(judge), n_resamples=20)
+    hidden = json.loads((tmp_path / "out" / "corpus.json").read_text())["hidden_text"]
+    assert [name for name, rec in hidden.items() if rec["n"] or rec["neutralised"]["n"]] == [
+        "paper p2", "paper p3 review bob"]
+    assert len(hidden) == 3 + 6  # 3 papers, 6 reviews (p1: alice, bob, Bot; p2: alice, Bot; p3: bob)
+    assert hidden == res["hidden_text"]
+    assert hidden["paper p2"]["chars"] == {"zero-width characters": 2}
+    assert hidden["paper p2"]["neutralised"]["counts"] == {"score marker": 1}
+    assert hidden["paper p3 review bob"]["counts"] == {"bidi controls": 1}
+    md = (tmp_path / "out" / "corpus.md").read_text().split("\n## Hidden text\n\n", 1)[1].splitlines()
+    assert [line.split(":")[0] for line in md] == ["- paper p2", "- paper p2", "- paper p3 review bob"]
+    assert md[0].startswith("- paper p2: zero-width characters (kept, 2 chars, text)")
+    assert md[1].endswith("1 score marker (`$$$2$$$`)")
+    assert md[2].startswith("- paper p3 review bob: bidi controls (kept, 1 chars, line ")
+    page = (tmp_path / "out" / "corpus.html").read_text()
+    assert page.count("<li>paper p2: ") == 2 and "<li>paper p3 review bob: bidi controls" in page

@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign import __version__
+from surveyalign.documents.hidden import hidden_section
 from surveyalign.paths import inside_folder, name_beside_earlier
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.readers import read_paper, read_reviews
 from surveyalign.prism.report import (
     HEADLINE_METRICS,
     REFERENCE_FIGURES,
+    hidden_records,
     paper_sha256,
     run_owner,
 )
@@ -103,7 +105,8 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
         ``{"papers": [ids], "failed": {paper: reason}, "skipped_records": [...], "systems": [names],
         "extraction_counts": {stage: {"answers", "parsed", ...} summed over the scored papers},
         "metrics": [[key, label]], "table": {system: {metric: aggregate}}, "per_paper": {system: {metric: {paper:
-        value}}}, "reference": REFERENCE_FIGURES, "files": {...}}``.
+        value}}}, "reference": REFERENCE_FIGURES, "hidden_text": {"paper <id>" | "paper <id> review <id>":
+        record} (:func:`surveyalign.prism.report.hidden_records` of each scored paper), "files": {...}}``.
 
     Raises:
         FileNotFoundError: the corpus has no paper folder.
@@ -112,6 +115,7 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
     out = Path(out_dir)
     (out / "papers").mkdir(parents=True, exist_ok=True)
     papers, failed, skipped = [], {}, []
+    hidden: dict[str, dict[str, Any]] = {}  # "paper <id>[ review <id>]" -> hidden-text record
     extraction: dict[str, dict[str, int]] = {}  # stage -> counts summed over the scored papers
     per_paper: dict[str, dict[str, dict[str, float | None]]] = {}
     keys = [k for k, _ in HEADLINE_METRICS]
@@ -130,6 +134,8 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
             failed[pid] = f"{type(err).__name__}: {err}"
             continue
         papers.append(pid)
+        hidden.update({name if name.startswith("paper ") else f"paper {pid} {name}": record
+                       for name, record in hidden_records(paper, reviews).items()})
         for stage, counts in run.units.log.counts.items():
             total = extraction.setdefault(stage, {})
             for name, value in counts.items():
@@ -148,7 +154,7 @@ def run_corpus(root: str | Path, config: PrismConfig, out_dir: str | Path, *, ba
     result = {"papers": papers, "failed": failed, "skipped_records": skipped, "systems": systems,
               "extraction_counts": extraction,
               "metrics": [list(m) for m in HEADLINE_METRICS], "table": table, "per_paper": per_paper,
-              "reference": REFERENCE_FIGURES, "resamples": n_resamples, "seed": seed,
+              "reference": REFERENCE_FIGURES, "resamples": n_resamples, "seed": seed, "hidden_text": hidden,
               "surveyalign_version": __version__}
     files = {"json": out / "corpus.json", "md": out / "corpus.md", "html": out / "corpus.html"}
     files["json"].write_text(json.dumps(result, indent=2), encoding="utf-8")
@@ -178,6 +184,8 @@ def render_corpus_markdown(result: Mapping[str, Any]) -> str:
     ref = result["reference"]
     lines += ["", "Project-page figures for comparison: " + "; ".join(
         f"{k}: " + ", ".join(f"{who} {v}" for who, v in figs.items()) for k, figs in ref.items())]
+    if "hidden_text" in result:
+        lines += ["", "## Hidden text", "", *hidden_section(result["hidden_text"])]
     return "\n".join(lines) + "\n"
 
 
@@ -191,6 +199,9 @@ def render_corpus_html(result: Mapping[str, Any]) -> str:
                         for k, _ in result["metrics"])
         rows.append(f'<tr data-system="{e(system)}"><th>{e(system)}</th>{cells}</tr>')
     failed = "".join(f"<li>{e(p)}: {e(r)}</li>" for p, r in result["failed"].items())
+    hidden = ("<h2>Hidden text</h2><ul id=\"hidden\">" + "".join(
+        f"<li>{e(line[2:] if line.startswith('- ') else line)}</li>" for line in hidden_section(result["hidden_text"]))
+        + "</ul>") if "hidden_text" in result else ""
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>PRISM corpus</title><style>"
             "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;font-size:.85em}"
             "td,th{border:1px solid #ccc;padding:.3em .5em;text-align:right}th:first-child{text-align:left}</style>"
@@ -198,4 +209,4 @@ def render_corpus_html(result: Mapping[str, Any]) -> str:
             "bootstrap 95% CI]; n = papers with a value, missing = reviewed but not computable, absent = not "
             f"reviewed.</p><table id=\"corpus\"><thead><tr><th>system</th>{head}</tr></thead><tbody>{''.join(rows)}"
             "</tbody></table>" + (f"<h2>Papers not scored</h2><ul id=\"failed\">{failed}</ul>" if failed else "")
-            + "</body></html>\n")
+            + hidden + "</body></html>\n")

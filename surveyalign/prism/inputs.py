@@ -8,7 +8,7 @@ from files live in :mod:`surveyalign.prism.readers`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -43,6 +43,9 @@ class Submission(_Frozen):
         sections: the body's sections in order (may be empty).
         submission_date: when the paper was submitted; prior work must be older (novelty retrieval).
         submission_year: the year when only that is known (a full date sets it too).
+        hidden: the paper's hidden-text record (:func:`surveyalign.documents.hidden.document_hidden`: what its
+            reader listed as unseen by a human reader, and the answer-format tokens neutralised); ``None`` when
+            the submission was not read from a file.
     """
 
     paper_id: str
@@ -52,6 +55,7 @@ class Submission(_Frozen):
     sections: tuple[PaperSection, ...] = ()
     submission_date: dt.date | None = None
     submission_year: int | None = None
+    hidden: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _fill(self) -> Submission:
@@ -74,6 +78,8 @@ class Review(_Frozen):
         system: the reviewing system's name for a system review (e.g. ``"DeepReview"``); ``None`` for humans.
         sections: section name (one of summary / strengths / weaknesses / questions) -> text.
         text: the full review text; built from the sections (with headings) when not given.
+        hidden: the review's hidden-text record (:func:`surveyalign.documents.hidden.document_hidden`) for a
+            review read from a markdown / text file; ``None`` otherwise.
     """
 
     review_id: str
@@ -81,6 +87,7 @@ class Review(_Frozen):
     system: str | None = None
     sections: dict[str, str] = Field(default_factory=dict)
     text: str = ""
+    hidden: dict[str, Any] | None = None
 
     @field_validator("review_id")
     @classmethod

@@ -24,6 +24,7 @@ from surveyalign.documents import (
     parse_jats,
     read_document,
 )
+from surveyalign.documents.hidden import document_hidden, scan_unicode
 from surveyalign.prism.inputs import PaperSection, Review, Submission
 
 __all__ = ["SECTION_ALIASES", "ReviewFile", "read_paper", "read_reviews", "split_review_sections"]
@@ -152,7 +153,8 @@ def read_reviews(path: str | Path, *, source: str | None = None, system: str | N
         path: ``.json`` / ``.jsonl`` (OpenReview notes with ``content`` and ``signatures``, or flat objects
             with ``reviewer_id``, ``source``, ``summary`` ...), ``.xml`` (JATS: every ``ref-report``
             sub-article is one human review), or any other text file (one review; id = file stem; sections
-            split at their headings).
+            split at their headings; Unicode tag characters removed, and ``Review.hidden`` set by
+            :func:`surveyalign.documents.hidden.document_hidden`).
         source: ``"human"`` or ``"system"`` for records that do not say (default human, or system when
             ``system`` is given).
         system: the reviewing system's name for a file of system reviews.
@@ -183,10 +185,13 @@ def read_reviews(path: str | Path, *, source: str | None = None, system: str | N
                 out.reviews.append(Review(review_id=sub.id or f"referee-{index + 1}", source=source or "human",
                                           system=system, sections=split_review_sections(sub.text), text=sub.text))
     else:
-        text = path.read_text(encoding="utf-8")
+        # Unicode tag characters are removed (as every document reader does); zero-width and bidi characters are
+        # kept and listed in the review's hidden-text record
+        text, found = scan_unicode(path.read_text(encoding="utf-8"))
         try:
             out.reviews.append(Review(review_id=path.stem, source=source or ("system" if system else "human"),
-                                      system=system, sections=split_review_sections(text), text=text))
+                                      system=system, sections=split_review_sections(text), text=text,
+                                      hidden=document_hidden(text, found)))
         except ValidationError as err:
             raise ValueError(f"{path}: {err.errors()[0]['msg']}") from None
     return out
@@ -197,6 +202,16 @@ def _parse_jats_file(path: Path):
         return parse_jats(path.read_bytes(), source=str(path))
     except JatsError as err:  # names the file already
         raise ValueError(f"not a readable JATS article: {err}") from None
+
+
+def _with_hidden(paper: Submission) -> Submission:
+    """``paper`` (read from JSON or JATS, through no document reader) with Unicode tag characters removed from
+    its title, abstract, text and sections, and the hidden-text record of its text and title."""
+    record = document_hidden(paper.text, title=paper.title, scan=True)
+    clean = lambda text: scan_unicode(text)[0]  # noqa: E731
+    sections = tuple(s.model_copy(update={"heading": clean(s.heading), "text": clean(s.text)}) for s in paper.sections)
+    return paper.model_copy(update={"title": clean(paper.title), "abstract": clean(paper.abstract),
+                                    "text": clean(paper.text), "sections": sections, "hidden": record})
 
 
 def read_paper(path: str | Path, *, paper_id: str | None = None,
@@ -212,7 +227,9 @@ def read_paper(path: str | Path, *, paper_id: str | None = None,
         submission_date: overrides the file's date (``YYYY-MM-DD``).
 
     Returns:
-        The :class:`Submission`.
+        The :class:`Submission`, its ``hidden`` set (:func:`surveyalign.documents.hidden.document_hidden`): the
+        document reader's records, or for JSON and JATS the zero-width and bidi characters (kept) and Unicode
+        tag characters (removed) of the text and title.
 
     Raises:
         OSError: the file cannot be read.
@@ -228,25 +245,27 @@ def read_paper(path: str | Path, *, paper_id: str | None = None,
             sections = [PaperSection(**s) for s in content.get("sections", [])]
             when = override or _date(_value(content.get("submission_date")) or record.get("cdate")
                                      or record.get("tcdate"), f"{path}: field submission_date")
-            return Submission(paper_id=paper_id or str(record.get("id") or path.stem),
-                              title=str(_value(content.get("title")) or ""),
-                              abstract=str(_value(content.get("abstract")) or ""),
-                              text=str(_value(content.get("text")) or ""), sections=tuple(sections),
-                              submission_date=when)
+            paper = Submission(paper_id=paper_id or str(record.get("id") or path.stem),
+                               title=str(_value(content.get("title")) or ""),
+                               abstract=str(_value(content.get("abstract")) or ""),
+                               text=str(_value(content.get("text")) or ""), sections=tuple(sections),
+                               submission_date=when)
+            return _with_hidden(paper)
         if path.suffix == ".xml":
             art = _parse_jats_file(path)
             year = int(art.year) if str(art.year).isdigit() else None
             parts = [PaperSection(heading=s.heading or "(untitled)", level=s.level, text=s.text) for s in art.sections]
-            return Submission(paper_id=paper_id or path.stem, title=art.title, abstract=art.abstract,
-                              text=art.to_markdown(),  # the article alone: sub-articles are never rendered
-                              sections=tuple(parts),
-                              submission_date=override, submission_year=None if override else year)
+            paper = Submission(paper_id=paper_id or path.stem, title=art.title, abstract=art.abstract,
+                               text=art.to_markdown(),  # the article alone: sub-articles are never rendered
+                               sections=tuple(parts),
+                               submission_date=override, submission_year=None if override else year)
+            return _with_hidden(paper)
         document = read_document(path)  # markdown, LaTeX (inputs resolved) or PDF, as markdown
         text = document.text
         sections = [PaperSection(heading=sec.heading, level=sec.level, text=sec.text) for sec in document.sections]
         return Submission(paper_id=paper_id or path.stem, title=document.title or extract_title(text),
                           abstract=extract_abstract(text), text=text, sections=tuple(sections),
-                          submission_date=override)
+                          submission_date=override, hidden=document_hidden(text, document.hidden))
     except ValidationError as err:
         first = err.errors()[0]
         raise ValueError(f"{path}: field {'.'.join(map(str, first['loc'])) or '?'}: {first['msg']}") from None

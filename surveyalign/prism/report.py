@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from surveyalign.documents.hidden import hidden_section
 from surveyalign.paths import content_sha256, name_beside_earlier, unique_output_names
 from surveyalign.prism.columns import mean_over_reviews
 from surveyalign.prism.constructiveness import constructiveness
@@ -18,8 +19,8 @@ from surveyalign.prism.novelty import novelty_scores
 from surveyalign.prism.pipeline import PaperUnits
 from surveyalign.prism.units import RankedCritique
 
-__all__ = ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison", "paper_sha256", "run_owner", "score_reviews",
-           "write_run"]
+__all__ = ["HEADLINE_METRICS", "REFERENCE_FIGURES", "comparison_rows", "format_comparison", "hidden_records",
+           "paper_sha256", "run_owner", "score_reviews", "write_run"]
 
 #: The metrics of the comparison table: (key in a review's scores, label).
 HEADLINE_METRICS: tuple[tuple[str, str], ...] = (
@@ -209,10 +210,27 @@ def _earlier_record(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else {}
 
 
+def hidden_records(paper: Submission, reviews: Sequence[Review]) -> dict[str, dict[str, Any]]:
+    """The hidden-text records of a PRISM run: ``{"paper <id>": record, "review <id>": record}`` for the paper and
+    each review that carries one (:func:`surveyalign.documents.hidden.document_hidden`; readers set them).
+
+    Args:
+        paper: the paper (``Submission.hidden``).
+        reviews: its reviews (``Review.hidden``, set for reviews read from markdown / text files).
+
+    Returns:
+        name -> record, the paper first; ``{}`` when nothing carries a record.
+    """
+    records = {f"paper {paper.paper_id}": paper.hidden} if paper.hidden is not None else {}
+    records.update({f"review {r.review_id}": r.hidden for r in reviews if r.hidden is not None})
+    return records
+
+
 def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review], units: PaperUnits,
               scores: Mapping[str, Mapping[str, Any]], run_config: Mapping[str, Any]) -> dict[str, Path]:
     """Write the run folder: ``reviews/<id>.json`` (the safe id; + a short hash when two ids make one name), ``paper.json``, ``comparison.md`` / ``.json``,
-    ``extraction.json`` (every failure, default and left-out item) and ``run_config.json``.
+    ``extraction.json`` (every failure, default and left-out item) and ``run_config.json``. ``paper.json`` holds
+    ``"hidden_text"`` (:func:`hidden_records`) and ``comparison.md`` ends with its "Hidden text" section.
 
     Returns:
         name -> path of each file written.
@@ -249,6 +267,7 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
         "extraction_counts": units.log.counts, "n_failed_extractions": units.log.n_failed,
         "n_defaults": len(units.log.defaults), "n_invalid_items": len(units.log.invalid),
         "comparison": rows, "reviews": {rid: {k: s[k] for k, _ in HEADLINE_METRICS} for rid, s in scores.items()},
+        "hidden_text": hidden_records(paper, reviews),
     }
     files = {
         "paper.json": paper_record,
@@ -270,6 +289,7 @@ def write_run(out_dir: str | Path, paper: Submission, reviews: Sequence[Review],
               + ((" (cut to fit the model context)" if paper_record["validation_cut_by"] == "context" else
                   " (cut at max_paper_chars)") if paper_record["validation_chars"] < paper_record["paper_chars"] else "")
               + "." + _prior_line(units.priors) + "\n\n")
-    (out / "comparison.md").write_text(header + format_comparison(rows))
+    hidden = "\n## Hidden text\n\n" + "\n".join(hidden_section(paper_record["hidden_text"])) + "\n"
+    (out / "comparison.md").write_text(header + format_comparison(rows) + hidden)
     written["comparison.md"] = out / "comparison.md"
     return written

@@ -27,10 +27,10 @@ __getattr__ = lazy_loader.attach(
         "config": ["MEASURE_KINDS", "MeasureConfig", "SystemsConfig"],
         "corpus": ["Corpus", "Topic", "read_corpus"],
         "measures": ["COVARIATES", "columns_of", "run_measure"],
-        "report": ["render_html", "render_markdown"],
+        "report": ["ka_lines", "render_html", "render_markdown"],
         "run": ["plan_systems", "run_systems"],
     })[0]
 
 __all__ = ["COVARIATES", "MEASURE_KINDS", "Corpus", "MeasureConfig", "ResolutionCache", "SystemsConfig", "Topic",
-           "aggregate_systems", "citation_scores", "columns_of", "plan_systems", "read_corpus", "render_html",
+           "aggregate_systems", "citation_scores", "columns_of", "ka_lines", "plan_systems", "read_corpus", "render_html",
            "render_markdown", "run_measure", "run_systems", "tau_between"]

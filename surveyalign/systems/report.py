@@ -3,7 +3,8 @@
 The HTML page is self-contained (inline style, no script, nothing fetched): the systems table, the win rate
 against the human reference, one pairwise matrix per measure, the rankings and their Kendall taus, and a
 drill-down per topic (``<details id="topic-<name>">``) showing every survey's scores and review beside its
-rivals'.
+rivals', and for the surveyalign measures whether knowledge augmentation (KA, SurveyReview App. F) was used per
+dimension (also listed per survey in ``systems.md``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from surveyalign.scoring import aggregate_cell
 
-__all__ = ["render_html", "render_markdown"]
+__all__ = ["ka_lines", "render_html", "render_markdown"]
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;"
           "font-size:.85em;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.3em .5em;vertical-align:top}"
@@ -30,6 +31,34 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
 
 
+
+
+def _ka_dims(knowledge: Mapping[str, Any]) -> str:
+    """``"comprehensiveness from graph (2 resolved); criticalness without KA: <note>"``."""
+    parts = []
+    for dim, ka in knowledge.items():
+        if ka.get("used"):
+            resolved = f" ({ka['n_resolved']} resolved)" if ka.get("n_resolved") is not None else ""
+            parts.append(f"{dim} from {ka.get('source') or 'unknown source'}{resolved}")
+        else:
+            parts.append(f"{dim} without KA: {ka.get('note') or 'no reason recorded'}")
+    return "; ".join(parts)
+
+
+def ka_lines(detail: Mapping[str, Any] | None) -> list[str]:
+    """Whether knowledge augmentation was used for one survey, per measure that records it.
+
+    Args:
+        detail: ``systems.json`` ``details["<system>/<topic>"]``: measure label -> that measure's detail (a
+            surveyalign measure's holds ``"knowledge"``: dimension -> ``{"used", "source", "note", "n_resolved"}``,
+            only for the dimensions whose adapter needs KA or that got it).
+
+    Returns:
+        ``"<measure>: comprehensiveness from graph (2 resolved); ..."`` per measure with a KA record; ``[]`` when
+        none has one.
+    """
+    return [f"{label}: {_ka_dims(got['knowledge'])}" for label, got in (detail or {}).items()
+            if isinstance(got, Mapping) and got.get("knowledge")]
 
 
 def _rows(result: Mapping[str, Any]) -> list[str]:
@@ -80,6 +109,9 @@ def render_markdown(result: Mapping[str, Any]) -> str:
               + (": " + ", ".join(result["missing"]) if result["missing"] else "")]
     if result["unreadable"]:
         lines += ["", "Unreadable surveys (not scored):", *[f"- {k}: {v}" for k, v in result["unreadable"].items()]]
+    ka = [f"- {pair}: {line}" for pair, detail in result["details"].items() for line in ka_lines(detail)]
+    if ka:
+        lines += ["", "## Knowledge augmentation per survey (KA-trained dimensions: from where, or why not)", "", *ka]
     for label, c in result["citations"].items():
         lines += ["", f"{label}: reference lists: " + ", ".join(f"{t} from {s}" for t, s in
                                                                 c["reference_lists"].items())]
@@ -128,6 +160,11 @@ def _drilldown(result: Mapping[str, Any], topic: Mapping[str, Any]) -> str:
             cells.append(f'<td class="text" data-system="{e(r)}"><b>{e(_num(value))}</b>'
                          + (f"<br>{text}" if text else "") + "</td>")
         body.append(f'<tr data-measure="{e(col["key"])}"><th>{e(col["label"])}</th>{"".join(cells)}</tr>')
+    ka = {r: ka_lines(result["details"][f"{r}/{topic['name']}"]) for r in rows}
+    if any(ka.values()):
+        cells = "".join(f'<td class="text" data-system="{e(r)}">{"<br>".join(e(line) for line in ka[r])}</td>'
+                        for r in rows)
+        body.append(f'<tr data-measure="knowledge"><th>KA</th>{cells}</tr>')
     note = f'<p class="note">not written: {e(", ".join(absent))}</p>' if absent else ""
     return (f'<details class="topic" id="topic-{e(topic["name"])}"><summary>{e(topic["title"])} '
             f'({e(topic["name"])})</summary>{note}<table><thead><tr><th>measure</th>{head}</tr></thead>'
