@@ -53,6 +53,7 @@ def main(script_args, training_args, model_args) -> dict:
     from surveyalign.models import resolve_model_path
     from surveyalign.training import (
         check_prepared_lengths,
+        check_sft_inputs,
         check_trainer,
         finalize_adapter,
         guard_output_dir,
@@ -68,6 +69,7 @@ def main(script_args, training_args, model_args) -> dict:
         raise ValueError("--dataset_path is required (a folder written by `surveyalign data build`)")
     if not model_args.model_name_or_path:
         raise ValueError("--model_name_or_path is required")
+    check_sft_inputs(script_args)  # refused from the data alone, before any model or tokenizer is loaded
     model_args.model_name_or_path = resolve_model_path(model_args.model_name_or_path, "--model_name_or_path")
     run_dir = guard_output_dir(script_args, training_args, model_args)  # another run's folder: refused
     init_deepspeed_comm(training_args)

@@ -56,6 +56,21 @@ def test_sft_recipe_on_a_dataset_without_knowledge_exits_with_one_line(tiny_mode
     assert not out.exists()
 
 
+def test_the_paper_config_is_refused_before_the_32b_base_is_looked_up(dataset_dir, tmp_path):
+    """configs/sft/comprehensiveness.yaml as shipped (Qwen/Qwen3-32B, offline) on the plain dataset: the refusal
+    comes from the data alone, before the tokenizer or the model is asked for (no Hub error)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("SURVEYALIGN_TRACEBACK", None)
+    proc = subprocess.run([sys.executable, "recipes/sft.py", "--config", "configs/sft/comprehensiveness.yaml",
+                           "--dataset_path", str(dataset_dir), "--output_dir", str(tmp_path / "out")], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr
+    assert errors[0].startswith("recipes/sft.py: error: ValueError: " + _refusal(dataset_dir).replace(
+        "criticalness", "comprehensiveness"))
+    assert not (tmp_path / "out").exists()
+
+
 def _blank_knowledge(ka_dataset_dir: Path, out: Path) -> Path:
     """A copy of the KA dataset whose criticalness train rows all have an empty `knowledge` text."""
     from surveyalign.data import load_surveyreview

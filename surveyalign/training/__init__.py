@@ -50,7 +50,7 @@ __getattr__ = lazy_loader.attach(
                  "ka_build_command", "ka_dataset_path", "prepare_sft_dataset", "require_examples",
                  "require_knowledge", "template_hash"],
         "dpo": ["DPOInputs", "check_reference", "dpo_datasets", "dpo_policy", "dpo_record", "read_dpo_inputs"],
-        "sft": ["SFTData", "load_sft_data", "sft_record"]})[0]
+        "sft": ["SFTData", "check_sft_inputs", "load_sft_data", "sft_record"]})[0]
 
 __all__ = [
     "LOG_FILE",

@@ -23,7 +23,7 @@ from surveyalign.training.data import (
 )
 from surveyalign.training.steps import provenance
 
-__all__ = ["SFTData", "load_sft_data", "sft_record"]
+__all__ = ["SFTData", "check_sft_inputs", "load_sft_data", "sft_record"]
 
 
 @dataclass
@@ -50,6 +50,30 @@ def _rows(data: Any, split: str, limit: int | None) -> Any:
     return rows.select(range(min(limit, len(rows)))) if limit is not None else rows
 
 
+def check_sft_inputs(script_args: Any) -> None:
+    """What can be refused from the dataset alone, before the tokenizer or the model is loaded (a 32B base takes
+    minutes): with ``use_knowledge`` on, training rows without any ``knowledge`` text
+    (:func:`surveyalign.training.data.require_knowledge`, SurveyAlign §5.2.3).
+
+    Args:
+        script_args: :class:`surveyalign.training.SFTScriptArguments`.
+
+    Raises:
+        ValueError: one line naming the dataset folder and the ``surveyalign ka build`` command.
+        FileNotFoundError: the dataset folder or the dimension's split does not exist.
+    """
+    if not script_args.use_knowledge:
+        return
+    data = load_surveyreview(script_args.dataset_path, script_args.dimension)
+    train_rows = _rows(data, script_args.dataset_train_split, script_args.max_train_samples)
+    require_knowledge(train_rows, dataset_path=script_args.dataset_path, dimension=script_args.dimension,
+                      split=script_args.dataset_train_split, allow_missing=script_args.allow_missing_knowledge,
+                      fix=_KNOWLEDGE_FIX)
+
+
+_KNOWLEDGE_FIX = "set use_knowledge: false (plain prompts) or allow_missing_knowledge: true to train without it (recorded)"
+
+
 def load_sft_data(script_args: Any, training_args: Any, tokenizer: Any) -> SFTData:
     """Read the dimension's splits and build its examples; print one line per split on what was shortened.
 
@@ -74,9 +98,7 @@ def load_sft_data(script_args: Any, training_args: Any, tokenizer: Any) -> SFTDa
     if script_args.use_knowledge:  # KA prompts from rows without knowledge: refused before any example is built
         require_knowledge(train_rows, dataset_path=script_args.dataset_path, dimension=script_args.dimension,
                           split=script_args.dataset_train_split,
-                          allow_missing=script_args.allow_missing_knowledge,
-                          fix="set use_knowledge: false (plain prompts) or allow_missing_knowledge: true to train "
-                              "without it (recorded)")
+                          allow_missing=script_args.allow_missing_knowledge, fix=_KNOWLEDGE_FIX)
     build = {"dimension": script_args.dimension, "protocol": script_args.protocol,
              "enable_thinking": script_args.enable_thinking, "max_length": training_args.max_length,
              "use_knowledge": script_args.use_knowledge}
