@@ -286,8 +286,6 @@ def import_scores(
             two records for one paper; or an unknown tool or split, or an empty split.
         RuntimeError: ``out`` holds an ``evaluate`` run (``calls.jsonl``) or is locked by another process.
     """
-    from surveyalign.evaluation.units import folder_fingerprint, train_scores_or_none
-    from surveyalign.scoring import summarize_predictions
 
     if tool not in PROFILES:
         raise ValueError(f"unknown tool {tool!r}; expected one of {', '.join(PROFILES)}")
@@ -308,6 +306,31 @@ def import_scores(
     rows = _read_split_rows(root, split)
     if not rows:
         raise ValueError(f"{root} ({split}): no units in this split")
+    titles, matched, unmatched = _match_records(records, rows, root, split)
+    predictions, left_out = _unit_predictions(rows, mapping, matched, tool=tool, scores=scores, tie=tie)
+    if not predictions:
+        dims = ", ".join(c.dimension for c in mapping.values())
+        raise ValueError(f"{root} ({split}): no unit of the mapped dimension(s) {dims}")
+    label = name or (f"{profile.label} ({model})" if model else profile.label)
+    metrics, run_config = _write_run(
+        Path(out), predictions, root=root, split=split, label=label, model=model, profile=profile, tool=tool,
+        mapping=mapping, scores=scores, fmt=fmt, records=records, tie=tie, titles=titles, matched=matched,
+        unmatched=unmatched, left_out=left_out, bootstrap=bootstrap, seed=seed, started=started, argv=argv)
+    return ImportResult(run_dir=Path(out), metrics=metrics, run_config=run_config, predictions=predictions)
+
+
+def _match_records(records: list[ToolRecord], rows: list[dict[str, Any]], root: Path, split: str
+                   ) -> tuple[dict[str, str], dict[str, tuple[ToolRecord, str]], list[dict[str, str]]]:
+    """Match the tool's records to the split's papers, by ``paper_id`` else by title.
+
+    Returns:
+        ``(titles, matched, unmatched)``: paper_id -> title of the split; paper_id -> (record, ``"paper_id"`` |
+        ``"title"``); the records matching no paper of the split, each with the split that holds it (or ``"not in
+        dataset"``).
+
+    Raises:
+        ValueError: a title naming several papers of the split, or two records for one paper.
+    """
     titles: dict[str, str] = {}  # paper_id -> title, this split
     for row in rows:
         titles.setdefault(str(row["paper_id"]), str(row.get("title") or ""))
@@ -347,6 +370,22 @@ def import_scores(
             raise ValueError(f"{rec.where}: a second record for paper {pid} (the first is {matched[pid][0].where})")
         matched[pid] = (rec, how)
 
+    return titles, matched, unmatched
+
+
+def _unit_predictions(rows: list[dict[str, Any]], mapping: dict[str, Criterion],
+                      matched: dict[str, tuple[ToolRecord, str]], *, tool: str, scores: str | Path, tie: str
+                      ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """One prediction record per unit of a mapped dimension: the closest category of its paper's score (App. H),
+    or ``missing`` when the tool has no value for the paper.
+
+    Returns:
+        ``(predictions, left_out)``: the records (fields of :func:`import_scores`) and, per dimension no criterion
+        maps to, its unit count.
+
+    Raises:
+        ValueError: a score that is not a number or lies outside its scale (naming the record and field).
+    """
     dimensions = [c.dimension for c in mapping.values()]
     criterion_of = {c.dimension: c for c in mapping.values()}
     predictions: list[dict[str, Any]] = []
@@ -387,11 +426,29 @@ def import_scores(
             rec["consistency"] = None
             rec["imported"] = imported
             predictions.append(rec)
-    if not predictions:
-        raise ValueError(f"{root} ({split}): no unit of the mapped dimension(s) {', '.join(dimensions)}")
 
-    label = name or (f"{profile.label} ({model})" if model else profile.label)
-    run_dir = Path(out)
+    return predictions, left_out
+
+
+def _write_run(run_dir: Path, predictions: list[dict[str, Any]], *, root: Path, split: str, label: str,
+               model: str | None, profile: ToolProfile, tool: str, mapping: dict[str, Criterion],
+               scores: str | Path, fmt: str, records: list[ToolRecord], tie: str, titles: dict[str, str],
+               matched: dict[str, tuple[ToolRecord, str]], unmatched: list[dict[str, str]], left_out: dict[str, int],
+               bootstrap: int, seed: int, started: str, argv: Sequence[str] | None
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Write ``predictions.jsonl``, ``metrics.json`` and ``run_config.json`` in the layout ``evaluate`` writes.
+
+    Returns:
+        ``(metrics, run_config)``.
+
+    Raises:
+        RuntimeError: ``run_dir`` holds an ``evaluate`` run (``calls.jsonl``) or is locked by another process.
+    """
+    from surveyalign.evaluation.units import folder_fingerprint, train_scores_or_none
+    from surveyalign.scoring import summarize_predictions
+
+    dimensions = [c.dimension for c in mapping.values()]
+    criterion_of = {c.dimension: c for c in mapping.values()}
     run_dir.mkdir(parents=True, exist_ok=True)
     if (run_dir / "calls.jsonl").exists():
         raise RuntimeError(f"{run_dir} holds an evaluate run (calls.jsonl); import into another folder")
@@ -443,4 +500,4 @@ def import_scores(
             "bootstrap": bootstrap, "seed": seed,
         }
         write_json(run_dir / "run_config.json", run_config)
-    return ImportResult(run_dir=run_dir, metrics=metrics, run_config=run_config, predictions=predictions)
+    return metrics, run_config
