@@ -9,7 +9,7 @@ import json
 import pytest
 
 from surveyalign.cli import main
-from surveyalign.evaluation.prior import import_scores, read_tool_records
+from surveyalign.evaluation.prior import import_scores
 from surveyalign.evaluation.prior_map import (
     PROFILES,
     closest_category,
@@ -18,6 +18,7 @@ from surveyalign.evaluation.prior_map import (
     mapping_table,
     rescale,
 )
+from surveyalign.evaluation.prior_records import read_tool_records
 
 
 # ---------------------------------------------------------------------------------------------- the mapping alone

@@ -37,7 +37,7 @@ __getattr__ = lazy_loader.attach(
     __name__,
     submodules=["adapters", "runner", "studies"],
     submod_attrs={
-    "adapters": ["TrainingMismatchError"], "runner": ["RunResult", "run_evaluation"],
+    "adapters": ["TrainingMismatchError"], "outputs": ["RunResult"], "runner": ["run_evaluation"],
     "studies": ["JuryConfig", "ModelRoleConfig", "RQSJudgesConfig", "rating_sheet", "run_jury", "run_rqs_judges",
                 "write_rating_project", "write_rating_sheet"],
     "sweep": ["SweepConfig", "run_sweep"]})[0]

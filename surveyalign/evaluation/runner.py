@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,41 +38,39 @@ from surveyalign.calls.spend import (
     answer_cost,
     gpu_hours_per_second,
     model_of_call,
-    spent_usd,
     unanswered,
 )
 from surveyalign.console import make_console
 from surveyalign.constants import count_statuses
 from surveyalign.evaluation import finished, stream
 from surveyalign.evaluation.adapters import check_training_records
-from surveyalign.evaluation.caching import cache_plan, cache_plan_lines
 from surveyalign.evaluation.config import EvalConfig
 from surveyalign.evaluation.consolidation import (
     merge_calls,
-    merge_lines,
     plan_merge_calls,
-    synthesis_counts,
-    synthesis_settings,
 )
 from surveyalign.evaluation.identity import check_drift as rejudge
 from surveyalign.evaluation.identity import judge_identity
 from surveyalign.evaluation.judges import build_backends, build_judge, close_backend
 from surveyalign.evaluation.lengths import prepare_units
+from surveyalign.evaluation.outputs import (
+    RunResult,
+    finish_run,
+    print_plan,
+    print_plan_in_chunks,
+    start_run_config,
+)
 from surveyalign.evaluation.plan import (
-    context_lines,
     execute,
     judge_calls,
     offline_contexts,
 )
 from surveyalign.evaluation.predictions import assemble_predictions
 from surveyalign.evaluation.provenance import redact_argv, scrub
-from surveyalign.evaluation.provenance import run_config as provenance
 from surveyalign.evaluation.rqs import (
     attach_ratings,
     plan_rqs_calls,
     rqs_calls,
-    rqs_counts,
-    rqs_judge_info,
     rqs_unusable,
 )
 from surveyalign.evaluation.rundir import (
@@ -81,7 +78,6 @@ from surveyalign.evaluation.rundir import (
     now,
     set_cache_aside,
     write_json,
-    write_jsonl,
 )
 from surveyalign.evaluation.spend import (
     cost_summary,
@@ -93,12 +89,9 @@ from surveyalign.evaluation.summary import print_summary
 from surveyalign.evaluation.units import (
     load_units,
     template_hashes,
-    train_scores_or_none,
 )
-from surveyalign.scoring import summarize_predictions
-from surveyalign.scoring.judge_info import judge_ran
 
-__all__ = ["RunIncomplete", "RunResult", "run_evaluation"]
+__all__ = ["RunIncomplete", "run_evaluation"]
 
 
 class RunIncomplete(RuntimeError):
@@ -107,25 +100,7 @@ class RunIncomplete(RuntimeError):
     command (with a higher cap) continues. The message says what is left and how to go on."""
 
 
-@dataclass
-class RunResult:
-    """What :func:`run_evaluation` returns.
 
-    Attributes:
-        run_dir: the run folder (``calls.jsonl``, ``predictions.jsonl``, ``metrics.json``, ``run_config.json``).
-        metrics: the content of ``metrics.json``.
-        counts: unit statuses (every status of ``surveyalign.constants.STATUSES`` and ``total``).
-        calls: call bookkeeping: ``made`` (this invocation), ``cached`` (reused), ``torn_lines`` (skipped
-            cache lines), ``errors`` (calls of this invocation that came back with an error), ``seconds``
-            (wall time of the call stage), and the same for the RQS stage under ``rqs_*``.
-        predictions: the records written to ``predictions.jsonl``.
-    """
-
-    run_dir: Path
-    metrics: dict[str, Any]
-    counts: dict[str, int]
-    calls: dict[str, int] = field(default_factory=dict)
-    predictions: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 def run_evaluation(
@@ -223,16 +198,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
         preflight(list(groups.values()), config.generation, ready=not plan_only)
         if rqs_judge is not None:
             preflight([rqs_judge], rqs_cfg.generation, ready=not plan_only)
-        run_config = provenance(config, run_dir, data_info, template_hashes(config), groups, judge_of_dim, rqs_judge,
-                                argv, started)
-        run_config["training_records"] = training_records
-        run_config["allow_training_mismatch"] = config.allow_training_mismatch
-        run_config["prompt_length"] = prompt_length
-        run_config["synthesis"] = synthesis_settings(config)
-        run_config["batch"] = config.batch_stages()  # which stages go through a provider batch API
-        if rqs_judge is not None:  # named on leaderboards (surveyalign.scoring.rqs_judge)
-            run_config["rqs_judge"] = rqs_judge_info(rqs_cfg.name, rqs_judge)
-        write_json(run_dir / "run_config.json", run_config)
+        run_config = start_run_config(config, run_dir, data_info, groups, judge_of_dim, rqs_judge, argv, started,
+                                       training_records, prompt_length)
 
         with CallCache.load(calls_path, fsync=config.fsync) as cache:
             if cache.n_torn:
@@ -247,16 +214,8 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                               + (f" ({drift['note']})" if drift["note"] else ""))
             batches: dict[str, Any] = {}
             if plan_chunked:  # --plan a chunk of units at a time (stream.py)
-                out = stream.plan_in_chunks(config, units, judge, sources, cache, prices, console)
-                out["prompt_length"].pop("hidden_text", None)
-                run_config["prompt_length"] = out["prompt_length"]
-                write_json(run_dir / "run_config.json", run_config)
-                for line in [*out["plan"].lines(spent_usd=out["spent_usd"], cached_calls=out["cached"]),
-                             *cache_plan_lines(out["cache"]), *merge_lines(out["merges"]), *context_lines(contexts)]:
-                    console.print(line, markup=False)
-                _print_attempts(console, cache.attempts())  # chunked: the calls are never held at once
-                return RunResult(run_dir=run_dir, metrics={}, counts={},
-                                 calls={"plan": {**out["plan"].to_dict(), "cache": out["cache"]}, "context": contexts})
+                return print_plan_in_chunks(config, run_dir, units, judge, sources, cache, prices, console, run_config,
+                                     contexts)
             if chunked:  # a chunk of units at a time: never every prompt at once (stream.py)
                 out = stream.judge_in_chunks(config, units, judge, sources, cache, console)
                 hidden = out["prompt_length"].pop("hidden_text", None) or {}
@@ -281,42 +240,18 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
                 plan, estimate = plan_run(config, todo, judge, cache, prices, model_of_call, rqs_todo=rqs_todo,
                                           rqs_unwritten=unwritten)
                 if plan_only:
-                    planned = [*all_calls, *merge_all, *rqs_all]
-                    cached_plan = cache_plan(todo, judge, cache, prices, model_of_call)
-                    for line in plan.lines(spent_usd=spent_usd(cache, planned, prices, model_of_call),
-                                           cached_calls=cached + len(rqs_all) - len(rqs_todo)) + \
-                            cache_plan_lines(cached_plan) + merge_lines(merge_plan) + context_lines(contexts):
-                        console.print(line, markup=False)
-                    _print_attempts(console, cache.attempts(c.key for c in planned))
-                    if unwritten:
-                        console.print(f"  (rqs: {len(unwritten)} rating(s) of rationales not written yet, counted as if "
-                                      "every unit is scored, each rationale as long as a judge answer)", markup=False)
-                    return RunResult(run_dir=run_dir, metrics={}, counts={},
-                                     calls={"plan": {**plan.to_dict(), "cache": cached_plan}, "context": contexts})
+                    return print_plan(run_dir, console, plan, todo, judge, cache, prices, contexts,
+                                       planned=[*all_calls, *merge_all, *rqs_all],
+                                       cached_calls=cached + len(rqs_all) - len(rqs_todo), merge_plan=merge_plan,
+                                       unwritten=unwritten)
                 cap = make_cap(config, [*all_calls, *merge_all, *rqs_all], cache, prices, model_of_call, estimate)
                 cost_of = answer_cost(prices)
                 calls.update(cached=cached, made=len(todo))
                 calls["errors"], calls["seconds"], calls["calls_per_s"] = execute(
                     todo, config, cache, "judge", cap=cap, cost_of=cost_of, batches=batches)
                 _stop_if_incomplete(cap, batches, todo, cache, config, "judge", later=[*merge_plan, *rqs_todo])
-                merge_all, merge_todo, merge_cached = merge_calls(config, units, judge, cache)
-                if merge_all:
-                    calls.update(synthesis_cached=merge_cached, synthesis_made=len(merge_todo))
-                    calls["synthesis_errors"], calls["synthesis_seconds"], _ = execute(
-                        merge_todo, config, cache, "synthesis", cap=cap, cost_of=cost_of, batches=batches)
-                    _stop_if_incomplete(cap, batches, merge_todo, cache, config, "synthesis", later=rqs_todo)
-                    all_calls += merge_all
-                predictions = assemble_predictions(config, units, judge, cache)
-                if rqs_cfg is not None:
-                    rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache,
-                                               retry_errors=config.retry_errors)
-                    calls.update(rqs_cached=rcached, rqs_made=len(rtodo))
-                    calls["rqs_errors"], calls["rqs_seconds"], _ = execute(rtodo, config, cache, "rqs", cap=cap,
-                                                                           cost_of=cost_of, batches=batches)
-                    _stop_if_incomplete(cap, batches, rtodo, cache, config, "rqs")
-                    attach_ratings(units, predictions, rqs_judge, rqs_cfg.generation, cache)
-                    all_calls += [c for c in rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation,
-                                                       CallCache(Path(run_dir / ".none")))[0]]
+                predictions = _merge_and_rate(config, run_dir, units, judge, cache, rqs_judge, calls, all_calls,
+                                              cap=cap, cost_of=cost_of, batches=batches, rqs_todo=rqs_todo)
             # judge and merge calls (and the RQS stage's, which never leaves a finished.json)
             n_judge_calls, n_judge_keys = len(all_calls), len({c.key for c in all_calls})
             if batches:
@@ -330,46 +265,44 @@ def _run_locked(config: EvalConfig, run_dir: Path, backend: Any, rqs_backend: An
         for b in built:  # close only what this run built
             close_backend(b)
 
-    write_jsonl(run_dir / "predictions.jsonl", predictions)
-    counts = count_statuses(predictions)
-    stage_counts = rqs_counts(predictions) if rqs_cfg is not None else {}
-    merged = synthesis_counts(predictions) if config.samples_per_unit > 1 else {}
-    train_scores = train_scores_or_none(config.dataset)
-    metrics = summarize_predictions(predictions, train_scores=train_scores or None,
-                                    consistency_available=rqs_cfg is not None, bootstrap=config.bootstrap,
-                                    seed=config.generation.seed, alpha=config.has.alpha, beta=config.has.beta)
-    # surveys whose text or title carries invisible characters or answer-format tokens (neutralised before the judge)
-    metrics["hidden_text"] = {"n_surveys": len(hidden), "surveys": hidden}
-    metrics["harness"] = {"status_counts": counts, "calls": calls, "rqs_counts": stage_counts,
-                          "prompt_length": prompt_length, "cost": cost, "layout": config.layout}
-    if merged:
-        metrics["harness"]["synthesis_counts"] = run_config["synthesis_counts"] = merged
-    metrics["judge"] = judge_ran(run_config)  # the judge that ran, per dimension
-    if run_config.get("rqs_judge"):
-        metrics["rqs_judge"] = run_config["rqs_judge"]
-    write_json(run_dir / "metrics.json", metrics)
+    return finish_run(config, run_dir, console, predictions, calls, cost, run_config, hidden, prompt_length, static,
+                   groups, judge_of_dim, n_judge_calls, n_judge_keys)
 
-    run_config["finished"] = now()
-    run_config["counts"] = counts
-    run_config["calls"] = calls
-    run_config["cost"] = cost
-    if stage_counts:
-        run_config["rqs_counts"] = stage_counts
-    write_json(run_dir / "run_config.json", scrub(run_config))
-    if static is not None and finished.reusable(predictions, config.retry_errors):
-        finished.record(run_dir, static, groups, judge_of_dim, n_calls=n_judge_calls, n_keys=n_judge_keys,
-                        torn_lines=calls["torn_lines"])
 
-    print_summary(console, config, metrics, predictions, counts, calls, stage_counts, run_dir,
-                  prompt_length=prompt_length)
-    if merged:
-        console.print(f"synthesis ({'on' if config.synthesis else 'off: best winning sample kept'}): "
-                      f"{merged['eligible']} voted unit(s): {merged['synthesized']} merged, {merged['single']} with one "
-                      f"distinct rationale, {merged['best_sample']} best sample kept, {merged['failed']} merge(s) "
-                      "failed (best sample kept, reason in predictions.jsonl synthesis.error)", markup=False)
-    for line in cost_lines(cost):
-        console.print(line, markup=False)
-    return RunResult(run_dir=run_dir, metrics=metrics, counts=counts, calls=calls, predictions=predictions)
+
+
+
+
+def _merge_and_rate(config: EvalConfig, run_dir: Path, units: list[Any], judge: Any, cache: CallCache, rqs_judge: Any,
+                    calls: dict[str, Any], all_calls: list[Any], *, cap: Any, cost_of: Any, batches: dict[str, Any],
+                    rqs_todo: list[Any]) -> list[dict[str, Any]]:
+    """After the judge calls: the App. E merge calls of the voted units, the prediction records, then the RQS
+    stage's ratings (App. G) attached to them. ``calls`` gets each stage's counts; ``all_calls`` gets the merge and
+    RQS calls (for the cost summary). Returns the predictions.
+
+    Raises:
+        RunIncomplete: the cost cap or a provider batch stopped a stage (what was answered is kept).
+    """
+    rqs_cfg = config.rqs if (config.rqs is not None and config.rqs.enabled) else None
+    merge_all, merge_todo, merge_cached = merge_calls(config, units, judge, cache)
+    if merge_all:
+        calls.update(synthesis_cached=merge_cached, synthesis_made=len(merge_todo))
+        calls["synthesis_errors"], calls["synthesis_seconds"], _ = execute(
+            merge_todo, config, cache, "synthesis", cap=cap, cost_of=cost_of, batches=batches)
+        _stop_if_incomplete(cap, batches, merge_todo, cache, config, "synthesis", later=rqs_todo)
+        all_calls += merge_all
+    predictions = assemble_predictions(config, units, judge, cache)
+    if rqs_cfg is not None:
+        rtodo, rcached = rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation, cache,
+                                   retry_errors=config.retry_errors)
+        calls.update(rqs_cached=rcached, rqs_made=len(rtodo))
+        calls["rqs_errors"], calls["rqs_seconds"], _ = execute(rtodo, config, cache, "rqs", cap=cap,
+                                                               cost_of=cost_of, batches=batches)
+        _stop_if_incomplete(cap, batches, rtodo, cache, config, "rqs")
+        attach_ratings(units, predictions, rqs_judge, rqs_cfg.generation, cache)
+        all_calls += [c for c in rqs_calls(units, predictions, rqs_judge, rqs_cfg.generation,
+                                           CallCache(Path(run_dir / ".none")))[0]]
+    return predictions
 
 
 def _finished_again(config: EvalConfig, run_dir: Path, console: Any, argv: Sequence[str] | None, started: str,
@@ -410,14 +343,6 @@ def _stop_if_incomplete(cap: Any, batches: dict[str, Any], todo: list[Any], cach
         left = [c for c in todo if cache.get(c.key) is None]
         raise RunIncomplete(cap.stop_message([*left, *later], stage, cache.path))
 
-
-def _print_attempts(console: Any, sent: list[dict[str, Any]]) -> None:
-    """The ``--plan`` line of what the spend so far counts: every sent attempt (each was paid), retries named.
-    ``sent``: the records of the run's calls (the chunked plan, which never holds every call, passes every record
-    of ``calls.jsonl``)."""
-    if sent:
-        console.print(f"  spent so far counts every sent attempt: {len(sent)} record(s) in calls.jsonl, "
-                      f"{len(sent) - len({r['key'] for r in sent})} of them retries of a failed answer", markup=False)
 
 
 def _summary(all_calls: list[Any], cache: CallCache, prices: Any, units: list[Any], groups: dict[str, Any],
