@@ -215,6 +215,23 @@ def _evaluate_modules(run_dir: Path) -> dict[str, Any]:
             "n_scored": sum(d["n_scored"] for d in alignment["per_dimension"].values())}
 
 
+def _modules_table(modules: dict[str, dict[str, Any]]) -> Any:
+    """A ``rich`` table of the runs' figures as the ``evaluate`` modules compute them (:func:`_evaluate_modules`)."""
+    from rich.table import Table
+
+    table = Table(title="the same runs through evaluate.load('metrics/survey_alignment') and ('metrics/has')")
+    for col in ("judge", "AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "scored"):
+        table.add_column(col, justify="left" if col == "judge" else "right")
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    for judge, m in modules.items():
+        table.add_row(judge, fmt(m["avg_mse"]), fmt(m["avg_mae"]), fmt(m["rqs"]), fmt(m["align"]), fmt(m["has"]),
+                      f"{m['n_scored']}/{m['n']}")
+    return table
+
+
 def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     """Run the main job described in the module docstring.
 
@@ -303,20 +320,8 @@ def run_demo(cfg: DemoConfig) -> dict[str, Any]:
     # 5. leaderboard
     _say(console, "[5/5] leaderboard")
     console.print(render_leaderboard(summaries))
-    from rich.table import Table
-
     modules = {judge: _evaluate_modules(Path(run)) for judge, run in runs.items()}
-    table = Table(title="the same runs through evaluate.load('metrics/survey_alignment') and ('metrics/has')")
-    for col in ("judge", "AVG MSE", "AVG MAE", "RQS", "Align", "HAS", "scored"):
-        table.add_column(col, justify="left" if col == "judge" else "right")
-
-    def fmt(v: float | None) -> str:
-        return "-" if v is None else f"{v:.3f}"
-
-    for judge, m in modules.items():
-        table.add_row(judge, fmt(m["avg_mse"]), fmt(m["avg_mae"]), fmt(m["rqs"]), fmt(m["align"]), fmt(m["has"]),
-                      f"{m['n_scored']}/{m['n']}")
-    console.print(table)
+    console.print(_modules_table(modules))
     if ev.lexical_rqs:
         console.print("RQS here comes from a lexical stand-in judge (word overlap), not an LLM judge as in the "
                       "paper; add an `rqs` block to an evaluation config for the real one.")

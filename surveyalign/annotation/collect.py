@@ -176,53 +176,9 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
         s = surveys[s.paper_id]
         s.candidate_id = s.candidate_id or sf.raw_id
         by_paper[s.paper_id].extend(sf.reviews)
-    from_candidates = 0
-    for s in surveys.values():
-        if not s.text and text_files:
-            hit = next((text_files[k] for k in (_norm_id(s.candidate_id), _norm_id(s.doi), _norm_id(s.paper_id))
-                        if k and k in text_files), None)
-            if hit:
-                s.text = hit[0]
-                s.text_from = hit[1] if hit[1].startswith("fetch-texts:") else f"texts:{hit[1]}"
-        row = by_candidate.get(_norm_id(s.candidate_id)) or by_candidate.get(_norm_id(s.doi))
-        if row:
-            filled = False
-            for name in ("title", "abstract", "doi"):
-                if not getattr(s, name) and str(row.get(name) or "").strip():
-                    setattr(s, name, str(row[name]).strip())
-                    filled = True
-            from_candidates += filled
-    reviews: list[ReviewRecord] = []
-    duplicates = 0
-    for paper in sorted(by_paper):
-        numbers: dict[str, int] = {}
-        seen: set[tuple[str, int, str]] = set()
-        # reviews before meta-reviews, then by date and place in the file: reviewers are numbered in this order
-        order = sorted(by_paper[paper], key=lambda r: (r.version, r.kind == "meta_review", r.date,
-                                                       r.provenance.get("element", "")))
-        for rev in order:
-            key = (rev.reviewer or rev.provenance.get("element", ""), rev.version, rev.text)
-            if key in seen:  # the same report read from two files (e.g. a v2 XML repeating v1's reports)
-                duplicates += 1
-                continue
-            seen.add(key)
-            who = rev.reviewer or f"anonymous-{rev.provenance.get('element', '')}"
-            if rev.kind == "meta_review":
-                who = "meta:" + who
-            numbers.setdefault(who, len(numbers) + 1)
-            rev.reviewer_index = numbers[who]
-            rev.review_id = review_uid(rev.source, paper.split("-", 1)[1], rev.version, rev.reviewer_index)
-            reviews.append(rev)
-    # leak check: no review sentence may remain in its survey's text
-    leaks: list[str] = []
-    for rev in reviews:
-        text = surveys[rev.paper_id].text
-        if not text:
-            continue
-        sentences = _sentences(rev.text)
-        hits = find_verbatim(sentences, [text]) if sentences else []
-        if any(h == 0 for h in hits):
-            leaks.append(rev.review_id)
+    from_candidates = _complete_surveys(surveys, text_files, by_candidate)
+    reviews, duplicates = _number_reviews(by_paper)
+    leaks = _reviews_in_survey_text(reviews, surveys)  # no review sentence may remain in its survey's text
     for rev in reviews:
         per_source[rev.source]["reviews"] += 1
     for s in surveys.values():
@@ -252,3 +208,71 @@ def collect_reviews(paths: Sequence[str | os.PathLike], *, confirmed: set[str] |
         (out / "collect_report.json").write_text(json.dumps(result.report, indent=2, ensure_ascii=False) + "\n",
                                                  encoding="utf-8")
     return result
+
+
+def _complete_surveys(surveys: dict[str, SurveyRecord], text_files: dict[str, tuple[str, str]],
+                      by_candidate: dict[str, dict[str, Any]]) -> int:
+    """Fill each survey's missing text from ``--texts`` and its missing title / abstract / DOI from its candidate
+    row (``verification.csv`` / candidates); returns how many surveys got a field from a candidate."""
+    from_candidates = 0
+    for s in surveys.values():
+        if not s.text and text_files:
+            hit = next((text_files[k] for k in (_norm_id(s.candidate_id), _norm_id(s.doi), _norm_id(s.paper_id))
+                        if k and k in text_files), None)
+            if hit:
+                s.text = hit[0]
+                s.text_from = hit[1] if hit[1].startswith("fetch-texts:") else f"texts:{hit[1]}"
+        row = by_candidate.get(_norm_id(s.candidate_id)) or by_candidate.get(_norm_id(s.doi))
+        if row:
+            filled = False
+            for name in ("title", "abstract", "doi"):
+                if not getattr(s, name) and str(row.get(name) or "").strip():
+                    setattr(s, name, str(row[name]).strip())
+                    filled = True
+            from_candidates += filled
+    return from_candidates
+
+
+def _number_reviews(by_paper: dict[str, list[ReviewRecord]]) -> tuple[list[ReviewRecord], int]:
+    """Number each paper's reviewers (reviews before meta-reviews, then by date and place in the file) and give
+    each review its id; a report read twice (e.g. a v2 XML repeating v1's reports) is kept once.
+
+    Returns:
+        ``(reviews, duplicates)``: the reviews in paper order, and how many repeated reports were left out.
+    """
+    reviews: list[ReviewRecord] = []
+    duplicates = 0
+    for paper in sorted(by_paper):
+        numbers: dict[str, int] = {}
+        seen: set[tuple[str, int, str]] = set()
+        # reviews before meta-reviews, then by date and place in the file: reviewers are numbered in this order
+        order = sorted(by_paper[paper], key=lambda r: (r.version, r.kind == "meta_review", r.date,
+                                                       r.provenance.get("element", "")))
+        for rev in order:
+            key = (rev.reviewer or rev.provenance.get("element", ""), rev.version, rev.text)
+            if key in seen:  # the same report read from two files (e.g. a v2 XML repeating v1's reports)
+                duplicates += 1
+                continue
+            seen.add(key)
+            who = rev.reviewer or f"anonymous-{rev.provenance.get('element', '')}"
+            if rev.kind == "meta_review":
+                who = "meta:" + who
+            numbers.setdefault(who, len(numbers) + 1)
+            rev.reviewer_index = numbers[who]
+            rev.review_id = review_uid(rev.source, paper.split("-", 1)[1], rev.version, rev.reviewer_index)
+            reviews.append(rev)
+    return reviews, duplicates
+
+
+def _reviews_in_survey_text(reviews: list[ReviewRecord], surveys: dict[str, SurveyRecord]) -> list[str]:
+    """Ids of the reviews one of whose sentences stands verbatim in their survey's text (a leak to report)."""
+    leaks: list[str] = []
+    for rev in reviews:
+        text = surveys[rev.paper_id].text
+        if not text:
+            continue
+        sentences = _sentences(rev.text)
+        hits = find_verbatim(sentences, [text]) if sentences else []
+        if any(h == 0 for h in hits):
+            leaks.append(rev.review_id)
+    return leaks
