@@ -176,27 +176,7 @@ def annotate_reviews(reviews: Sequence[ReviewRecord], backend: Backend, settings
                        "problems": list(p.problems) if p else []} for k, (a, p) in enumerate(zip(got, parsed))]
         dims: dict[str, Any] = {}
         for dim in DIMENSIONS:
-            answers_d = [p.dimensions[dim] if p else None for p in parsed]
-            label, votes, tie = vote_label([a.label if a else None for a in answers_d])
-            problems = sorted({a.problem for a in answers_d if a and a.problem})
-            if label is None:
-                status = "api_error" if all(p is None for p in parsed) else "parse_failed"
-                dims[dim] = {"label": None, "status": status, "votes": votes, "tie": False, "snippets": [],
-                             "problems": problems or [a.generation.error or "" for a in got][:1]}
-                continue
-            first = next(a for a in answers_d if a and a.label == label)
-            located = [locate_snippet(s, review.text) for s in first.snippets]
-            matches = [{**m.to_json(), "span": span_text(review.text, m)} for m in located]
-            for m in matches:
-                snippet_counts[m["status"]] += 1
-                if not m["verbatim"]:  # listed for a person: where the closest window is, if any
-                    flagged.append({"review_id": review.review_id, "dimension": dim, "status": m["status"],
-                                    "text": m["text"], "start": m["start"], "end": m["end"], "score": m["score"]})
-            if label not in (0,) and not matches:
-                problems.append(f"{dim}: label {label} given without a snippet")
-            label_counts[dim][label] += 1
-            dims[dim] = {"label": label, "status": "labelled", "votes": votes, "tie": tie, "snippets": matches,
-                         "problems": problems}
+            dims[dim] = _vote_dimension(dim, parsed, got, review, label_counts, snippet_counts, flagged)
         n_labelled = sum(d["status"] == "labelled" for d in dims.values())
         if all(p is None for p in parsed):
             status = "api_error"
@@ -249,3 +229,33 @@ def _earlier_records(path: Path, ids: set[str]) -> list[dict[str, Any]]:
         return [r for r in read_jsonl(path) if r.get("review_id") not in ids]
     except (OSError, ValueError):
         return []
+
+
+def _vote_dimension(dim: str, parsed: list[Any], got: list[Any], review: Any, label_counts: dict[str, Counter],
+                    snippet_counts: Counter, flagged: list[dict[str, Any]]) -> dict[str, Any]:
+    """One review's label on ``dim``: the K samples' vote, the winning sample's snippets located in the review
+    (a snippet not found verbatim is added to ``flagged`` for a person); the counts are updated.
+
+    Returns:
+        ``{"label", "status" ("labelled" | "api_error" | "parse_failed"), "votes", "tie", "snippets", "problems"}``.
+    """
+    answers_d = [p.dimensions[dim] if p else None for p in parsed]
+    label, votes, tie = vote_label([a.label if a else None for a in answers_d])
+    problems = sorted({a.problem for a in answers_d if a and a.problem})
+    if label is None:
+        status = "api_error" if all(p is None for p in parsed) else "parse_failed"
+        return {"label": None, "status": status, "votes": votes, "tie": False, "snippets": [],
+                "problems": problems or [a.generation.error or "" for a in got][:1]}
+    first = next(a for a in answers_d if a and a.label == label)
+    located = [locate_snippet(s, review.text) for s in first.snippets]
+    matches = [{**m.to_json(), "span": span_text(review.text, m)} for m in located]
+    for m in matches:
+        snippet_counts[m["status"]] += 1
+        if not m["verbatim"]:  # listed for a person: where the closest window is, if any
+            flagged.append({"review_id": review.review_id, "dimension": dim, "status": m["status"],
+                            "text": m["text"], "start": m["start"], "end": m["end"], "score": m["score"]})
+    if label not in (0,) and not matches:
+        problems.append(f"{dim}: label {label} given without a snippet")
+    label_counts[dim][label] += 1
+    return {"label": label, "status": "labelled", "votes": votes, "tie": tie, "snippets": matches,
+            "problems": problems}
