@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from surveyalign.paper import PaperConfig, exact_accuracy, has_at, plan_paper, run_paper
+from surveyalign.paper import PaperConfig, plan_paper, run_paper
+from surveyalign.scoring import has_sensitivity, summarize_predictions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,20 +55,21 @@ def test_has_at_gives_table8_of_the_paper():
     table8 = {"SurveyAlign": (0.86, 0.36, [0.74, 0.66, 0.56, 0.49]), "GPT-5.2": (0.77, 0.42, [0.68, 0.63, 0.56, 0.51]),
               "Claude-Opus-4.5": (0.74, 0.48, [0.68, 0.64, 0.59, 0.55])}
     for align, rqs, expected in table8.values():
-        got = [has_at(align, rqs, b) for b in (0.25, 0.40, 0.60, 0.75)]
+        got = list(has_sensitivity(align, rqs, (0.25, 0.40, 0.60, 0.75)).values())
         assert got == pytest.approx(expected, abs=0.0101)
-    assert has_at(0.86, 0.36, 0.40) == pytest.approx(0.6 * 0.86 + 0.4 * 0.36)
-    assert has_at(None, 0.4, 0.25) is None
+    assert has_sensitivity(0.86, 0.36, (0.40,))[0.40] == pytest.approx(0.6 * 0.86 + 0.4 * 0.36)
 
 
-def test_exact_accuracy_is_per_dimension_then_averaged():
+def test_table2_accuracy_is_per_dimension_then_averaged():
+    # the accuracy Table 2 shows is the one of surveyalign.scoring (exact score match over scored units)
     recs = [{"dimension": "readability", "status": "scored", "prediction": -1, "reference": -1},
             {"dimension": "readability", "status": "scored", "prediction": 1, "reference": -1},
             {"dimension": "readability", "status": "parse_failed", "prediction": None, "reference": -1},
             {"dimension": "structure", "status": "scored", "prediction": 2, "reference": 2}]
-    acc = exact_accuracy(recs)
-    assert acc["per_dimension"] == {"readability": 0.5, "structure": 1.0}
-    assert acc["avg"] == 0.75
+    recs = [{**r, "unit_id": f"u{i}", "paper_id": f"p{i}", "consistency": None} for i, r in enumerate(recs)]
+    acc = summarize_predictions(recs, bootstrap=0)
+    assert {d: e["accuracy"] for d, e in acc["per_dimension"].items()} == {"readability": 0.5, "structure": 1.0}
+    assert acc["accuracy"] == 0.75
 
 
 def _record(i: int, dim: str, ref: int, pred: int | None, consistency: float | None, source: str) -> dict:
@@ -273,4 +275,6 @@ def test_a_prior_evaluator_is_imported_as_a_table2_row_with_the_closest_category
     write_tables(run)
     row = json.loads((Path(cfg.workdir) / "table2.json").read_text())["data"]["rows"][0]
     assert row["rqs"] is None and row["has"] is None and row["rqs_judge"] is None
+    t8 = json.loads((Path(cfg.workdir) / "table8.json").read_text())["data"]["rows"][0]
+    assert set(t8["has"].values()) == {None}  # no RQS: no HAS under any weight
     assert "| Prior work |" in (Path(cfg.workdir) / "table2.md").read_text()

@@ -9,7 +9,6 @@ and settings did not change is skipped. Profiles: ``configs/paper/{paper,qlora,t
 from surveyalign.paper._config import STAGES, PaperConfig, Variant, paper_variants
 from surveyalign.paper._run import plan_paper, run_paper
 from surveyalign.paper._stages import StageFailed
-from surveyalign.paper._tables import exact_accuracy, has_at
 
-__all__ = ["STAGES", "PaperConfig", "StageFailed", "Variant", "exact_accuracy", "has_at", "paper_variants",
+__all__ = ["STAGES", "PaperConfig", "StageFailed", "Variant", "paper_variants",
            "plan_paper", "run_paper"]

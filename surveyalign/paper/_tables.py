@@ -23,35 +23,6 @@ def _f(value: Any, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def exact_accuracy(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Share of scored units whose predicted score equals the human score, per dimension and averaged.
-
-    Args:
-        records: prediction records (``dimension``, ``status``, ``prediction``, ``reference``).
-
-    Returns:
-        ``{"per_dimension": {dim: float | None}, "avg": float | None}``: each in [0, 1], over the dimension's scored
-        units (None without one); ``avg`` is the unweighted mean over the dimensions that have a value, as AVG MSE.
-    """
-    per: dict[str, float | None] = {}
-    for dim in dict.fromkeys(r["dimension"] for r in records):
-        scored = [r for r in records if r["dimension"] == dim and r.get("status") == "scored"
-                  and r.get("prediction") is not None]
-        per[dim] = sum(int(r["prediction"]) == int(r["reference"]) for r in scored) / len(scored) if scored else None
-    values = [v for v in per.values() if v is not None]
-    return {"per_dimension": per, "avg": sum(values) / len(values) if values else None}
-
-
-def has_at(align: float | None, rqs: float | None, beta_rqs: float) -> float | None:
-    """HAS with RQS weight ``beta_rqs`` and Align weight ``1 - beta_rqs`` (SurveyReview App. I.3, Table 8).
-
-    Example: Align 0.86, RQS 0.36 at 0.25 -> 0.735; at 0.40 -> 0.66.
-    """
-    if align is None or rqs is None:
-        return None
-    return (1.0 - beta_rqs) * align + beta_rqs * rqs
-
-
 def _summary(run: PaperRun, records: list[dict[str, Any]], consistency: bool) -> dict[str, Any]:
     from surveyalign.scoring import summarize_predictions
 
@@ -129,20 +100,19 @@ def _table2(run: PaperRun, runs: dict[str, Any], records: dict[str, list]) -> di
     rows, data = [], []
     for name in names:
         s = _summary(run, records[name], consistency=runs[name].get("rqs_judge") is not None)
-        acc = exact_accuracy(records[name])
         per = s.get("per_dimension") or {}
         method = {"surveyalign": "SurveyAlign", "prior": "Prior work"}.get(runs[name]["kind"], "Baseline")
         mark = _MIXED if name in marked else ""
         row = [method, runs[name]["name"]]
         for d in dims:
             row += [_f((per.get(d) or {}).get("mse")), _f((per.get(d) or {}).get("mae"))]
-        row += [_f(s.get("avg_mse")), _f(s.get("avg_mae")), _f(acc["avg"]), _f(s.get("rqs")) + mark,
+        row += [_f(s.get("avg_mse")), _f(s.get("avg_mae")), _f(s.get("accuracy")), _f(s.get("rqs")) + mark,
                 _f(s.get("has")) + mark, f"{s.get('n_scored')}/{s.get('n')}", str(runs[name].get("rqs_judge") or "–")]
         rows.append(row)
         data.append({"run": name, "name": runs[name]["name"], "run_dir": runs[name]["run_dir"],
                      "avg_mse": s.get("avg_mse"), "avg_mae": s.get("avg_mae"), "rqs": s.get("rqs"),
-                     "align": s.get("align"), "has": s.get("has"), "accuracy": acc["avg"],
-                     "accuracy_per_dimension": acc["per_dimension"], "n": s.get("n"), "n_scored": s.get("n_scored"),
+                     "align": s.get("align"), "has": s.get("has"), "accuracy": s.get("accuracy"),
+                     "accuracy_per_dimension": {d: (per.get(d) or {}).get("accuracy") for d in dims}, "n": s.get("n"), "n_scored": s.get("n_scored"),
                      "per_dimension": {d: {k: (per.get(d) or {}).get(k) for k in ("mse", "mae", "n", "n_scored", "rq")}
                                        for d in dims},
                      "rqs_judge": runs[name].get("rqs_judge"), "rqs_judge_differs": name in marked})
@@ -220,6 +190,8 @@ def _table7(run: PaperRun, runs: dict[str, Any], records: dict[str, list]) -> di
 
 
 def _table8(run: PaperRun, runs: dict[str, Any], records: dict[str, list]) -> dict[str, Any]:
+    from surveyalign.scoring import has_sensitivity
+
     names = _rows(runs)
     marked, notes = _rqs_notes(runs, names)
     betas = list(run.cfg.has.table8_betas)
@@ -228,7 +200,8 @@ def _table8(run: PaperRun, runs: dict[str, Any], records: dict[str, list]) -> di
     for n in names:
         s = _summary(run, records[n], consistency=True)
         align, rqs = s.get("align"), s.get("rqs")
-        values = {f"{b:.2f}": has_at(align, rqs, b) for b in betas}
+        by_beta = has_sensitivity(align, rqs, betas) if align is not None and rqs is not None else {}
+        values = {f"{b:.2f}": by_beta.get(b) for b in betas}
         mark = _MIXED if n in marked else ""
         rows.append([runs[n]["name"], _f(align), _f(rqs) + mark, *[_f(v) + mark for v in values.values()]])
         data.append({"run": n, "name": runs[n]["name"], "align": align, "rqs": rqs, "has": values})
