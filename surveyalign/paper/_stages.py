@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from surveyalign import __version__
-from surveyalign.constants import DIMENSIONS
 from surveyalign.paper._config import STAGES, PaperConfig
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -345,5 +344,3 @@ def dimension_order(dims: list[str]) -> list[str]:
     order = ["readability", "criticalness", "comprehensiveness", "structure"]
     return [d for d in order if d in dims] + [d for d in dims if d not in order]
 
-
-assert set(dimension_order(list(DIMENSIONS))) == set(DIMENSIONS)
